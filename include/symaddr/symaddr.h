@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file symaddr.h
+ * @brief Host API of symaddr: contexts, symmetric address maps, providers.
+ *
+ * A context is created collectively over an MPI communicator. Providers hand
+ * out memory together with an address map (symaddr_map_t) whose device-resident
+ * peer_bases table lets kernels translate a local pointer to a peer's pointer:
+ *
+ *     remote = peer_bases[target] + (ptr - peer_bases[local_rank])
+ *
+ * Every call documented as collective must be made by every rank of the
+ * context's communicator, in the same order, with matching arguments.
+ * Mismatches are detected and reported as SYMADDR_ERR_MISMATCH on every rank.
+ */
+#ifndef SYMADDR_SYMADDR_H
+#define SYMADDR_SYMADDR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "symaddr/version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(SYMADDR_BUILDING) && defined(__GNUC__)
+#define SYMADDR_API __attribute__((visibility("default")))
+#else
+#define SYMADDR_API
+#endif
+
+/** Status codes. SYMADDR_OK is zero, errors are negative. */
+typedef enum symaddr_status {
+    SYMADDR_OK = 0,
+    SYMADDR_ERR_INVALID_ARG = -1,        /**< NULL or out-of-range argument */
+    SYMADDR_ERR_INVALID_SIZE = -2,       /**< zero or overflowing size */
+    SYMADDR_ERR_NO_MEMORY = -3,          /**< host or device allocation failed */
+    SYMADDR_ERR_NOT_FOUND = -4,          /**< pointer is not inside any registration */
+    SYMADDR_ERR_DOUBLE_FREE = -5,        /**< pointer was already freed */
+    SYMADDR_ERR_INVALID_MAP = -6,        /**< map was freed or belongs to another context */
+    SYMADDR_ERR_MISMATCH = -7,           /**< ranks disagreed on a collective call */
+    SYMADDR_ERR_BACKEND = -8,            /**< the GPU runtime or the OS refused a call */
+    SYMADDR_ERR_UNSUPPORTED = -9,        /**< not available on this backend or build */
+    SYMADDR_ERR_TIMEOUT = -10,           /**< a wait ran past its timeout */
+    SYMADDR_ERR_MPI = -11,               /**< an MPI call failed */
+    SYMADDR_ERR_PEER = -12,              /**< another rank failed its part of a collective */
+    SYMADDR_ERR_ALREADY_REGISTERED = -13, /**< range overlaps a registered range */
+    SYMADDR_ERR_OUT_OF_BOUNDS = -14,     /**< pointer outside its map (validation mode) */
+    SYMADDR_ERR_UNREACHABLE = -15,       /**< target rank has no load/store path */
+    SYMADDR_ERR_WRONG_PROVIDER = -16,    /**< pointer belongs to another provider */
+    SYMADDR_ERR_NOT_SHAREABLE = -17,     /**< memory cannot be exported to peers */
+} symaddr_status_t;
+
+/** Backends. AUTO picks the GPU backend when one is built and a device is present. */
+typedef enum symaddr_backend_kind {
+    SYMADDR_BACKEND_AUTO = 0,
+    SYMADDR_BACKEND_CPU = 1,
+    SYMADDR_BACKEND_CUDA = 2,
+    SYMADDR_BACKEND_HIP = 3,
+} symaddr_backend_kind_t;
+
+/** Providers: who allocated the memory behind a map. */
+typedef enum symaddr_provider_kind {
+    SYMADDR_PROVIDER_HEAP = 0,    /**< sub-allocated from the context's symmetric heap */
+    SYMADDR_PROVIDER_IPC = 1,     /**< one device allocation per call */
+    SYMADDR_PROVIDER_IMPORT = 2,  /**< a buffer someone else allocated */
+    SYMADDR_PROVIDER_FOREIGN = 3, /**< a table supplied by another symmetric library */
+    SYMADDR_PROVIDER_COUNT_ = 4
+} symaddr_provider_kind_t;
+
+/** Capability bits of a map. */
+#define SYMADDR_CAP_LOAD_STORE (1ull << 0)     /**< peers are load/store reachable */
+#define SYMADDR_CAP_ATOMICS (1ull << 1)        /**< remote atomics work */
+#define SYMADDR_CAP_SYSTEM_ATOMICS (1ull << 2) /**< system-scope atomics work */
+#define SYMADDR_CAP_OWNED (1ull << 3)          /**< symaddr frees the memory on free */
+
+/**
+ * The symmetric address map of one registration.
+ *
+ * Invariant: peer_bases[local_rank] == allocation_base.
+ * peer_bases[r] == 0 means rank r is not load/store reachable (another node).
+ * The map is owned by the library; it stays valid until the registration is
+ * freed or unregistered.
+ */
+typedef struct symaddr_map {
+    uint64_t *peer_bases;            /**< device-resident, world_size entries */
+    const uint64_t *host_peer_bases; /**< host copy of peer_bases */
+    int local_rank;                  /**< rank in the context's communicator */
+    int world_size;                  /**< size of the context's communicator */
+    uint64_t allocation_base;        /**< backing allocation (root) on this rank */
+    uint64_t allocation_bytes;       /**< size of the backing allocation */
+    uint64_t capabilities;           /**< SYMADDR_CAP_* bits */
+    uint64_t range_base;             /**< the range the caller registered or got */
+    uint64_t range_bytes;            /**< its size */
+    uint32_t *error_flag; /**< device-resident; validation mode stores a status here */
+    symaddr_provider_kind_t provider; /**< who owns the memory */
+} symaddr_map_t;
+
+typedef struct symaddr_context symaddr_context_t;
+typedef struct symaddr_provider symaddr_provider_t;
+
+/** Context settings; fill with symaddr_config_default() first. */
+typedef struct symaddr_config {
+    symaddr_backend_kind_t backend; /**< default: $SYMADDR_BACKEND, else AUTO */
+    int device;            /**< GPU ordinal; -1 (default) = node rank modulo device count */
+    size_t heap_bytes;     /**< symmetric heap size per rank; default $SYMADDR_HEAP_SIZE or 64 MiB */
+    int node_size;         /**< >0 splits each host into simulated nodes of this many ranks;
+                                default $SYMADDR_NODE_SIZE or 0 (real nodes) */
+    int validate;          /**< bounds-check device accesses; default $SYMADDR_VALIDATE or 0 */
+    unsigned timeout_ms;   /**< timeout of every wait; default $SYMADDR_TIMEOUT_MS or 60000 */
+} symaddr_config_t;
+
+/** Fill @p cfg with defaults, taking the SYMADDR_* environment variables into account. */
+SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
+
+/**
+ * Create a context over @p comm (collective over @p comm). The communicator is duplicated.
+ * @param cfg settings, or NULL for symaddr_config_default()
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL or a
+ *         setting is out of range; SYMADDR_ERR_UNSUPPORTED if the requested backend is not built
+ *         or has no device; SYMADDR_ERR_MPI if MPI is not initialised or an MPI call failed;
+ *         SYMADDR_ERR_BACKEND / SYMADDR_ERR_NO_MEMORY when the heap cannot be set up;
+ *         SYMADDR_ERR_PEER when another rank failed. @p ctx_p is written only on success.
+ */
+SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
+                                          symaddr_context_t **ctx_p);
+
+/**
+ * Release every registration, the heap and the communicators (collective), and set *ctx_p to NULL.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p or *ctx_p is NULL.
+ */
+SYMADDR_API symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p);
+
+/** Name of a status ("SYMADDR_ERR_MISMATCH: ..."); never NULL. */
+SYMADDR_API const char *symaddr_strerror(symaddr_status_t status);
+
+/** Text of the last error on @p ctx, saying what went wrong and what to do; "" if none. */
+SYMADDR_API const char *symaddr_last_error(const symaddr_context_t *ctx);
+
+/** The backend this context runs on, and its name ("cpu", "cuda", "hip"). */
+SYMADDR_API symaddr_backend_kind_t symaddr_backend(const symaddr_context_t *ctx);
+SYMADDR_API const char *symaddr_backend_name(symaddr_backend_kind_t kind);
+
+/** Whether @p kind was compiled into this library (CPU always is). */
+SYMADDR_API int symaddr_backend_built(symaddr_backend_kind_t kind);
+
+/** Rank and size in the context's communicator; node rank and size in its node group. */
+SYMADDR_API int symaddr_rank(const symaddr_context_t *ctx);
+SYMADDR_API int symaddr_size(const symaddr_context_t *ctx);
+SYMADDR_API int symaddr_node_rank(const symaddr_context_t *ctx);
+SYMADDR_API int symaddr_node_size(const symaddr_context_t *ctx);
+
+/** The duplicated communicator the context runs on (do not free it). */
+SYMADDR_API MPI_Comm symaddr_comm(const symaddr_context_t *ctx);
+
+/**
+ * Get the context's provider of @p kind (HEAP or IPC; the others are reached through
+ * symaddr_import and symaddr_register_peer_table). The provider lives as long as @p ctx.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL argument or another kind;
+ *         SYMADDR_ERR_UNSUPPORTED for HEAP when the context has heap_bytes == 0.
+ */
+SYMADDR_API symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx,
+                                                  symaddr_provider_kind_t kind,
+                                                  symaddr_provider_t **provider_p);
+
+/**
+ * Allocate @p bytes of symmetric memory on every rank (collective).
+ * @return SYMADDR_OK with *ptr_p and *map_p set; SYMADDR_ERR_INVALID_ARG for a NULL argument;
+ *         SYMADDR_ERR_INVALID_SIZE for 0 or an overflowing size; SYMADDR_ERR_MISMATCH when ranks
+ *         pass different sizes or providers, or call in a different order; SYMADDR_ERR_NO_MEMORY
+ *         when memory (or heap space) runs out; SYMADDR_ERR_BACKEND when export or open fails.
+ *         Every rank returns the same status; on error nothing is allocated anywhere.
+ */
+SYMADDR_API symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes,
+                                                        void **ptr_p, symaddr_map_t **map_p);
+
+/**
+ * Free memory from symaddr_allocate_symmetric (collective). Peers' mappings are closed before
+ * any rank releases its memory.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL; SYMADDR_ERR_DOUBLE_FREE if @p ptr was
+ *         already freed; SYMADDR_ERR_NOT_FOUND if it was never allocated; SYMADDR_ERR_WRONG_PROVIDER
+ *         if it belongs to another provider; SYMADDR_ERR_MISMATCH if ranks free different
+ *         allocations.
+ */
+SYMADDR_API symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr);
+
+/**
+ * Register @p bytes at @p ptr, memory someone else allocated with the backend's plain allocator
+ * (hipMalloc/cudaMalloc, or symaddr_mem_alloc), collectively. @p ptr may point inside the
+ * allocation. The allocation root is exported and each root is opened once per context: imports
+ * of several views of one allocation share one mapping.
+ * @return SYMADDR_OK with *map_p set; SYMADDR_ERR_INVALID_ARG / SYMADDR_ERR_INVALID_SIZE for bad
+ *         arguments; SYMADDR_ERR_NOT_SHAREABLE if the memory does not come from an exportable
+ *         allocation or the range runs past its end; SYMADDR_ERR_ALREADY_REGISTERED if it overlaps
+ *         a registered range; SYMADDR_ERR_MISMATCH if ranks pass different sizes.
+ */
+SYMADDR_API symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, size_t bytes,
+                                            symaddr_map_t **map_p);
+
+/**
+ * Record memory owned by another symmetric library: @p host_peer_addrs[r] is the address at which
+ * this process reaches rank r's copy of the buffer, or 0 when unreachable;
+ * host_peer_addrs[rank] must equal @p local_ptr. Local (not collective). symaddr never frees it.
+ * @return SYMADDR_OK with *map_p set; SYMADDR_ERR_INVALID_ARG when an argument is NULL or
+ *         host_peer_addrs[rank] != local_ptr; SYMADDR_ERR_INVALID_SIZE for 0 bytes;
+ *         SYMADDR_ERR_ALREADY_REGISTERED on overlap.
+ */
+SYMADDR_API symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local_ptr,
+                                                         size_t bytes,
+                                                         const uint64_t *host_peer_addrs,
+                                                         uint64_t caps, symaddr_map_t **map_p);
+
+/**
+ * Forget a map made by symaddr_import (collective) or symaddr_register_peer_table (local).
+ * Imported roots are closed when their last view goes; foreign memory is never unmapped.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_MAP if @p map is not live in @p ctx;
+ *         SYMADDR_ERR_WRONG_PROVIDER for a map from symaddr_allocate_symmetric.
+ */
+SYMADDR_API symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map);
+
+/**
+ * Find the map of the registration that contains @p ptr (any interior pointer). O(log n),
+ * safe to call from several threads at once.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL; SYMADDR_ERR_NOT_FOUND otherwise.
+ */
+SYMADDR_API symaddr_status_t symaddr_lookup(symaddr_context_t *ctx, const void *ptr,
+                                            symaddr_map_t **map_p);
+
+/**
+ * Host-side translation of @p ptr, which must lie inside @p map, to rank @p target's copy.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL or a target out of range;
+ *         SYMADDR_ERR_OUT_OF_BOUNDS if ptr is outside the map; SYMADDR_ERR_UNREACHABLE if
+ *         peer_bases[target] == 0.
+ */
+SYMADDR_API symaddr_status_t symaddr_translate_host(const symaddr_map_t *map, const void *ptr,
+                                                    int target, void **remote_p);
+
+/**
+ * Legacy context-wide table of the symmetric heap (device-resident, one entry per rank).
+ * @return NULL when the context has no heap.
+ */
+SYMADDR_API uint64_t *symaddr_get_heap_bases(symaddr_context_t *ctx);
+
+/** Plain, non-symmetric device memory (hipMalloc/cudaMalloc; shared memory on cpu). */
+SYMADDR_API symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes,
+                                               void **ptr_p);
+SYMADDR_API symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr);
+
+/** Copy between any host or device pointers (peer mappings included); blocks until done. */
+SYMADDR_API symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, const void *src,
+                                            size_t bytes);
+
+/** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default). */
+SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SYMADDR_SYMADDR_H */

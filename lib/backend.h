@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/* Backend ops table: everything that differs between cpu, cuda and hip. */
+#ifndef SYMADDR_LIB_BACKEND_H
+#define SYMADDR_LIB_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symaddr/symaddr.h"
+#include "device/kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What travels to peers so they can open one allocation. A backend that shares
+ * memory through file descriptors sets fd; the core passes it over the node's
+ * Unix-domain socket mesh (MPI cannot carry descriptors). */
+typedef struct symaddr_ipc_handle {
+    uint8_t data[64]; /* opaque runtime handle (cudaIpcMemHandle_t, ...) */
+    uint64_t bytes;   /* size of the exported root */
+    int32_t fd;       /* -1 when unused */
+    uint32_t pad_;
+} symaddr_ipc_handle_t;
+
+typedef struct symaddr_backend symaddr_backend_t;
+
+typedef struct symaddr_backend_ops {
+    size_t size; /* sizeof(symaddr_backend_ops_t): callers never read past it */
+    const char *name;
+    symaddr_backend_kind_t kind;
+    uint64_t caps; /* SYMADDR_CAP_* that peers of one node get */
+
+    /* Number of usable devices; 0 means the backend cannot run here. */
+    int (*device_count)(void);
+    symaddr_status_t (*init)(symaddr_backend_t *be, int device, char *why, size_t why_len);
+    void (*fini)(symaddr_backend_t *be);
+
+    symaddr_status_t (*mem_alloc)(symaddr_backend_t *be, size_t bytes, void **ptr_p);
+    symaddr_status_t (*mem_free)(symaddr_backend_t *be, void *ptr);
+    /* Small private device memory (peer tables): not exportable, no descriptor. */
+    symaddr_status_t (*local_alloc)(symaddr_backend_t *be, size_t bytes, void **ptr_p);
+    void (*local_free)(symaddr_backend_t *be, void *ptr);
+    /* Root of the allocation holding ptr (hipMemGetAddressRange). */
+    symaddr_status_t (*mem_range)(symaddr_backend_t *be, const void *ptr, void **base_p,
+                                  size_t *bytes_p);
+
+    /* handle_export: the fd, if any, stays owned by the allocation. */
+    symaddr_status_t (*handle_export)(symaddr_backend_t *be, void *base, size_t bytes,
+                                      symaddr_ipc_handle_t *handle_p);
+    /* handle_open: consumes handle->fd. */
+    symaddr_status_t (*handle_open)(symaddr_backend_t *be, const symaddr_ipc_handle_t *handle,
+                                    void **ptr_p);
+    symaddr_status_t (*handle_close)(symaddr_backend_t *be, void *ptr, size_t bytes);
+
+    symaddr_status_t (*memcpy)(symaddr_backend_t *be, void *dst, const void *src, size_t bytes);
+    symaddr_status_t (*stream_sync)(symaddr_backend_t *be, void *stream);
+
+    /* Kernels, built from lib/device for this backend. */
+    const symaddr_kernels_t *kernels;
+} symaddr_backend_ops_t;
+
+struct symaddr_backend {
+    const symaddr_backend_ops_t *ops;
+    int device;
+    void *priv;
+};
+
+extern const symaddr_backend_ops_t symaddr_backend_cpu_ops;
+/* NULL when no GPU backend is built. */
+extern const symaddr_backend_ops_t *const symaddr_backend_gpu_ops;
+
+/* The ops table for kind, or NULL when it was not built. */
+const symaddr_backend_ops_t *symaddr_backend_ops_get(symaddr_backend_kind_t kind);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* cpu backend: "device memory" is a memfd shared between the ranks of a node;
+ * its "IPC handle" is the descriptor itself, passed over Unix-domain sockets. */
+#include "backend.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef struct cpu_alloc {
+    void *base;
+    size_t bytes;
+    int fd;
+    struct cpu_alloc *next;
+} cpu_alloc_t;
+
+typedef struct cpu_state {
+    pthread_mutex_t lock;
+    cpu_alloc_t *allocs;
+} cpu_state_t;
+
+static int cpu_device_count(void) { return 1; }
+
+static symaddr_status_t cpu_init(symaddr_backend_t *be, int device, char *why, size_t why_len)
+{
+    cpu_state_t *s = calloc(1, sizeof(*s));
+    (void)device;
+    if (!s) {
+        snprintf(why, why_len, "out of host memory");
+        return SYMADDR_ERR_NO_MEMORY;
+    }
+    pthread_mutex_init(&s->lock, NULL);
+    be->priv = s;
+    be->device = 0;
+    return SYMADDR_OK;
+}
+
+static void cpu_fini(symaddr_backend_t *be)
+{
+    cpu_state_t *s = be->priv;
+    if (!s)
+        return;
+    while (s->allocs) {
+        cpu_alloc_t *a = s->allocs;
+        s->allocs = a->next;
+        munmap(a->base, a->bytes);
+        close(a->fd);
+        free(a);
+    }
+    pthread_mutex_destroy(&s->lock);
+    free(s);
+    be->priv = NULL;
+}
+
+static size_t page_round(size_t bytes)
+{
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    return (bytes + pg - 1) / pg * pg;
+}
+
+static symaddr_status_t cpu_mem_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
+{
+    cpu_state_t *s = be->priv;
+    size_t len = page_round(bytes);
+    cpu_alloc_t *a = malloc(sizeof(*a));
+    if (!a || len < bytes)
+        goto err_free;
+    a->fd = memfd_create("symaddr", MFD_CLOEXEC);
+    if (a->fd < 0)
+        goto err_free;
+    if (ftruncate(a->fd, (off_t)len) != 0)
+        goto err_close;
+    a->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
+    if (a->base == MAP_FAILED)
+        goto err_close;
+    a->bytes = len;
+    pthread_mutex_lock(&s->lock);
+    a->next = s->allocs;
+    s->allocs = a;
+    pthread_mutex_unlock(&s->lock);
+    *ptr_p = a->base;
+    return SYMADDR_OK;
+err_close:
+    close(a->fd);
+err_free:
+    free(a);
+    return SYMADDR_ERR_NO_MEMORY;
+}
+
+static symaddr_status_t cpu_mem_free(symaddr_backend_t *be, void *ptr)
+{
+    cpu_state_t *s = be->priv;
+    pthread_mutex_lock(&s->lock);
+    for (cpu_alloc_t **pa = &s->allocs; *pa; pa = &(*pa)->next) {
+        cpu_alloc_t *a = *pa;
+        if (a->base == ptr) {
+            *pa = a->next;
+            pthread_mutex_unlock(&s->lock);
+            munmap(a->base, a->bytes);
+            close(a->fd);
+            free(a);
+            return SYMADDR_OK;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return SYMADDR_ERR_NOT_FOUND;
+}
+
+static symaddr_status_t cpu_local_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
+{
+    (void)be;
+    *ptr_p = calloc(1, bytes);
+    return *ptr_p ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+}
+
+static void cpu_local_free(symaddr_backend_t *be, void *ptr)
+{
+    (void)be;
+    free(ptr);
+}
+
+static cpu_alloc_t *find_locked(cpu_state_t *s, const void *ptr)
+{
+    for (cpu_alloc_t *a = s->allocs; a; a = a->next)
+        if ((const char *)ptr >= (const char *)a->base &&
+            (const char *)ptr < (const char *)a->base + a->bytes)
+            return a;
+    return NULL;
+}
+
+static symaddr_status_t cpu_mem_range(symaddr_backend_t *be, const void *ptr, void **base_p,
+                                      size_t *bytes_p)
+{
+    cpu_state_t *s = be->priv;
+    pthread_mutex_lock(&s->lock);
+    cpu_alloc_t *a = find_locked(s, ptr);
+    if (a) {
+        *base_p = a->base;
+        *bytes_p = a->bytes;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return a ? SYMADDR_OK : SYMADDR_ERR_NOT_SHAREABLE;
+}
+
+static symaddr_status_t cpu_handle_export(symaddr_backend_t *be, void *base, size_t bytes,
+                                          symaddr_ipc_handle_t *h)
+{
+    cpu_state_t *s = be->priv;
+    pthread_mutex_lock(&s->lock);
+    cpu_alloc_t *a = find_locked(s, base);
+    pthread_mutex_unlock(&s->lock);
+    if (!a || a->base != base || a->bytes < bytes)
+        return SYMADDR_ERR_NOT_SHAREABLE;
+    memset(h, 0, sizeof(*h));
+    h->bytes = a->bytes;
+    h->fd = a->fd;
+    return SYMADDR_OK;
+}
+
+static symaddr_status_t cpu_handle_open(symaddr_backend_t *be, const symaddr_ipc_handle_t *h,
+                                        void **ptr_p)
+{
+    (void)be;
+    if (h->fd < 0)
+        return SYMADDR_ERR_BACKEND;
+    void *p = mmap(NULL, h->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, 0);
+    close(h->fd);
+    if (p == MAP_FAILED)
+        return errno == ENOMEM ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND;
+    *ptr_p = p;
+    return SYMADDR_OK;
+}
+
+static symaddr_status_t cpu_handle_close(symaddr_backend_t *be, void *ptr, size_t bytes)
+{
+    (void)be;
+    return munmap(ptr, bytes) == 0 ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+}
+
+static symaddr_status_t cpu_memcpy(symaddr_backend_t *be, void *dst, const void *src, size_t n)
+{
+    (void)be;
+    memmove(dst, src, n);
+    return SYMADDR_OK;
+}
+
+static symaddr_status_t cpu_stream_sync(symaddr_backend_t *be, void *stream)
+{
+    (void)be;
+    (void)stream;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return SYMADDR_OK;
+}
+
+const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
+    .size = sizeof(symaddr_backend_ops_t),
+    .name = "cpu",
+    .kind = SYMADDR_BACKEND_CPU,
+    .caps = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS,
+    .device_count = cpu_device_count,
+    .init = cpu_init,
+    .fini = cpu_fini,
+    .mem_alloc = cpu_mem_alloc,
+    .mem_free = cpu_mem_free,
+    .local_alloc = cpu_local_alloc,
+    .local_free = cpu_local_free,
+    .mem_range = cpu_mem_range,
+    .handle_export = cpu_handle_export,
+    .handle_open = cpu_handle_open,
+    .handle_close = cpu_handle_close,
+    .memcpy = cpu_memcpy,
+    .stream_sync = cpu_stream_sync,
+    .kernels = &symaddr_kernels_cpu,
+};

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* MPI bootstrap: the context's communicator, its node group, and a mesh of
+ * Unix-domain sockets inside the node to pass file descriptors (SCM_RIGHTS). */
+#ifndef SYMADDR_LIB_BOOTSTRAP_H
+#define SYMADDR_LIB_BOOTSTRAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "symaddr/symaddr.h"
+
+typedef struct symaddr_bootstrap {
+    MPI_Comm comm;      /* duplicate of the user's communicator */
+    MPI_Comm node_comm; /* ranks that share memory (maybe a simulated node) */
+    int rank, size;
+    int node_rank, node_size;
+    int *node_to_rank;  /* node rank -> rank in comm */
+    int *socks;         /* connected socket per node peer; -1 for self; NULL until needed */
+    uint64_t fd_seq;    /* fd exchanges so far, checked by the receiver */
+    unsigned timeout_ms;
+} symaddr_bootstrap_t;
+
+/* Collective over user_comm. sim_node_size > 0 splits each host into groups of
+ * that many consecutive ranks. */
+symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_comm,
+                                        int sim_node_size, unsigned timeout_ms, char *why,
+                                        size_t why_len);
+void symaddr_bootstrap_fini(symaddr_bootstrap_t *b);
+
+/* Collective over the node: every rank sends my_fd (may be -1) to every node
+ * peer; fds_out[node_rank] receives peer's descriptor (-1 for self or none).
+ * The socket mesh is set up on first use; only ranks of the node can join it. */
+symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd, int *fds_out,
+                                               char *why, size_t why_len);
+
+/* Node-wide allgather of fixed-size records. */
+symaddr_status_t symaddr_bootstrap_node_allgather(symaddr_bootstrap_t *b, const void *mine,
+                                                  void *all, size_t bytes);
+
+#endif

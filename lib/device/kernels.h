@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/* Kernel launchers. lib/device/kernels.hip is compiled once per backend; each
+ * build exports one table of these, named symaddr_kernels_<backend>. */
+#ifndef SYMADDR_LIB_DEVICE_KERNELS_H
+#define SYMADDR_LIB_DEVICE_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symaddr/symaddr.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct symaddr_kernels {
+    size_t size;
+    /* dst[i] = value for i < count. */
+    symaddr_status_t (*fill_u32)(void *stream, uint32_t *dst, size_t count, uint32_t value);
+    /* dst[i] = src[i] translated through a peer table: dst on rank target. */
+    symaddr_status_t (*put_bytes)(void *stream, void *dst, const void *src, size_t bytes,
+                                  int target, const uint64_t *peer_bases, int local_rank);
+} symaddr_kernels_t;
+
+extern const symaddr_kernels_t symaddr_kernels_cpu;
+extern const symaddr_kernels_t symaddr_kernels_gpu;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* The one kernel source of symaddr, built by hipcc, by nvcc (through
+ * hip2cuda.h) and as host C++ for the cpu backend. Kernels are grid-stride
+ * loops so that they are right for any launch shape, the cpu's 1x1 included. */
+#include "runtime.h"
+#include "kernels.h"
+#include "symaddr/device.h"
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+
+unsigned blocks_for(size_t work)
+{
+    size_t b = (work + kThreads - 1) / kThreads;
+    return b == 0 ? 1u : (b > 1024 ? 1024u : (unsigned)b);
+}
+
+__global__ void k_fill_u32(uint32_t *dst, size_t count, uint32_t value)
+{
+    for (size_t i = symaddr_grid_thread(); i < count; i += symaddr_grid_threads())
+        dst[i] = value;
+}
+
+__global__ void k_put_bytes(void *dst, const void *src, size_t bytes, int target,
+                            const uint64_t *peer_bases, int local_rank)
+{
+    symaddr_put_grid(dst, src, bytes, target, peer_bases, local_rank);
+}
+
+symaddr_status_t fill_u32(void *stream, uint32_t *dst, size_t count, uint32_t value)
+{
+    return SYMADDR_LAUNCH(k_fill_u32, blocks_for(count), kThreads, stream, dst, count, value);
+}
+
+symaddr_status_t put_bytes(void *stream, void *dst, const void *src, size_t bytes, int target,
+                           const uint64_t *peer_bases, int local_rank)
+{
+    return SYMADDR_LAUNCH(k_put_bytes, blocks_for(bytes / 16), kThreads, stream, dst, src, bytes,
+                          target, peer_bases, local_rank);
+}
+
+} // namespace
+
+extern "C" const symaddr_kernels_t SYMADDR_KERNELS_TABLE = {
+    sizeof(symaddr_kernels_t),
+    fill_u32,
+    put_bytes,
+};

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/* Selects what kernels compile against: the HIP runtime (hipcc), HIP names
+ * mapped to CUDA (nvcc), or plain host C++ for the cpu backend, where a
+ * "launch" runs the grid-stride kernel body once on the calling thread. */
+#ifndef SYMADDR_LIB_DEVICE_RUNTIME_H
+#define SYMADDR_LIB_DEVICE_RUNTIME_H
+
+#if defined(SYMADDR_KERNELS_CPU)
+#define __global__ static
+#define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                     \
+    ((void)(blocks), (void)(threads), (void)(stream), kernel(__VA_ARGS__), SYMADDR_OK)
+#define SYMADDR_KERNELS_TABLE symaddr_kernels_cpu
+#else
+#if defined(SYMADDR_USE_CUDA)
+#include "hip2cuda.h"
+#else
+#include <hip/hip_runtime.h>
+#endif
+#define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                     \
+    (hipLaunchKernelGGL(kernel, dim3(blocks), dim3(threads), 0, (hipStream_t)(stream),           \
+                        __VA_ARGS__),                                                            \
+     hipGetLastError() == hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND)
+#define SYMADDR_KERNELS_TABLE symaddr_kernels_gpu
+#endif
+
+#endif

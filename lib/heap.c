@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/* The context's symmetric heap: one backend allocation per rank, exchanged once
+ * at init, then sub-allocated first-fit. Every rank runs the same sequence of
+ * collective reserve/release calls, so offsets agree without communication. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HEAP_ALIGN 256
+
+symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
+{
+    symaddr_heap_t *h = &ctx->heap;
+    size_t bytes = symaddr_align_up(ctx->cfg.heap_bytes, HEAP_ALIGN);
+    symaddr_status_t st;
+
+    memset(h, 0, sizeof(*h));
+    h->bytes = bytes;
+    h->cap = 16;
+    h->free_list = malloc(sizeof(*h->free_list) * h->cap);
+    st = h->free_list ? ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->mapping.root)
+                      : SYMADDR_ERR_NO_MEMORY;
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st,
+                          "symaddr_init: cannot allocate a %zu-byte symmetric heap; lower "
+                          "heap_bytes or SYMADDR_HEAP_SIZE",
+                          bytes);
+    st = symaddr_agree_status(ctx, st, "symaddr_init (heap)");
+    if (st == SYMADDR_OK) {
+        h->mapping.root_bytes = bytes;
+        h->mapping.owned = true;
+        st = symaddr_mapping_open(ctx, &h->mapping, 0);
+    }
+    if (st != SYMADDR_OK) {
+        if (h->mapping.root)
+            ctx->be.ops->mem_free(&ctx->be, h->mapping.root);
+        free(h->free_list);
+        memset(h, 0, sizeof(*h));
+        return st;
+    }
+    h->free_list[0].off = 0;
+    h->free_list[0].len = bytes;
+    h->nfree = 1;
+    ctx->has_heap = true;
+    return SYMADDR_OK;
+}
+
+void symaddr_heap_fini(symaddr_context_t *ctx)
+{
+    symaddr_mapping_release(ctx, &ctx->heap.mapping);
+    free(ctx->heap.free_list);
+    memset(&ctx->heap, 0, sizeof(ctx->heap));
+    ctx->has_heap = false;
+}
+
+symaddr_status_t symaddr_heap_reserve(symaddr_heap_t *h, size_t bytes, size_t *off_p)
+{
+    size_t len = symaddr_align_up(bytes, HEAP_ALIGN);
+    if (len < bytes)
+        return SYMADDR_ERR_INVALID_SIZE;
+    for (size_t i = 0; i < h->nfree; i++) {
+        struct heap_block *b = &h->free_list[i];
+        if (b->len < len)
+            continue;
+        *off_p = b->off;
+        b->off += len;
+        b->len -= len;
+        if (b->len == 0) {
+            memmove(b, b + 1, (h->nfree - i - 1) * sizeof(*b));
+            h->nfree--;
+        }
+        return SYMADDR_OK;
+    }
+    return SYMADDR_ERR_NO_MEMORY;
+}
+
+/* The free list stays sorted by offset and coalesced. Growing it can fail only
+ * when the heap is fragmented into thousands of holes; the block is then lost
+ * to the heap (on every rank alike) rather than corrupting it. */
+void symaddr_heap_release(symaddr_heap_t *h, size_t off, size_t bytes)
+{
+    size_t len = symaddr_align_up(bytes, HEAP_ALIGN), i = 0;
+    while (i < h->nfree && h->free_list[i].off < off)
+        i++;
+    bool merge_prev = i > 0 && h->free_list[i - 1].off + h->free_list[i - 1].len == off;
+    bool merge_next = i < h->nfree && off + len == h->free_list[i].off;
+    if (merge_prev && merge_next) {
+        h->free_list[i - 1].len += len + h->free_list[i].len;
+        memmove(&h->free_list[i], &h->free_list[i + 1],
+                (h->nfree - i - 1) * sizeof(*h->free_list));
+        h->nfree--;
+    } else if (merge_prev) {
+        h->free_list[i - 1].len += len;
+    } else if (merge_next) {
+        h->free_list[i].off = off;
+        h->free_list[i].len += len;
+    } else {
+        if (h->nfree == h->cap) {
+            struct heap_block *nb = realloc(h->free_list, sizeof(*nb) * h->cap * 2);
+            if (!nb)
+                return;
+            h->free_list = nb;
+            h->cap *= 2;
+        }
+        memmove(&h->free_list[i + 1], &h->free_list[i], (h->nfree - i) * sizeof(*h->free_list));
+        h->free_list[i].off = off;
+        h->free_list[i].len = len;
+        h->nfree++;
+    }
+}

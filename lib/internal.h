@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef SYMADDR_LIB_INTERNAL_H
+#define SYMADDR_LIB_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+
+#include "symaddr/symaddr.h"
+#include "backend.h"
+#include "bootstrap/bootstrap.h"
+#include "registry.h"
+
+#define SYMADDR_ERRLEN 512
+
+/* A peer's root as opened in this process. Cached by (rank, owner's address),
+ * so a root is opened once however many registrations use it. */
+typedef struct symaddr_peer_root {
+    int rank;
+    uint64_t owner_base; /* the root's address in its owner */
+    void *ptr;           /* where it is mapped here */
+    size_t bytes;
+    int refs;
+    struct symaddr_peer_root *next;
+} symaddr_peer_root_t;
+
+/* The memory behind one or more registrations: the local root and the peers'. */
+typedef struct symaddr_mapping {
+    void *root;
+    size_t root_bytes;
+    bool owned;                  /* symaddr allocated root and frees it */
+    symaddr_peer_root_t **peers; /* world_size entries; NULL for self and other nodes */
+    uint64_t *dev_table;         /* peer_bases, then the validation error flag */
+    uint64_t *host_table;
+} symaddr_mapping_t;
+
+struct symaddr_provider {
+    symaddr_context_t *ctx;
+    symaddr_provider_kind_t kind;
+};
+
+/* Sub-allocator of the symmetric heap: deterministic, so every rank computes
+ * the same offsets from the same sequence of collective calls. */
+typedef struct symaddr_heap {
+    symaddr_mapping_t mapping; /* its table is the legacy heap_bases */
+    size_t bytes;
+    struct heap_block {
+        size_t off, len;
+    } *free_list;
+    size_t nfree, cap;
+} symaddr_heap_t;
+
+struct symaddr_context {
+    MPI_Comm comm;
+    int rank, size;
+    symaddr_bootstrap_t boot;
+    symaddr_config_t cfg;
+    symaddr_backend_t be;
+    symaddr_registry_t reg;
+    symaddr_provider_t providers[SYMADDR_PROVIDER_COUNT_];
+    symaddr_heap_t heap;
+    bool has_heap;
+    symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
+    uint64_t seq;                /* collective call counter */
+    pthread_mutex_t err_lock;
+    char err[SYMADDR_ERRLEN];
+};
+
+/* Record the error text on ctx and return status. */
+symaddr_status_t symaddr_set_error(symaddr_context_t *ctx, symaddr_status_t status,
+                                   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Collective agreement: every rank contributes its local status and the call's
+ * arguments; all return the same status. */
+typedef struct symaddr_call {
+    uint64_t seq;
+    uint64_t op;
+    uint64_t arg0, arg1; /* op-specific, must match across ranks */
+    int32_t status;      /* local status before the call's collective work */
+    char why[100];
+} symaddr_call_t;
+
+enum {
+    SYMADDR_OP_ALLOCATE = 1,
+    SYMADDR_OP_FREE,
+    SYMADDR_OP_IMPORT,
+    SYMADDR_OP_UNREGISTER,
+    SYMADDR_OP_REGISTER,
+    SYMADDR_OP_FINALIZE,
+};
+
+symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0,
+                               uint64_t arg1, symaddr_status_t local, const char *opname);
+/* Every rank learns whether all succeeded; returns the first failure. */
+symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t local,
+                                      const char *opname);
+
+/* Collective: export m->root, exchange {handle, root, offset} over the node,
+ * open (or reuse) every peer's root and build the tables. offset is the
+ * registered range's offset in the root; peers' tables are shifted so that
+ * translation lands on the same offset of their range. Every rank returns the
+ * same status; on failure nothing stays open. */
+symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m,
+                                      size_t offset);
+/* Drop the references to peers' roots (closing the last ones). */
+void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m);
+/* Free the tables and, if owned, the root. */
+void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m);
+
+/* Tables for a mapping whose host_table is filled in: device copy and error flag. */
+symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m);
+
+symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx);
+void symaddr_heap_fini(symaddr_context_t *ctx);
+symaddr_status_t symaddr_heap_reserve(symaddr_heap_t *heap, size_t bytes, size_t *off_p);
+void symaddr_heap_release(symaddr_heap_t *heap, size_t off, size_t bytes);
+
+/* Fill r->map from its mapping and register it; frees nothing on failure. */
+symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
+                                              symaddr_provider_kind_t kind, void *range_base,
+                                              size_t range_bytes, uint64_t caps);
+
+size_t symaddr_align_up(size_t v, size_t a);
+
+#endif

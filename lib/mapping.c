@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/* Handle exchange and peer tables, shared by every provider that maps peers'
+ * memory (heap, ipc, import). */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct exch {
+    symaddr_ipc_handle_t handle;
+    uint64_t root;   /* root address in its owner */
+    uint64_t offset; /* registered range's offset in the root */
+    int32_t status;
+    int32_t pad_;
+} exch_t;
+
+static symaddr_peer_root_t *cache_find(symaddr_context_t *ctx, int rank, uint64_t owner_base)
+{
+    for (symaddr_peer_root_t *p = ctx->peer_roots; p; p = p->next)
+        if (p->rank == rank && p->owner_base == owner_base)
+            return p;
+    return NULL;
+}
+
+static void peer_root_put(symaddr_context_t *ctx, symaddr_peer_root_t *p)
+{
+    if (--p->refs > 0)
+        return;
+    for (symaddr_peer_root_t **pp = &ctx->peer_roots; *pp; pp = &(*pp)->next)
+        if (*pp == p) {
+            *pp = p->next;
+            break;
+        }
+    ctx->be.ops->handle_close(&ctx->be, p->ptr, p->bytes);
+    free(p);
+}
+
+void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m)
+{
+    if (!m->peers)
+        return;
+    for (int r = 0; r < ctx->size; r++)
+        if (m->peers[r]) {
+            peer_root_put(ctx, m->peers[r]);
+            m->peers[r] = NULL;
+        }
+}
+
+void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
+{
+    if (m->dev_table)
+        ctx->be.ops->local_free(&ctx->be, m->dev_table);
+    free(m->host_table);
+    free(m->peers);
+    if (m->owned && m->root)
+        ctx->be.ops->mem_free(&ctx->be, m->root);
+    m->dev_table = m->host_table = NULL;
+    m->peers = NULL;
+    m->root = NULL;
+}
+
+symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m)
+{
+    size_t bytes = sizeof(uint64_t) * ((size_t)ctx->size + 1);
+    void *dev;
+    symaddr_status_t st = ctx->be.ops->local_alloc(&ctx->be, bytes, &dev);
+    if (st != SYMADDR_OK)
+        return st;
+    m->host_table[ctx->size] = 0; /* validation error flag */
+    st = ctx->be.ops->memcpy(&ctx->be, dev, m->host_table, bytes);
+    if (st != SYMADDR_OK) {
+        ctx->be.ops->local_free(&ctx->be, dev);
+        return st;
+    }
+    m->dev_table = dev;
+    return SYMADDR_OK;
+}
+
+/* Local part of mapping_open once every node peer's record and descriptor are in. */
+static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m,
+                                   const exch_t *all, int *fds, size_t offset)
+{
+    const symaddr_bootstrap_t *b = &ctx->boot;
+    symaddr_status_t st = SYMADDR_OK;
+
+    for (int q = 0; q < b->node_size; q++) {
+        int r = b->node_to_rank[q];
+        if (q == b->node_rank || st != SYMADDR_OK)
+            continue;
+        if (all[q].status != SYMADDR_OK) {
+            st = SYMADDR_ERR_PEER;
+            symaddr_set_error(ctx, st, "rank %d could not export its memory", r);
+            continue;
+        }
+        symaddr_peer_root_t *p = cache_find(ctx, r, all[q].root);
+        if (!p) {
+            symaddr_ipc_handle_t h = all[q].handle;
+            p = calloc(1, sizeof(*p));
+            if (!p) {
+                st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "out of host memory");
+                continue;
+            }
+            h.fd = fds[q];
+            fds[q] = -1; /* handle_open consumes it */
+            st = ctx->be.ops->handle_open(&ctx->be, &h, &p->ptr);
+            if (st != SYMADDR_OK) {
+                free(p);
+                symaddr_set_error(ctx, st, "cannot open rank %d's memory handle (%llu bytes)", r,
+                                  (unsigned long long)h.bytes);
+                continue;
+            }
+            p->rank = r;
+            p->owner_base = all[q].root;
+            p->bytes = h.bytes;
+            p->next = ctx->peer_roots;
+            ctx->peer_roots = p;
+        }
+        p->refs++;
+        m->peers[r] = p;
+        m->host_table[r] = (uint64_t)(uintptr_t)p->ptr + all[q].offset - offset;
+    }
+    return st;
+}
+
+symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m,
+                                      size_t offset)
+{
+    const symaddr_bootstrap_t *b = &ctx->boot;
+    exch_t mine, *all = NULL;
+    int *fds = NULL;
+    symaddr_status_t st;
+    char why[256] = "";
+
+    memset(&mine, 0, sizeof(mine));
+    mine.handle.fd = -1;
+    mine.root = (uint64_t)(uintptr_t)m->root;
+    mine.offset = offset;
+    m->peers = calloc((size_t)ctx->size, sizeof(*m->peers));
+    m->host_table = calloc((size_t)ctx->size + 1, sizeof(uint64_t));
+    all = calloc((size_t)b->node_size, sizeof(*all));
+    fds = malloc(sizeof(int) * (size_t)b->node_size);
+    st = (m->peers && m->host_table && all && fds) ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK && b->node_size > 1)
+        st = ctx->be.ops->handle_export(&ctx->be, m->root, m->root_bytes, &mine.handle);
+    mine.status = st;
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st, "cannot export %zu bytes at %p to node peers", m->root_bytes,
+                          m->root);
+    /* Both exchanges run even after a local failure, so that no peer is left waiting. */
+    if (all && symaddr_bootstrap_node_allgather(&ctx->boot, &mine, all, sizeof(mine)) !=
+                   SYMADDR_OK && st == SYMADDR_OK)
+        st = symaddr_set_error(ctx, SYMADDR_ERR_MPI, "MPI_Allgather of handles failed");
+    if (fds) {
+        symaddr_status_t fst = symaddr_bootstrap_fd_alltoall(
+            &ctx->boot, st == SYMADDR_OK ? mine.handle.fd : -1, fds, why, sizeof(why));
+        if (fst != SYMADDR_OK && st == SYMADDR_OK)
+            st = symaddr_set_error(ctx, fst, "descriptor exchange: %s", why);
+    }
+    if (st == SYMADDR_OK)
+        st = open_peers(ctx, m, all, fds, offset);
+    if (m->host_table)
+        m->host_table[ctx->rank] = (uint64_t)(uintptr_t)m->root;
+    if (st == SYMADDR_OK)
+        st = symaddr_mapping_upload(ctx, m);
+    for (int q = 0; fds && q < b->node_size; q++)
+        if (fds[q] >= 0)
+            close(fds[q]);
+    free(fds);
+    free(all);
+    st = symaddr_agree_status(ctx, st, "handle exchange");
+    if (st != SYMADDR_OK) {
+        symaddr_mapping_close_peers(ctx, m);
+        bool owned = m->owned;
+        m->owned = false; /* the caller frees its root */
+        symaddr_mapping_release(ctx, m);
+        m->owned = owned;
+    }
+    return st;
+}
+
+symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
+                                              symaddr_provider_kind_t kind, void *range_base,
+                                              size_t range_bytes, uint64_t caps)
+{
+    symaddr_mapping_t *m = r->mapping;
+    symaddr_map_t *map = &r->map;
+
+    map->peer_bases = m->dev_table;
+    map->host_peer_bases = m->host_table;
+    map->local_rank = ctx->rank;
+    map->world_size = ctx->size;
+    map->allocation_base = (uint64_t)(uintptr_t)m->root;
+    map->allocation_bytes = m->root_bytes;
+    map->capabilities = caps | (m->owned ? SYMADDR_CAP_OWNED : 0);
+    map->range_base = (uint64_t)(uintptr_t)range_base;
+    map->range_bytes = range_bytes;
+    map->error_flag = (uint32_t *)(m->dev_table + ctx->size);
+    map->provider = kind;
+    return symaddr_registry_insert(&ctx->reg, r);
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/* heap provider: sub-allocations of the context heap share its table (heap_bases). */
+#include "provider.h"
+
+static symaddr_status_t heap_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r)
+{
+    symaddr_heap_t *h = &ctx->heap;
+    symaddr_status_t local = symaddr_heap_reserve(h, bytes, &r->heap_off), st = local;
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st,
+                          "symaddr_allocate_symmetric: the %zu-byte heap has no room for %zu "
+                          "bytes; raise heap_bytes (SYMADDR_HEAP_SIZE) or use the ipc provider",
+                          h->bytes, bytes);
+    /* Same inputs on every rank give the same outcome; agree anyway in case a rank's
+     * heap state diverged. */
+    st = symaddr_agree_status(ctx, st, "symaddr_allocate_symmetric");
+    if (st != SYMADDR_OK) {
+        if (local == SYMADDR_OK)
+            symaddr_heap_release(h, r->heap_off, bytes);
+        return st;
+    }
+    r->mapping = &h->mapping;
+    return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_HEAP,
+                                        (char *)h->mapping.root + r->heap_off, bytes,
+                                        ctx->be.ops->caps);
+}
+
+static void heap_free(symaddr_context_t *ctx, symaddr_registration_t *r)
+{
+    symaddr_heap_release(&ctx->heap, r->heap_off, r->map.range_bytes);
+}
+
+const symaddr_provider_ops_t symaddr_provider_heap_ops = {
+    .size = sizeof(symaddr_provider_ops_t),
+    .name = "heap",
+    .alloc = heap_alloc,
+    .free = heap_free,
+};

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/* ipc provider: one backend allocation per call, with its own peer table. */
+#include "provider.h"
+
+#include <stdlib.h>
+
+static symaddr_status_t ipc_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r)
+{
+    symaddr_mapping_t *m = calloc(1, sizeof(*m));
+    symaddr_status_t st = m ? ctx->be.ops->mem_alloc(&ctx->be, bytes, &m->root)
+                            : SYMADDR_ERR_NO_MEMORY;
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st, "symaddr_allocate_symmetric: cannot allocate %zu bytes of %s "
+                          "memory", bytes, ctx->be.ops->name);
+    st = symaddr_agree_status(ctx, st, "symaddr_allocate_symmetric");
+    if (st == SYMADDR_OK) {
+        m->root_bytes = bytes;
+        m->owned = true;
+        st = symaddr_mapping_open(ctx, m, 0);
+    }
+    if (st != SYMADDR_OK) {
+        if (m && m->root)
+            ctx->be.ops->mem_free(&ctx->be, m->root);
+        free(m);
+        return st;
+    }
+    r->mapping = m;
+    return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_IPC, m->root, bytes,
+                                        ctx->be.ops->caps);
+}
+
+static void ipc_free(symaddr_context_t *ctx, symaddr_registration_t *r)
+{
+    symaddr_mapping_close_peers(ctx, r->mapping);
+    /* No rank releases memory while a peer may still have it mapped. */
+    MPI_Barrier(ctx->boot.node_comm);
+    symaddr_mapping_release(ctx, r->mapping);
+    free(r->mapping);
+    r->mapping = NULL;
+}
+
+const symaddr_provider_ops_t symaddr_provider_ipc_ops = {
+    .size = sizeof(symaddr_provider_ops_t),
+    .name = "ipc",
+    .alloc = ipc_alloc,
+    .free = ipc_free,
+};

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* A small harness for tests that run as one MPI job: every rank runs every
+ * case; a case fails if any rank's check fails, and passes only if at least
+ * one check ran. Rank 0 prints the result of each case and a summary line.
+ * Exit status: 0 all passed, 77 all skipped (meson's SKIP), 1 otherwise. */
+#ifndef SYMADDR_TESTS_HARNESS_H
+#define SYMADDR_TESTS_HARNESS_H
+
+#include <mpi.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symaddr/symaddr.h"
+
+static int t_rank, t_size, t_fails, t_checks, t_skipped_case;
+static int t_passed, t_failed, t_skipped;
+static char t_skip_reason[256];
+
+static inline void t_fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "[rank %d] %s:%d: ", t_rank, file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    t_fails++;
+}
+
+#define T_CHECK(cond, ...)                                                                        \
+    do {                                                                                          \
+        t_checks++;                                                                               \
+        if (!(cond))                                                                              \
+            t_fail(__FILE__, __LINE__, "check failed: " #cond " " __VA_ARGS__);                  \
+    } while (0)
+
+/* Status check with the context's error text on failure. */
+#define T_STATUS(ctx, expr, want)                                                                 \
+    do {                                                                                          \
+        symaddr_status_t t_st_ = (expr);                                                          \
+        t_checks++;                                                                               \
+        if (t_st_ != (want))                                                                      \
+            t_fail(__FILE__, __LINE__, "%s returned %s, wanted %s (%s)", #expr,                  \
+                   symaddr_strerror(t_st_), symaddr_strerror(want), symaddr_last_error(ctx));     \
+    } while (0)
+
+#define T_OK(ctx, expr) T_STATUS(ctx, expr, SYMADDR_OK)
+
+/* Skip the current case with a reason; every rank must agree to skip. */
+#define T_SKIP(...)                                                                               \
+    do {                                                                                          \
+        t_skipped_case = 1;                                                                       \
+        snprintf(t_skip_reason, sizeof(t_skip_reason), __VA_ARGS__);                              \
+    } while (0)
+
+static inline void t_run(const char *name, void (*fn)(void *), void *arg)
+{
+    int local[3], global[3];
+    t_fails = t_checks = t_skipped_case = 0;
+    fn(arg);
+    local[0] = t_fails;
+    local[1] = t_checks;
+    local[2] = t_skipped_case;
+    MPI_Allreduce(local, global, 3, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (global[0] > 0) {
+        t_failed++;
+        if (t_rank == 0)
+            printf("not ok - %s (%d failed checks)\n", name, global[0]);
+    } else if (global[2] > 0) {
+        t_skipped++;
+        if (t_rank == 0)
+            printf("skip   - %s: %s\n", name, t_skip_reason);
+    } else if (global[1] == 0) {
+        t_failed++;
+        if (t_rank == 0)
+            printf("not ok - %s (no check ran)\n", name);
+    } else {
+        t_passed++;
+        if (t_rank == 0)
+            printf("ok     - %s (%d checks)\n", name, global[1]);
+    }
+    fflush(stdout);
+}
+
+#define T_RUN(fn, arg) t_run(#fn, (void (*)(void *))(fn), (arg))
+
+static inline void t_init(int *argc, char ***argv)
+{
+    MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t_size);
+}
+
+static inline int t_finish(void)
+{
+    if (t_rank == 0) {
+        printf("%d passed, %d failed, %d skipped\n", t_passed, t_failed, t_skipped);
+        fflush(stdout);
+    }
+    MPI_Finalize();
+    if (t_failed)
+        return 1;
+    return t_passed == 0 && t_skipped > 0 ? 77 : 0;
+}
+
+/* Create a context on the backend the test runs on, or report why it cannot. */
+static inline symaddr_context_t *t_context(MPI_Comm comm, const symaddr_config_t *cfg)
+{
+    symaddr_context_t *ctx = NULL;
+    symaddr_status_t st = symaddr_init(comm, cfg, &ctx);
+    if (st == SYMADDR_ERR_UNSUPPORTED) {
+        if (t_rank == 0)
+            printf("skip   - all: the requested backend cannot run here (%s)\n"
+                   "0 passed, 0 failed, 1 skipped\n",
+                   symaddr_strerror(st));
+        MPI_Finalize();
+        exit(77);
+    }
+    if (st != SYMADDR_OK) {
+        fprintf(stderr, "[rank %d] symaddr_init: %s\n", t_rank, symaddr_strerror(st));
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return ctx;
+}
+
+#endif

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/* Address maps and providers through the public API: the invariant, reading
+ * peers' exact values through peer_bases, views, the shared heap table,
+ * imports with dedupe, MPI shared windows as a foreign table, a simulated
+ * 2-node split, sub-communicators, and every bad input on every rank. */
+#include "harness.h"
+
+#include <dirent.h>
+#include <stdint.h>
+#include <unistd.h>
+
+#define COUNT 1001 /* odd number of elements */
+
+static int count_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static void check_invariant(const symaddr_map_t *m, int rank, int size)
+{
+    T_CHECK(m->local_rank == rank && m->world_size == size);
+    T_CHECK(m->host_peer_bases[rank] == m->allocation_base, "peer_bases[me] != allocation_base");
+    T_CHECK(m->range_base >= m->allocation_base &&
+            m->range_base + m->range_bytes <= m->allocation_base + m->allocation_bytes);
+    T_CHECK(m->peer_bases != NULL && m->error_flag != NULL);
+}
+
+/* Fill [ptr, +COUNT) with value + index, through the backend. */
+static void fill(symaddr_context_t *ctx, void *ptr, uint32_t value)
+{
+    uint32_t host[COUNT];
+    for (int i = 0; i < COUNT; i++)
+        host[i] = value * 100000u + (uint32_t)i;
+    T_OK(ctx, symaddr_memcpy(ctx, ptr, host, sizeof(host)));
+}
+
+/* Read every reachable peer's copy through the map and check the exact values. */
+static void check_peers(symaddr_context_t *ctx, const symaddr_map_t *m, const void *ptr,
+                        size_t skip)
+{
+    uint32_t host[COUNT];
+    int size = symaddr_size(ctx);
+    for (int t = 0; t < size; t++) {
+        void *remote;
+        if (m->host_peer_bases[t] == 0)
+            continue;
+        T_OK(ctx, symaddr_translate_host(m, ptr, t, &remote));
+        memset(host, 0, sizeof(host));
+        T_OK(ctx, symaddr_memcpy(ctx, host, remote, (COUNT - skip) * sizeof(uint32_t)));
+        int bad = 0;
+        for (size_t i = 0; i < COUNT - skip; i++)
+            bad += host[i] != (uint32_t)(t + 1) * 100000u + (uint32_t)(i + skip);
+        T_CHECK(bad == 0, "%d wrong values read from rank %d", bad, t);
+    }
+}
+
+static void test_ipc_and_heap(symaddr_context_t *ctx)
+{
+    int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
+    for (int k = 0; k < 2; k++) {
+        symaddr_provider_kind_t kind = k ? SYMADDR_PROVIDER_IPC : SYMADDR_PROVIDER_HEAP;
+        symaddr_provider_t *prov;
+        symaddr_map_t *m, *found;
+        void *ptr;
+        T_OK(ctx, symaddr_provider_get(ctx, kind, &prov));
+        T_OK(ctx, symaddr_allocate_symmetric(prov, COUNT * sizeof(uint32_t), &ptr, &m));
+        check_invariant(m, rank, size);
+        T_CHECK(m->provider == kind && m->range_base == (uintptr_t)ptr);
+        fill(ctx, ptr, (uint32_t)rank + 1);
+        MPI_Barrier(MPI_COMM_WORLD);
+        check_peers(ctx, m, ptr, 0);
+        /* A view at an odd offset finds the same map and translates with it. */
+        T_OK(ctx, symaddr_lookup(ctx, (char *)ptr + 4 * 333 + 3, &found));
+        T_CHECK(found == m);
+        check_peers(ctx, m, (uint32_t *)ptr + 333, 333);
+        MPI_Barrier(MPI_COMM_WORLD);
+        T_OK(ctx, symaddr_free_symmetric(prov, ptr));
+    }
+}
+
+static void test_heap_shares_table(symaddr_context_t *ctx)
+{
+    symaddr_provider_t *heap;
+    symaddr_map_t *m1, *m2;
+    void *p1, *p2;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
+    T_OK(ctx, symaddr_allocate_symmetric(heap, 12345, &p1, &m1));
+    T_OK(ctx, symaddr_allocate_symmetric(heap, 77, &p2, &m2));
+    T_CHECK(m1 != m2 && m1->peer_bases == m2->peer_bases);
+    T_CHECK(m1->peer_bases == symaddr_get_heap_bases(ctx));
+    T_CHECK((char *)p2 >= (char *)p1 + 12345, "heap ranges overlap");
+    T_OK(ctx, symaddr_free_symmetric(heap, p1));
+    T_OK(ctx, symaddr_free_symmetric(heap, p2));
+}
+
+static void test_import_views(symaddr_context_t *ctx)
+{
+    int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
+    const size_t root_bytes = 3 * COUNT * sizeof(uint32_t) + 64;
+    char *root;
+    symaddr_map_t *a, *b, *found;
+    T_OK(ctx, symaddr_mem_alloc(ctx, root_bytes, (void **)&root));
+    /* Ranks use different offsets into their own allocation: translation must
+     * land on the peer's view, not on the same offset. */
+    char *va = root + 4 + 4 * (size_t)(rank % 3), *vb = root + 2 * COUNT * sizeof(uint32_t);
+    fill(ctx, va, (uint32_t)rank + 1);
+    fill(ctx, vb, (uint32_t)rank + 1);
+    T_OK(ctx, symaddr_import(ctx, va, COUNT * sizeof(uint32_t), &a));
+    T_OK(ctx, symaddr_import(ctx, vb, COUNT * sizeof(uint32_t), &b));
+    check_invariant(a, rank, size);
+    check_invariant(b, rank, size);
+    T_CHECK(a->allocation_base == (uintptr_t)root && a->range_base == (uintptr_t)va &&
+            a->range_bytes == COUNT * sizeof(uint32_t));
+    MPI_Barrier(MPI_COMM_WORLD);
+    check_peers(ctx, a, va, 0);
+    check_peers(ctx, b, vb, 0);
+    check_peers(ctx, a, (uint32_t *)va + 11, 11);
+    /* Both views sit on one mapping of each peer's root. */
+    for (int t = 0; t < size; t++) {
+        if (t == rank || a->host_peer_bases[t] == 0)
+            continue;
+        void *ra, *rb;
+        T_OK(ctx, symaddr_translate_host(a, va, t, &ra));
+        T_OK(ctx, symaddr_translate_host(b, vb, t, &rb));
+        uint64_t root_a = (uintptr_t)ra - (4 + 4 * (uint64_t)(t % 3));
+        uint64_t root_b = (uintptr_t)rb - 2 * COUNT * sizeof(uint32_t);
+        T_CHECK(root_a == root_b, "rank %d's root is mapped twice", t);
+    }
+    T_OK(ctx, symaddr_lookup(ctx, va + 5, &found));
+    T_CHECK(found == a);
+    T_STATUS(ctx, symaddr_import(ctx, va + 8, 16, &found), SYMADDR_ERR_ALREADY_REGISTERED);
+    T_STATUS(ctx, symaddr_mem_free(ctx, root), SYMADDR_ERR_ALREADY_REGISTERED);
+    T_OK(ctx, symaddr_unregister(ctx, a));
+    T_OK(ctx, symaddr_unregister(ctx, b));
+    T_STATUS(ctx, symaddr_unregister(ctx, a), SYMADDR_ERR_INVALID_MAP);
+    T_STATUS(ctx, symaddr_lookup(ctx, va, &found), SYMADDR_ERR_NOT_FOUND);
+    T_OK(ctx, symaddr_mem_free(ctx, root));
+    /* Plain host memory is not exportable. */
+    static uint32_t plain[64];
+    T_STATUS(ctx, symaddr_import(ctx, plain, sizeof(plain), &found), SYMADDR_ERR_NOT_SHAREABLE);
+}
+
+/* MPI-3 shared windows are a real foreign symmetric library: MPI owns the memory. */
+static void test_shared_window(symaddr_context_t *ctx)
+{
+    int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
+    MPI_Comm node;
+    MPI_Win win;
+    uint32_t *mine;
+    uint64_t *table = calloc((size_t)size, sizeof(uint64_t));
+    int node_size, *world_of = NULL;
+    symaddr_map_t *m;
+
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_size);
+    MPI_Win_allocate_shared(COUNT * sizeof(uint32_t), sizeof(uint32_t), MPI_INFO_NULL, node,
+                            &mine, &win);
+    for (int i = 0; i < COUNT; i++)
+        mine[i] = (uint32_t)(rank + 1) * 100000u + (uint32_t)i;
+    world_of = malloc(sizeof(int) * (size_t)node_size);
+    MPI_Allgather(&rank, 1, MPI_INT, world_of, 1, MPI_INT, node);
+    for (int q = 0; q < node_size; q++) {
+        MPI_Aint bytes;
+        int disp;
+        void *base;
+        MPI_Win_shared_query(win, q, &bytes, &disp, &base);
+        table[world_of[q]] = (uintptr_t)base;
+    }
+    MPI_Win_fence(0, win);
+    T_OK(ctx, symaddr_register_peer_table(ctx, mine, COUNT * sizeof(uint32_t), table,
+                                          SYMADDR_CAP_LOAD_STORE, &m));
+    check_invariant(m, rank, size);
+    T_CHECK(m->provider == SYMADDR_PROVIDER_FOREIGN && !(m->capabilities & SYMADDR_CAP_OWNED));
+    check_peers(ctx, m, mine, 0);
+    T_OK(ctx, symaddr_unregister(ctx, m));
+    /* Unregistering forgot the table but left MPI's memory alone. */
+    T_CHECK(mine[COUNT - 1] == (uint32_t)(rank + 1) * 100000u + COUNT - 1);
+    MPI_Win_fence(0, win);
+    MPI_Win_free(&win);
+    MPI_Comm_free(&node);
+    free(world_of);
+    free(table);
+}
+
+/* A 2x4 split of one host: peers of the other simulated node are unreachable. */
+static void test_simulated_nodes(void *unused)
+{
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    void *ptr;
+    (void)unused;
+    if (t_size % 2) {
+        T_SKIP("needs an even number of ranks, have %d", t_size);
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.node_size = t_size / 2;
+    T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx));
+    T_CHECK(symaddr_node_size(ctx) == t_size / 2);
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_allocate_symmetric(ipc, COUNT * sizeof(uint32_t), &ptr, &m));
+    check_invariant(m, t_rank, t_size);
+    fill(ctx, ptr, (uint32_t)t_rank + 1);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int half = t_size / 2;
+    for (int t = 0; t < t_size; t++) {
+        void *remote;
+        if (t / half == t_rank / half) {
+            T_CHECK(m->host_peer_bases[t] != 0, "same-node rank %d unreachable", t);
+        } else {
+            T_CHECK(m->host_peer_bases[t] == 0, "rank %d of the other node is mapped", t);
+            T_STATUS(ctx, symaddr_translate_host(m, ptr, t, &remote), SYMADDR_ERR_UNREACHABLE);
+        }
+    }
+    check_peers(ctx, m, ptr, 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_free_symmetric(ipc, ptr));
+    T_OK(ctx, symaddr_finalize(&ctx));
+    T_CHECK(ctx == NULL);
+}
+
+/* A context over a sub-communicator: odd and even ranks apart. */
+static void test_subcommunicator(void *unused)
+{
+    MPI_Comm half;
+    symaddr_context_t *ctx;
+    symaddr_provider_t *heap;
+    symaddr_map_t *m;
+    void *ptr;
+    (void)unused;
+    MPI_Comm_split(MPI_COMM_WORLD, t_rank % 2, t_rank, &half);
+    ctx = t_context(half, NULL);
+    int expect = (t_size + 1 - t_rank % 2) / 2;
+    T_CHECK(symaddr_size(ctx) == expect && symaddr_rank(ctx) == t_rank / 2);
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
+    T_OK(ctx, symaddr_allocate_symmetric(heap, COUNT * sizeof(uint32_t), &ptr, &m));
+    fill(ctx, ptr, (uint32_t)symaddr_rank(ctx) + 1);
+    MPI_Barrier(half);
+    check_peers(ctx, m, ptr, 0);
+    MPI_Barrier(half);
+    T_OK(ctx, symaddr_finalize(&ctx)); /* frees the live allocation too */
+    MPI_Comm_free(&half);
+}
+
+static void test_bad_inputs(symaddr_context_t *ctx)
+{
+    symaddr_provider_t *ipc, *heap;
+    symaddr_map_t *m, *m2;
+    void *ptr = NULL, *p2;
+    int rank = symaddr_rank(ctx);
+
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
+    T_STATUS(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_FOREIGN, &ipc),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_provider_get(NULL, SYMADDR_PROVIDER_IPC, &ipc), SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_allocate_symmetric(NULL, 64, &ptr, &m), SYMADDR_ERR_INVALID_ARG);
+    /* Each bad argument on one rank only: every rank must return the same error. */
+    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, 64, rank == 1 ? NULL : &ptr, &m),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, rank == 2 ? 0 : 64, &ptr, &m),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_allocate_symmetric(heap, rank == 0 ? SIZE_MAX : 64, &ptr, &m),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, rank == t_size - 1 ? 96 : 64, &ptr, &m),
+             SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx, symaddr_allocate_symmetric(rank == 0 ? heap : ipc, 64, &ptr, &m),
+             SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx, symaddr_allocate_symmetric(heap, (size_t)1 << 40, &ptr, &m),
+             SYMADDR_ERR_NO_MEMORY);
+    T_CHECK(strstr(symaddr_last_error(ctx), "SYMADDR_HEAP_SIZE") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+
+    T_OK(ctx, symaddr_allocate_symmetric(ipc, 64, &ptr, &m));
+    T_OK(ctx, symaddr_allocate_symmetric(heap, 64, &p2, &m2));
+    /* Calls in a different order: rank 0 frees while the others allocate. */
+    if (rank == 0)
+        T_STATUS(ctx, symaddr_free_symmetric(ipc, ptr), SYMADDR_ERR_MISMATCH);
+    else
+        T_STATUS(ctx, symaddr_allocate_symmetric(ipc, 64, &p2, &m2), SYMADDR_ERR_MISMATCH);
+    /* Ranks free different allocations. */
+    T_STATUS(ctx, symaddr_free_symmetric(rank == 0 ? heap : ipc, rank == 0 ? p2 : ptr),
+             SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx, symaddr_free_symmetric(heap, ptr), SYMADDR_ERR_WRONG_PROVIDER);
+    T_STATUS(ctx, symaddr_free_symmetric(ipc, (char *)ptr + 8), SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_free_symmetric(ipc, rank == 3 % t_size ? NULL : ptr),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_unregister(ctx, m), SYMADDR_ERR_WRONG_PROVIDER);
+    T_OK(ctx, symaddr_free_symmetric(ipc, ptr));
+    T_OK(ctx, symaddr_free_symmetric(heap, p2));
+    T_STATUS(ctx, symaddr_free_symmetric(ipc, ptr), SYMADDR_ERR_DOUBLE_FREE);
+    T_CHECK(strstr(symaddr_last_error(ctx), "already freed") != NULL);
+    static char never;
+    T_STATUS(ctx, symaddr_free_symmetric(ipc, &never), SYMADDR_ERR_NOT_FOUND);
+    T_STATUS(ctx, symaddr_unregister(ctx, m), SYMADDR_ERR_INVALID_MAP);
+    T_STATUS(ctx, symaddr_lookup(ctx, NULL, &m), SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_lookup(ctx, &never, &m), SYMADDR_ERR_NOT_FOUND);
+    T_STATUS(ctx, symaddr_import(ctx, NULL, 64, &m), SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_mem_free(ctx, &never), SYMADDR_ERR_NOT_FOUND);
+    uint64_t bad_table[64] = {0};
+    T_STATUS(ctx, symaddr_register_peer_table(ctx, &never, 1, bad_table, 0, &m),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_translate_host(NULL, &never, 0, &ptr), SYMADDR_ERR_INVALID_ARG);
+    T_CHECK(strcmp(symaddr_strerror((symaddr_status_t)-999), "") != 0);
+}
+
+static void test_no_fd_leak(symaddr_context_t *unused)
+{
+    (void)unused;
+    int before = count_fds();
+    for (int i = 0; i < 5; i++) {
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+        symaddr_provider_t *ipc;
+        symaddr_map_t *m;
+        void *ptr;
+        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+        for (int k = 0; k < 10; k++) {
+            T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096 + 17 * (size_t)k, &ptr, &m));
+            T_OK(ctx, symaddr_free_symmetric(ipc, ptr));
+        }
+        T_OK(ctx, symaddr_allocate_symmetric(ipc, 333, &ptr, &m)); /* left for finalize */
+        T_OK(ctx, symaddr_finalize(&ctx));
+    }
+    int after = count_fds();
+    T_CHECK(after == before, "descriptors: %d before, %d after", before, after);
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    if (t_rank == 0)
+        printf("# backend %s, %d ranks, %d per node\n",
+               symaddr_backend_name(symaddr_backend(ctx)), t_size, symaddr_node_size(ctx));
+    T_RUN(test_ipc_and_heap, ctx);
+    T_RUN(test_heap_shares_table, ctx);
+    T_RUN(test_import_views, ctx);
+    T_RUN(test_shared_window, ctx);
+    T_RUN(test_simulated_nodes, NULL);
+    T_RUN(test_subcommunicator, NULL);
+    T_RUN(test_bad_inputs, ctx);
+    T_RUN(test_no_fd_leak, ctx);
+    symaddr_finalize(&ctx);
+    return t_finish();
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* Registry: sorted insert, overlap refusal, interior lookup, double-free
+ * naming, map ownership, and lookups from several threads at once. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "registry.h"
+
+static symaddr_registration_t *reg_new(uint64_t base, uint64_t bytes)
+{
+    symaddr_registration_t *r = calloc(1, sizeof(*r));
+    r->map.range_base = base;
+    r->map.range_bytes = bytes;
+    return r;
+}
+
+static void test_insert_lookup(void **state)
+{
+    symaddr_registry_t reg;
+    symaddr_registration_t *r[5], *found;
+    (void)state;
+    assert_int_equal(symaddr_registry_init(&reg), 0);
+    /* Inserted out of order, looked up at first, interior and last byte. */
+    const uint64_t bases[5] = {0x5000, 0x1000, 0x3000, 0x9001, 0x2000};
+    for (int i = 0; i < 5; i++) {
+        r[i] = reg_new(bases[i], 0x800 + (uint64_t)i);
+        assert_int_equal(symaddr_registry_insert(&reg, r[i]), SYMADDR_OK);
+    }
+    for (int i = 0; i < 5; i++) {
+        uint64_t last = bases[i] + 0x800 + (uint64_t)i - 1;
+        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)bases[i], &found), SYMADDR_OK);
+        assert_ptr_equal(found, r[i]);
+        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)(bases[i] + 0x3ff), &found), SYMADDR_OK);
+        assert_ptr_equal(found, r[i]);
+        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)last, &found), SYMADDR_OK);
+        assert_ptr_equal(found, r[i]);
+        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)(last + 1), &found), SYMADDR_ERR_NOT_FOUND);
+        assert_ptr_equal(symaddr_registry_owner(&reg, &r[i]->map), r[i]);
+    }
+    assert_int_equal(symaddr_registry_find(&reg, (void *)0x10, &found), SYMADDR_ERR_NOT_FOUND);
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(symaddr_registry_remove(&reg, r[i]), SYMADDR_OK);
+        assert_null(symaddr_registry_owner(&reg, &r[i]->map));
+        free(r[i]);
+    }
+    assert_int_equal(reg.count, 0);
+    symaddr_registry_fini(&reg);
+}
+
+static void test_overlap_refused(void **state)
+{
+    symaddr_registry_t reg;
+    symaddr_registration_t *a = reg_new(0x1000, 0x100);
+    (void)state;
+    symaddr_registry_init(&reg);
+    assert_int_equal(symaddr_registry_insert(&reg, a), SYMADDR_OK);
+    const uint64_t clash[][2] = {{0x1000, 1}, {0xf00, 0x101}, {0x10ff, 0x10}, {0x800, 0x1000}};
+    for (size_t i = 0; i < 4; i++) {
+        symaddr_registration_t *b = reg_new(clash[i][0], clash[i][1]);
+        assert_true(symaddr_registry_overlaps(&reg, clash[i][0], clash[i][1]));
+        assert_int_equal(symaddr_registry_insert(&reg, b), SYMADDR_ERR_ALREADY_REGISTERED);
+        free(b);
+    }
+    /* Touching ranges are fine. */
+    symaddr_registration_t *before = reg_new(0xf00, 0x100), *after = reg_new(0x1100, 1);
+    assert_int_equal(symaddr_registry_insert(&reg, before), SYMADDR_OK);
+    assert_int_equal(symaddr_registry_insert(&reg, after), SYMADDR_OK);
+    symaddr_registration_t *zero = reg_new(0x9000, 0);
+    assert_int_equal(symaddr_registry_insert(&reg, zero), SYMADDR_ERR_INVALID_SIZE);
+    free(zero);
+    symaddr_registry_remove(&reg, a);
+    symaddr_registry_remove(&reg, before);
+    symaddr_registry_remove(&reg, after);
+    free(a);
+    free(before);
+    free(after);
+    symaddr_registry_fini(&reg);
+}
+
+static void test_double_free_named(void **state)
+{
+    symaddr_registry_t reg;
+    symaddr_registration_t *a = reg_new(0x4000, 64), *found;
+    (void)state;
+    symaddr_registry_init(&reg);
+    symaddr_registry_insert(&reg, a);
+    assert_int_equal(symaddr_registry_remove(&reg, a), SYMADDR_OK);
+    assert_int_equal(symaddr_registry_remove(&reg, a), SYMADDR_ERR_NOT_FOUND);
+    assert_int_equal(symaddr_registry_find(&reg, (void *)0x4000, &found), SYMADDR_ERR_DOUBLE_FREE);
+    assert_int_equal(symaddr_registry_find(&reg, (void *)0x4001, &found), SYMADDR_ERR_NOT_FOUND);
+    /* Reusing the address makes it live again. */
+    assert_int_equal(symaddr_registry_insert(&reg, a), SYMADDR_OK);
+    assert_int_equal(symaddr_registry_find(&reg, (void *)0x4000, &found), SYMADDR_OK);
+    symaddr_registry_remove(&reg, a);
+    free(a);
+    symaddr_registry_fini(&reg);
+}
+
+#define NREG 10000
+#define NTHREADS 4
+
+typedef struct {
+    symaddr_registry_t *reg;
+    symaddr_registration_t **r;
+    int bad;
+} lookup_arg_t;
+
+static void *lookup_worker(void *p)
+{
+    lookup_arg_t *a = p;
+    for (int i = 0; i < NREG; i++) {
+        symaddr_registration_t *found;
+        int k = (i * 7919) % NREG;
+        void *ptr = (void *)(uintptr_t)(a->r[k]->map.range_base + (uint64_t)(i % 100));
+        if (symaddr_registry_find(a->reg, ptr, &found) != SYMADDR_OK || found != a->r[k])
+            a->bad++;
+    }
+    return NULL;
+}
+
+static void test_many_concurrent(void **state)
+{
+    symaddr_registry_t reg;
+    symaddr_registration_t **r = malloc(sizeof(*r) * NREG);
+    pthread_t th[NTHREADS];
+    lookup_arg_t args[NTHREADS];
+    (void)state;
+    symaddr_registry_init(&reg);
+    for (int i = 0; i < NREG; i++) {
+        r[i] = reg_new(0x100000 + (uint64_t)((i * 104729) % NREG) * 0x1000, 100);
+        assert_int_equal(symaddr_registry_insert(&reg, r[i]), SYMADDR_OK);
+    }
+    for (int t = 0; t < NTHREADS; t++) {
+        args[t] = (lookup_arg_t){&reg, r, 0};
+        pthread_create(&th[t], NULL, lookup_worker, &args[t]);
+    }
+    for (int t = 0; t < NTHREADS; t++) {
+        pthread_join(th[t], NULL);
+        assert_int_equal(args[t].bad, 0);
+    }
+    for (int i = 0; i < NREG; i++) {
+        assert_int_equal(symaddr_registry_remove(&reg, r[i]), SYMADDR_OK);
+        free(r[i]);
+    }
+    free(r);
+    symaddr_registry_fini(&reg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_insert_lookup),
+        cmocka_unit_test(test_overlap_refused),
+        cmocka_unit_test(test_double_free_named),
+        cmocka_unit_test(test_many_concurrent),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
