@@ -19,10 +19,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+#endif
+
 #if defined(__HIPCC__) || defined(__CUDACC__)
 #define SYMADDR_ON_GPU 1
 #define SYMADDR_DEVFN static __device__ __forceinline__
+#define SYMADDR_HOSTDEVFN static __host__ __device__ __forceinline__
 #else
+#define SYMADDR_HOSTDEVFN static inline
 #define SYMADDR_ON_GPU 0
 #define SYMADDR_DEVFN static inline
 #endif
@@ -73,8 +79,9 @@ SYMADDR_DEVFN void symaddr_block_sync(void)
 #endif
 }
 
-/** Translate @p ptr (inside the allocation of @p peer_bases) to rank @p target's copy. */
-SYMADDR_DEVFN void *symaddr_translate(const void *ptr, int target, const uint64_t *peer_bases,
+/** Translate @p ptr (inside the allocation of @p peer_bases) to rank @p target's copy.
+ *  Pure arithmetic, so it also works on the host with a host copy of the table. */
+SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uint64_t *peer_bases,
                                       int local_rank)
 {
     return (void *)(uintptr_t)(peer_bases[target] +

@@ -32,8 +32,6 @@ typedef CUdeviceptr hipDeviceptr_t;
 #define hipIpcCloseMemHandle cudaIpcCloseMemHandle
 #define hipGetLastError cudaGetLastError
 #define hipGetErrorString cudaGetErrorString
-#define hipLaunchKernelGGL(kernel, grid, block, shmem, stream, ...)                               \
-    kernel<<<(grid), (block), (shmem), (stream)>>>(__VA_ARGS__)
 
 static inline hipError_t hipMemGetAddressRange(hipDeviceptr_t *base, size_t *bytes,
                                                hipDeviceptr_t ptr)

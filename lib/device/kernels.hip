@@ -6,6 +6,19 @@
 #include "kernels.h"
 #include "symaddr/device.h"
 
+__global__ void symaddr_k_fill_u32(uint32_t *dst, size_t count, uint32_t value)
+{
+    for (size_t i = symaddr_grid_thread(); i < count; i += symaddr_grid_threads())
+        dst[i] = value;
+}
+
+__global__ void symaddr_k_put_bytes(void *dst, const void *src, size_t bytes, int target,
+                            const uint64_t *peer_bases, int local_rank)
+{
+    symaddr_put_grid(dst, src, bytes, target, peer_bases, local_rank);
+}
+
+#if SYMADDR_HOST_PASS
 namespace {
 
 constexpr unsigned kThreads = 256;
@@ -16,34 +29,25 @@ unsigned blocks_for(size_t work)
     return b == 0 ? 1u : (b > 1024 ? 1024u : (unsigned)b);
 }
 
-__global__ void k_fill_u32(uint32_t *dst, size_t count, uint32_t value)
-{
-    for (size_t i = symaddr_grid_thread(); i < count; i += symaddr_grid_threads())
-        dst[i] = value;
-}
-
-__global__ void k_put_bytes(void *dst, const void *src, size_t bytes, int target,
-                            const uint64_t *peer_bases, int local_rank)
-{
-    symaddr_put_grid(dst, src, bytes, target, peer_bases, local_rank);
-}
-
 symaddr_status_t fill_u32(void *stream, uint32_t *dst, size_t count, uint32_t value)
 {
-    return SYMADDR_LAUNCH(k_fill_u32, blocks_for(count), kThreads, stream, dst, count, value);
+    return SYMADDR_LAUNCH(symaddr_k_fill_u32, blocks_for(count), kThreads, stream, dst, count, value);
 }
 
 symaddr_status_t put_bytes(void *stream, void *dst, const void *src, size_t bytes, int target,
                            const uint64_t *peer_bases, int local_rank)
 {
-    return SYMADDR_LAUNCH(k_put_bytes, blocks_for(bytes / 16), kThreads, stream, dst, src, bytes,
+    return SYMADDR_LAUNCH(symaddr_k_put_bytes, blocks_for(bytes / 16), kThreads, stream, dst, src, bytes,
                           target, peer_bases, local_rank);
 }
 
 } // namespace
+#endif
 
+#if SYMADDR_HOST_PASS
 extern "C" const symaddr_kernels_t SYMADDR_KERNELS_TABLE = {
     sizeof(symaddr_kernels_t),
     fill_u32,
     put_bytes,
 };
+#endif

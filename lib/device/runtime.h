@@ -17,10 +17,16 @@
 #include <hip/hip_runtime.h>
 #endif
 #define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                     \
-    (hipLaunchKernelGGL(kernel, dim3(blocks), dim3(threads), 0, (hipStream_t)(stream),           \
-                        __VA_ARGS__),                                                            \
+    (kernel<<<dim3(blocks), dim3(threads), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),             \
      hipGetLastError() == hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND)
 #define SYMADDR_KERNELS_TABLE symaddr_kernels_gpu
+#endif
+
+/* Host-side launchers exist only in the host pass of a GPU compile. */
+#if defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__)
+#define SYMADDR_HOST_PASS 0
+#else
+#define SYMADDR_HOST_PASS 1
 #endif
 
 #endif
