@@ -361,3 +361,58 @@ symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream)
         return SYMADDR_ERR_INVALID_ARG;
     return ctx->be.ops->stream_sync(&ctx->be, stream);
 }
+
+/* Checks shared by put and get: sym is the symmetric side. */
+static symaddr_status_t rma_map(symaddr_context_t *ctx, const void *sym, const void *local,
+                                size_t bytes, int target, const symaddr_map_t **map_p,
+                                const char *fn)
+{
+    symaddr_registration_t *r;
+    if (!sym || !local)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: NULL buffer", fn);
+    if (target < 0 || target >= ctx->size)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: target %d is not a rank of this context (0..%d)", fn,
+                                 target, ctx->size - 1);
+    if (symaddr_registry_find(&ctx->reg, sym, &r) != SYMADDR_OK)
+        return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
+                                 "%s: %p is not symmetric memory of this context; allocate it "
+                                 "with symaddr_allocate_symmetric or symaddr_import it",
+                                 fn, sym);
+    uint64_t off = (uint64_t)(uintptr_t)sym - r->map.range_base;
+    if (bytes > r->map.range_bytes - off)
+        return symaddr_set_error(ctx, SYMADDR_ERR_OUT_OF_BOUNDS,
+                                 "%s: %zu bytes at %p run past the end of its registration", fn,
+                                 bytes, sym);
+    if (r->map.host_peer_bases[target] == 0)
+        return symaddr_set_error(ctx, SYMADDR_ERR_UNREACHABLE,
+                                 "%s: rank %d is on another node; use MPI for it", fn, target);
+    *map_p = &r->map;
+    return SYMADDR_OK;
+}
+
+symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, const void *src, size_t bytes,
+                             int target, void *stream)
+{
+    const symaddr_map_t *m;
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    symaddr_status_t st = rma_map(ctx, dst, src, bytes, target, &m, "symaddr_put");
+    if (st != SYMADDR_OK || bytes == 0)
+        return st;
+    return ctx->be.ops->kernels->put_bytes(stream, dst, src, bytes, target, m->peer_bases,
+                                           m->local_rank);
+}
+
+symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src, size_t bytes,
+                             int target, void *stream)
+{
+    const symaddr_map_t *m;
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    symaddr_status_t st = rma_map(ctx, src, dst, bytes, target, &m, "symaddr_get");
+    if (st != SYMADDR_OK || bytes == 0)
+        return st;
+    return ctx->be.ops->kernels->get_bytes(stream, dst, src, bytes, target, m->peer_bases,
+                                           m->local_rank);
+}

@@ -125,7 +125,12 @@ static symaddr_status_t gpu_handle_close(symaddr_backend_t *be, void *ptr, size_
 static symaddr_status_t gpu_memcpy(symaddr_backend_t *be, void *dst, const void *src, size_t n)
 {
     (void)be;
-    return status_of(hipMemcpy(dst, src, n, hipMemcpyDefault));
+    /* A copy from pageable host memory may return before the data reaches the device;
+     * peers read it right after, so wait for it. */
+    hipError_t e = hipMemcpy(dst, src, n, hipMemcpyDefault);
+    if (e == hipSuccess)
+        e = hipDeviceSynchronize();
+    return status_of(e);
 }
 
 static symaddr_status_t gpu_stream_sync(symaddr_backend_t *be, void *stream)

@@ -254,6 +254,21 @@ SYMADDR_API symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr)
 SYMADDR_API symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, const void *src,
                                             size_t bytes);
 
+/**
+ * Stream-ordered copy of @p bytes from local @p src to rank @p target's copy of @p dst, which
+ * must lie inside a registration (any provider; views included). Immediate on the cpu backend.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL or a target out of range;
+ *         SYMADDR_ERR_NOT_FOUND if dst is not registered; SYMADDR_ERR_OUT_OF_BOUNDS if
+ *         [dst, dst+bytes) runs past its registration; SYMADDR_ERR_UNREACHABLE if the target has
+ *         no load/store path; SYMADDR_ERR_BACKEND if the launch fails.
+ */
+SYMADDR_API symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, const void *src,
+                                         size_t bytes, int target, void *stream);
+
+/** The reverse of symaddr_put: @p src is symmetric (translated to @p target), @p dst local. */
+SYMADDR_API symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src,
+                                         size_t bytes, int target, void *stream);
+
 /** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default). */
 SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream);
 

@@ -20,6 +20,9 @@ typedef struct symaddr_kernels {
     /* dst[i] = src[i] translated through a peer table: dst on rank target. */
     symaddr_status_t (*put_bytes)(void *stream, void *dst, const void *src, size_t bytes,
                                   int target, const uint64_t *peer_bases, int local_rank);
+    /* src translated: read from rank target into local dst. */
+    symaddr_status_t (*get_bytes)(void *stream, void *dst, const void *src, size_t bytes,
+                                  int target, const uint64_t *peer_bases, int local_rank);
 } symaddr_kernels_t;
 
 extern const symaddr_kernels_t symaddr_kernels_cpu;

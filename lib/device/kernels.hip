@@ -13,9 +13,16 @@ __global__ void symaddr_k_fill_u32(uint32_t *dst, size_t count, uint32_t value)
 }
 
 __global__ void symaddr_k_put_bytes(void *dst, const void *src, size_t bytes, int target,
-                            const uint64_t *peer_bases, int local_rank)
+                                    const uint64_t *peer_bases, int local_rank)
 {
     symaddr_put_grid(dst, src, bytes, target, peer_bases, local_rank);
+}
+
+__global__ void symaddr_k_get_bytes(void *dst, const void *src, size_t bytes, int target,
+                                    const uint64_t *peer_bases, int local_rank)
+{
+    symaddr_copy_bytes_(dst, symaddr_translate(src, target, peer_bases, local_rank), bytes,
+                        symaddr_grid_thread(), symaddr_grid_threads());
 }
 
 #if SYMADDR_HOST_PASS
@@ -41,6 +48,13 @@ symaddr_status_t put_bytes(void *stream, void *dst, const void *src, size_t byte
                           target, peer_bases, local_rank);
 }
 
+symaddr_status_t get_bytes(void *stream, void *dst, const void *src, size_t bytes, int target,
+                           const uint64_t *peer_bases, int local_rank)
+{
+    return SYMADDR_LAUNCH(symaddr_k_get_bytes, blocks_for(bytes / 16), kThreads, stream, dst, src,
+                          bytes, target, peer_bases, local_rank);
+}
+
 } // namespace
 #endif
 
@@ -49,5 +63,6 @@ extern "C" const symaddr_kernels_t SYMADDR_KERNELS_TABLE = {
     sizeof(symaddr_kernels_t),
     fill_u32,
     put_bytes,
+    get_bytes,
 };
 #endif

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
+# no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
+# Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench info.
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+steps=${*:-build test bench info}
+
+if ! pkg-config --exists cmocka 2>/dev/null && ls .deps/*.deb >/dev/null 2>&1; then
+    root=/tmp/symaddr-cmocka
+    for f in .deps/*.deb; do dpkg -x "$f" "$root"; done
+    mkdir -p "$root/pc"
+    sed "s|/usr|$root/usr|g" "$root"/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc > "$root/pc/cmocka.pc"
+    export PKG_CONFIG_PATH="$root/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+B=build-cuda
+rc=0
+for s in $steps; do
+    case $s in
+    build)
+        rm -rf $B
+        { meson setup $B -Dgpu=cuda -Dwerror=true && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
+            tail -40 "$OUT/build.log"; exit 1; }
+        echo "build: ok" ;;
+    test)
+        meson test -C $B --print-errorlogs >"$OUT/test.log" 2>&1 || rc=1
+        cp $B/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null
+        grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" ;;
+    bench)
+        for op in put get; do
+            mpiexec -n 8 $B/tools/symaddr-bench $op -b 8 -e 256M -f 8 --check \
+                --json "$OUT/bench-$op.json" 2>&1 | tee "$OUT/bench-$op.txt"
+        done ;;
+    info)
+        mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
+    esac
+done
+exit $rc
