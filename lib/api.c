@@ -416,3 +416,65 @@ symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src,
     return ctx->be.ops->kernels->get_bytes(stream, dst, src, bytes, target, m->peer_bases,
                                            m->local_rank);
 }
+
+#define DEFINE_HOST_ATOMIC_ADD(T, U, sfx, usfx)                                                   \
+    symaddr_status_t symaddr_stream_atomic_add_##sfx(symaddr_context_t *ctx, T *ptr, T value,           \
+                                              int target, void *stream)                          \
+    {                                                                                            \
+        const symaddr_map_t *m;                                                                  \
+        if (!ctx)                                                                                \
+            return SYMADDR_ERR_INVALID_ARG;                                                      \
+        if ((uintptr_t)ptr % sizeof(T))                                                          \
+            return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,                               \
+                                     "symaddr_stream_atomic_add_" #sfx ": %p is not %zu-byte aligned",  \
+                                     (void *)ptr, sizeof(T));                                    \
+        symaddr_status_t st =                                                                    \
+            rma_map(ctx, ptr, ptr, sizeof(T), target, &m, "symaddr_stream_atomic_add_" #sfx);           \
+        if (st != SYMADDR_OK)                                                                    \
+            return st;                                                                           \
+        return ctx->be.ops->kernels->atomic_add_##usfx(stream, (U *)ptr, (U)value, target,       \
+                                                       m->peer_bases, m->local_rank);            \
+    }
+
+DEFINE_HOST_ATOMIC_ADD(int32_t, uint32_t, i32, u32)
+DEFINE_HOST_ATOMIC_ADD(uint32_t, uint32_t, u32, u32)
+DEFINE_HOST_ATOMIC_ADD(int64_t, uint64_t, i64, u64)
+DEFINE_HOST_ATOMIC_ADD(uint64_t, uint64_t, u64, u64)
+
+symaddr_status_t symaddr_buffer_bind(const symaddr_map_t *map, void *ptr, symaddr_buffer_t *buf_p)
+{
+    if (!map || !ptr || !buf_p)
+        return SYMADDR_ERR_INVALID_ARG;
+    if ((uint64_t)(uintptr_t)ptr - map->range_base >= map->range_bytes)
+        return SYMADDR_ERR_OUT_OF_BOUNDS;
+    buf_p->ptr = ptr;
+    buf_p->peer_bases = map->peer_bases;
+    buf_p->local_rank = map->local_rank;
+    buf_p->caps = map->capabilities;
+    return SYMADDR_OK;
+}
+
+symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const symaddr_map_t *map)
+{
+    uint32_t flag = 0;
+    const uint32_t zero = 0;
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    if (!map || !symaddr_registry_owner(&ctx->reg, map))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_MAP,
+                                 "symaddr_map_check: map %p is not live in this context",
+                                 (const void *)map);
+    symaddr_status_t st = ctx->be.ops->stream_sync(&ctx->be, NULL);
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->memcpy(&ctx->be, &flag, map->error_flag, sizeof(flag));
+    if (st != SYMADDR_OK)
+        return symaddr_set_error(ctx, st, "symaddr_map_check: cannot read the error flag");
+    if (flag == 0)
+        return SYMADDR_OK;
+    ctx->be.ops->memcpy(&ctx->be, map->error_flag, &zero, sizeof(zero));
+    st = (symaddr_status_t) - (int32_t)flag;
+    return symaddr_set_error(ctx, st,
+                             "a device access through the table of map %p was refused (%s); "
+                             "check that each pointer is translated with its own map's table",
+                             (const void *)map, symaddr_strerror(st));
+}

@@ -187,7 +187,7 @@ void symaddr_config_default(symaddr_config_t *cfg)
     cfg->heap_bytes = heap < 0 ? SIZE_MAX : (size_t)heap;
     long long ns = env_ll("SYMADDR_NODE_SIZE", 0);
     cfg->node_size = ns > INT_MAX ? -1 : (int)ns;
-    cfg->validate = (int)env_ll("SYMADDR_VALIDATE", 0);
+    cfg->validate = (int)env_ll("SYMADDR_VALIDATE", SYMADDR_VALIDATE_DEFAULT);
     long long t = env_ll("SYMADDR_TIMEOUT_MS", DEFAULT_TIMEOUT_MS);
     cfg->timeout_ms = (t <= 0 || t > UINT_MAX) ? 0 : (unsigned)t;
 }

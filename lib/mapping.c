@@ -2,6 +2,7 @@
 /* Handle exchange and peer tables, shared by every provider that maps peers'
  * memory (heap, ipc, import). */
 #include "internal.h"
+#include "symaddr/device.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m)
 void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
 {
     if (m->dev_table)
-        ctx->be.ops->local_free(&ctx->be, m->dev_table);
+        ctx->be.ops->local_free(&ctx->be, m->dev_table - SYMADDR_TABLE_HEADER);
     free(m->host_table);
     free(m->peers);
     if (m->owned && m->root)
@@ -62,18 +63,28 @@ void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
 
 symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m)
 {
-    size_t bytes = sizeof(uint64_t) * ((size_t)ctx->size + 1);
+    size_t n = SYMADDR_TABLE_HEADER + (size_t)ctx->size;
+    uint64_t *staged = malloc(n * sizeof(uint64_t));
     void *dev;
-    symaddr_status_t st = ctx->be.ops->local_alloc(&ctx->be, bytes, &dev);
-    if (st != SYMADDR_OK)
+    symaddr_status_t st = staged ? ctx->be.ops->local_alloc(&ctx->be, n * sizeof(uint64_t), &dev)
+                                 : SYMADDR_ERR_NO_MEMORY;
+    if (st != SYMADDR_OK) {
+        free(staged);
         return st;
-    m->host_table[ctx->size] = 0; /* validation error flag */
-    st = ctx->be.ops->memcpy(&ctx->be, dev, m->host_table, bytes);
+    }
+    /* The header lets validation mode check accesses from the table alone. */
+    staged[0] = SYMADDR_TABLE_MAGIC;
+    staged[1] = (uint64_t)(uint32_t)ctx->size | ((uint64_t)(ctx->cfg.validate != 0) << 32);
+    staged[2] = m->root_bytes;
+    staged[3] = 0;
+    memcpy(staged + SYMADDR_TABLE_HEADER, m->host_table, sizeof(uint64_t) * (size_t)ctx->size);
+    st = ctx->be.ops->memcpy(&ctx->be, dev, staged, n * sizeof(uint64_t));
+    free(staged);
     if (st != SYMADDR_OK) {
         ctx->be.ops->local_free(&ctx->be, dev);
         return st;
     }
-    m->dev_table = dev;
+    m->dev_table = (uint64_t *)dev + SYMADDR_TABLE_HEADER;
     return SYMADDR_OK;
 }
 
@@ -195,7 +206,7 @@ symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_re
     map->capabilities = caps | (m->owned ? SYMADDR_CAP_OWNED : 0);
     map->range_base = (uint64_t)(uintptr_t)range_base;
     map->range_bytes = range_bytes;
-    map->error_flag = (uint32_t *)(m->dev_table + ctx->size);
+    map->error_flag = (uint32_t *)(m->dev_table + SYMADDR_HDR_ERROR);
     map->provider = kind;
     return symaddr_registry_insert(&ctx->reg, r);
 }

@@ -11,13 +11,25 @@
  *     remote = peer_bases[target] + (ptr - peer_bases[local_rank])
  *
  * The table must be the one of the allocation that holds ptr (its map's
- * peer_bases, or the context's heap_bases for heap memory).
+ * peer_bases, or the context's heap_bases for heap memory). Two calling forms:
+ * explicit (ptr, target, peer_bases, local_rank) arguments, and a by-value
+ * symaddr_buffer_t made on the host by symaddr_buffer_bind().
+ *
+ * Validation: compile with SYMADDR_VALIDATE defined to 1 and run with
+ * SYMADDR_VALIDATE=1 (or symaddr_config_t.validate). Every translation then
+ * checks that ptr lies inside the table's allocation and that the target is a
+ * reachable rank; the first violation is stored in the map's error flag
+ * (symaddr_map_check() reads it) and the access is skipped. Validation reads
+ * the header symaddr places in front of its own tables, so with
+ * SYMADDR_VALIDATE=1 pass only tables that symaddr made.
  */
 #ifndef SYMADDR_DEVICE_H
 #define SYMADDR_DEVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "symaddr/types.h"
 
 #if defined(__HIPCC__)
 #include <hip/hip_runtime.h>
@@ -28,10 +40,30 @@
 #define SYMADDR_DEVFN static __device__ __forceinline__
 #define SYMADDR_HOSTDEVFN static __host__ __device__ __forceinline__
 #else
-#define SYMADDR_HOSTDEVFN static inline
 #define SYMADDR_ON_GPU 0
 #define SYMADDR_DEVFN static inline
+#define SYMADDR_HOSTDEVFN static inline
+#include <sched.h>
+#include <time.h>
 #endif
+
+#ifndef SYMADDR_VALIDATE
+#define SYMADDR_VALIDATE 0
+#endif
+
+/* Header of every table symaddr builds: peer_bases[-4 .. -1]. */
+#define SYMADDR_TABLE_MAGIC 0x53594d4144445231ull /* "SYMADDR1" */
+#define SYMADDR_TABLE_HEADER 4
+#define SYMADDR_HDR_MAGIC (-4) /* SYMADDR_TABLE_MAGIC */
+#define SYMADDR_HDR_INFO (-3)  /* world_size | validate << 32 */
+#define SYMADDR_HDR_BYTES (-2) /* allocation_bytes */
+#define SYMADDR_HDR_ERROR (-1) /* first violation, as -status, in the low 32 bits */
+
+/** 16-bit floating-point values travel as their bits. */
+typedef uint16_t symaddr_f16_t;
+typedef uint16_t symaddr_bf16_t;
+
+/* ---- threads ---------------------------------------------------------------------------- */
 
 /** Index of the calling thread in its block, and the block's size (1 on the cpu). */
 SYMADDR_DEVFN unsigned symaddr_block_thread(void)
@@ -79,23 +111,85 @@ SYMADDR_DEVFN void symaddr_block_sync(void)
 #endif
 }
 
-/** Translate @p ptr (inside the allocation of @p peer_bases) to rank @p target's copy.
- *  Pure arithmetic, so it also works on the host with a host copy of the table. */
-SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uint64_t *peer_bases,
-                                      int local_rank)
+/* ---- ordering ---------------------------------------------------------------------------- */
+
+/** Order this thread's earlier remote accesses before its later ones, system-wide. */
+SYMADDR_DEVFN void symaddr_fence(void)
 {
+#if SYMADDR_ON_GPU
+    __threadfence_system();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/** Wait until this thread's earlier remote stores are visible to every rank. Stores through
+ *  load/store mappings complete in order once fenced, so quiet is a system fence. */
+SYMADDR_DEVFN void symaddr_quiet(void) { symaddr_fence(); }
+
+/* ---- translation ------------------------------------------------------------------------- */
+
+#if SYMADDR_VALIDATE
+/* Returns 0, or the status of the violation after recording it (the first one wins). */
+SYMADDR_DEVFN int symaddr_validate_(const void *ptr, int target, const uint64_t *peer_bases,
+                                    int local_rank)
+{
+    if (peer_bases[SYMADDR_HDR_MAGIC] != SYMADDR_TABLE_MAGIC ||
+        !(peer_bases[SYMADDR_HDR_INFO] >> 32))
+        return 0;
+    int64_t world = (int64_t)(peer_bases[SYMADDR_HDR_INFO] & 0xffffffffu);
+    int st = 0;
+    if (local_rank < 0 || local_rank >= world ||
+        (uint64_t)(uintptr_t)ptr - peer_bases[local_rank] >= peer_bases[SYMADDR_HDR_BYTES])
+        st = SYMADDR_ERR_OUT_OF_BOUNDS;
+    else if (target < 0 || target >= world)
+        st = SYMADDR_ERR_INVALID_ARG;
+    else if (peer_bases[target] == 0)
+        st = SYMADDR_ERR_UNREACHABLE;
+    if (st) {
+        uint32_t *flag = (uint32_t *)(uintptr_t)&peer_bases[SYMADDR_HDR_ERROR];
+#if SYMADDR_ON_GPU
+        atomicCAS_system((unsigned int *)flag, 0u, (unsigned int)-st);
+#else
+        uint32_t zero = 0;
+        __atomic_compare_exchange_n(flag, &zero, (uint32_t)-st, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+#endif
+    }
+    return st;
+}
+#endif
+
+/** Translate @p ptr (inside the allocation of @p peer_bases) to rank @p target's copy.
+ *  With validation on, returns NULL for a violation (and records it). */
+SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uint64_t *peer_bases,
+                                          int local_rank)
+{
+#if SYMADDR_VALIDATE && (SYMADDR_ON_GPU ? defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__) : 1)
+    if (symaddr_validate_(ptr, target, peer_bases, local_rank))
+        return NULL;
+#endif
     return (void *)(uintptr_t)(peer_bases[target] +
                                ((uint64_t)(uintptr_t)ptr - peer_bases[local_rank]));
 }
 
-/** Copy @p bytes with the threads [first, first + count) of the caller; 16-byte accesses
- *  when both pointers allow them. */
+SYMADDR_HOSTDEVFN void *symaddr_buffer_translate(symaddr_buffer_t buf, int target)
+{
+    return symaddr_translate(buf.ptr, target, buf.peer_bases, buf.local_rank);
+}
+
+/* ---- bulk copies ------------------------------------------------------------------------- */
+
+/** Copy @p bytes with threads [first, first + count) of the caller; 16-byte accesses when both
+ *  pointers are 16-byte aligned. */
 SYMADDR_DEVFN void symaddr_copy_bytes_(void *dst, const void *src, size_t bytes, size_t first,
                                        size_t count)
 {
     unsigned char *d = (unsigned char *)dst;
     const unsigned char *s = (const unsigned char *)src;
     size_t i = first;
+    if (!d || !s)
+        return;
     if ((((uintptr_t)d | (uintptr_t)s) & 15) == 0) {
         typedef struct {
             uint64_t a, b;
@@ -127,7 +221,7 @@ SYMADDR_DEVFN void symaddr_get_block(void *dst, const void *src, size_t bytes, i
                         symaddr_block_thread(), symaddr_block_threads());
 }
 
-/** Grid-wide put: every thread of the grid calls it with the same arguments. */
+/** Grid-wide put and get: every thread of the grid calls them with the same arguments. */
 SYMADDR_DEVFN void symaddr_put_grid(void *dst, const void *src, size_t bytes, int target,
                                     const uint64_t *peer_bases, int local_rank)
 {
@@ -135,14 +229,278 @@ SYMADDR_DEVFN void symaddr_put_grid(void *dst, const void *src, size_t bytes, in
                         symaddr_grid_thread(), symaddr_grid_threads());
 }
 
-/** Order this thread's earlier remote stores before its later ones, system-wide. */
-SYMADDR_DEVFN void symaddr_fence(void)
+SYMADDR_DEVFN void symaddr_get_grid(void *dst, const void *src, size_t bytes, int target,
+                                    const uint64_t *peer_bases, int local_rank)
 {
+    symaddr_copy_bytes_(dst, symaddr_translate(src, target, peer_bases, local_rank), bytes,
+                        symaddr_grid_thread(), symaddr_grid_threads());
+}
+
+/** Buffer forms: @p offset bytes into the bound buffer. */
+SYMADDR_DEVFN void symaddr_buffer_put_block(symaddr_buffer_t dst, size_t offset, const void *src,
+                                            size_t bytes, int target)
+{
+    symaddr_put_block((char *)dst.ptr + offset, src, bytes, target, dst.peer_bases,
+                      dst.local_rank);
+}
+
+SYMADDR_DEVFN void symaddr_buffer_get_block(void *dst, symaddr_buffer_t src, size_t offset,
+                                            size_t bytes, int target)
+{
+    symaddr_get_block(dst, (const char *)src.ptr + offset, bytes, target, src.peer_bases,
+                      src.local_rank);
+}
+
+/* ---- typed load / store / put / get of one element ---------------------------------------- */
+
+/* load returns 0 when validation refused the access. */
+#define SYMADDR_DEFINE_ELEMENT_(T, sfx)                                                          \
+    SYMADDR_DEVFN T symaddr_load_##sfx(const T *ptr, int target, const uint64_t *peer_bases,     \
+                                       int local_rank)                                           \
+    {                                                                                            \
+        const volatile T *r =                                                                    \
+            (const volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);          \
+        return r ? *r : (T)0;                                                                    \
+    }                                                                                            \
+    SYMADDR_DEVFN void symaddr_store_##sfx(T *ptr, T value, int target,                          \
+                                           const uint64_t *peer_bases, int local_rank)           \
+    {                                                                                            \
+        volatile T *r = (volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);    \
+        if (r)                                                                                   \
+            *r = value;                                                                          \
+    }                                                                                            \
+    /** put: local *src to rank target's *dst; get: rank target's *src to local *dst. */         \
+    SYMADDR_DEVFN void symaddr_put_##sfx(T *dst, const T *src, int target,                       \
+                                         const uint64_t *peer_bases, int local_rank)             \
+    {                                                                                            \
+        symaddr_store_##sfx(dst, *src, target, peer_bases, local_rank);                          \
+    }                                                                                            \
+    SYMADDR_DEVFN void symaddr_get_##sfx(T *dst, const T *src, int target,                       \
+                                         const uint64_t *peer_bases, int local_rank)             \
+    {                                                                                            \
+        *dst = symaddr_load_##sfx(src, target, peer_bases, local_rank);                          \
+    }                                                                                            \
+    SYMADDR_DEVFN T symaddr_buffer_load_##sfx(symaddr_buffer_t buf, size_t index, int target)    \
+    {                                                                                            \
+        return symaddr_load_##sfx((const T *)buf.ptr + index, target, buf.peer_bases,            \
+                                  buf.local_rank);                                               \
+    }                                                                                            \
+    SYMADDR_DEVFN void symaddr_buffer_store_##sfx(symaddr_buffer_t buf, size_t index, T value,   \
+                                                  int target)                                    \
+    {                                                                                            \
+        symaddr_store_##sfx((T *)buf.ptr + index, value, target, buf.peer_bases,                 \
+                            buf.local_rank);                                                     \
+    }
+
+SYMADDR_DEFINE_ELEMENT_(int32_t, i32)
+SYMADDR_DEFINE_ELEMENT_(uint32_t, u32)
+SYMADDR_DEFINE_ELEMENT_(int64_t, i64)
+SYMADDR_DEFINE_ELEMENT_(uint64_t, u64)
+SYMADDR_DEFINE_ELEMENT_(float, f32)
+SYMADDR_DEFINE_ELEMENT_(double, f64)
+SYMADDR_DEFINE_ELEMENT_(symaddr_f16_t, f16)
+SYMADDR_DEFINE_ELEMENT_(symaddr_bf16_t, bf16)
+
+/* ---- atomics ----------------------------------------------------------------------------- */
+/* Primitives on a local (already translated) address, at system scope when sys is set. The
+ * integer ones work on unsigned bits; signed min/max compare as signed. */
+
 #if SYMADDR_ON_GPU
-    __threadfence_system();
+#define SYMADDR_GPU_ATOMIC_(fn, sys, p, ...) ((sys) ? fn##_system(p, __VA_ARGS__) : fn(p, __VA_ARGS__))
+
+#define SYMADDR_DEFINE_PRIM_(U, GU, usfx)                                                        \
+    SYMADDR_DEVFN U symaddr_prim_add_##usfx(U *p, U v, int sys)                                  \
+    {                                                                                            \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicAdd, sys, (GU *)p, (GU)v);                           \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_cas_##usfx(U *p, U cmp, U v, int sys)                           \
+    {                                                                                            \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicCAS, sys, (GU *)p, (GU)cmp, (GU)v);                  \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_swap_##usfx(U *p, U v, int sys)                                 \
+    {                                                                                            \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicExch, sys, (GU *)p, (GU)v);                          \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_and_##usfx(U *p, U v, int sys)                                  \
+    {                                                                                            \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicAnd, sys, (GU *)p, (GU)v);                           \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_or_##usfx(U *p, U v, int sys)                                   \
+    {                                                                                            \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicOr, sys, (GU *)p, (GU)v);                            \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_xor_##usfx(U *p, U v, int sys)                                  \
+    {                                                                                            \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicXor, sys, (GU *)p, (GU)v);                           \
+    }
+SYMADDR_DEFINE_PRIM_(uint32_t, unsigned int, u32)
+SYMADDR_DEFINE_PRIM_(uint64_t, unsigned long long, u64)
 #else
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#define SYMADDR_DEFINE_PRIM_(U, usfx)                                                            \
+    SYMADDR_DEVFN U symaddr_prim_add_##usfx(U *p, U v, int sys)                                  \
+    {                                                                                            \
+        (void)sys;                                                                               \
+        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);                                       \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_cas_##usfx(U *p, U cmp, U v, int sys)                           \
+    {                                                                                            \
+        (void)sys;                                                                               \
+        __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
+        return cmp;                                                                              \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_swap_##usfx(U *p, U v, int sys)                                 \
+    {                                                                                            \
+        (void)sys;                                                                               \
+        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);                                      \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_and_##usfx(U *p, U v, int sys)                                  \
+    {                                                                                            \
+        (void)sys;                                                                               \
+        return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);                                       \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_or_##usfx(U *p, U v, int sys)                                   \
+    {                                                                                            \
+        (void)sys;                                                                               \
+        return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);                                        \
+    }                                                                                            \
+    SYMADDR_DEVFN U symaddr_prim_xor_##usfx(U *p, U v, int sys)                                  \
+    {                                                                                            \
+        (void)sys;                                                                               \
+        return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);                                       \
+    }
+SYMADDR_DEFINE_PRIM_(uint32_t, u32)
+SYMADDR_DEFINE_PRIM_(uint64_t, u64)
 #endif
+
+/* Remote atomics on type T (bits in U), explicit form at system scope and buffer form at the
+ * scope the map's capabilities allow. Each returns the old value (0 if validation refused). */
+#define SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, op)                                           \
+    SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,               \
+                                                      const uint64_t *peer_bases,                \
+                                                      int local_rank)                            \
+    {                                                                                            \
+        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                      \
+        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value, 1) : (T)0;                         \
+    }                                                                                            \
+    SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                  \
+                                                   const uint64_t *peer_bases, int local_rank)   \
+    {                                                                                            \
+        (void)symaddr_atomic_fetch_##op##_##sfx(ptr, value, target, peer_bases, local_rank);     \
+    }                                                                                            \
+    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_##op##_##sfx(symaddr_buffer_t buf, size_t index, \
+                                                             T value, int target)                \
+    {                                                                                            \
+        U *r = (U *)symaddr_translate((T *)buf.ptr + index, target, buf.peer_bases,              \
+                                      buf.local_rank);                                           \
+        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value,                                    \
+                                                 (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)   \
+                 : (T)0;                                                                         \
+    }
+
+/* min/max by compare-and-swap, so that signed and unsigned compare correctly everywhere. */
+#define SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, op, better)                               \
+    SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,               \
+                                                      const uint64_t *peer_bases,                \
+                                                      int local_rank)                            \
+    {                                                                                            \
+        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                      \
+        if (!r)                                                                                  \
+            return (T)0;                                                                         \
+        U old = *(volatile U *)r, seen;                                                          \
+        while ((T)value better(T) old &&                                                         \
+               (seen = symaddr_prim_cas_##usfx(r, old, (U)value, 1)) != old)                     \
+            old = seen;                                                                          \
+        return (T)old;                                                                           \
+    }                                                                                            \
+    SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                  \
+                                                   const uint64_t *peer_bases, int local_rank)   \
+    {                                                                                            \
+        (void)symaddr_atomic_fetch_##op##_##sfx(ptr, value, target, peer_bases, local_rank);     \
+    }
+
+#define SYMADDR_DEFINE_ATOMICS_(T, U, sfx, usfx)                                                 \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, add)                                              \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, swap)                                             \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, and)                                              \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, or)                                               \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, xor)                                              \
+    SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, min, <)                                       \
+    SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, max, >)                                       \
+    /** Compare-and-swap: stores value if *ptr == compare; returns the old value. */             \
+    SYMADDR_DEVFN T symaddr_atomic_cas_##sfx(T *ptr, T compare, T value, int target,             \
+                                             const uint64_t *peer_bases, int local_rank)         \
+    {                                                                                            \
+        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                      \
+        return r ? (T)symaddr_prim_cas_##usfx(r, (U)compare, (U)value, 1) : (T)0;                \
+    }
+
+SYMADDR_DEFINE_ATOMICS_(int32_t, uint32_t, i32, u32)
+SYMADDR_DEFINE_ATOMICS_(uint32_t, uint32_t, u32, u32)
+SYMADDR_DEFINE_ATOMICS_(int64_t, uint64_t, i64, u64)
+SYMADDR_DEFINE_ATOMICS_(uint64_t, uint64_t, u64, u64)
+
+/* ---- signals ----------------------------------------------------------------------------- */
+
+/** Make earlier remote stores visible, then set rank target's 64-bit flag to @p value. */
+SYMADDR_DEVFN void symaddr_signal_set(uint64_t *sig, uint64_t value, int target,
+                                      const uint64_t *peer_bases, int local_rank)
+{
+    uint64_t *r = (uint64_t *)symaddr_translate(sig, target, peer_bases, local_rank);
+    symaddr_fence();
+    if (r)
+        symaddr_prim_swap_u64(r, value, 1);
+}
+
+/** Make earlier remote stores visible, then add @p value to rank target's flag. */
+SYMADDR_DEVFN void symaddr_signal_add(uint64_t *sig, uint64_t value, int target,
+                                      const uint64_t *peer_bases, int local_rank)
+{
+    uint64_t *r = (uint64_t *)symaddr_translate(sig, target, peer_bases, local_rank);
+    symaddr_fence();
+    if (r)
+        symaddr_prim_add_u64(r, value, 1);
+}
+
+/** Nanoseconds from a clock that all threads of the caller share. */
+SYMADDR_DEVFN uint64_t symaddr_clock_ns(void)
+{
+#if defined(__CUDA_ARCH__)
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+#elif defined(__HIP_DEVICE_COMPILE__)
+    return wall_clock64() * 10; /* the constant 100 MHz counter of AMD GPUs */
+#elif SYMADDR_ON_GPU
+    return 0; /* host pass of a GPU compile: never called */
+#else
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+#endif
+}
+
+/**
+ * Wait until the local flag @p sig is at least @p value; later reads see the stores the
+ * signalling rank made before its signal.
+ * @return SYMADDR_OK, or SYMADDR_ERR_TIMEOUT after @p timeout_ns nanoseconds.
+ */
+SYMADDR_DEVFN symaddr_status_t symaddr_signal_wait_until(const uint64_t *sig, uint64_t value,
+                                                         uint64_t timeout_ns)
+{
+    uint64_t start = symaddr_clock_ns();
+    for (unsigned spin = 0;; spin++) {
+        if (*(const volatile uint64_t *)sig >= value) {
+            symaddr_fence();
+            return SYMADDR_OK;
+        }
+        if ((spin & 63) == 63) {
+            if (symaddr_clock_ns() - start > timeout_ns)
+                return SYMADDR_ERR_TIMEOUT;
+#if !SYMADDR_ON_GPU
+            sched_yield(); /* ranks may outnumber cores */
+#endif
+        }
+    }
 }
 
 #endif /* SYMADDR_DEVICE_H */

@@ -21,6 +21,7 @@
 
 #include <mpi.h>
 
+#include "symaddr/types.h"
 #include "symaddr/version.h"
 
 #ifdef __cplusplus
@@ -32,28 +33,6 @@ extern "C" {
 #else
 #define SYMADDR_API
 #endif
-
-/** Status codes. SYMADDR_OK is zero, errors are negative. */
-typedef enum symaddr_status {
-    SYMADDR_OK = 0,
-    SYMADDR_ERR_INVALID_ARG = -1,        /**< NULL or out-of-range argument */
-    SYMADDR_ERR_INVALID_SIZE = -2,       /**< zero or overflowing size */
-    SYMADDR_ERR_NO_MEMORY = -3,          /**< host or device allocation failed */
-    SYMADDR_ERR_NOT_FOUND = -4,          /**< pointer is not inside any registration */
-    SYMADDR_ERR_DOUBLE_FREE = -5,        /**< pointer was already freed */
-    SYMADDR_ERR_INVALID_MAP = -6,        /**< map was freed or belongs to another context */
-    SYMADDR_ERR_MISMATCH = -7,           /**< ranks disagreed on a collective call */
-    SYMADDR_ERR_BACKEND = -8,            /**< the GPU runtime or the OS refused a call */
-    SYMADDR_ERR_UNSUPPORTED = -9,        /**< not available on this backend or build */
-    SYMADDR_ERR_TIMEOUT = -10,           /**< a wait ran past its timeout */
-    SYMADDR_ERR_MPI = -11,               /**< an MPI call failed */
-    SYMADDR_ERR_PEER = -12,              /**< another rank failed its part of a collective */
-    SYMADDR_ERR_ALREADY_REGISTERED = -13, /**< range overlaps a registered range */
-    SYMADDR_ERR_OUT_OF_BOUNDS = -14,     /**< pointer outside its map (validation mode) */
-    SYMADDR_ERR_UNREACHABLE = -15,       /**< target rank has no load/store path */
-    SYMADDR_ERR_WRONG_PROVIDER = -16,    /**< pointer belongs to another provider */
-    SYMADDR_ERR_NOT_SHAREABLE = -17,     /**< memory cannot be exported to peers */
-} symaddr_status_t;
 
 /** Backends. AUTO picks the GPU backend when one is built and a device is present. */
 typedef enum symaddr_backend_kind {
@@ -71,12 +50,6 @@ typedef enum symaddr_provider_kind {
     SYMADDR_PROVIDER_FOREIGN = 3, /**< a table supplied by another symmetric library */
     SYMADDR_PROVIDER_COUNT_ = 4
 } symaddr_provider_kind_t;
-
-/** Capability bits of a map. */
-#define SYMADDR_CAP_LOAD_STORE (1ull << 0)     /**< peers are load/store reachable */
-#define SYMADDR_CAP_ATOMICS (1ull << 1)        /**< remote atomics work */
-#define SYMADDR_CAP_SYSTEM_ATOMICS (1ull << 2) /**< system-scope atomics work */
-#define SYMADDR_CAP_OWNED (1ull << 3)          /**< symaddr frees the memory on free */
 
 /**
  * The symmetric address map of one registration.
@@ -110,7 +83,9 @@ typedef struct symaddr_config {
     size_t heap_bytes;     /**< symmetric heap size per rank; default $SYMADDR_HEAP_SIZE or 64 MiB */
     int node_size;         /**< >0 splits each host into simulated nodes of this many ranks;
                                 default $SYMADDR_NODE_SIZE or 0 (real nodes) */
-    int validate;          /**< bounds-check device accesses; default $SYMADDR_VALIDATE or 0 */
+    int validate;          /**< device functions built with SYMADDR_VALIDATE check every access
+                                through this context's tables; default $SYMADDR_VALIDATE, else
+                                the -Dvalidate build option */
     unsigned timeout_ms;   /**< timeout of every wait; default $SYMADDR_TIMEOUT_MS or 60000 */
 } symaddr_config_t;
 
@@ -268,6 +243,39 @@ SYMADDR_API symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, cons
 /** The reverse of symaddr_put: @p src is symmetric (translated to @p target), @p dst local. */
 SYMADDR_API symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src,
                                          size_t bytes, int target, void *stream);
+
+/**
+ * Stream-ordered remote atomic add of @p value to rank @p target's copy of @p ptr (symmetric
+ * memory of any provider), at system scope, launched from the host (kernels use device.h's
+ * symaddr_atomic_add_<type>). Immediate on the cpu backend.
+ * @return as symaddr_put; SYMADDR_ERR_INVALID_ARG also when @p ptr is not aligned to its type.
+ */
+SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_i32(symaddr_context_t *ctx,
+                                                           int32_t *ptr,
+                                                    int32_t value, int target, void *stream);
+SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_u32(symaddr_context_t *ctx, uint32_t *ptr,
+                                                    uint32_t value, int target, void *stream);
+SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_i64(symaddr_context_t *ctx, int64_t *ptr,
+                                                    int64_t value, int target, void *stream);
+SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_u64(symaddr_context_t *ctx, uint64_t *ptr,
+                                                    uint64_t value, int target, void *stream);
+
+/**
+ * Bind @p ptr to @p map for the device library's buffer form.
+ * @return SYMADDR_OK with *buf_p set; SYMADDR_ERR_INVALID_ARG for NULL;
+ *         SYMADDR_ERR_OUT_OF_BOUNDS if @p ptr is not inside the map's registered range.
+ */
+SYMADDR_API symaddr_status_t symaddr_buffer_bind(const symaddr_map_t *map, void *ptr,
+                                                 symaddr_buffer_t *buf_p);
+
+/**
+ * Report (and clear) the first access that validation mode refused through @p map's table.
+ * Waits for the device first.
+ * @return SYMADDR_OK when none; else the refused access's status (SYMADDR_ERR_OUT_OF_BOUNDS for
+ *         a pointer paired with the wrong map, SYMADDR_ERR_UNREACHABLE, SYMADDR_ERR_INVALID_ARG
+ *         for a bad target); SYMADDR_ERR_INVALID_MAP if @p map is not live in @p ctx.
+ */
+SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const symaddr_map_t *map);
 
 /** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default). */
 SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream);

@@ -23,6 +23,11 @@ typedef struct symaddr_kernels {
     /* src translated: read from rank target into local dst. */
     symaddr_status_t (*get_bytes)(void *stream, void *dst, const void *src, size_t bytes,
                                   int target, const uint64_t *peer_bases, int local_rank);
+    /* One remote atomic add, at system scope. */
+    symaddr_status_t (*atomic_add_u32)(void *stream, uint32_t *ptr, uint32_t value, int target,
+                                       const uint64_t *peer_bases, int local_rank);
+    symaddr_status_t (*atomic_add_u64)(void *stream, uint64_t *ptr, uint64_t value, int target,
+                                       const uint64_t *peer_bases, int local_rank);
 } symaddr_kernels_t;
 
 extern const symaddr_kernels_t symaddr_kernels_cpu;

@@ -4,6 +4,8 @@
  * loops so that they are right for any launch shape, the cpu's 1x1 included. */
 #include "runtime.h"
 #include "kernels.h"
+/* The library's own kernels always carry the checks; the table says whether they run. */
+#define SYMADDR_VALIDATE 1
 #include "symaddr/device.h"
 
 __global__ void symaddr_k_fill_u32(uint32_t *dst, size_t count, uint32_t value)
@@ -23,6 +25,18 @@ __global__ void symaddr_k_get_bytes(void *dst, const void *src, size_t bytes, in
 {
     symaddr_copy_bytes_(dst, symaddr_translate(src, target, peer_bases, local_rank), bytes,
                         symaddr_grid_thread(), symaddr_grid_threads());
+}
+
+__global__ void symaddr_k_atomic_add_u32(uint32_t *ptr, uint32_t value, int target,
+                                         const uint64_t *peer_bases, int local_rank)
+{
+    symaddr_atomic_add_u32(ptr, value, target, peer_bases, local_rank);
+}
+
+__global__ void symaddr_k_atomic_add_u64(uint64_t *ptr, uint64_t value, int target,
+                                         const uint64_t *peer_bases, int local_rank)
+{
+    symaddr_atomic_add_u64(ptr, value, target, peer_bases, local_rank);
 }
 
 #if SYMADDR_HOST_PASS
@@ -55,6 +69,20 @@ symaddr_status_t get_bytes(void *stream, void *dst, const void *src, size_t byte
                           bytes, target, peer_bases, local_rank);
 }
 
+symaddr_status_t atomic_add_u32(void *stream, uint32_t *ptr, uint32_t value, int target,
+                                const uint64_t *peer_bases, int local_rank)
+{
+    return SYMADDR_LAUNCH(symaddr_k_atomic_add_u32, 1, 1, stream, ptr, value, target, peer_bases,
+                          local_rank);
+}
+
+symaddr_status_t atomic_add_u64(void *stream, uint64_t *ptr, uint64_t value, int target,
+                                const uint64_t *peer_bases, int local_rank)
+{
+    return SYMADDR_LAUNCH(symaddr_k_atomic_add_u64, 1, 1, stream, ptr, value, target, peer_bases,
+                          local_rank);
+}
+
 } // namespace
 #endif
 
@@ -64,5 +92,7 @@ extern "C" const symaddr_kernels_t SYMADDR_KERNELS_TABLE = {
     fill_u32,
     put_bytes,
     get_bytes,
+    atomic_add_u32,
+    atomic_add_u64,
 };
 #endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file types.h
+ * @brief Types shared by the host API (symaddr.h) and the device library (device.h).
+ */
+#ifndef SYMADDR_TYPES_H
+#define SYMADDR_TYPES_H
+
+#include <stdint.h>
+
+/** Status codes. SYMADDR_OK is zero, errors are negative. */
+typedef enum symaddr_status {
+    SYMADDR_OK = 0,
+    SYMADDR_ERR_INVALID_ARG = -1,        /**< NULL or out-of-range argument */
+    SYMADDR_ERR_INVALID_SIZE = -2,       /**< zero or overflowing size */
+    SYMADDR_ERR_NO_MEMORY = -3,          /**< host or device allocation failed */
+    SYMADDR_ERR_NOT_FOUND = -4,          /**< pointer is not inside any registration */
+    SYMADDR_ERR_DOUBLE_FREE = -5,        /**< pointer was already freed */
+    SYMADDR_ERR_INVALID_MAP = -6,        /**< map was freed or belongs to another context */
+    SYMADDR_ERR_MISMATCH = -7,           /**< ranks disagreed on a collective call */
+    SYMADDR_ERR_BACKEND = -8,            /**< the GPU runtime or the OS refused a call */
+    SYMADDR_ERR_UNSUPPORTED = -9,        /**< not available on this backend or build */
+    SYMADDR_ERR_TIMEOUT = -10,           /**< a wait ran past its timeout */
+    SYMADDR_ERR_MPI = -11,               /**< an MPI call failed */
+    SYMADDR_ERR_PEER = -12,              /**< another rank failed its part of a collective */
+    SYMADDR_ERR_ALREADY_REGISTERED = -13, /**< range overlaps a registered range */
+    SYMADDR_ERR_OUT_OF_BOUNDS = -14,     /**< pointer outside its map (validation mode) */
+    SYMADDR_ERR_UNREACHABLE = -15,       /**< target rank has no load/store path */
+    SYMADDR_ERR_WRONG_PROVIDER = -16,    /**< pointer belongs to another provider */
+    SYMADDR_ERR_NOT_SHAREABLE = -17,     /**< memory cannot be exported to peers */
+} symaddr_status_t;
+
+
+/** Capability bits of a map. */
+#define SYMADDR_CAP_LOAD_STORE (1ull << 0)     /**< peers are load/store reachable */
+#define SYMADDR_CAP_ATOMICS (1ull << 1)        /**< remote atomics work */
+#define SYMADDR_CAP_SYSTEM_ATOMICS (1ull << 2) /**< system-scope atomics work */
+#define SYMADDR_CAP_OWNED (1ull << 3)          /**< symaddr frees the memory on free */
+
+/** A pointer bound to its map (symaddr_buffer_bind), safe to pass to a kernel by value. */
+typedef struct symaddr_buffer {
+    void *ptr;                  /**< local pointer inside the map's allocation */
+    const uint64_t *peer_bases; /**< the map's device table */
+    int local_rank;
+    uint64_t caps;              /**< SYMADDR_CAP_* of the map */
+} symaddr_buffer_t;
+
+#endif /* SYMADDR_TYPES_H */
