@@ -111,6 +111,16 @@ SYMADDR_DEVFN void symaddr_block_sync(void)
 #endif
 }
 
+/** Let other work run while this thread waits (ranks may outnumber cpu cores). */
+SYMADDR_DEVFN void symaddr_yield(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+    __nanosleep(100);
+#elif !SYMADDR_ON_GPU
+    sched_yield();
+#endif
+}
+
 /* ---- ordering ---------------------------------------------------------------------------- */
 
 /** Order this thread's earlier remote accesses before its later ones, system-wide. */
@@ -496,9 +506,7 @@ SYMADDR_DEVFN symaddr_status_t symaddr_signal_wait_until(const uint64_t *sig, ui
         if ((spin & 63) == 63) {
             if (symaddr_clock_ns() - start > timeout_ns)
                 return SYMADDR_ERR_TIMEOUT;
-#if !SYMADDR_ON_GPU
-            sched_yield(); /* ranks may outnumber cores */
-#endif
+            symaddr_yield();
         }
     }
 }
