@@ -35,7 +35,13 @@ for s in $steps; do
         for op in put get; do
             mpiexec -n 8 $B/tools/symaddr-bench $op -b 8 -e 256M -f 8 --check \
                 --json "$OUT/bench-$op.json" 2>&1 | tee "$OUT/bench-$op.txt"
-        done ;;
+        done
+        for np in 2 8; do
+            mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 1G -f 8 --iters 20 \
+                2>&1 | tee "$OUT/bench-translate-$np.txt"
+        done
+        mpiexec -n 2 $B/tools/symaddr-bench latency --iters 2000 2>&1 | tee "$OUT/bench-latency.txt"
+        mpiexec -n 2 $B/tools/symaddr-bench put -b 1M -e 1G -f 8 --check 2>&1 | tee "$OUT/bench-put-2.txt" ;;
     info)
         mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
     esac
