@@ -359,7 +359,11 @@ symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream)
 {
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
-    return ctx->be.ops->stream_sync(&ctx->be, stream);
+    symaddr_status_t st = ctx->be.ops->stream_sync(&ctx->be, stream);
+    if (st != SYMADDR_OK)
+        return symaddr_set_error(ctx, st, "symaddr_stream_sync: the %s runtime reported an "
+                                 "error on the stream", ctx->be.ops->name);
+    return symaddr_coll_status(ctx);
 }
 
 /* Checks shared by put and get: sym is the symmetric side. */

@@ -58,6 +58,7 @@ typedef struct symaddr_backend_ops {
 
     /* Kernels, built from lib/device for this backend. */
     const symaddr_kernels_t *kernels;
+    const symaddr_coll_ops_t *coll;
 } symaddr_backend_ops_t;
 
 struct symaddr_backend {

@@ -215,4 +215,5 @@ const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
     .memcpy = cpu_memcpy,
     .stream_sync = cpu_stream_sync,
     .kernels = &symaddr_kernels_cpu,
+    .coll = &symaddr_coll_cpu,
 };

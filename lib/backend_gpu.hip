@@ -158,6 +158,7 @@ static const symaddr_backend_ops_t gpu_ops = {
     gpu_memcpy,
     gpu_stream_sync,
     &symaddr_kernels_gpu,
+    &symaddr_coll_gpu,
 };
 
 extern "C" const symaddr_backend_ops_t *const symaddr_backend_gpu_ops = &gpu_ops;

@@ -190,6 +190,16 @@ void symaddr_config_default(symaddr_config_t *cfg)
     cfg->validate = (int)env_ll("SYMADDR_VALIDATE", SYMADDR_VALIDATE_DEFAULT);
     long long t = env_ll("SYMADDR_TIMEOUT_MS", DEFAULT_TIMEOUT_MS);
     cfg->timeout_ms = (t <= 0 || t > UINT_MAX) ? 0 : (unsigned)t;
+    const char *a = getenv("SYMADDR_ALLREDUCE");
+    cfg->allreduce_algo = SYMADDR_ALLREDUCE_AUTO;
+    if (a && !strcasecmp(a, "oneshot"))
+        cfg->allreduce_algo = SYMADDR_ALLREDUCE_ONESHOT;
+    else if (a && !strcasecmp(a, "twoshot"))
+        cfg->allreduce_algo = SYMADDR_ALLREDUCE_TWOSHOT;
+    else if (a && *a && strcasecmp(a, "auto"))
+        cfg->allreduce_algo = (symaddr_allreduce_algo_t)-1;
+    long long ts = env_ll("SYMADDR_TWOSHOT_BYTES", 256 << 10);
+    cfg->twoshot_bytes = ts < 0 ? SIZE_MAX : (size_t)ts;
 }
 
 const char *symaddr_backend_name(symaddr_backend_kind_t kind)
@@ -273,6 +283,14 @@ static symaddr_status_t check_config(symaddr_context_t *ctx)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                  "symaddr_init: heap_bytes is out of range (check "
                                  "SYMADDR_HEAP_SIZE, e.g. 64M)");
+    if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_TWOSHOT)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "symaddr_init: allreduce_algo must be auto, oneshot or twoshot "
+                                 "(check SYMADDR_ALLREDUCE)");
+    if (c->twoshot_bytes > ((size_t)1 << 40))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                                 "symaddr_init: twoshot_bytes is out of range (check "
+                                 "SYMADDR_TWOSHOT_BYTES)");
     if (c->timeout_ms == 0)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "symaddr_init: timeout_ms must be > 0 (check SYMADDR_TIMEOUT_MS)");
@@ -341,9 +359,16 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
     st = symaddr_agree_status(ctx, st, "symaddr_init");
     if (st == SYMADDR_OK && ctx->cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
+    if (st == SYMADDR_OK)
+        st = symaddr_coll_init(ctx);
     if (st != SYMADDR_OK) {
         if (ctx->rank == 0 || ctx_p == NULL)
             fprintf(stderr, "symaddr: %s\n", ctx->err);
+        if (ctx->has_heap) {
+            symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
+            MPI_Barrier(ctx->comm);
+            symaddr_heap_fini(ctx);
+        }
         context_free(ctx);
         return st;
     }
@@ -373,7 +398,9 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     }
     if (ctx->has_heap)
         symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
+    symaddr_coll_close_peers(ctx);
     MPI_Barrier(ctx->comm);
+    symaddr_coll_fini(ctx);
     for (size_t i = 0; i < k; i++) {
         if (all[i]->mapping != &ctx->heap.mapping) {
             symaddr_mapping_release(ctx, all[i]->mapping);

@@ -50,6 +50,16 @@ typedef struct symaddr_heap {
     size_t nfree, cap;
 } symaddr_heap_t;
 
+/* Collective state: a symmetric sync area (epoch, flags) and the node's ranks. */
+typedef struct symaddr_coll {
+    symaddr_mapping_t sync;
+    int *node_ranks;      /* device copy of boot.node_to_rank */
+    void *scratch;        /* local, for in-place one-shot allreduce */
+    size_t scratch_bytes;
+    MPI_Comm leaders;     /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
+    bool ready;
+} symaddr_coll_t;
+
 struct symaddr_context {
     MPI_Comm comm;
     int rank, size;
@@ -62,6 +72,7 @@ struct symaddr_context {
     bool has_heap;
     symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
     uint64_t seq;                /* collective call counter */
+    symaddr_coll_t coll;
     pthread_mutex_t err_lock;
     char err[SYMADDR_ERRLEN];
 };
@@ -109,6 +120,12 @@ void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m);
 
 /* Tables for a mapping whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m);
+
+symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx);
+void symaddr_coll_close_peers(symaddr_context_t *ctx);
+void symaddr_coll_fini(symaddr_context_t *ctx);
+/* The first collective failure recorded on the device, cleared; SYMADDR_OK if none. */
+symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx);
 
 symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx);
 void symaddr_heap_fini(symaddr_context_t *ctx);

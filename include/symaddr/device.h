@@ -103,6 +103,35 @@ SYMADDR_DEVFN size_t symaddr_grid_threads(void)
 #endif
 }
 
+/** Index of the calling block in the grid, and the number of blocks (0 and 1 on the cpu). */
+SYMADDR_DEVFN unsigned symaddr_block_index(void)
+{
+#if SYMADDR_ON_GPU
+    return blockIdx.x;
+#else
+    return 0;
+#endif
+}
+
+SYMADDR_DEVFN unsigned symaddr_grid_blocks(void)
+{
+#if SYMADDR_ON_GPU
+    return gridDim.x;
+#else
+    return 1;
+#endif
+}
+
+/** Barrier of the block that also returns whether @p pred held on every thread. */
+SYMADDR_DEVFN int symaddr_block_all(int pred)
+{
+#if SYMADDR_ON_GPU
+    return __syncthreads_and(pred);
+#else
+    return pred;
+#endif
+}
+
 /** Barrier of the block (no-op on the cpu, where the block is one thread). */
 SYMADDR_DEVFN void symaddr_block_sync(void)
 {

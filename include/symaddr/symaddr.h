@@ -73,6 +73,14 @@ typedef struct symaddr_map {
     symaddr_provider_kind_t provider; /**< who owns the memory */
 } symaddr_map_t;
 
+/** Allreduce algorithm: one-shot (every rank reads every peer) for small messages, two-shot
+ *  (reduce-scatter by loads, all-gather by stores) for large ones. */
+typedef enum symaddr_allreduce_algo {
+    SYMADDR_ALLREDUCE_AUTO = 0,
+    SYMADDR_ALLREDUCE_ONESHOT = 1,
+    SYMADDR_ALLREDUCE_TWOSHOT = 2,
+} symaddr_allreduce_algo_t;
+
 typedef struct symaddr_context symaddr_context_t;
 typedef struct symaddr_provider symaddr_provider_t;
 
@@ -87,6 +95,10 @@ typedef struct symaddr_config {
                                 through this context's tables; default $SYMADDR_VALIDATE, else
                                 the -Dvalidate build option */
     unsigned timeout_ms;   /**< timeout of every wait; default $SYMADDR_TIMEOUT_MS or 60000 */
+    symaddr_allreduce_algo_t allreduce_algo; /**< default $SYMADDR_ALLREDUCE (auto, oneshot,
+                                                  twoshot), else auto */
+    size_t twoshot_bytes;  /**< auto picks two-shot from this many bytes on; default
+                                $SYMADDR_TWOSHOT_BYTES or 256 KiB */
 } symaddr_config_t;
 
 /** Fill @p cfg with defaults, taking the SYMADDR_* environment variables into account. */
@@ -277,7 +289,51 @@ SYMADDR_API symaddr_status_t symaddr_buffer_bind(const symaddr_map_t *map, void 
  */
 SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const symaddr_map_t *map);
 
-/** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default). */
+/* ---- collectives ---------------------------------------------------------------------------
+ * Stream-ordered on the GPU (capturable in a graph when the communicator is one node), immediate
+ * on the cpu backend. send and recv must be symmetric memory of this context (any provider,
+ * views included). Every rank must call the same collectives in the same order with the same
+ * count, dtype, op and root; validation mode (symaddr_config_t.validate) checks that and
+ * returns SYMADDR_ERR_MISMATCH on every rank. A wait that times out (a peer exited) is reported
+ * by the call on the cpu backend and by symaddr_stream_sync on the GPU, as SYMADDR_ERR_TIMEOUT.
+ * Across nodes (real, or simulated by node_size) collectives run inside each node on symmetric
+ * memory and between nodes through MPI, synchronising with the host.
+ *
+ * Each returns SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL context or buffer, a bad dtype,
+ * op or root, or an unsupported in-place form; SYMADDR_ERR_NOT_FOUND when a buffer is not
+ * symmetric; SYMADDR_ERR_OUT_OF_BOUNDS when it is too small for count; SYMADDR_ERR_MISMATCH
+ * (validation mode); SYMADDR_ERR_TIMEOUT (cpu backend); SYMADDR_ERR_BACKEND for a failed launch.
+ */
+
+/** recv[i] = op over ranks of send[i], i < count. send == recv is in place. */
+SYMADDR_API symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send,
+                                               void *recv, size_t count, symaddr_dtype_t dtype,
+                                               symaddr_redop_t op, void *stream);
+/** recv[r * count + i] = rank r's send[i]. */
+SYMADDR_API symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send,
+                                               void *recv, size_t count, symaddr_dtype_t dtype,
+                                               void *stream);
+/** recv[i] = op over ranks of send[rank * count + i]: count is the per-rank result. */
+SYMADDR_API symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send,
+                                                    void *recv, size_t count,
+                                                    symaddr_dtype_t dtype, symaddr_redop_t op,
+                                                    void *stream);
+/** recv[i] = root's send[i] on every rank (root's recv too). */
+SYMADDR_API symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send,
+                                               void *recv, size_t count, symaddr_dtype_t dtype,
+                                               int root, void *stream);
+/** recv[r * count + i] = rank r's send[rank * count + i]. send and recv must not overlap. */
+SYMADDR_API symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send,
+                                              void *recv, size_t count, symaddr_dtype_t dtype,
+                                              void *stream);
+/** No rank leaves before every rank has entered (stream-ordered on the GPU). */
+SYMADDR_API symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream);
+
+/** Size in bytes of one element of @p dtype, 0 for an invalid dtype. */
+SYMADDR_API size_t symaddr_dtype_size(symaddr_dtype_t dtype);
+
+/** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default).
+ *  Also reports SYMADDR_ERR_TIMEOUT when a collective on the stream timed out. */
 SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream);
 
 #ifdef __cplusplus

@@ -37,6 +37,28 @@ typedef enum symaddr_status {
 #define SYMADDR_CAP_SYSTEM_ATOMICS (1ull << 2) /**< system-scope atomics work */
 #define SYMADDR_CAP_OWNED (1ull << 3)          /**< symaddr frees the memory on free */
 
+/** Element types of collectives. f16 and bf16 accumulate in f32. */
+typedef enum symaddr_dtype {
+    SYMADDR_INT32 = 0,
+    SYMADDR_UINT32 = 1,
+    SYMADDR_INT64 = 2,
+    SYMADDR_UINT64 = 3,
+    SYMADDR_FLOAT32 = 4,
+    SYMADDR_FLOAT64 = 5,
+    SYMADDR_FLOAT16 = 6,
+    SYMADDR_BFLOAT16 = 7,
+    SYMADDR_DTYPE_COUNT_ = 8
+} symaddr_dtype_t;
+
+/** Reduction operators. */
+typedef enum symaddr_redop {
+    SYMADDR_SUM = 0,
+    SYMADDR_PROD = 1,
+    SYMADDR_MIN = 2,
+    SYMADDR_MAX = 3,
+    SYMADDR_REDOP_COUNT_ = 4
+} symaddr_redop_t;
+
 /** A pointer bound to its map (symaddr_buffer_bind), safe to pass to a kernel by value. */
 typedef struct symaddr_buffer {
     void *ptr;                  /**< local pointer inside the map's allocation */

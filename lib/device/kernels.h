@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "symaddr/symaddr.h"
+#include "collectives.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,6 +30,17 @@ typedef struct symaddr_kernels {
     symaddr_status_t (*atomic_add_u64)(void *stream, uint64_t *ptr, uint64_t value, int target,
                                        const uint64_t *peer_bases, int local_rank);
 } symaddr_kernels_t;
+
+typedef struct symaddr_coll_ops {
+    size_t size;
+    symaddr_status_t (*launch)(const symaddr_coll_desc_t *desc, void *stream);
+    /* inout = inout op in, element-wise, on the host (cpu build only). */
+    void (*host_reduce)(symaddr_dtype_t dtype, symaddr_redop_t op, void *inout, const void *in,
+                        size_t count);
+} symaddr_coll_ops_t;
+
+extern const symaddr_coll_ops_t symaddr_coll_cpu;
+extern const symaddr_coll_ops_t symaddr_coll_gpu;
 
 extern const symaddr_kernels_t symaddr_kernels_cpu;
 extern const symaddr_kernels_t symaddr_kernels_gpu;

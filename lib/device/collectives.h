@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* What the host hands a collective kernel: pointers, their tables, and the
+ * context's synchronisation area. Kernels see nothing else. */
+#ifndef SYMADDR_LIB_DEVICE_COLLECTIVES_H
+#define SYMADDR_LIB_DEVICE_COLLECTIVES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symaddr/types.h"
+
+#define SYMADDR_COLL_MAX_BLOCKS 32
+
+/* Words at the start of every rank's sync area; flags follow. */
+enum {
+    SYMADDR_SYNC_EPOCH = 0,  /* collectives completed by this rank */
+    SYMADDR_SYNC_DONE = 1,   /* blocks of the running collective that finished */
+    SYMADDR_SYNC_STATUS = 2, /* first failure (-status), sticky until the host reads it */
+    SYMADDR_SYNC_WORDS = 4,
+};
+
+typedef enum symaddr_coll_kind {
+    SYMADDR_COLL_BARRIER,
+    SYMADDR_COLL_ALLREDUCE_ONESHOT,
+    SYMADDR_COLL_ALLREDUCE_TWOSHOT,
+    SYMADDR_COLL_REDUCE_SCATTER,
+    SYMADDR_COLL_ALLGATHER,
+    SYMADDR_COLL_BROADCAST,
+    SYMADDR_COLL_ALLTOALL,
+} symaddr_coll_kind_t;
+
+typedef struct symaddr_coll_desc {
+    symaddr_coll_kind_t kind;
+    symaddr_dtype_t dtype;
+    symaddr_redop_t op;
+    const void *send;
+    const uint64_t *send_pb; /* send's table (world-indexed) */
+    void *recv;
+    const uint64_t *recv_pb;
+    void *scratch;           /* local, count elements: in-place one-shot */
+    size_t count;            /* elements: total (allreduce), per rank (others) */
+    int root;                /* node rank of the broadcast root */
+    /* allgather and alltoall place blocks by rank in the context's communicator */
+    /* The node group the kernel runs over. */
+    uint64_t *sync;          /* this rank's sync area */
+    const uint64_t *sync_pb;
+    const int *node_ranks;   /* device array: node rank -> world rank */
+    int node_size, node_rank, rank;
+    unsigned blocks;
+    uint64_t timeout_ns;
+} symaddr_coll_desc_t;
+
+#endif

@@ -1,0 +1,435 @@
+/* SPDX-License-Identifier: MIT */
+/* Collective kernels on symmetric memory, one source for every backend. They
+ * see only pointers, peer tables and the context's sync area:
+ *  - every call bumps a monotonic 64-bit epoch kept in device memory, so graph
+ *    replays keep counting and nothing is ever reset;
+ *  - a barrier phase is a flag per (block, node peer) set to epoch*4 + phase,
+ *    written with release (fence + system-scope atomic) and waited for with
+ *    acquire and a timeout;
+ *  - a "thread" handles a tile of elements: one element on a GPU, where the
+ *    grid gives the parallelism, and a vectorisable run on the cpu. */
+#include <string.h>
+
+#include "runtime.h"
+#include "kernels.h"
+#include "collectives.h"
+#include "symaddr/device.h"
+
+#define COLL_MAX_NODE 64
+
+#if defined(SYMADDR_KERNELS_CPU)
+#define COLL_TILE 512
+#define COLL_THREADS 1
+#else
+#define COLL_TILE 1
+#define COLL_THREADS 512
+#endif
+
+/* ---- element types ------------------------------------------------------------------------ */
+
+SYMADDR_HOSTDEVFN float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (man << 13); /* inf, nan */
+    } else if (exp != 0) {
+        u = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        u = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 0x400u));
+        u = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+SYMADDR_HOSTDEVFN uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    uint32_t sign = (u >> 16) & 0x8000u, exp = (u >> 23) & 0xffu, man = u & 0x7fffffu;
+    if (exp == 0xff)
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0));
+    int e = (int)exp - 112;
+    if (e >= 0x1f)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) { /* subnormal or zero, round to nearest even */
+        if (e < -10)
+            return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e), half = 1u << (shift - 1);
+        uint32_t r = man >> shift, rest = man & ((1u << shift) - 1);
+        if (rest > half || (rest == half && (r & 1)))
+            r++;
+        return (uint16_t)(sign | r);
+    }
+    uint32_t r = ((uint32_t)e << 10) | (man >> 13), rest = man & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (r & 1)))
+        r++; /* may carry into the exponent, which is right */
+    return (uint16_t)(sign | r);
+}
+
+SYMADDR_HOSTDEVFN float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+SYMADDR_HOSTDEVFN uint16_t f32_to_bf16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((u >> 16) | 0x40u); /* quiet nan */
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+/* T: how it is stored; A: what it accumulates in. */
+template <int DT> struct traits;
+#define SYMADDR_PLAIN_TRAITS_(DT, TYPE)                                                          \
+    template <> struct traits<DT> {                                                              \
+        typedef TYPE T;                                                                          \
+        typedef TYPE A;                                                                          \
+        SYMADDR_HOSTDEVFN A load(T v) { return v; }                                              \
+        SYMADDR_HOSTDEVFN T store(A v) { return v; }                                             \
+    };
+SYMADDR_PLAIN_TRAITS_(SYMADDR_INT32, int32_t)
+SYMADDR_PLAIN_TRAITS_(SYMADDR_UINT32, uint32_t)
+SYMADDR_PLAIN_TRAITS_(SYMADDR_INT64, int64_t)
+SYMADDR_PLAIN_TRAITS_(SYMADDR_UINT64, uint64_t)
+SYMADDR_PLAIN_TRAITS_(SYMADDR_FLOAT32, float)
+SYMADDR_PLAIN_TRAITS_(SYMADDR_FLOAT64, double)
+template <> struct traits<SYMADDR_FLOAT16> {
+    typedef uint16_t T;
+    typedef float A;
+    SYMADDR_HOSTDEVFN A load(T v) { return f16_to_f32(v); }
+    SYMADDR_HOSTDEVFN T store(A v) { return f32_to_f16(v); }
+};
+template <> struct traits<SYMADDR_BFLOAT16> {
+    typedef uint16_t T;
+    typedef float A;
+    SYMADDR_HOSTDEVFN A load(T v) { return bf16_to_f32(v); }
+    SYMADDR_HOSTDEVFN T store(A v) { return f32_to_bf16(v); }
+};
+
+template <int OP, typename A> SYMADDR_HOSTDEVFN A apply(A a, A b)
+{
+    switch (OP) {
+    case SYMADDR_SUM: return a + b;
+    case SYMADDR_PROD: return a * b;
+    case SYMADDR_MIN: return b < a ? b : a;
+    default: return b > a ? b : a;
+    }
+}
+
+/* ---- synchronisation ---------------------------------------------------------------------- */
+
+SYMADDR_DEVFN uint64_t coll_epoch(const symaddr_coll_desc_t &d)
+{
+    return *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_EPOCH] + 1;
+}
+
+SYMADDR_DEVFN int coll_failed(const symaddr_coll_desc_t &d)
+{
+    return *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_STATUS] != 0;
+}
+
+/* All node peers' blocks of this index reach the phase; 0 after a timeout (recorded). */
+SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int phase)
+{
+    int ok = 1;
+    symaddr_block_sync();
+    if (symaddr_block_thread() == 0 && d.node_size > 1) {
+        uint64_t value = epoch * 4 + (uint64_t)phase;
+        uint64_t *flags = d.sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * d.node_size;
+        for (int q = 0; q < d.node_size; q++)
+            if (q != d.node_rank)
+                symaddr_signal_set(&flags[d.node_rank], value, d.node_ranks[q], d.sync_pb, d.rank);
+        for (int q = 0; q < d.node_size && ok; q++)
+            if (q != d.node_rank &&
+                symaddr_signal_wait_until(&flags[q], value, d.timeout_ns) != SYMADDR_OK) {
+                symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0,
+                                     (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT, 0);
+                ok = 0;
+            }
+    }
+    return symaddr_block_all(ok);
+}
+
+SYMADDR_DEVFN void coll_finish(const symaddr_coll_desc_t &d, uint64_t epoch)
+{
+    symaddr_block_sync();
+    if (symaddr_block_thread() == 0) {
+        symaddr_fence();
+        uint64_t done = symaddr_prim_add_u64(&d.sync[SYMADDR_SYNC_DONE], 1, 0);
+        if (done == symaddr_grid_blocks() - 1) {
+            d.sync[SYMADDR_SYNC_DONE] = 0;
+            symaddr_fence();
+            *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_EPOCH] = epoch;
+        }
+    }
+}
+
+/* Tiles of a range, spread over every thread of the grid. */
+#define FOR_TILES(base, len, lo, hi)                                                             \
+    for (size_t base = (lo) + symaddr_grid_thread() * COLL_TILE; base < (hi);                    \
+         base += symaddr_grid_threads() * COLL_TILE)                                             \
+        for (size_t len = (hi) - base < COLL_TILE ? (hi) - base : COLL_TILE, once_ = 1; once_;   \
+             once_ = 0)
+
+/* acc[j] = src[0][j] op ... op src[n-1][j], in node-rank order on every rank, so that every
+ * rank gets the same bits. */
+template <int DT, int OP>
+SYMADDR_DEVFN void reduce_tile(typename traits<DT>::A *acc, const typename traits<DT>::T *const *src,
+                               int n, size_t base, size_t len)
+{
+    typedef traits<DT> tr;
+    for (size_t j = 0; j < len; j++)
+        acc[j] = tr::load(src[0][base + j]);
+    for (int q = 1; q < n; q++)
+        for (size_t j = 0; j < len; j++)
+            acc[j] = apply<OP>(acc[j], tr::load(src[q][base + j]));
+}
+
+template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    uint64_t e = coll_epoch(d);
+    const T *src[COLL_MAX_NODE];
+    int inplace = d.send == d.recv;
+    T *out = inplace ? (T *)d.scratch : (T *)d.recv;
+    if (coll_failed(d) || !coll_barrier(d, e, 1))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++)
+        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
+    FOR_TILES(base, len, 0, d.count)
+    {
+        typename tr::A acc[COLL_TILE];
+        reduce_tile<DT, OP>(acc, src, d.node_size, base, len);
+        for (size_t j = 0; j < len; j++)
+            out[base + j] = tr::store(acc[j]);
+    }
+    /* Peers may still read this rank's send buffer until everyone passes. */
+    if (!coll_barrier(d, e, 2))
+        goto finish;
+    if (inplace)
+        symaddr_copy_bytes_(d.recv, d.scratch, d.count * sizeof(T), symaddr_grid_thread(),
+                            symaddr_grid_threads());
+finish:
+    coll_finish(d, e);
+}
+
+/* Reduce-scatter by loads fused with all-gather by stores: each rank reduces its chunk once
+ * and stores it into every peer's recv. In place is safe: an element of a chunk is read and
+ * written only by the chunk's owner, reads first. */
+template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    uint64_t e = coll_epoch(d);
+    const T *src[COLL_MAX_NODE];
+    T *dst[COLL_MAX_NODE];
+    size_t chunk = (d.count + (size_t)d.node_size - 1) / (size_t)d.node_size;
+    chunk = (chunk + 63) / 64 * 64;
+    size_t lo = chunk * (size_t)d.node_rank, hi = lo + chunk < d.count ? lo + chunk : d.count;
+    if (coll_failed(d) || !coll_barrier(d, e, 1))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++) {
+        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
+        dst[q] = (T *)symaddr_translate(d.recv, d.node_ranks[q], d.recv_pb, d.rank);
+    }
+    FOR_TILES(base, len, lo, hi)
+    {
+        typename tr::A acc[COLL_TILE];
+        T out[COLL_TILE];
+        reduce_tile<DT, OP>(acc, src, d.node_size, base, len);
+        for (size_t j = 0; j < len; j++)
+            out[j] = tr::store(acc[j]);
+        for (int k = 0; k < d.node_size; k++) {
+            int q = (d.node_rank + k) % d.node_size; /* spread the stores over peers */
+            for (size_t j = 0; j < len; j++)
+                dst[q][base + j] = out[j];
+        }
+    }
+    coll_barrier(d, e, 2);
+finish:
+    coll_finish(d, e);
+}
+
+template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    uint64_t e = coll_epoch(d);
+    const T *src[COLL_MAX_NODE];
+    if (coll_failed(d) || !coll_barrier(d, e, 1))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++)
+        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank) +
+                 d.count * (size_t)d.node_rank;
+    FOR_TILES(base, len, 0, d.count)
+    {
+        typename tr::A acc[COLL_TILE];
+        reduce_tile<DT, OP>(acc, src, d.node_size, base, len);
+        for (size_t j = 0; j < len; j++)
+            ((T *)d.recv)[base + j] = tr::store(acc[j]);
+    }
+    coll_barrier(d, e, 2);
+finish:
+    coll_finish(d, e);
+}
+
+/* Data movement only: allgather (stores), broadcast (loads from the root), alltoall (stores),
+ * barrier. bytes is per rank. */
+__global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
+{
+    uint64_t e = coll_epoch(d);
+    const char *send = (const char *)d.send;
+    char *recv = (char *)d.recv;
+    size_t t = symaddr_grid_thread(), nt = symaddr_grid_threads();
+    if (coll_failed(d) || !coll_barrier(d, e, 1))
+        goto finish;
+    switch (d.kind) {
+    case SYMADDR_COLL_ALLGATHER:
+        for (int k = 0; k < d.node_size; k++) {
+            int q = (d.node_rank + k) % d.node_size;
+            void *dst = symaddr_translate(recv + bytes * (size_t)d.rank, d.node_ranks[q],
+                                          d.recv_pb, d.rank);
+            if (dst != (const void *)send)
+                symaddr_copy_bytes_(dst, send, bytes, t, nt);
+        }
+        break;
+    case SYMADDR_COLL_BROADCAST: {
+        const void *src = symaddr_translate(send, d.node_ranks[d.root], d.send_pb, d.rank);
+        if (src != (const void *)recv)
+            symaddr_copy_bytes_(recv, src, bytes, t, nt);
+        break;
+    }
+    case SYMADDR_COLL_ALLTOALL:
+        for (int k = 0; k < d.node_size; k++) {
+            int q = (d.node_rank + k) % d.node_size;
+            symaddr_copy_bytes_(symaddr_translate(recv + bytes * (size_t)d.rank,
+                                                  d.node_ranks[q], d.recv_pb, d.rank),
+                                send + bytes * (size_t)d.node_ranks[q], bytes, t, nt);
+        }
+        break;
+    default:
+        break;
+    }
+    if (d.kind != SYMADDR_COLL_BARRIER)
+        coll_barrier(d, e, 2);
+finish:
+    coll_finish(d, e);
+}
+
+#if SYMADDR_HOST_PASS
+namespace {
+
+size_t dtype_size(symaddr_dtype_t dt)
+{
+    static const size_t sizes[] = {4, 4, 8, 8, 4, 8, 2, 2};
+    return sizes[dt];
+}
+
+typedef void (*coll_kernel_t)(symaddr_coll_desc_t);
+
+template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc_t &d, void *stream)
+{
+    coll_kernel_t k = d.kind == SYMADDR_COLL_ALLREDUCE_ONESHOT   ? k_allreduce_oneshot<DT, OP>
+                      : d.kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ? k_allreduce_twoshot<DT, OP>
+                                                                 : k_reduce_scatter<DT, OP>;
+    return SYMADDR_LAUNCH(k, d.blocks, COLL_THREADS, stream, d);
+}
+
+template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void *stream)
+{
+    switch (d.op) {
+    case SYMADDR_SUM: return launch_reduce<DT, SYMADDR_SUM>(d, stream);
+    case SYMADDR_PROD: return launch_reduce<DT, SYMADDR_PROD>(d, stream);
+    case SYMADDR_MIN: return launch_reduce<DT, SYMADDR_MIN>(d, stream);
+    default: return launch_reduce<DT, SYMADDR_MAX>(d, stream);
+    }
+}
+
+symaddr_status_t coll_launch(const symaddr_coll_desc_t *d, void *stream)
+{
+    if (d->node_size > COLL_MAX_NODE || d->blocks == 0 || d->blocks > SYMADDR_COLL_MAX_BLOCKS)
+        return SYMADDR_ERR_UNSUPPORTED;
+    switch (d->kind) {
+    case SYMADDR_COLL_BARRIER:
+    case SYMADDR_COLL_ALLGATHER:
+    case SYMADDR_COLL_BROADCAST:
+    case SYMADDR_COLL_ALLTOALL:
+        return SYMADDR_LAUNCH(k_move, d->blocks, COLL_THREADS, stream, *d,
+                              d->count * dtype_size(d->dtype));
+    default:
+        break;
+    }
+    switch (d->dtype) {
+    case SYMADDR_INT32: return launch_dt<SYMADDR_INT32>(*d, stream);
+    case SYMADDR_UINT32: return launch_dt<SYMADDR_UINT32>(*d, stream);
+    case SYMADDR_INT64: return launch_dt<SYMADDR_INT64>(*d, stream);
+    case SYMADDR_UINT64: return launch_dt<SYMADDR_UINT64>(*d, stream);
+    case SYMADDR_FLOAT32: return launch_dt<SYMADDR_FLOAT32>(*d, stream);
+    case SYMADDR_FLOAT64: return launch_dt<SYMADDR_FLOAT64>(*d, stream);
+    case SYMADDR_FLOAT16: return launch_dt<SYMADDR_FLOAT16>(*d, stream);
+    default: return launch_dt<SYMADDR_BFLOAT16>(*d, stream);
+    }
+}
+
+#if defined(SYMADDR_KERNELS_CPU)
+/* inout[i] = inout[i] op in[i] on the host, for the MPI stage between nodes. */
+template <int DT, int OP> void host_reduce_t(void *inout, const void *in, size_t count)
+{
+    typedef traits<DT> tr;
+    typename tr::T *a = (typename tr::T *)inout;
+    const typename tr::T *b = (const typename tr::T *)in;
+    for (size_t i = 0; i < count; i++)
+        a[i] = tr::store(apply<OP>(tr::load(a[i]), tr::load(b[i])));
+}
+
+template <int DT> void host_reduce_dt(symaddr_redop_t op, void *inout, const void *in, size_t n)
+{
+    switch (op) {
+    case SYMADDR_SUM: host_reduce_t<DT, SYMADDR_SUM>(inout, in, n); break;
+    case SYMADDR_PROD: host_reduce_t<DT, SYMADDR_PROD>(inout, in, n); break;
+    case SYMADDR_MIN: host_reduce_t<DT, SYMADDR_MIN>(inout, in, n); break;
+    default: host_reduce_t<DT, SYMADDR_MAX>(inout, in, n); break;
+    }
+}
+
+void host_reduce(symaddr_dtype_t dt, symaddr_redop_t op, void *inout, const void *in, size_t n)
+{
+    switch (dt) {
+    case SYMADDR_INT32: host_reduce_dt<SYMADDR_INT32>(op, inout, in, n); break;
+    case SYMADDR_UINT32: host_reduce_dt<SYMADDR_UINT32>(op, inout, in, n); break;
+    case SYMADDR_INT64: host_reduce_dt<SYMADDR_INT64>(op, inout, in, n); break;
+    case SYMADDR_UINT64: host_reduce_dt<SYMADDR_UINT64>(op, inout, in, n); break;
+    case SYMADDR_FLOAT32: host_reduce_dt<SYMADDR_FLOAT32>(op, inout, in, n); break;
+    case SYMADDR_FLOAT64: host_reduce_dt<SYMADDR_FLOAT64>(op, inout, in, n); break;
+    case SYMADDR_FLOAT16: host_reduce_dt<SYMADDR_FLOAT16>(op, inout, in, n); break;
+    default: host_reduce_dt<SYMADDR_BFLOAT16>(op, inout, in, n); break;
+    }
+}
+#endif
+
+} // namespace
+
+#if defined(SYMADDR_KERNELS_CPU)
+extern "C" const symaddr_coll_ops_t symaddr_coll_cpu = {sizeof(symaddr_coll_ops_t), coll_launch,
+                                                         host_reduce};
+#else
+extern "C" const symaddr_coll_ops_t symaddr_coll_gpu = {sizeof(symaddr_coll_ops_t), coll_launch,
+                                                         NULL};
+#endif
+#endif

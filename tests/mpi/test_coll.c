@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: MIT */
+/* Collectives against MPI's own collectives on the same data (exact for
+ * integers, a tolerance for floats; f16 and bf16 against a sequential
+ * reference, MPI having no such types): every collective x dtype x op, odd
+ * counts below and above the algorithm switch, in place, views, mixed
+ * providers, a simulated 2-node layout, 1000 back-to-back allreduces, bad
+ * arguments and a timeout. */
+#include "harness.h"
+
+#include <math.h>
+
+static const char *const dt_names[] = {"i32", "u32", "i64", "u64", "f32", "f64", "f16", "bf16"};
+static const char *const op_names[] = {"sum", "prod", "min", "max"};
+/* Odd counts; 70001 elements puts every dtype above the 256 KiB default switch but 16-bit. */
+static const size_t counts[] = {1, 7, 1001, 70001};
+#define NCOUNTS (sizeof(counts) / sizeof(counts[0]))
+#define MAXCOUNT 70001
+#define VIEW 3 /* odd element offset of every view */
+
+/* ---- host values of each dtype ------------------------------------------------------------- */
+
+static uint16_t to_bf16(double v)
+{
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+static double from_bf16(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The test's values are small integers, which f16 holds exactly up to 2048. */
+static uint16_t to_f16(double v)
+{
+    if (v == 0)
+        return 0;
+    uint16_t sign = v < 0 ? 0x8000 : 0;
+    double a = fabs(v);
+    int e = (int)floor(log2(a));
+    double m = a / ldexp(1.0, e) - 1.0;
+    return (uint16_t)(sign | ((e + 15) << 10) | (uint16_t)lround(m * 1024));
+}
+
+static double from_f16(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e ? ldexp(1.0 + m / 1024.0, e - 15) : ldexp(m / 1024.0, -14);
+    return (h & 0x8000) ? -v : v;
+}
+
+static void put_value(symaddr_dtype_t dt, void *buf, size_t i, double v)
+{
+    switch (dt) {
+    case SYMADDR_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case SYMADDR_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case SYMADDR_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case SYMADDR_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case SYMADDR_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case SYMADDR_FLOAT64: ((double *)buf)[i] = v; break;
+    case SYMADDR_FLOAT16: ((uint16_t *)buf)[i] = to_f16(v); break;
+    default: ((uint16_t *)buf)[i] = to_bf16(v); break;
+    }
+}
+
+static double get_value(symaddr_dtype_t dt, const void *buf, size_t i)
+{
+    switch (dt) {
+    case SYMADDR_INT32: return ((const int32_t *)buf)[i];
+    case SYMADDR_UINT32: return ((const uint32_t *)buf)[i];
+    case SYMADDR_INT64: return (double)((const int64_t *)buf)[i];
+    case SYMADDR_UINT64: return (double)((const uint64_t *)buf)[i];
+    case SYMADDR_FLOAT32: return ((const float *)buf)[i];
+    case SYMADDR_FLOAT64: return ((const double *)buf)[i];
+    case SYMADDR_FLOAT16: return from_f16(((const uint16_t *)buf)[i]);
+    default: return from_bf16(((const uint16_t *)buf)[i]);
+    }
+}
+
+static int is_signed(symaddr_dtype_t dt) { return dt != SYMADDR_UINT32 && dt != SYMADDR_UINT64; }
+
+/* Distinct per rank, exact in every dtype, and no overflow under op across 8+ ranks. */
+static double gen(symaddr_dtype_t dt, int op, int rank, size_t i)
+{
+    switch (op) {
+    case SYMADDR_SUM: return (double)((rank + 1) * (int)(i % 7 + 1));
+    case SYMADDR_PROD: return (double)(((size_t)rank + i) % 3 == 0 ? 2 : 1);
+    default: {
+        int v = (int)((rank * 37 + (int)(i % 1000) * 13) % 101);
+        return is_signed(dt) ? v - 50 : v;
+    }
+    }
+}
+
+static MPI_Datatype mpi_type(symaddr_dtype_t dt)
+{
+    static const MPI_Datatype t[] = {MPI_INT32_T, MPI_UINT32_T, MPI_INT64_T, MPI_UINT64_T,
+                                     MPI_FLOAT, MPI_DOUBLE};
+    return dt < SYMADDR_FLOAT16 ? t[dt] : MPI_DATATYPE_NULL;
+}
+
+static MPI_Op mpi_op(int op)
+{
+    static const MPI_Op o[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
+    return o[op];
+}
+
+static double apply(int op, double a, double b)
+{
+    switch (op) {
+    case SYMADDR_SUM: return a + b;
+    case SYMADDR_PROD: return a * b;
+    case SYMADDR_MIN: return b < a ? b : a;
+    default: return b > a ? b : a;
+    }
+}
+
+/* Elements of got that differ from want beyond the dtype's tolerance. */
+static long mismatches(symaddr_dtype_t dt, const void *got, const void *want, size_t n)
+{
+    double tol = dt == SYMADDR_FLOAT16 ? 1e-3 : dt == SYMADDR_BFLOAT16 ? 1e-2
+                 : dt >= SYMADDR_FLOAT32 ? 1e-6 : 0;
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = get_value(dt, got, i), w = get_value(dt, want, i);
+        bad += tol == 0 ? memcmp((const char *)got + i * symaddr_dtype_size(dt),
+                                 (const char *)want + i * symaddr_dtype_size(dt),
+                                 symaddr_dtype_size(dt)) != 0
+                        : !(fabs(g - w) <= tol * fmax(1.0, fabs(w)));
+    }
+    return bad;
+}
+
+/* Sequential reduction of every rank's host input, for the types MPI lacks. */
+static void seq_reduce(symaddr_dtype_t dt, int op, const void *mine, void *out, size_t n,
+                       size_t stride_off)
+{
+    size_t esz = symaddr_dtype_size(dt), bytes = n * esz;
+    char *all = malloc(bytes * (size_t)t_size);
+    MPI_Allgather((const char *)mine + stride_off, (int)bytes, MPI_BYTE, all, (int)bytes,
+                  MPI_BYTE, MPI_COMM_WORLD);
+    for (size_t i = 0; i < n; i++) {
+        double acc = get_value(dt, all, i);
+        for (int r = 1; r < t_size; r++)
+            acc = apply(op, acc, get_value(dt, all + bytes * (size_t)r, i));
+        put_value(dt, out, i, acc);
+    }
+    free(all);
+}
+
+/* ---- fixture --------------------------------------------------------------------------------- */
+
+typedef struct fix {
+    symaddr_context_t *ctx;
+    symaddr_provider_t *heap, *ipc;
+    char *a, *b;     /* symmetric, from two providers, MAXCOUNT * size * 8 bytes + a view offset */
+    char *h_in, *h_out, *h_ref;
+    size_t cap;
+} fix_t;
+
+static void fix_init(fix_t *f, symaddr_context_t *ctx)
+{
+    symaddr_map_t *m;
+    f->ctx = ctx;
+    f->cap = (MAXCOUNT + VIEW) * sizeof(double) * (size_t)t_size;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &f->heap));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &f->ipc));
+    T_OK(ctx, symaddr_allocate_symmetric(f->ipc, f->cap, (void **)&f->a, &m));
+    T_OK(ctx, symaddr_allocate_symmetric(f->ipc, f->cap, (void **)&f->b, &m));
+    f->h_in = malloc(f->cap);
+    f->h_out = malloc(f->cap);
+    f->h_ref = malloc(f->cap);
+}
+
+static void fix_fini(fix_t *f)
+{
+    T_OK(f->ctx, symaddr_free_symmetric(f->ipc, f->a));
+    T_OK(f->ctx, symaddr_free_symmetric(f->ipc, f->b));
+    free(f->h_in);
+    free(f->h_out);
+    free(f->h_ref);
+}
+
+static void upload(fix_t *f, void *dev, size_t bytes)
+{
+    T_OK(f->ctx, symaddr_memcpy(f->ctx, dev, f->h_in, bytes));
+}
+
+static void download(fix_t *f, const void *dev, size_t bytes)
+{
+    T_OK(f->ctx, symaddr_stream_sync(f->ctx, NULL));
+    T_OK(f->ctx, symaddr_memcpy(f->ctx, f->h_out, dev, bytes));
+}
+
+/* ---- allreduce ------------------------------------------------------------------------------- */
+
+/* One allreduce of count elements: views at VIEW elements into a (send) and b (recv). */
+static long one_allreduce(fix_t *f, symaddr_dtype_t dt, int op, size_t n, int inplace)
+{
+    size_t esz = symaddr_dtype_size(dt), bytes = n * esz;
+    char *send = f->a + VIEW * esz, *recv = inplace ? send : f->b + VIEW * esz;
+    for (size_t i = 0; i < n; i++)
+        put_value(dt, f->h_in, i, gen(dt, op, t_rank, i));
+    upload(f, send, bytes);
+    if (mpi_type(dt) != MPI_DATATYPE_NULL)
+        MPI_Allreduce(f->h_in, f->h_ref, (int)n, mpi_type(dt), mpi_op(op), MPI_COMM_WORLD);
+    else
+        seq_reduce(dt, op, f->h_in, f->h_ref, n, 0);
+    T_OK(f->ctx, symaddr_allreduce(f->ctx, send, recv, n, dt, (symaddr_redop_t)op, NULL));
+    download(f, recv, bytes);
+    MPI_Barrier(MPI_COMM_WORLD); /* the next case overwrites send */
+    return mismatches(dt, f->h_out, f->h_ref, n);
+}
+
+static void allreduce_matrix(symaddr_allreduce_algo_t algo)
+{
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    fix_t f;
+    symaddr_config_default(&cfg);
+    cfg.allreduce_algo = algo;
+    ctx = t_context(MPI_COMM_WORLD, &cfg);
+    fix_init(&f, ctx);
+    for (int dt = 0; dt < SYMADDR_DTYPE_COUNT_; dt++)
+        for (int op = 0; op < SYMADDR_REDOP_COUNT_; op++)
+            for (size_t c = 0; c < NCOUNTS; c++) {
+                long bad = one_allreduce(&f, (symaddr_dtype_t)dt, op, counts[c], c % 2);
+                T_CHECK(bad == 0, "allreduce %s %s count %zu%s: %ld wrong", dt_names[dt],
+                        op_names[op], counts[c], c % 2 ? " in place" : "", bad);
+            }
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+static void test_allreduce_auto(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_AUTO); }
+static void test_allreduce_oneshot(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_ONESHOT); }
+static void test_allreduce_twoshot(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT); }
+
+/* ---- the other collectives ------------------------------------------------------------------ */
+
+static void run_others(fix_t *f, symaddr_dtype_t dt, int op, size_t n, int root)
+{
+    size_t esz = symaddr_dtype_size(dt), bytes = n * esz, all = bytes * (size_t)t_size;
+    char *send = f->a + VIEW * esz, *recv = f->b + VIEW * esz;
+    int native = mpi_type(dt) != MPI_DATATYPE_NULL;
+    long bad;
+
+    /* reduce_scatter: send holds size blocks of n. */
+    for (size_t i = 0; i < n * (size_t)t_size; i++)
+        put_value(dt, f->h_in, i, gen(dt, op, t_rank, i));
+    upload(f, send, all);
+    if (native)
+        MPI_Reduce_scatter_block(f->h_in, f->h_ref, (int)n, mpi_type(dt), mpi_op(op),
+                                 MPI_COMM_WORLD);
+    else /* block r of the result reduces every rank's block r */
+        for (int r = 0; r < t_size; r++) {
+            char *tmp = malloc(bytes);
+            seq_reduce(dt, op, f->h_in, tmp, n, bytes * (size_t)r);
+            if (r == t_rank)
+                memcpy(f->h_ref, tmp, bytes);
+            free(tmp);
+        }
+    T_OK(f->ctx, symaddr_reduce_scatter(f->ctx, send, recv, n, dt, (symaddr_redop_t)op, NULL));
+    download(f, recv, bytes);
+    bad = mismatches(dt, f->h_out, f->h_ref, n);
+    T_CHECK(bad == 0, "reduce_scatter %s %s count %zu: %ld wrong", dt_names[dt], op_names[op], n,
+            bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* allgather */
+    for (size_t i = 0; i < n; i++)
+        put_value(dt, f->h_in, i, gen(dt, op, t_rank, i));
+    upload(f, send, bytes);
+    MPI_Allgather(f->h_in, (int)bytes, MPI_BYTE, f->h_ref, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+    T_OK(f->ctx, symaddr_allgather(f->ctx, send, recv, n, dt, NULL));
+    download(f, recv, all);
+    bad = mismatches(dt, f->h_out, f->h_ref, n * (size_t)t_size);
+    T_CHECK(bad == 0, "allgather %s count %zu: %ld wrong", dt_names[dt], n, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* broadcast */
+    memcpy(f->h_ref, f->h_in, bytes);
+    MPI_Bcast(f->h_ref, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    T_OK(f->ctx, symaddr_broadcast(f->ctx, send, recv, n, dt, root, NULL));
+    download(f, recv, bytes);
+    bad = mismatches(dt, f->h_out, f->h_ref, n);
+    T_CHECK(bad == 0, "broadcast %s count %zu root %d: %ld wrong", dt_names[dt], n, root, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* alltoall */
+    for (size_t i = 0; i < n * (size_t)t_size; i++)
+        put_value(dt, f->h_in, i, gen(dt, SYMADDR_SUM, t_rank, i));
+    upload(f, send, all);
+    MPI_Alltoall(f->h_in, (int)bytes, MPI_BYTE, f->h_ref, (int)bytes, MPI_BYTE, MPI_COMM_WORLD);
+    T_OK(f->ctx, symaddr_alltoall(f->ctx, send, recv, n, dt, NULL));
+    download(f, recv, all);
+    bad = mismatches(dt, f->h_out, f->h_ref, n * (size_t)t_size);
+    T_CHECK(bad == 0, "alltoall %s count %zu: %ld wrong", dt_names[dt], n, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
+static void test_others(void *u)
+{
+    fix_t f;
+    (void)u;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    fix_init(&f, ctx);
+    for (int dt = 0; dt < SYMADDR_DTYPE_COUNT_; dt++)
+        for (size_t c = 0; c < NCOUNTS - 1; c++)
+            run_others(&f, (symaddr_dtype_t)dt, (int)(c + (size_t)dt) % SYMADDR_REDOP_COUNT_,
+                       counts[c], (int)(c * 3 + 1) % t_size);
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* In place: reduce_scatter into this rank's block, allgather from it. */
+static void test_in_place_forms(void *u)
+{
+    fix_t f;
+    const size_t n = 1001;
+    (void)u;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    fix_init(&f, ctx);
+    int32_t *buf = (int32_t *)f.a + VIEW, *h = (int32_t *)f.h_in, *ref = (int32_t *)f.h_ref;
+    for (size_t i = 0; i < n * (size_t)t_size; i++)
+        h[i] = t_rank * 1000 + (int)i;
+    upload(&f, buf, n * (size_t)t_size * 4);
+    MPI_Reduce_scatter_block(h, ref, (int)n, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_reduce_scatter(ctx, buf, buf + n * (size_t)t_rank, n, SYMADDR_INT32,
+                                     SYMADDR_SUM, NULL));
+    download(&f, buf + n * (size_t)t_rank, n * 4);
+    T_CHECK(memcmp(f.h_out, ref, n * 4) == 0, "in-place reduce_scatter");
+    MPI_Barrier(MPI_COMM_WORLD);
+    upload(&f, buf, n * (size_t)t_size * 4);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h, (int)n, MPI_INT32_T, MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_allgather(ctx, buf + n * (size_t)t_rank, buf, n, SYMADDR_INT32, NULL));
+    download(&f, buf, n * (size_t)t_size * 4);
+    T_CHECK(memcmp(f.h_out, h, n * (size_t)t_size * 4) == 0, "in-place allgather");
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_STATUS(ctx, symaddr_alltoall(ctx, buf, buf + 1, n, SYMADDR_INT32, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* send from the heap, recv from an import, and the reverse with ipc. */
+static void test_mixed_providers(void *u)
+{
+    const size_t n = 4099;
+    symaddr_map_t *m, *mi;
+    float *hs, *root, *h = malloc(n * sizeof(float)), *ref = malloc(n * sizeof(float));
+    float *got = malloc(n * sizeof(float));
+    (void)u;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    symaddr_provider_t *heap;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
+    T_OK(ctx, symaddr_allocate_symmetric(heap, n * sizeof(float), (void **)&hs, &m));
+    T_OK(ctx, symaddr_mem_alloc(ctx, (n + 8) * sizeof(float), (void **)&root));
+    T_OK(ctx, symaddr_import(ctx, root + 1, n * sizeof(float), &mi));
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)(t_rank + 1) * (float)(i % 5);
+    T_OK(ctx, symaddr_memcpy(ctx, hs, h, n * sizeof(float)));
+    MPI_Allreduce(h, ref, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_allreduce(ctx, hs, root + 1, n, SYMADDR_FLOAT32, SYMADDR_SUM, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    T_OK(ctx, symaddr_memcpy(ctx, got, root + 1, n * sizeof(float)));
+    T_CHECK(memcmp(got, ref, n * sizeof(float)) == 0, "heap -> import allreduce");
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_allreduce(ctx, root + 1, hs, n, SYMADDR_FLOAT32, SYMADDR_MAX, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    T_OK(ctx, symaddr_memcpy(ctx, got, hs, n * sizeof(float)));
+    T_CHECK(memcmp(got, ref, n * sizeof(float)) == 0, "import -> heap allreduce (max of equal)");
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_unregister(ctx, mi));
+    T_OK(ctx, symaddr_mem_free(ctx, root));
+    T_OK(ctx, symaddr_finalize(&ctx));
+    free(h);
+    free(ref);
+    free(got);
+}
+
+/* Two simulated nodes of size/2: inside on symmetric memory, between through MPI. */
+static void test_two_nodes(void *u)
+{
+    symaddr_config_t cfg;
+    fix_t f;
+    (void)u;
+    if (t_size % 2) {
+        T_SKIP("needs an even number of ranks, have %d", t_size);
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.node_size = t_size / 2;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    T_CHECK(symaddr_node_size(ctx) == t_size / 2);
+    fix_init(&f, ctx);
+    const symaddr_dtype_t dts[] = {SYMADDR_INT32, SYMADDR_FLOAT32, SYMADDR_BFLOAT16};
+    for (int k = 0; k < 3; k++)
+        for (int op = 0; op < SYMADDR_REDOP_COUNT_; op++) {
+            long bad = one_allreduce(&f, dts[k], op, 70001, op % 2);
+            T_CHECK(bad == 0, "2-node allreduce %s %s: %ld wrong", dt_names[dts[k]], op_names[op],
+                    bad);
+            bad = one_allreduce(&f, dts[k], op, 7, 0);
+            T_CHECK(bad == 0, "2-node allreduce %s %s count 7: %ld wrong", dt_names[dts[k]],
+                    op_names[op], bad);
+        }
+    for (int k = 0; k < 3; k++)
+        run_others(&f, dts[k], k, 1001, (k * 5 + 2) % t_size);
+    T_OK(ctx, symaddr_barrier(ctx, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* 1000 allreduces, no host synchronisation in between: the counters keep counting.
+ * x <- allreduce(x) with x = rank + 1 at first: then x_{k+1} = size * x_k mod 2^64. */
+static void test_back_to_back(void *u)
+{
+    fix_t f;
+    (void)u;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    fix_init(&f, ctx);
+    uint64_t *x = (uint64_t *)f.a, *y = (uint64_t *)f.b, h[5], want;
+    for (int i = 0; i < 5; i++)
+        h[i] = (uint64_t)t_rank + 1 + (uint64_t)i;
+    T_OK(ctx, symaddr_memcpy(ctx, x, h, sizeof(h)));
+    MPI_Barrier(MPI_COMM_WORLD);
+    symaddr_status_t st = SYMADDR_OK;
+    for (int k = 0; k < 1000 && st == SYMADDR_OK; k++)
+        st = symaddr_allreduce(ctx, k % 2 ? y : x, k % 2 ? x : y, 5, SYMADDR_UINT64, SYMADDR_SUM,
+                               NULL);
+    T_OK(ctx, st);
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    T_OK(ctx, symaddr_memcpy(ctx, h, x, sizeof(h)));
+    int bad = 0;
+    for (int i = 0; i < 5; i++) {
+        want = 0;
+        for (int r = 0; r < t_size; r++)
+            want += (uint64_t)r + 1 + (uint64_t)i;
+        for (int k = 1; k < 1000; k++)
+            want *= (uint64_t)t_size;
+        bad += h[i] != want;
+    }
+    T_CHECK(bad == 0, "%d of 5 wrong after 1000 allreduces", bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* Validation mode: bad arguments on one rank fail every rank with the same status. */
+static void test_bad_arguments(void *u)
+{
+    symaddr_config_t cfg;
+    fix_t f;
+    static int plain[64];
+    (void)u;
+    symaddr_config_default(&cfg);
+    cfg.validate = 1;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    fix_init(&f, ctx);
+    int last = t_size - 1;
+    T_STATUS(ctx, symaddr_allreduce(ctx, t_rank == last ? (void *)plain : f.a, f.b, 8,
+                                    SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_NOT_FOUND);
+    T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, t_rank == 0 ? 9 : 8, SYMADDR_INT32,
+                                    SYMADDR_SUM, NULL),
+             SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, 8, t_rank == 1 ? (symaddr_dtype_t)42
+                                                                   : SYMADDR_INT32,
+                                    SYMADDR_SUM, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, f.cap, SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_OUT_OF_BOUNDS);
+    T_STATUS(ctx, symaddr_broadcast(ctx, f.a, f.b, 8, SYMADDR_INT32, t_size, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_allgather(ctx, f.a, f.b, 8, SYMADDR_INT32, NULL), SYMADDR_OK);
+    T_STATUS(ctx, symaddr_alltoall(ctx, f.a, f.a, 8, SYMADDR_INT32, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_allreduce(NULL, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* A rank that never arrives: the others get a timeout error, not a hang. */
+static void test_timeout(void *u)
+{
+    symaddr_config_t cfg;
+    (void)u;
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 300;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    if (t_rank != 0) {
+        double t0 = MPI_Wtime();
+        symaddr_status_t st = symaddr_barrier(ctx, NULL);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        T_CHECK(st == SYMADDR_ERR_TIMEOUT, "barrier without rank 0 returned %s",
+                symaddr_strerror(st));
+        T_CHECK(MPI_Wtime() - t0 < 30, "the timeout took %.1f s", MPI_Wtime() - t0);
+        T_CHECK(strstr(symaddr_last_error(ctx), "300 ms") != NULL, "message: %s",
+                symaddr_last_error(ctx));
+    } else {
+        T_CHECK(1); /* rank 0 stays away */
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    symaddr_context_t *probe = t_context(MPI_COMM_WORLD, NULL);
+    if (t_rank == 0)
+        printf("# backend %s, %d ranks\n", symaddr_backend_name(symaddr_backend(probe)), t_size);
+    symaddr_finalize(&probe);
+    T_RUN(test_allreduce_auto, NULL);
+    T_RUN(test_allreduce_oneshot, NULL);
+    T_RUN(test_allreduce_twoshot, NULL);
+    T_RUN(test_others, NULL);
+    T_RUN(test_in_place_forms, NULL);
+    T_RUN(test_mixed_providers, NULL);
+    T_RUN(test_two_nodes, NULL);
+    T_RUN(test_back_to_back, NULL);
+    T_RUN(test_bad_arguments, NULL);
+    T_RUN(test_timeout, NULL);
+    return t_finish();
+}
