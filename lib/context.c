@@ -421,6 +421,11 @@ symaddr_backend_kind_t symaddr_backend(const symaddr_context_t *ctx)
     return ctx && ctx->be.ops ? ctx->be.ops->kind : SYMADDR_BACKEND_AUTO;
 }
 
+int symaddr_device(const symaddr_context_t *ctx)
+{
+    return ctx && ctx->be.ops && ctx->be.ops->kind != SYMADDR_BACKEND_CPU ? ctx->be.device : -1;
+}
+
 int symaddr_rank(const symaddr_context_t *ctx) { return ctx ? ctx->rank : -1; }
 int symaddr_size(const symaddr_context_t *ctx) { return ctx ? ctx->size : -1; }
 int symaddr_node_rank(const symaddr_context_t *ctx) { return ctx ? ctx->boot.node_rank : -1; }

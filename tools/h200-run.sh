@@ -42,6 +42,23 @@ for s in $steps; do
         done
         mpiexec -n 2 $B/tools/symaddr-bench latency --iters 2000 2>&1 | tee "$OUT/bench-latency.txt"
         mpiexec -n 2 $B/tools/symaddr-bench put -b 1M -e 1G -f 8 --check 2>&1 | tee "$OUT/bench-put-2.txt" ;;
+    coll)
+        for a in "--dtype float" "--dtype bfloat16"; do
+            mpiexec -n 8 $B/tools/symaddr-bench allreduce $a -b 8 -e 256M -f 4 --iters 20 \
+                --warmup 3 --check --compare mpi --json "$OUT/coll-allreduce-${a#--dtype }.json" \
+                2>&1 | tee "$OUT/coll-allreduce-${a#--dtype }.txt"
+        done
+        mpiexec -n 8 $B/tools/symaddr-bench allreduce -b 8 -e 1M -f 8 --iters 20 --graph \
+            2>&1 | tee "$OUT/coll-allreduce-graph.txt"
+        for op in allgather reduce_scatter broadcast alltoall; do
+            mpiexec -n 8 $B/tools/symaddr-bench $op -b 1K -e 64M -f 16 --iters 10 --check \
+                --compare mpi 2>&1 | tee "$OUT/coll-$op.txt"
+        done
+        mpiexec -n 8 $B/tools/symaddr-bench allreduce --compare nccl 2>&1 | tee "$OUT/coll-nccl.txt" ;;
+    cpucoll)
+        SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
+            -b 8 -e 64M -f 4 --iters 30 --check --compare mpi --json "$OUT/cpu-allreduce.json" \
+            2>&1 | tee "$OUT/cpu-allreduce.txt" ;;
     info)
         mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
     esac

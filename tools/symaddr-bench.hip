@@ -66,10 +66,27 @@ typedef struct opts {
     const char *op;
     size_t min, max;
     double factor;
-    int iters, warmup, check;
+    int iters, warmup, check, graph;
     symaddr_provider_kind_t provider;
-    const char *json;
+    const char *json, *compare;
+    symaddr_dtype_t dtype;
+    symaddr_redop_t redop;
+    symaddr_allreduce_algo_t algo;
 } opts_t;
+
+static const char *const coll_ops[] = {"allreduce", "allgather", "reduce_scatter", "broadcast",
+                                       "alltoall"};
+static const char *const dtype_names[] = {"int32", "uint32", "int64", "uint64",
+                                          "float",  "double", "half",  "bfloat16"};
+static const char *const redop_names[] = {"sum", "prod", "min", "max"};
+
+static int lookup_name(const char *const *names, int n, const char *s)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], s))
+            return i;
+    return -1;
+}
 
 static size_t parse_size(const char *s)
 {
@@ -86,8 +103,14 @@ static size_t parse_size(const char *s)
 static int usage(int rank)
 {
     if (rank == 0)
-        fprintf(stderr, "usage: symaddr-bench put|get|translate|latency [-b MIN] [-e MAX] [-f FACTOR] [--iters N] "
-                        "[--warmup N] [--provider heap|ipc] [--check] [--json FILE]\n");
+        fprintf(stderr,
+                "usage: symaddr-bench OP [-b MIN] [-e MAX] [-f FACTOR] [--iters N] [--warmup N]\n"
+                "         [--provider heap|ipc] [--check] [--json FILE]\n"
+                "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
+                "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot]\n"
+                "         [--compare mpi|nccl|rccl] [--graph]\n"
+                "  OP: put get translate latency allreduce allgather reduce_scatter broadcast "
+                "alltoall\n");
     return 2;
 }
 
@@ -100,6 +123,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
     o->iters = 20;
     o->warmup = 5;
     o->provider = SYMADDR_PROVIDER_IPC;
+    o->dtype = SYMADDR_FLOAT32;
+    o->redop = SYMADDR_SUM;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-b") && v) o->min = parse_size(argv[++i]);
@@ -109,17 +134,39 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
         else if (!strcmp(a, "--warmup") && v) o->warmup = atoi(argv[++i]);
         else if (!strcmp(a, "--json") && v) o->json = argv[++i];
         else if (!strcmp(a, "--check")) o->check = 1;
+        else if (!strcmp(a, "--graph")) o->graph = 1;
+        else if (!strcmp(a, "--compare") && v) o->compare = argv[++i];
+        else if (!strcmp(a, "--dtype") && v) {
+            int k = lookup_name(dtype_names, 8, argv[++i]);
+            if (k < 0)
+                return usage(rank);
+            o->dtype = (symaddr_dtype_t)k;
+        } else if (!strcmp(a, "--op") && v) {
+            int k = lookup_name(redop_names, 4, argv[++i]);
+            if (k < 0)
+                return usage(rank);
+            o->redop = (symaddr_redop_t)k;
+        } else if (!strcmp(a, "--algo") && v) {
+            static const char *const algos[] = {"auto", "oneshot", "twoshot"};
+            int k = lookup_name(algos, 3, argv[++i]);
+            if (k < 0)
+                return usage(rank);
+            o->algo = (symaddr_allreduce_algo_t)k;
+        }
         else if (!strcmp(a, "--provider") && v) {
             v = argv[++i];
             if (!strcmp(v, "heap")) o->provider = SYMADDR_PROVIDER_HEAP;
             else if (!strcmp(v, "ipc")) o->provider = SYMADDR_PROVIDER_IPC;
             else return usage(rank);
         } else if (!o->op && (!strcmp(a, "put") || !strcmp(a, "get") || !strcmp(a, "translate") ||
-                              !strcmp(a, "latency")))
+                              !strcmp(a, "latency") || lookup_name(coll_ops, 5, a) >= 0))
             o->op = a;
         else return usage(rank);
     }
     if (!o->op || o->min == 0 || o->max < o->min || o->factor <= 1 || o->iters <= 0)
+        return usage(rank);
+    if (o->compare && strcmp(o->compare, "mpi") && strcmp(o->compare, "nccl") &&
+        strcmp(o->compare, "rccl"))
         return usage(rank);
     return 0;
 }
@@ -172,6 +219,325 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
     return worst;
 }
 
+
+/* ---- collectives ------------------------------------------------------------------------------ */
+
+enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_BROADCAST, C_ALLTOALL };
+
+static double busbw_factor(int c, int n)
+{
+    return c == C_ALLREDUCE ? 2.0 * (n - 1) / n : c == C_BROADCAST ? 1.0 : (double)(n - 1) / n;
+}
+
+/* size S is the larger of the two buffers, as nccl-tests reports it. */
+static void coll_shape(int c, size_t S, size_t esz, int n, size_t *count, size_t *sb, size_t *rb)
+{
+    size_t per = c == C_ALLREDUCE || c == C_BROADCAST ? S / esz : S / esz / (size_t)n;
+    *count = per;
+    *sb = c == C_REDUCE_SCATTER || c == C_ALLTOALL ? per * esz * (size_t)n : per * esz;
+    *rb = c == C_ALLGATHER || c == C_ALLTOALL ? per * esz * (size_t)n : per * esz;
+}
+
+static symaddr_status_t do_coll(symaddr_context_t *ctx, const opts_t *o, int c, void *send,
+                                void *recv, size_t count, void *stream)
+{
+    switch (c) {
+    case C_ALLREDUCE: return symaddr_allreduce(ctx, send, recv, count, o->dtype, o->redop, stream);
+    case C_ALLGATHER: return symaddr_allgather(ctx, send, recv, count, o->dtype, stream);
+    case C_REDUCE_SCATTER:
+        return symaddr_reduce_scatter(ctx, send, recv, count, o->dtype, o->redop, stream);
+    case C_BROADCAST: return symaddr_broadcast(ctx, send, recv, count, o->dtype, 0, stream);
+    default: return symaddr_alltoall(ctx, send, recv, count, o->dtype, stream);
+    }
+}
+
+static MPI_Datatype mpi_dtype(symaddr_dtype_t dt)
+{
+    static const MPI_Datatype t[] = {MPI_INT32_T, MPI_UINT32_T, MPI_INT64_T, MPI_UINT64_T,
+                                     MPI_FLOAT,   MPI_DOUBLE};
+    return dt < SYMADDR_FLOAT16 ? t[dt] : MPI_DATATYPE_NULL;
+}
+
+/* MPI's own collective on host buffers; 0 when MPI has no such reduction (16-bit floats). */
+static int mpi_coll(const opts_t *o, int c, MPI_Comm comm, const void *send, void *recv,
+                    size_t count)
+{
+    static const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
+    size_t esz = symaddr_dtype_size(o->dtype);
+    MPI_Datatype t = mpi_dtype(o->dtype);
+    switch (c) {
+    case C_ALLREDUCE:
+        if (t == MPI_DATATYPE_NULL)
+            return 0;
+        MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, t, ops[o->redop], comm);
+        return 1;
+    case C_REDUCE_SCATTER:
+        if (t == MPI_DATATYPE_NULL)
+            return 0;
+        MPI_Reduce_scatter_block(send, recv, (int)count, t, ops[o->redop], comm);
+        return 1;
+    case C_ALLGATHER:
+        MPI_Allgather(send, (int)(count * esz), MPI_BYTE, recv, (int)(count * esz), MPI_BYTE, comm);
+        return 1;
+    case C_BROADCAST: {
+        int rank;
+        MPI_Comm_rank(comm, &rank);
+        if (rank == 0 && send != recv)
+            memcpy(recv, send, count * esz);
+        MPI_Bcast(recv, (int)(count * esz), MPI_BYTE, 0, comm);
+        return 1;
+    }
+    default:
+        MPI_Alltoall(send, (int)(count * esz), MPI_BYTE, recv, (int)(count * esz), MPI_BYTE, comm);
+        return 1;
+    }
+}
+
+/* A reference library that cannot run here says why, on every rank, and the run stops. */
+static int reference_available(symaddr_context_t *ctx, const opts_t *o)
+{
+    if (!o->compare || !strcmp(o->compare, "mpi"))
+        return 1;
+    int rank = symaddr_rank(ctx), dev = symaddr_device(ctx), size = symaddr_size(ctx);
+    const char *lib = !strcmp(o->compare, "nccl") ? "libnccl.so.2" : "librccl.so.1";
+    char why[256] = "";
+    if (dev < 0) {
+        snprintf(why, sizeof(why), "%s needs a GPU backend; this context runs on cpu", o->compare);
+    } else {
+        int *devs = (int *)malloc(sizeof(int) * (size_t)size);
+        MPI_Comm node;
+        int nsize;
+        MPI_Comm_split_type(symaddr_comm(ctx), MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+        MPI_Comm_size(node, &nsize);
+        MPI_Allgather(&dev, 1, MPI_INT, devs, 1, MPI_INT, node);
+        for (int i = 0; i < nsize && !why[0]; i++)
+            for (int j = i + 1; j < nsize && !why[0]; j++)
+                if (devs[i] == devs[j])
+                    snprintf(why, sizeof(why),
+                             "%s refuses two ranks on one GPU (node ranks %d and %d both use "
+                             "device %d); run one rank per GPU",
+                             o->compare, i, j, devs[i]);
+        MPI_Comm_free(&node);
+        free(devs);
+        if (!why[0])
+            snprintf(why, sizeof(why),
+                     "--compare %s is not wired to %s in this build yet; use --compare mpi", o->compare,
+                     lib);
+    }
+    if (rank == 0)
+        fprintf(stderr, "symaddr-bench: %s\n", why);
+    return 0;
+}
+
+static int run_collective(symaddr_context_t *ctx, const opts_t *o)
+{
+    int c = lookup_name(coll_ops, 5, o->op), rank = symaddr_rank(ctx), n = symaddr_size(ctx);
+    size_t esz = symaddr_dtype_size(o->dtype);
+    int cpu = symaddr_backend(ctx) == SYMADDR_BACKEND_CPU, with_mpi = o->compare != NULL;
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    char *send, *recv;
+    void *stream = NULL;
+    if (!reference_available(ctx, o))
+        return 2;
+    if (o->graph && cpu) {
+        if (rank == 0)
+            fprintf(stderr, "symaddr-bench: --graph needs a GPU backend\n");
+        return 2;
+    }
+    size_t max = o->max < esz * (size_t)n ? esz * (size_t)n : o->max;
+    if (symaddr_provider_get(ctx, o->provider, &prov) != SYMADDR_OK ||
+        symaddr_allocate_symmetric(prov, max, (void **)&send, &m) != SYMADDR_OK ||
+        symaddr_allocate_symmetric(prov, max, (void **)&recv, &m) != SYMADDR_OK) {
+        if (rank == 0)
+            fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
+        return 1;
+    }
+    char *hs = (char *)malloc(max), *hr = (char *)malloc(max), *hm = (char *)malloc(max);
+    /* Small integers: exact in every dtype and under every op. */
+    for (size_t i = 0; i < max / esz; i++) {
+        int v = o->redop == SYMADDR_PROD ? 1 + (int)((i + (size_t)rank) % 3 == 0)
+                                         : (rank + 1) * (int)(i % 7 + 1);
+        switch (o->dtype) {
+        case SYMADDR_INT32: ((int32_t *)hs)[i] = v; break;
+        case SYMADDR_UINT32: ((uint32_t *)hs)[i] = (uint32_t)v; break;
+        case SYMADDR_INT64: ((int64_t *)hs)[i] = v; break;
+        case SYMADDR_UINT64: ((uint64_t *)hs)[i] = (uint64_t)v; break;
+        case SYMADDR_FLOAT32: ((float *)hs)[i] = (float)v; break;
+        case SYMADDR_FLOAT64: ((double *)hs)[i] = v; break;
+        default: { /* 16-bit floats: v < 64 is exact; bf16 and f16 bit patterns of v */
+            float f = (float)v;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            ((uint16_t *)hs)[i] =
+                o->dtype == SYMADDR_BFLOAT16
+                    ? (uint16_t)(u >> 16)
+                    : (uint16_t)((((u >> 23) & 0xff) - 112) << 10 | ((u >> 13) & 0x3ff));
+        }
+        }
+    }
+    symaddr_memcpy(ctx, send, hs, max);
+#if defined(SYMADDR_USE_CUDA)
+    cudaGraphExec_t gexec = NULL;
+    if (o->graph)
+        cudaStreamCreate((cudaStream_t *)&stream);
+#endif
+    FILE *json = NULL;
+    if (rank == 0) {
+        printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s%s%s\n", o->op, n,
+               symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
+               redop_names[o->redop], o->graph ? ", graph" : "",
+               with_mpi ? (cpu ? ", reference: MPI on the same buffers"
+                               : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
+                        : "");
+        printf("%12s %12s %8s %6s %10s %9s %9s %7s", "size(B)", "count", "type", "redop",
+               "time(us)", "algbw", "busbw", "#wrong");
+        if (with_mpi)
+            printf(" %10s %9s %8s", "mpi(us)", "busbw", "speedup");
+        printf("\n");
+        if (o->json && !(json = fopen(o->json, "w")))
+            fprintf(stderr, "symaddr-bench: cannot write %s\n", o->json);
+        if (json)
+            fprintf(json,
+                    "{\"op\": \"%s\", \"ranks\": %d, \"backend\": \"%s\", \"dtype\": \"%s\", "
+                    "\"redop\": \"%s\", \"graph\": %d, \"reference\": \"%s\", \"rows\": [",
+                    o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
+                    redop_names[o->redop], o->graph, with_mpi ? "mpi" : "");
+    }
+    double start = MPI_Wtime();
+    int first = 1;
+    for (double s = (double)o->min; s <= (double)max; s *= o->factor) {
+        size_t count, sb, rb;
+        coll_shape(c, (size_t)s, esz, n, &count, &sb, &rb);
+        if (count == 0)
+            continue;
+        symaddr_status_t st = SYMADDR_OK;
+        /* Correctness first: symaddr against MPI on the same input. */
+        long wrong = -1;
+        if (o->check) {
+            st = do_coll(ctx, o, c, send, recv, count, NULL);
+            if (st == SYMADDR_OK)
+                st = symaddr_stream_sync(ctx, NULL);
+            symaddr_memcpy(ctx, hr, recv, rb);
+            if (mpi_coll(o, c, symaddr_comm(ctx), hs, hm, count)) {
+                long w = 0;
+                for (size_t i = 0; i < rb; i += esz)
+                    w += memcmp(hr + i, hm + i, esz) != 0;
+                MPI_Allreduce(&w, &wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
+            }
+        }
+        double t0 = 0, t, worst, tm = 0, tm_worst = 0;
+        for (int i = -o->warmup; i < (o->graph ? 0 : o->iters) && st == SYMADDR_OK; i++) {
+            if (i == 0) {
+                symaddr_stream_sync(ctx, stream);
+                MPI_Barrier(symaddr_comm(ctx));
+                t0 = MPI_Wtime();
+            }
+            st = do_coll(ctx, o, c, send, recv, count, stream);
+        }
+#if defined(SYMADDR_USE_CUDA)
+        if (o->graph && st == SYMADDR_OK) {
+            cudaGraph_t g;
+            symaddr_stream_sync(ctx, stream);
+            cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeGlobal);
+            for (int i = 0; i < o->iters && st == SYMADDR_OK; i++)
+                st = do_coll(ctx, o, c, send, recv, count, stream);
+            cudaStreamEndCapture((cudaStream_t)stream, &g);
+            if (st == SYMADDR_OK && cudaGraphInstantiate(&gexec, g, 0) != cudaSuccess)
+                st = SYMADDR_ERR_BACKEND;
+            cudaGraphDestroy(g);
+            if (st == SYMADDR_OK) {
+                cudaGraphLaunch(gexec, (cudaStream_t)stream); /* warm-up replay */
+                symaddr_stream_sync(ctx, stream);
+                MPI_Barrier(symaddr_comm(ctx));
+                t0 = MPI_Wtime();
+                cudaGraphLaunch(gexec, (cudaStream_t)stream);
+            }
+            if (gexec)
+                cudaGraphExecDestroy(gexec);
+            gexec = NULL;
+        }
+#endif
+        symaddr_status_t sst = symaddr_stream_sync(ctx, stream);
+        if (st == SYMADDR_OK)
+            st = sst;
+        t = (MPI_Wtime() - t0) / o->iters;
+        if (st != SYMADDR_OK) {
+            fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
+                    symaddr_last_error(ctx));
+            MPI_Abort(symaddr_comm(ctx), 1);
+        }
+        MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        int mpi_ok = 1;
+        if (with_mpi) {
+            /* The same data through MPI: directly on the cpu backend's host memory, staged
+             * through the host on a GPU, which is what such a user has to do. */
+            char *ms = cpu ? send : hs, *mr = cpu ? recv : hm;
+            for (int i = -o->warmup; i < o->iters && mpi_ok; i++) {
+                if (i == 0) {
+                    MPI_Barrier(symaddr_comm(ctx));
+                    tm = MPI_Wtime();
+                }
+                if (!cpu)
+                    symaddr_memcpy(ctx, hs, send, sb);
+                mpi_ok = mpi_coll(o, c, symaddr_comm(ctx), ms, mr, count);
+                if (!cpu)
+                    symaddr_memcpy(ctx, recv, hm, rb);
+            }
+            tm = (MPI_Wtime() - tm) / o->iters;
+            MPI_Allreduce(&tm, &tm_worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        }
+        if (rank == 0) {
+            double algbw = (double)(size_t)s / worst / 1e9;
+            char wrong_s[24] = "-";
+            if (wrong >= 0)
+                snprintf(wrong_s, sizeof(wrong_s), "%ld", wrong);
+            else if (o->check)
+                snprintf(wrong_s, sizeof(wrong_s), "n/a");
+            printf("%12zu %12zu %8s %6s %10.2f %9.2f %9.2f %7s", (size_t)s, count,
+                   dtype_names[o->dtype], c == C_ALLREDUCE || c == C_REDUCE_SCATTER
+                                              ? redop_names[o->redop] : "none",
+                   worst * 1e6, algbw, algbw * busbw_factor(c, n), wrong_s);
+            if (with_mpi && mpi_ok)
+                printf(" %10.2f %9.2f %8.2f", tm_worst * 1e6,
+                       (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n), tm_worst / worst);
+            else if (with_mpi)
+                printf(" %10s %9s %8s", "n/a", "n/a", "n/a");
+            printf("\n");
+            fflush(stdout);
+            if (json) {
+                fprintf(json,
+                        "%s\n  {\"bytes\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, "
+                        "\"busbw\": %.4f, \"wrong\": %ld",
+                        first ? "" : ",", (size_t)s, count, worst * 1e6, algbw,
+                        algbw * busbw_factor(c, n), wrong);
+                if (with_mpi && mpi_ok)
+                    fprintf(json, ", \"ref_time_us\": %.3f, \"ref_busbw\": %.4f", tm_worst * 1e6,
+                            (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n));
+                fprintf(json, "}");
+            }
+            if (MPI_Wtime() - start > 3)
+                fprintf(stderr, "symaddr-bench: %s %zu bytes done (%.0f s)\n", o->op, (size_t)s,
+                        MPI_Wtime() - start);
+            first = 0;
+        }
+    }
+    if (json) {
+        fprintf(json, "\n]}\n");
+        fclose(json);
+    }
+#if defined(SYMADDR_USE_CUDA)
+    if (stream)
+        cudaStreamDestroy((cudaStream_t)stream);
+#endif
+    free(hs);
+    free(hr);
+    free(hm);
+    symaddr_free_symmetric(prov, send);
+    symaddr_free_symmetric(prov, recv);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     opts_t o;
@@ -188,11 +554,21 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return 2;
     }
-    if ((st = symaddr_init(MPI_COMM_WORLD, NULL, &ctx)) != SYMADDR_OK) {
+    symaddr_config_t cfg;
+    symaddr_config_default(&cfg);
+    if (o.algo != SYMADDR_ALLREDUCE_AUTO)
+        cfg.allreduce_algo = o.algo;
+    if ((st = symaddr_init(MPI_COMM_WORLD, &cfg, &ctx)) != SYMADDR_OK) {
         MPI_Finalize();
         return 1;
     }
     int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
+    if (lookup_name(coll_ops, 5, o.op) >= 0) {
+        int rc = run_collective(ctx, &o);
+        symaddr_finalize(&ctx);
+        MPI_Finalize();
+        return rc;
+    }
     int mode = !strcmp(o.op, "put") ? MODE_PUT : !strcmp(o.op, "get") ? MODE_GET : -1;
     int latency = !strcmp(o.op, "latency");
     if (mode < 0 && symaddr_backend(ctx) != BENCH_BACKEND) {

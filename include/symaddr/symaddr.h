@@ -135,6 +135,9 @@ SYMADDR_API const char *symaddr_backend_name(symaddr_backend_kind_t kind);
 /** Whether @p kind was compiled into this library (CPU always is). */
 SYMADDR_API int symaddr_backend_built(symaddr_backend_kind_t kind);
 
+/** GPU ordinal the context uses; -1 on the cpu backend. */
+SYMADDR_API int symaddr_device(const symaddr_context_t *ctx);
+
 /** Rank and size in the context's communicator; node rank and size in its node group. */
 SYMADDR_API int symaddr_rank(const symaddr_context_t *ctx);
 SYMADDR_API int symaddr_size(const symaddr_context_t *ctx);

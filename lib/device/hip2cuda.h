@@ -31,6 +31,8 @@ typedef CUdeviceptr hipDeviceptr_t;
 #define hipIpcOpenMemHandle cudaIpcOpenMemHandle
 #define hipIpcCloseMemHandle cudaIpcCloseMemHandle
 #define hipGetLastError cudaGetLastError
+#define hipStreamCreate cudaStreamCreate
+#define hipStreamDestroy cudaStreamDestroy
 #define hipGetErrorString cudaGetErrorString
 
 static inline hipError_t hipMemGetAddressRange(hipDeviceptr_t *base, size_t *bytes,
