@@ -129,10 +129,14 @@ static long mismatches(symaddr_dtype_t dt, const void *got, const void *want, si
     long bad = 0;
     for (size_t i = 0; i < n; i++) {
         double g = get_value(dt, got, i), w = get_value(dt, want, i);
-        bad += tol == 0 ? memcmp((const char *)got + i * symaddr_dtype_size(dt),
-                                 (const char *)want + i * symaddr_dtype_size(dt),
-                                 symaddr_dtype_size(dt)) != 0
-                        : !(fabs(g - w) <= tol * fmax(1.0, fabs(w)));
+        int wrong = tol == 0 ? memcmp((const char *)got + i * symaddr_dtype_size(dt),
+                                      (const char *)want + i * symaddr_dtype_size(dt),
+                                      symaddr_dtype_size(dt)) != 0
+                             : !(fabs(g - w) <= tol * fmax(1.0, fabs(w)));
+        if (wrong && bad == 0)
+            fprintf(stderr, "[rank %d] first wrong element %zu of %zu: got %g, want %g\n", t_rank,
+                    i, n, g, w);
+        bad += wrong;
     }
     return bad;
 }
