@@ -341,14 +341,21 @@ size_t dtype_size(symaddr_dtype_t dt)
     return sizes[dt];
 }
 
-typedef void (*coll_kernel_t)(symaddr_coll_desc_t);
+/* Kernels are launched by name: nvcc launches a template kernel reached through a function
+ * pointer without running it. The comma of a template argument list is hidden from the
+ * launch macro until it has been expanded. */
+#define COMMA ,
 
 template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc_t &d, void *stream)
 {
-    coll_kernel_t k = d.kind == SYMADDR_COLL_ALLREDUCE_ONESHOT   ? k_allreduce_oneshot<DT, OP>
-                      : d.kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ? k_allreduce_twoshot<DT, OP>
-                                                                 : k_reduce_scatter<DT, OP>;
-    return SYMADDR_LAUNCH(k, d.blocks, COLL_THREADS, stream, d);
+    switch (d.kind) {
+    case SYMADDR_COLL_ALLREDUCE_ONESHOT:
+        return SYMADDR_LAUNCH(k_allreduce_oneshot<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+    case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
+        return SYMADDR_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+    default:
+        return SYMADDR_LAUNCH(k_reduce_scatter<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+    }
 }
 
 template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void *stream)
