@@ -332,10 +332,11 @@ finish:
     coll_finish(d, e);
 }
 
-#if SYMADDR_HOST_PASS
+/* The launchers stay visible to the device pass of a GPU compile: that is what instantiates the
+ * template kernels there. Only the table, which points at host code, is host-pass only. */
 namespace {
 
-size_t dtype_size(symaddr_dtype_t dt)
+[[maybe_unused]] size_t dtype_size(symaddr_dtype_t dt)
 {
     static const size_t sizes[] = {4, 4, 8, 8, 4, 8, 2, 2};
     return sizes[dt];
@@ -368,7 +369,7 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
     }
 }
 
-symaddr_status_t coll_launch(const symaddr_coll_desc_t *d, void *stream)
+[[maybe_unused]] symaddr_status_t coll_launch(const symaddr_coll_desc_t *d, void *stream)
 {
     if (d->node_size > COLL_MAX_NODE || d->blocks == 0 || d->blocks > SYMADDR_COLL_MAX_BLOCKS)
         return SYMADDR_ERR_UNSUPPORTED;
@@ -432,6 +433,7 @@ void host_reduce(symaddr_dtype_t dt, symaddr_redop_t op, void *inout, const void
 
 } // namespace
 
+#if SYMADDR_HOST_PASS
 #if defined(SYMADDR_KERNELS_CPU)
 extern "C" const symaddr_coll_ops_t symaddr_coll_cpu = {sizeof(symaddr_coll_ops_t), coll_launch,
                                                          host_reduce};
