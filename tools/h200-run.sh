@@ -59,6 +59,13 @@ for s in $steps; do
         SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
             -b 8 -e 64M -f 4 --iters 30 --check --compare mpi --json "$OUT/cpu-allreduce.json" \
             2>&1 | tee "$OUT/cpu-allreduce.txt" ;;
+    mps-on)
+        # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
+        export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+        mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+        nvidia-cuda-mps-control -d && echo "mps: started" ;;
+    mps-off)
+        echo quit | nvidia-cuda-mps-control && echo "mps: stopped" ;;
     info)
         mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
     esac
