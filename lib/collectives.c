@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SCRATCH_MIN ((size_t)256 << 10)
-
 size_t symaddr_dtype_size(symaddr_dtype_t dtype)
 {
     static const size_t sizes[SYMADDR_DTYPE_COUNT_] = {4, 4, 8, 8, 4, 8, 2, 2};
@@ -25,9 +23,11 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
     const symaddr_bootstrap_t *b = &ctx->boot;
-    size_t sync_bytes =
-        sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size);
-    void *zeros = calloc(1, sync_bytes > SCRATCH_MIN ? sync_bytes : SCRATCH_MIN);
+    size_t stage_offset = symaddr_align_up(
+        sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size),
+        256);
+    size_t sync_bytes = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
+    void *zeros = calloc(1, sync_bytes);
     symaddr_status_t st = zeros ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
 
     c->leaders = MPI_COMM_NULL;
@@ -44,10 +44,7 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     if (st == SYMADDR_OK)
         st = ctx->be.ops->memcpy(&ctx->be, c->node_ranks, b->node_to_rank,
                                  sizeof(int) * (size_t)b->node_size);
-    if (st == SYMADDR_OK)
-        st = ctx->be.ops->local_alloc(&ctx->be, SCRATCH_MIN, &c->scratch);
-    if (st == SYMADDR_OK)
-        c->scratch_bytes = SCRATCH_MIN;
+    c->stage_offset = stage_offset;
     free(zeros);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area");
@@ -80,8 +77,6 @@ void symaddr_coll_fini(symaddr_context_t *ctx)
         ctx->be.ops->mem_free(&ctx->be, c->sync.root);
     if (c->node_ranks)
         ctx->be.ops->local_free(&ctx->be, c->node_ranks);
-    if (c->scratch)
-        ctx->be.ops->local_free(&ctx->be, c->scratch);
     if (c->leaders != MPI_COMM_NULL)
         MPI_Comm_free(&c->leaders);
     memset(c, 0, sizeof(*c));
@@ -292,13 +287,12 @@ symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, voi
     const uint64_t *spb = NULL, *rpb = NULL;
     if ((st = sym_buffer(ctx, send, bytes, &spb, fn, "send")) == SYMADDR_OK)
         st = sym_buffer(ctx, recv, bytes, &rpb, fn, "recv");
-    bool inplace = send == recv;
     symaddr_allreduce_algo_t algo = ctx->cfg.allreduce_algo;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
         algo = bytes < ctx->cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
                                               : SYMADDR_ALLREDUCE_TWOSHOT;
-    if (algo == SYMADDR_ALLREDUCE_ONESHOT && inplace && bytes > ctx->coll.scratch_bytes)
-        algo = SYMADDR_ALLREDUCE_TWOSHOT; /* two-shot is in-place safe without scratch */
+    if (bytes > SYMADDR_COLL_STAGE_BYTES)
+        algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
     symaddr_coll_kind_t kind = algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
                                                                  : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
     if ((st = check_match(ctx, st, kind, count, dtype, op, 0)) != SYMADDR_OK || count == 0)
@@ -310,7 +304,7 @@ symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, voi
     d.send_pb = spb;
     d.recv = recv;
     d.recv_pb = rpb;
-    d.scratch = ctx->coll.scratch;
+    d.stage_offset = ctx->coll.stage_offset;
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
     st = settle(ctx, launch(ctx, &d, stream), fn);

@@ -198,7 +198,7 @@ void symaddr_config_default(symaddr_config_t *cfg)
         cfg->allreduce_algo = SYMADDR_ALLREDUCE_TWOSHOT;
     else if (a && *a && strcasecmp(a, "auto"))
         cfg->allreduce_algo = (symaddr_allreduce_algo_t)-1;
-    long long ts = env_ll("SYMADDR_TWOSHOT_BYTES", 256 << 10);
+    long long ts = env_ll("SYMADDR_TWOSHOT_BYTES", 0);
     cfg->twoshot_bytes = ts < 0 ? SIZE_MAX : (size_t)ts;
 }
 
@@ -357,6 +357,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
     if (st == SYMADDR_OK)
         st = backend_start(ctx);
     st = symaddr_agree_status(ctx, st, "symaddr_init");
+    if (st == SYMADDR_OK && ctx->cfg.twoshot_bytes == 0) /* measured crossovers, 8 ranks */
+        ctx->cfg.twoshot_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? 8u << 10 : 256u << 10;
     if (st == SYMADDR_OK && ctx->cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
     if (st == SYMADDR_OK)

@@ -29,36 +29,35 @@ for s in $steps; do
         echo "build: ok" ;;
     test)
         meson test -C $B --print-errorlogs >"$OUT/test.log" 2>&1 || rc=1
-        cp $B/meson-logs/testlog.txt "$OUT/testlog.txt" 2>/dev/null
         grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" ;;
     bench)
         for op in put get; do
             mpiexec -n 8 $B/tools/symaddr-bench $op -b 8 -e 256M -f 8 --check \
-                --json "$OUT/bench-$op.json" 2>&1 | tee "$OUT/bench-$op.txt"
+                2>&1 | tee -a "$OUT/bench.txt"
         done
         for np in 2 8; do
             mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 1G -f 8 --iters 20 \
-                2>&1 | tee "$OUT/bench-translate-$np.txt"
+                2>&1 | tee -a "$OUT/bench.txt"
         done
-        mpiexec -n 2 $B/tools/symaddr-bench latency --iters 2000 2>&1 | tee "$OUT/bench-latency.txt"
-        mpiexec -n 2 $B/tools/symaddr-bench put -b 1M -e 1G -f 8 --check 2>&1 | tee "$OUT/bench-put-2.txt" ;;
+        mpiexec -n 2 $B/tools/symaddr-bench latency --iters 2000 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 2 $B/tools/symaddr-bench put -b 1M -e 1G -f 8 --check 2>&1 | tee -a "$OUT/bench.txt" ;;
     coll)
         for a in "--dtype float" "--dtype bfloat16"; do
             mpiexec -n 8 $B/tools/symaddr-bench allreduce $a -b 8 -e 256M -f 4 --iters 20 \
-                --warmup 3 --check --compare mpi --json "$OUT/coll-allreduce-${a#--dtype }.json" \
-                2>&1 | tee "$OUT/coll-allreduce-${a#--dtype }.txt"
+                --warmup 3 --check --compare mpi --json "$OUT/gpu-allreduce-${a#--dtype }.json" \
+                2>&1 | tee -a "$OUT/coll.txt"
         done
         mpiexec -n 8 $B/tools/symaddr-bench allreduce -b 8 -e 1M -f 8 --iters 20 --graph \
-            2>&1 | tee "$OUT/coll-allreduce-graph.txt"
+            2>&1 | tee -a "$OUT/coll.txt"
         for op in allgather reduce_scatter broadcast alltoall; do
             mpiexec -n 8 $B/tools/symaddr-bench $op -b 1K -e 64M -f 16 --iters 10 --check \
-                --compare mpi 2>&1 | tee "$OUT/coll-$op.txt"
+                --compare mpi 2>&1 | tee -a "$OUT/coll.txt"
         done
-        mpiexec -n 8 $B/tools/symaddr-bench allreduce --compare nccl 2>&1 | tee "$OUT/coll-nccl.txt" ;;
+        mpiexec -n 8 $B/tools/symaddr-bench allreduce --compare nccl 2>&1 | tee -a "$OUT/coll.txt" ;;
     cpucoll)
         SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
             -b 8 -e 64M -f 4 --iters 30 --check --compare mpi --json "$OUT/cpu-allreduce.json" \
-            2>&1 | tee "$OUT/cpu-allreduce.txt" ;;
+            2>&1 | tee -a "$OUT/cpucoll.txt" ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log

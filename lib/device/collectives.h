@@ -10,6 +10,10 @@
 #include "symaddr/types.h"
 
 #define SYMADDR_COLL_MAX_BLOCKS 32
+/* One-shot allreduce stages its input in the sync area, in one of two slots picked by the
+ * epoch's parity: a rank reuses a slot only after every peer passed the next epoch's barrier,
+ * so one barrier per call is enough. */
+#define SYMADDR_COLL_STAGE_BYTES ((size_t)256 << 10)
 
 /* Words at the start of every rank's sync area; flags follow. */
 enum {
@@ -37,7 +41,7 @@ typedef struct symaddr_coll_desc {
     const uint64_t *send_pb; /* send's table (world-indexed) */
     void *recv;
     const uint64_t *recv_pb;
-    void *scratch;           /* local, count elements: in-place one-shot */
+    size_t stage_offset;     /* byte offset of the two staging slots in the sync area */
     size_t count;            /* elements: total (allreduce), per rank (others) */
     int root;                /* node rank of the broadcast root */
     /* allgather and alltoall place blocks by rank in the context's communicator */

@@ -143,25 +143,25 @@ SYMADDR_DEVFN int coll_failed(const symaddr_coll_desc_t &d)
     return *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_STATUS] != 0;
 }
 
-/* All node peers' blocks of this index reach the phase; 0 after a timeout (recorded). */
+/* All node peers' blocks of this index reach the phase; 0 after a timeout (recorded). Thread q
+ * of the block signals and waits for node peer q, so the peers are served in parallel. */
 SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int phase)
 {
     int ok = 1;
+    uint64_t value = epoch * 4 + (uint64_t)phase;
+    uint64_t *flags = d.sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * d.node_size;
     symaddr_block_sync();
-    if (symaddr_block_thread() == 0 && d.node_size > 1) {
-        uint64_t value = epoch * 4 + (uint64_t)phase;
-        uint64_t *flags = d.sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * d.node_size;
-        for (int q = 0; q < d.node_size; q++)
-            if (q != d.node_rank)
-                symaddr_signal_set(&flags[d.node_rank], value, d.node_ranks[q], d.sync_pb, d.rank);
-        for (int q = 0; q < d.node_size && ok; q++)
-            if (q != d.node_rank &&
-                symaddr_signal_wait_until(&flags[q], value, d.timeout_ns) != SYMADDR_OK) {
-                symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0,
-                                     (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT, 0);
-                ok = 0;
-            }
-    }
+    for (int q = (int)symaddr_block_thread(); q < d.node_size; q += (int)symaddr_block_threads())
+        if (q != d.node_rank)
+            symaddr_signal_set(&flags[d.node_rank], value, d.node_ranks[q], d.sync_pb, d.rank);
+    for (int q = (int)symaddr_block_thread(); q < d.node_size && ok;
+         q += (int)symaddr_block_threads())
+        if (q != d.node_rank &&
+            symaddr_signal_wait_until(&flags[q], value, d.timeout_ns) != SYMADDR_OK) {
+            symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0,
+                                 (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT, 0);
+            ok = 0;
+        }
     return symaddr_block_all(ok);
 }
 
@@ -206,25 +206,27 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
     typedef typename tr::T T;
     uint64_t e = coll_epoch(d);
     const T *src[COLL_MAX_NODE];
-    int inplace = d.send == d.recv;
-    T *out = inplace ? (T *)d.scratch : (T *)d.recv;
-    if (coll_failed(d) || !coll_barrier(d, e, 1))
+    T *slot = (T *)((char *)d.sync + d.stage_offset + (e & 1) * SYMADDR_COLL_STAGE_BYTES);
+    if (coll_failed(d))
+        goto finish;
+    /* Each thread stages exactly the elements it reduces later, so the block's own barrier
+     * covers them. */
+    FOR_TILES(base, len, 0, d.count)
+    {
+        for (size_t j = 0; j < len; j++)
+            slot[base + j] = ((const T *)d.send)[base + j];
+    }
+    if (!coll_barrier(d, e, 1))
         goto finish;
     for (int q = 0; q < d.node_size; q++)
-        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
+        src[q] = (const T *)symaddr_translate(slot, d.node_ranks[q], d.sync_pb, d.rank);
     FOR_TILES(base, len, 0, d.count)
     {
         typename tr::A acc[COLL_TILE];
         reduce_tile<DT, OP>(acc, src, d.node_size, base, len);
         for (size_t j = 0; j < len; j++)
-            out[base + j] = tr::store(acc[j]);
+            ((T *)d.recv)[base + j] = tr::store(acc[j]);
     }
-    /* Peers may still read this rank's send buffer until everyone passes. */
-    if (!coll_barrier(d, e, 2))
-        goto finish;
-    if (inplace)
-        symaddr_copy_bytes_(d.recv, d.scratch, d.count * sizeof(T), symaddr_grid_thread(),
-                            symaddr_grid_threads());
 finish:
     coll_finish(d, e);
 }
