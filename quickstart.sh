@@ -39,7 +39,8 @@ ninja -C "$build"
 
 if [ "$mode" = run ]; then
     mpiexec -n 8 --oversubscribe "$build/tools/symaddr-info"
-    exec mpiexec -n 8 --oversubscribe "$build/tools/symaddr-bench" put -b 8 -e 16M -f 8 --check
+    exec mpiexec -n 8 --oversubscribe "$build/tools/symaddr-bench" allreduce -b 8 -e 16M -f 8 \
+        --check --compare mpi
 fi
 
 status=0

@@ -358,7 +358,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
         st = backend_start(ctx);
     st = symaddr_agree_status(ctx, st, "symaddr_init");
     if (st == SYMADDR_OK && ctx->cfg.twoshot_bytes == 0) /* measured crossovers, 8 ranks */
-        ctx->cfg.twoshot_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? 8u << 10 : 256u << 10;
+        ctx->cfg.twoshot_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? 2u << 10 : 256u << 10;
     if (st == SYMADDR_OK && ctx->cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
     if (st == SYMADDR_OK)

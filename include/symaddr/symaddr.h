@@ -98,7 +98,7 @@ typedef struct symaddr_config {
     symaddr_allreduce_algo_t allreduce_algo; /**< default $SYMADDR_ALLREDUCE (auto, oneshot,
                                                   twoshot), else auto */
     size_t twoshot_bytes;  /**< auto picks two-shot from this many bytes on; default
-                                $SYMADDR_TWOSHOT_BYTES, else 0: the backend's own (8 KiB on
+                                $SYMADDR_TWOSHOT_BYTES, else 0: the backend's own (2 KiB on
                                 cpu, 256 KiB on GPUs). One-shot stages at most 256 KiB. */
 } symaddr_config_t;
 
