@@ -13,6 +13,7 @@ int symaddr_registry_init(symaddr_registry_t *reg)
 void symaddr_registry_fini(symaddr_registry_t *reg)
 {
     free(reg->by_addr);
+    free(reg->bases);
     free(reg->by_map);
     pthread_rwlock_destroy(&reg->lock);
     memset(reg, 0, sizeof(*reg));
@@ -24,7 +25,7 @@ static size_t upper_by_addr(const symaddr_registry_t *reg, uint64_t addr)
     size_t lo = 0, hi = reg->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (reg->by_addr[mid]->map.range_base <= addr)
+        if (reg->bases[mid] <= addr)
             lo = mid + 1;
         else
             hi = mid;
@@ -79,6 +80,10 @@ static symaddr_status_t reserve_locked(symaddr_registry_t *reg, size_t n)
     if (!m)
         return SYMADDR_ERR_NO_MEMORY;
     reg->by_map = m;
+    uint64_t *b = realloc(reg->bases, cap * sizeof(*b));
+    if (!b)
+        return SYMADDR_ERR_NO_MEMORY;
+    reg->bases = b;
     reg->cap = cap;
     return SYMADDR_OK;
 }
@@ -124,7 +129,10 @@ symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_regist
         st = SYMADDR_ERR_ALREADY_REGISTERED;
         goto out;
     }
-    insert_at(reg->by_addr, reg->count, upper_by_addr(reg, base), r);
+    size_t i = upper_by_addr(reg, base);
+    insert_at(reg->by_addr, reg->count, i, r);
+    memmove(reg->bases + i + 1, reg->bases + i, (reg->count - i) * sizeof(*reg->bases));
+    reg->bases[i] = base;
     insert_at(reg->by_map, reg->count, lower_by_map(reg, (uintptr_t)r), r);
     reg->count++;
     forget_freed(reg, base);
@@ -143,6 +151,7 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
         size_t i = upper_by_addr(reg, r->map.range_base);
         /* i - 1 is r: ranges do not overlap, so bases are unique. */
         remove_at(reg->by_addr, reg->count, i - 1);
+        memmove(reg->bases + i - 1, reg->bases + i, (reg->count - i) * sizeof(*reg->bases));
         remove_at(reg->by_map, reg->count, j);
         reg->count--;
         reg->freed[reg->freed_next] = r->map.range_base;

@@ -25,6 +25,8 @@ typedef struct symaddr_registration {
 typedef struct symaddr_registry {
     pthread_rwlock_t lock;
     symaddr_registration_t **by_addr; /* sorted by map.range_base */
+    uint64_t *bases;                  /* by_addr[i]->map.range_base, searched without chasing
+                                         pointers */
     symaddr_registration_t **by_map;  /* sorted by address of the registration */
     size_t count, cap;
     uint64_t freed[SYMADDR_FREED_MEMORY];

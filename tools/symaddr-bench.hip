@@ -72,6 +72,7 @@ typedef struct opts {
     symaddr_dtype_t dtype;
     symaddr_redop_t redop;
     symaddr_allreduce_algo_t algo;
+    const char *backend;
 } opts_t;
 
 static const char *const coll_ops[] = {"allreduce", "allgather", "reduce_scatter", "broadcast",
@@ -108,9 +109,9 @@ static int usage(int rank)
                 "         [--provider heap|ipc] [--check] [--json FILE]\n"
                 "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
                 "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot]\n"
-                "         [--compare mpi|nccl|rccl] [--graph]\n"
-                "  OP: put get translate latency allreduce allgather reduce_scatter broadcast "
-                "alltoall\n");
+                "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
+                "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
+                "      reduce_scatter broadcast alltoall\n");
     return 2;
 }
 
@@ -136,6 +137,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
         else if (!strcmp(a, "--check")) o->check = 1;
         else if (!strcmp(a, "--graph")) o->graph = 1;
         else if (!strcmp(a, "--compare") && v) o->compare = argv[++i];
+        else if (!strcmp(a, "--backend") && v) o->backend = argv[++i];
         else if (!strcmp(a, "--dtype") && v) {
             int k = lookup_name(dtype_names, 8, argv[++i]);
             if (k < 0)
@@ -159,7 +161,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             else if (!strcmp(v, "ipc")) o->provider = SYMADDR_PROVIDER_IPC;
             else return usage(rank);
         } else if (!o->op && (!strcmp(a, "put") || !strcmp(a, "get") || !strcmp(a, "translate") ||
-                              !strcmp(a, "latency") || lookup_name(coll_ops, 5, a) >= 0))
+                              !strcmp(a, "latency") || !strcmp(a, "atomic") || !strcmp(a, "alloc") ||
+                              !strcmp(a, "lookup") || lookup_name(coll_ops, 5, a) >= 0))
             o->op = a;
         else return usage(rank);
     }
@@ -538,6 +541,164 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     return 0;
 }
 
+
+/* Ops that launch this tool's own kernels need the backend they were built for. */
+static int kernels_match(symaddr_context_t *ctx, const opts_t *o)
+{
+    if (symaddr_backend(ctx) == BENCH_BACKEND)
+        return 1;
+    if (symaddr_rank(ctx) == 0)
+        fprintf(stderr, "symaddr-bench: '%s' runs its own kernels, built for the %s backend, "
+                        "but the context runs on %s; run %s with SYMADDR_BACKEND=%s\n",
+                o->op, symaddr_backend_name(BENCH_BACKEND),
+                symaddr_backend_name(symaddr_backend(ctx)),
+                BENCH_BACKEND == SYMADDR_BACKEND_CPU ? "symaddr-bench-cpu" : "symaddr-bench",
+                symaddr_backend_name(BENCH_BACKEND));
+    return 0;
+}
+
+/* ---- atomics, allocation, lookup ---------------------------------------------------------------- */
+
+__global__ void atomic_loop(uint64_t *ctr, int target, int n, const uint64_t *pb, int me)
+{
+    for (int i = 0; i < n; i++)
+        symaddr_atomic_fetch_add_u64(ctr, 1, target, pb, me);
+}
+
+static double now_max(symaddr_context_t *ctx, double t)
+{
+    double w;
+    MPI_Allreduce(&t, &w, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+    return w;
+}
+
+static int run_atomic(symaddr_context_t *ctx, const opts_t *o)
+{
+    int rank = symaddr_rank(ctx), n = symaddr_size(ctx), iters = o->iters * 50;
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    uint64_t *ctr, zero[1] = {0}, got[2];
+    if (!kernels_match(ctx, o))
+        return 2;
+    if (symaddr_provider_get(ctx, o->provider, &prov) ||
+        symaddr_allocate_symmetric(prov, 2 * sizeof(uint64_t), (void **)&ctr, &m))
+        return 1;
+    double t[2];
+    for (int k = 0; k < 2; k++) { /* 0: every rank adds to rank 0's counter; 1: its own */
+        symaddr_memcpy(ctx, ctr + k, zero, sizeof(uint64_t));
+        MPI_Barrier(symaddr_comm(ctx));
+        double t0 = MPI_Wtime();
+        SYMADDR_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0, iters, m->peer_bases, rank);
+        symaddr_stream_sync(ctx, NULL);
+        t[k] = now_max(ctx, (MPI_Wtime() - t0) / iters);
+        MPI_Barrier(symaddr_comm(ctx));
+    }
+    symaddr_memcpy(ctx, got, ctr, sizeof(got));
+    long wrong = rank == 0 ? got[0] != (uint64_t)n * (uint64_t)iters : 0, all = 0;
+    wrong += got[1] != (uint64_t)iters;
+    MPI_Allreduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
+    if (rank == 0) {
+        printf("# symaddr-bench atomic: %d ranks, backend %s: fetch_add_u64, %d per rank\n", n,
+               symaddr_backend_name(symaddr_backend(ctx)), iters);
+        printf("# reference: the same kernel on the rank's own counter\n");
+        printf("%22s %12s %12s %8s %7s\n", "", "time(us)", "local(us)", "ratio", "#wrong");
+        printf("%22s %12.3f %12.3f %8.2f %7ld\n", "all ranks -> rank 0", t[0] * 1e6, t[1] * 1e6,
+               t[0] / t[1], all);
+    }
+    symaddr_free_symmetric(prov, ctr);
+    return 0;
+}
+
+static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
+{
+    int rank = symaddr_rank(ctx);
+    if (rank == 0) {
+        printf("# symaddr-bench alloc: %d ranks, backend %s: allocate_symmetric + free, per call\n",
+               symaddr_size(ctx), symaddr_backend_name(symaddr_backend(ctx)));
+        printf("# reference: the backend's plain allocation + free (symaddr_mem_alloc)\n");
+        printf("%8s %12s %12s %12s %8s\n", "provider", "size(B)", "time(us)", "plain(us)", "ratio");
+    }
+    for (int k = 0; k < 2; k++) {
+        symaddr_provider_kind_t kind = k ? SYMADDR_PROVIDER_IPC : SYMADDR_PROVIDER_HEAP;
+        symaddr_provider_t *prov;
+        if (symaddr_provider_get(ctx, kind, &prov))
+            continue;
+        for (double s = (double)o->min; s <= (double)o->max; s *= o->factor) {
+            size_t bytes = (size_t)s;
+            void *p;
+            symaddr_map_t *m;
+            symaddr_status_t st = SYMADDR_OK;
+            MPI_Barrier(symaddr_comm(ctx));
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < o->iters && st == SYMADDR_OK; i++) {
+                st = symaddr_allocate_symmetric(prov, bytes, &p, &m);
+                if (st == SYMADDR_OK)
+                    st = symaddr_free_symmetric(prov, p);
+            }
+            double t = now_max(ctx, (MPI_Wtime() - t0) / o->iters);
+            MPI_Barrier(symaddr_comm(ctx));
+            t0 = MPI_Wtime();
+            for (int i = 0; i < o->iters; i++)
+                if (symaddr_mem_alloc(ctx, bytes, &p) == SYMADDR_OK)
+                    symaddr_mem_free(ctx, p);
+            double tp = now_max(ctx, (MPI_Wtime() - t0) / o->iters);
+            if (rank == 0 && st == SYMADDR_OK)
+                printf("%8s %12zu %12.2f %12.2f %8.2f\n", k ? "ipc" : "heap", bytes, t * 1e6,
+                       tp * 1e6, t / tp);
+            else if (rank == 0)
+                printf("%8s %12zu %12s (%s)\n", k ? "ipc" : "heap", bytes, "failed",
+                       symaddr_last_error(ctx));
+            if (st != SYMADDR_OK)
+                break;
+        }
+    }
+    return 0;
+}
+
+/* Lookups of interior pointers with 10,000 live allocations, against the same with one. */
+static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
+{
+    enum { LIVE = 10000, LOOKUPS = 1000000 };
+    symaddr_provider_t *heap;
+    symaddr_map_t *m, *found;
+    void **p = (void **)calloc(LIVE, sizeof(void *));
+    int rank = symaddr_rank(ctx), ok = 1;
+    (void)o;
+    if (symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap))
+        return 1;
+    double t[2];
+    int live[2] = {1, LIVE}, n = 0;
+    for (int k = 0; k < 2; k++) {
+        while (n < live[k] && ok)
+            ok = symaddr_allocate_symmetric(heap, 256, &p[n++], &m) == SYMADDR_OK;
+        if (!ok)
+            break;
+        unsigned x = 12345;
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < LOOKUPS; i++) {
+            x = x * 1103515245u + 12345u;
+            int j = (int)(x % (unsigned)n);
+            ok &= symaddr_lookup(ctx, (char *)p[j] + (x >> 8) % 256, &found) == SYMADDR_OK;
+        }
+        t[k] = now_max(ctx, (MPI_Wtime() - t0) / LOOKUPS);
+    }
+    if (rank == 0 && ok) {
+        printf("# symaddr-bench lookup: %d ranks, backend %s, heap allocations of 256 B\n",
+               symaddr_size(ctx), symaddr_backend_name(symaddr_backend(ctx)));
+        printf("%12s %14s %8s\n", "live", "ns/lookup", "ratio");
+        printf("%12d %14.1f %8s\n", 1, t[0] * 1e9, "1.00");
+        printf("%12d %14.1f %8.2f\n", LIVE, t[1] * 1e9, t[1] / t[0]);
+    } else if (rank == 0) {
+        fprintf(stderr, "symaddr-bench: lookup: %s (raise SYMADDR_HEAP_SIZE)\n",
+                symaddr_last_error(ctx));
+    }
+    for (int i = 0; i < n; i++)
+        if (p[i])
+            symaddr_free_symmetric(heap, p[i]);
+    free(p);
+    return ok ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     opts_t o;
@@ -558,27 +719,34 @@ int main(int argc, char **argv)
     symaddr_config_default(&cfg);
     if (o.algo != SYMADDR_ALLREDUCE_AUTO)
         cfg.allreduce_algo = o.algo;
+    if (o.backend) {
+        static const char *const names[] = {"auto", "cpu", "cuda", "hip"};
+        int k = lookup_name(names, 4, o.backend);
+        if (k < 0) {
+            usage(wrank);
+            MPI_Finalize();
+            return 2;
+        }
+        cfg.backend = (symaddr_backend_kind_t)k;
+    }
     if ((st = symaddr_init(MPI_COMM_WORLD, &cfg, &ctx)) != SYMADDR_OK) {
         MPI_Finalize();
         return 1;
     }
     int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
-    if (lookup_name(coll_ops, 5, o.op) >= 0) {
-        int rc = run_collective(ctx, &o);
+    if (lookup_name(coll_ops, 5, o.op) >= 0 || !strcmp(o.op, "alloc") || !strcmp(o.op, "lookup") ||
+        !strcmp(o.op, "atomic")) {
+        int rc = !strcmp(o.op, "alloc")    ? run_alloc(ctx, &o)
+                 : !strcmp(o.op, "lookup") ? run_lookup(ctx, &o)
+                 : !strcmp(o.op, "atomic") ? run_atomic(ctx, &o)
+                                           : run_collective(ctx, &o);
         symaddr_finalize(&ctx);
         MPI_Finalize();
         return rc;
     }
     int mode = !strcmp(o.op, "put") ? MODE_PUT : !strcmp(o.op, "get") ? MODE_GET : -1;
     int latency = !strcmp(o.op, "latency");
-    if (mode < 0 && symaddr_backend(ctx) != BENCH_BACKEND) {
-        if (rank == 0)
-            fprintf(stderr, "symaddr-bench: '%s' runs its own kernels, built for the %s backend, "
-                            "but the context runs on %s; run %s with SYMADDR_BACKEND=%s\n",
-                    o.op, symaddr_backend_name(BENCH_BACKEND),
-                    symaddr_backend_name(symaddr_backend(ctx)),
-                    BENCH_BACKEND == SYMADDR_BACKEND_CPU ? "symaddr-bench-cpu" : "symaddr-bench",
-                    symaddr_backend_name(BENCH_BACKEND));
+    if (mode < 0 && !kernels_match(ctx, &o)) {
         symaddr_finalize(&ctx);
         MPI_Finalize();
         return 2;
