@@ -40,7 +40,10 @@ for s in $steps; do
                 2>&1 | tee -a "$OUT/bench.txt"
         done
         mpiexec -n 2 $B/tools/symaddr-bench latency --iters 2000 2>&1 | tee -a "$OUT/bench.txt"
-        mpiexec -n 2 $B/tools/symaddr-bench put -b 1M -e 1G -f 8 --check 2>&1 | tee -a "$OUT/bench.txt" ;;
+        mpiexec -n 2 $B/tools/symaddr-bench put -b 1M -e 1G -f 8 --check 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 8 $B/tools/symaddr-bench atomic 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 8 $B/tools/symaddr-bench alloc -b 4K -e 64M -f 16 --iters 20 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 8 $B/tools/symaddr-bench lookup 2>&1 | tee -a "$OUT/bench.txt" ;;
     coll)
         for a in "--dtype float" "--dtype bfloat16"; do
             mpiexec -n 8 $B/tools/symaddr-bench allreduce $a -b 8 -e 256M -f 4 --iters 20 \
@@ -57,7 +60,11 @@ for s in $steps; do
     cpucoll)
         SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
             -b 8 -e 64M -f 4 --iters 30 --check --compare mpi --json "$OUT/cpu-allreduce.json" \
-            2>&1 | tee -a "$OUT/cpucoll.txt" ;;
+            2>&1 | tee -a "$OUT/cpucoll.txt"
+        for op in alloc lookup; do
+            SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu $op \
+                -b 4K -e 64M -f 16 --iters 20 2>&1 | tee -a "$OUT/cpucoll.txt"
+        done ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
