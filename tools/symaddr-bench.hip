@@ -588,8 +588,14 @@ static int run_atomic(symaddr_context_t *ctx, const opts_t *o)
         symaddr_memcpy(ctx, ctr + k, zero, sizeof(uint64_t));
         MPI_Barrier(symaddr_comm(ctx));
         double t0 = MPI_Wtime();
-        SYMADDR_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0, iters, m->peer_bases, rank);
-        symaddr_stream_sync(ctx, NULL);
+        symaddr_status_t st = SYMADDR_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0, iters,
+                                             m->peer_bases, rank);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        if (st != SYMADDR_OK) {
+            fprintf(stderr, "symaddr-bench: atomic: %s\n", symaddr_strerror(st));
+            MPI_Abort(symaddr_comm(ctx), 1);
+        }
         t[k] = now_max(ctx, (MPI_Wtime() - t0) / iters);
         MPI_Barrier(symaddr_comm(ctx));
     }
