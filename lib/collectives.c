@@ -272,21 +272,50 @@ static symaddr_status_t leaders_allreduce(symaddr_context_t *ctx, void *recv, co
 
 /* ---- the calls ---------------------------------------------------------------------------- */
 
+/* Whether [a, a+an) and [b, b+bn) overlap. */
+static bool overlap(const void *a, size_t an, const void *b, size_t bn)
+{
+    return (const char *)a < (const char *)b + bn && (const char *)b < (const char *)a + an;
+}
+
+/* Checks shared by every collective, then (validation mode) the agreement; fills d. local is
+ * the caller's own verdict on the arguments (an overlap rule). */
+static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t local,
+                                   symaddr_coll_kind_t kind, const void *send, size_t send_bytes,
+                                   void *recv, size_t recv_bytes, size_t count,
+                                   symaddr_dtype_t dt, symaddr_redop_t op, int root,
+                                   size_t work_bytes, symaddr_coll_desc_t *d)
+{
+    const char *fn = coll_names[kind];
+    const uint64_t *spb = NULL, *rpb = NULL;
+    symaddr_status_t st = common_checks(ctx, dt, op, fn);
+    if (st == SYMADDR_OK)
+        st = sym_buffer(ctx, send, send_bytes, &spb, fn, "send");
+    if (st == SYMADDR_OK)
+        st = sym_buffer(ctx, recv, recv_bytes, &rpb, fn, "recv");
+    if (st == SYMADDR_OK)
+        st = local;
+    if ((st = check_match(ctx, st, kind, count, dt, op, root)) != SYMADDR_OK)
+        return st;
+    desc_init(ctx, d, kind, count, dt, op, work_bytes);
+    d->send = send;
+    d->send_pb = spb;
+    d->recv = recv;
+    d->recv_pb = rpb;
+    d->root = root;
+    d->stage_offset = ctx->coll.stage_offset;
+    return SYMADDR_OK;
+}
+
 symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
                                    size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
                                    void *stream)
 {
-    static const char fn[] = "symaddr_allreduce";
     symaddr_coll_desc_t d;
     symaddr_status_t st;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
-    if ((st = common_checks(ctx, dtype, op, fn)) != SYMADDR_OK)
-        return check_match(ctx, st, SYMADDR_COLL_ALLREDUCE_ONESHOT, 0, SYMADDR_INT32, 0, 0);
     size_t bytes = count * symaddr_dtype_size(dtype);
-    const uint64_t *spb = NULL, *rpb = NULL;
-    if ((st = sym_buffer(ctx, send, bytes, &spb, fn, "send")) == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, bytes, &rpb, fn, "recv");
     symaddr_allreduce_algo_t algo = ctx->cfg.allreduce_algo;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
         algo = bytes < ctx->cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
@@ -295,68 +324,88 @@ symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, voi
         algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
     symaddr_coll_kind_t kind = algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
                                                                  : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
-    if ((st = check_match(ctx, st, kind, count, dtype, op, 0)) != SYMADDR_OK || count == 0)
+    size_t work = kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->boot.node_size
+                                                         : bytes;
+    if ((st = coll_begin(ctx, SYMADDR_OK, kind, send, bytes, recv, bytes, count, dtype, op, 0,
+                         work, &d)) != SYMADDR_OK ||
+        count == 0)
         return st;
-    desc_init(ctx, &d, kind, count, dtype, op,
-              kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->boot.node_size
-                                                     : bytes);
-    d.send = send;
-    d.send_pb = spb;
-    d.recv = recv;
-    d.recv_pb = rpb;
-    d.stage_offset = ctx->coll.stage_offset;
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
-    st = settle(ctx, launch(ctx, &d, stream), fn);
-    return st == SYMADDR_OK ? leaders_allreduce(ctx, recv, rpb, count, dtype, op) : st;
+    st = settle(ctx, launch(ctx, &d, stream), "symaddr_allreduce");
+    return st == SYMADDR_OK ? leaders_allreduce(ctx, recv, d.recv_pb, count, dtype, op) : st;
 }
 
 symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send, void *recv,
                                         size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
                                         void *stream)
 {
-    static const char fn[] = "symaddr_reduce_scatter";
     symaddr_coll_desc_t d;
-    symaddr_status_t st;
-    const uint64_t *spb, *rpb;
+    symaddr_status_t st = SYMADDR_OK;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
-    if ((st = common_checks(ctx, dtype, op, fn)) != SYMADDR_OK)
-        return check_match(ctx, st, SYMADDR_COLL_REDUCE_SCATTER, 0, SYMADDR_INT32, 0, 0);
-    size_t esz = symaddr_dtype_size(dtype), bytes = count * esz;
-    if ((st = sym_buffer(ctx, send, bytes * (size_t)ctx->size, &spb, fn, "send")) == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, bytes, &rpb, fn, "recv");
-    if (st == SYMADDR_OK && recv != (const char *)send + bytes * (size_t)ctx->rank &&
-        (const char *)recv < (const char *)send + bytes * (size_t)ctx->size &&
-        (const char *)recv + bytes > (const char *)send)
+    size_t bytes = count * symaddr_dtype_size(dtype), total = bytes * (size_t)ctx->size;
+    if (recv != (const char *)send + bytes * (size_t)ctx->rank &&
+        overlap(recv, bytes, send, total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                               "%s: recv overlaps send other than at this rank's block "
-                               "(send + rank * count), the only in-place form",
-                               fn);
-    if ((st = check_match(ctx, st, SYMADDR_COLL_REDUCE_SCATTER, count, dtype, op, 0)) !=
-            SYMADDR_OK ||
+                               "symaddr_reduce_scatter: recv overlaps send other than at this "
+                               "rank's block (send + rank * count), the only in-place form");
+    if ((st = coll_begin(ctx, st, SYMADDR_COLL_REDUCE_SCATTER, send, total, recv, bytes, count,
+                         dtype, op, 0, bytes, &d)) != SYMADDR_OK ||
         count == 0)
         return st;
-    if (!multi_node(ctx)) {
-        desc_init(ctx, &d, SYMADDR_COLL_REDUCE_SCATTER, count, dtype, op, bytes);
-        d.send = send;
-        d.send_pb = spb;
-        d.recv = recv;
-        d.recv_pb = rpb;
+    if (!multi_node(ctx))
         return launch(ctx, &d, stream);
-    }
     /* Between nodes: the full hierarchical allreduce into a symmetric temporary. */
     symaddr_provider_t *ipc = &ctx->providers[SYMADDR_PROVIDER_IPC];
     symaddr_map_t *tm;
     void *tmp;
-    if ((st = symaddr_allocate_symmetric(ipc, bytes * (size_t)ctx->size, &tmp, &tm)) != SYMADDR_OK)
+    if ((st = symaddr_allocate_symmetric(ipc, total, &tmp, &tm)) != SYMADDR_OK)
         return st;
     st = symaddr_allreduce(ctx, send, tmp, count * (size_t)ctx->size, dtype, op, stream);
     if (st == SYMADDR_OK)
         st = ctx->be.ops->memcpy(&ctx->be, recv, (char *)tmp + bytes * (size_t)ctx->rank, bytes);
-    st = settle(ctx, st, fn);
+    st = settle(ctx, st, "symaddr_reduce_scatter");
     symaddr_status_t fst = symaddr_free_symmetric(ipc, tmp);
     return st != SYMADDR_OK ? st : fst;
+}
+
+/* Leaders swap their nodes' blocks as (rank, block) records through MPI. */
+static symaddr_status_t leaders_allgather(symaddr_context_t *ctx, void *recv, size_t bytes)
+{
+    const symaddr_bootstrap_t *b = &ctx->boot;
+    size_t rec = sizeof(int64_t) + bytes;
+    int nl;
+    MPI_Comm_size(ctx->coll.leaders, &nl);
+    int *counts = malloc(sizeof(int) * (size_t)nl), *displs = malloc(sizeof(int) * (size_t)nl);
+    int mine = (int)(rec * (size_t)b->node_size);
+    char *out = malloc((size_t)mine), *in = malloc(rec * (size_t)ctx->size);
+    symaddr_status_t st = counts && displs && out && in ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    for (int q = 0; st == SYMADDR_OK && q < b->node_size; q++) {
+        int64_t r = b->node_to_rank[q];
+        memcpy(out + rec * (size_t)q, &r, sizeof(r));
+        st = ctx->be.ops->memcpy(&ctx->be, out + rec * (size_t)q + sizeof(r),
+                                 (const char *)recv + bytes * (size_t)r, bytes);
+    }
+    if (st == SYMADDR_OK &&
+        MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, ctx->coll.leaders) != MPI_SUCCESS)
+        st = SYMADDR_ERR_MPI;
+    for (int l = 0, off = 0; st == SYMADDR_OK && l < nl; off += counts[l], l++)
+        displs[l] = off;
+    if (st == SYMADDR_OK && MPI_Allgatherv(out, mine, MPI_BYTE, in, counts, displs, MPI_BYTE,
+                                           ctx->coll.leaders) != MPI_SUCCESS)
+        st = SYMADDR_ERR_MPI;
+    for (int k = 0; st == SYMADDR_OK && k < ctx->size; k++) {
+        int64_t r;
+        memcpy(&r, in + rec * (size_t)k, sizeof(r));
+        st = ctx->be.ops->memcpy(&ctx->be, (char *)recv + bytes * (size_t)r,
+                                 in + rec * (size_t)k + sizeof(r), bytes);
+    }
+    free(counts);
+    free(displs);
+    free(out);
+    free(in);
+    return st;
 }
 
 symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
@@ -364,72 +413,55 @@ symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, voi
 {
     static const char fn[] = "symaddr_allgather";
     symaddr_coll_desc_t d;
-    symaddr_status_t st;
-    const uint64_t *spb, *rpb;
+    symaddr_status_t st = SYMADDR_OK;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
-    if ((st = common_checks(ctx, dtype, SYMADDR_SUM, fn)) != SYMADDR_OK)
-        return check_match(ctx, st, SYMADDR_COLL_ALLGATHER, 0, SYMADDR_INT32, 0, 0);
-    size_t bytes = count * symaddr_dtype_size(dtype);
-    if ((st = sym_buffer(ctx, send, bytes, &spb, fn, "send")) == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, bytes * (size_t)ctx->size, &rpb, fn, "recv");
-    if (st == SYMADDR_OK && send != (const char *)recv + bytes * (size_t)ctx->rank &&
-        (const char *)send < (const char *)recv + bytes * (size_t)ctx->size &&
-        (const char *)send + bytes > (const char *)recv)
+    size_t bytes = count * symaddr_dtype_size(dtype), total = bytes * (size_t)ctx->size;
+    if (send != (const char *)recv + bytes * (size_t)ctx->rank &&
+        overlap(send, bytes, recv, total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                "%s: send overlaps recv other than at this rank's block "
                                "(recv + rank * count), the only in-place form",
                                fn);
-    if ((st = check_match(ctx, st, SYMADDR_COLL_ALLGATHER, count, dtype, 0, 0)) != SYMADDR_OK ||
+    if ((st = coll_begin(ctx, st, SYMADDR_COLL_ALLGATHER, send, bytes, recv, total, count, dtype,
+                         SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
+            SYMADDR_OK ||
         count == 0)
         return st;
-    desc_init(ctx, &d, SYMADDR_COLL_ALLGATHER, count, dtype, SYMADDR_SUM,
-              bytes * (size_t)ctx->boot.node_size);
-    d.send = send;
-    d.send_pb = spb;
-    d.recv = recv;
-    d.recv_pb = rpb;
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
     if ((st = settle(ctx, launch(ctx, &d, stream), fn)) != SYMADDR_OK)
         return st;
-    /* Leaders swap their nodes' blocks as (rank, block) records, then broadcast in the node. */
-    const symaddr_bootstrap_t *b = &ctx->boot;
-    size_t rec = sizeof(int64_t) + bytes;
-    if (ctx->coll.leaders != MPI_COMM_NULL) {
-        int nl;
-        MPI_Comm_size(ctx->coll.leaders, &nl);
-        int *counts = malloc(sizeof(int) * (size_t)nl), *displs = malloc(sizeof(int) * (size_t)nl);
-        int mine = (int)(rec * (size_t)b->node_size);
-        char *out = malloc((size_t)mine), *in = malloc(rec * (size_t)ctx->size);
-        st = counts && displs && out && in ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
-        for (int q = 0; st == SYMADDR_OK && q < b->node_size; q++) {
-            int64_t r = b->node_to_rank[q];
-            memcpy(out + rec * (size_t)q, &r, sizeof(r));
-            st = ctx->be.ops->memcpy(&ctx->be, out + rec * (size_t)q + sizeof(r),
-                                     (const char *)recv + bytes * (size_t)r, bytes);
-        }
-        if (st == SYMADDR_OK &&
-            MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, ctx->coll.leaders) != MPI_SUCCESS)
-            st = SYMADDR_ERR_MPI;
-        for (int l = 0, off = 0; st == SYMADDR_OK && l < nl; off += counts[l], l++)
-            displs[l] = off;
-        if (st == SYMADDR_OK && MPI_Allgatherv(out, mine, MPI_BYTE, in, counts, displs, MPI_BYTE,
-                                               ctx->coll.leaders) != MPI_SUCCESS)
-            st = SYMADDR_ERR_MPI;
-        for (int k = 0; st == SYMADDR_OK && k < ctx->size; k++) {
-            int64_t r;
-            memcpy(&r, in + rec * (size_t)k, sizeof(r));
-            st = ctx->be.ops->memcpy(&ctx->be, (char *)recv + bytes * (size_t)r,
-                                     in + rec * (size_t)k + sizeof(r), bytes);
-        }
-        free(counts);
-        free(displs);
-        free(out);
-        free(in);
-    }
+    if (ctx->coll.leaders != MPI_COMM_NULL)
+        st = leaders_allgather(ctx, recv, bytes);
     st = symaddr_agree_status(ctx, st, fn);
-    return st == SYMADDR_OK ? node_bcast(ctx, recv, rpb, count * (size_t)ctx->size, dtype, 0) : st;
+    return st == SYMADDR_OK ? node_bcast(ctx, recv, d.recv_pb, count * (size_t)ctx->size, dtype, 0)
+                            : st;
+}
+
+/* The root node's leader holds the data; leaders pass it on through MPI. */
+static symaddr_status_t leaders_broadcast(symaddr_context_t *ctx, void *recv, size_t bytes,
+                                          int has_root)
+{
+    int nl, from = 0, *flags;
+    MPI_Comm_size(ctx->coll.leaders, &nl);
+    flags = malloc(sizeof(int) * (size_t)nl);
+    void *h = stage_out(ctx, recv, bytes);
+    symaddr_status_t st = flags && h ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK &&
+        MPI_Allgather(&has_root, 1, MPI_INT, flags, 1, MPI_INT, ctx->coll.leaders) != MPI_SUCCESS)
+        st = SYMADDR_ERR_MPI;
+    for (int l = 0; st == SYMADDR_OK && l < nl; l++)
+        if (flags[l])
+            from = l;
+    if (st == SYMADDR_OK &&
+        MPI_Bcast(h, (int)bytes, MPI_BYTE, from, ctx->coll.leaders) != MPI_SUCCESS)
+        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK && !has_root)
+        st = ctx->be.ops->memcpy(&ctx->be, recv, h, bytes);
+    free(flags);
+    free(h);
+    return st;
 }
 
 symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
@@ -437,31 +469,22 @@ symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, voi
 {
     static const char fn[] = "symaddr_broadcast";
     symaddr_coll_desc_t d;
-    symaddr_status_t st;
-    const uint64_t *spb, *rpb;
+    symaddr_status_t st = SYMADDR_OK;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
-    if ((st = common_checks(ctx, dtype, SYMADDR_SUM, fn)) != SYMADDR_OK)
-        return check_match(ctx, st, SYMADDR_COLL_BROADCAST, 0, SYMADDR_INT32, 0, 0);
     size_t bytes = count * symaddr_dtype_size(dtype);
     if (root < 0 || root >= ctx->size)
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
                                fn, root, ctx->size - 1);
-    else if ((st = sym_buffer(ctx, send, bytes, &spb, fn, "send")) == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, bytes, &rpb, fn, "recv");
-    if ((st = check_match(ctx, st, SYMADDR_COLL_BROADCAST, count, dtype, 0, root)) != SYMADDR_OK ||
-        count == 0)
-        return st;
-    /* Node rank of the root when it is in this node, else -1. */
+    /* The kernel takes the root's node rank; -1 when it is on another node. */
     int root_q = -1;
     for (int q = 0; q < ctx->boot.node_size; q++)
         if (ctx->boot.node_to_rank[q] == root)
             root_q = q;
-    desc_init(ctx, &d, SYMADDR_COLL_BROADCAST, count, dtype, SYMADDR_SUM, bytes);
-    d.send = send;
-    d.send_pb = spb;
-    d.recv = recv;
-    d.recv_pb = rpb;
+    if ((st = coll_begin(ctx, st, SYMADDR_COLL_BROADCAST, send, bytes, recv, bytes, count, dtype,
+                         SYMADDR_SUM, root, bytes, &d)) != SYMADDR_OK ||
+        count == 0)
+        return st;
     d.root = root_q;
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
@@ -469,32 +492,11 @@ symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, voi
         st = launch(ctx, &d, stream);
     if ((st = settle(ctx, st, fn)) != SYMADDR_OK)
         return st;
-    /* The root node's leader now holds the data; leaders pass it on through MPI. */
-    int has_root = root_q >= 0, from = 0;
-    if (ctx->coll.leaders != MPI_COMM_NULL) {
-        int lr, nl, *flags;
-        MPI_Comm_rank(ctx->coll.leaders, &lr);
-        MPI_Comm_size(ctx->coll.leaders, &nl);
-        flags = malloc(sizeof(int) * (size_t)nl);
-        void *h = stage_out(ctx, recv, bytes);
-        st = flags && h ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
-        if (st == SYMADDR_OK &&
-            MPI_Allgather(&has_root, 1, MPI_INT, flags, 1, MPI_INT, ctx->coll.leaders) != MPI_SUCCESS)
-            st = SYMADDR_ERR_MPI;
-        for (int l = 0; st == SYMADDR_OK && l < nl; l++)
-            if (flags[l])
-                from = l;
-        if (st == SYMADDR_OK &&
-            MPI_Bcast(h, (int)bytes, MPI_BYTE, from, ctx->coll.leaders) != MPI_SUCCESS)
-            st = SYMADDR_ERR_MPI;
-        if (st == SYMADDR_OK && !has_root)
-            st = ctx->be.ops->memcpy(&ctx->be, recv, h, bytes);
-        free(flags);
-        free(h);
-    }
+    if (ctx->coll.leaders != MPI_COMM_NULL)
+        st = leaders_broadcast(ctx, recv, bytes, root_q >= 0);
     st = symaddr_agree_status(ctx, st, fn);
-    if (st == SYMADDR_OK && !has_root)
-        st = node_bcast(ctx, recv, rpb, count, dtype, 0);
+    if (st == SYMADDR_OK && root_q < 0)
+        st = node_bcast(ctx, recv, d.recv_pb, count, dtype, 0);
     return st;
 }
 
@@ -503,37 +505,27 @@ symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void
 {
     static const char fn[] = "symaddr_alltoall";
     symaddr_coll_desc_t d;
-    symaddr_status_t st;
-    const uint64_t *spb, *rpb;
+    symaddr_status_t st = SYMADDR_OK;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
-    if ((st = common_checks(ctx, dtype, SYMADDR_SUM, fn)) != SYMADDR_OK)
-        return check_match(ctx, st, SYMADDR_COLL_ALLTOALL, 0, SYMADDR_INT32, 0, 0);
     size_t bytes = count * symaddr_dtype_size(dtype), total = bytes * (size_t)ctx->size;
-    if ((st = sym_buffer(ctx, send, total, &spb, fn, "send")) == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, total, &rpb, fn, "recv");
-    if (st == SYMADDR_OK && (const char *)send < (const char *)recv + total &&
-        (const char *)recv < (const char *)send + total)
+    if (overlap(send, total, recv, total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                "%s: send and recv overlap; in-place alltoall is not supported, "
                                "use separate buffers",
                                fn);
-    if ((st = check_match(ctx, st, SYMADDR_COLL_ALLTOALL, count, dtype, 0, 0)) != SYMADDR_OK ||
+    if ((st = coll_begin(ctx, st, SYMADDR_COLL_ALLTOALL, send, total, recv, total, count, dtype,
+                         SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
+            SYMADDR_OK ||
         count == 0)
         return st;
-    desc_init(ctx, &d, SYMADDR_COLL_ALLTOALL, count, dtype, SYMADDR_SUM,
-              bytes * (size_t)ctx->boot.node_size);
-    d.send = send;
-    d.send_pb = spb;
-    d.recv = recv;
-    d.recv_pb = rpb;
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
     if ((st = settle(ctx, launch(ctx, &d, stream), fn)) != SYMADDR_OK)
         return st;
     /* Blocks for other nodes go through MPI; the node's own already moved. */
-    int *counts = calloc((size_t)ctx->size, sizeof(int)), *displs = calloc((size_t)ctx->size,
-                                                                            sizeof(int));
+    int *counts = calloc((size_t)ctx->size, sizeof(int));
+    int *displs = calloc((size_t)ctx->size, sizeof(int));
     char *hs = stage_out(ctx, send, total), *hr = malloc(total);
     st = counts && displs && hs && hr ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     for (int r = 0; st == SYMADDR_OK && r < ctx->size; r++) {
