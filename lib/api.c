@@ -13,6 +13,7 @@
 static const symaddr_provider_ops_t *const provider_ops[SYMADDR_PROVIDER_COUNT_] = {
     [SYMADDR_PROVIDER_HEAP] = &symaddr_provider_heap_ops,
     [SYMADDR_PROVIDER_IPC] = &symaddr_provider_ipc_ops,
+    [SYMADDR_PROVIDER_VMM] = &symaddr_provider_vmm_ops,
 };
 
 static symaddr_status_t check_size(symaddr_context_t *ctx, size_t bytes, const char *fn)
@@ -43,13 +44,21 @@ symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx, symaddr_provider_k
     if ((int)kind < 0 || kind >= SYMADDR_PROVIDER_COUNT_ || !provider_ops[kind])
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "symaddr_provider_get: provider %d cannot allocate; use "
-                                 "SYMADDR_PROVIDER_HEAP or SYMADDR_PROVIDER_IPC "
+                                 "SYMADDR_PROVIDER_HEAP, _IPC or _VMM "
                                  "(symaddr_import and symaddr_register_peer_table for others)",
                                  (int)kind);
     if (kind == SYMADDR_PROVIDER_HEAP && !ctx->has_heap)
         return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
                                  "symaddr_provider_get: this context has no heap (heap_bytes "
                                  "is 0); set heap_bytes or SYMADDR_HEAP_SIZE");
+    if (kind == SYMADDR_PROVIDER_VMM && !ctx->be.ops->vmm_alloc)
+        return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
+                                 "symaddr_provider_get: the %s backend has no VMM memory%s; use "
+                                 "SYMADDR_PROVIDER_IPC",
+                                 ctx->be.ops->name,
+                                 ctx->be.ops->kind == SYMADDR_BACKEND_HIP
+                                     ? " in this build (it needs a ROCm with hipMemCreate)"
+                                     : "");
     *provider_p = &ctx->providers[kind];
     return SYMADDR_OK;
 }

@@ -20,8 +20,14 @@ typedef struct symaddr_ipc_handle {
     uint8_t data[64]; /* opaque runtime handle (cudaIpcMemHandle_t, ...) */
     uint64_t bytes;   /* size of the exported root */
     int32_t fd;       /* -1 when unused */
-    uint32_t pad_;
+    uint32_t kind;    /* SYMADDR_HANDLE_*: how the peer opens it */
 } symaddr_ipc_handle_t;
+
+enum {
+    SYMADDR_HANDLE_RUNTIME = 0, /* runtime IPC handle (or the cpu backend's memfd) */
+    SYMADDR_HANDLE_VMM = 1,     /* VMM memory: fd, plus a fabric handle in data when valid */
+    SYMADDR_HANDLE_VMM_FABRIC = 2,
+};
 
 typedef struct symaddr_backend symaddr_backend_t;
 
@@ -52,6 +58,17 @@ typedef struct symaddr_backend_ops {
     symaddr_status_t (*handle_open)(symaddr_backend_t *be, const symaddr_ipc_handle_t *handle,
                                     void **ptr_p);
     symaddr_status_t (*handle_close)(symaddr_backend_t *be, void *ptr, size_t bytes);
+
+    /* VMM memory (NULL when the backend or its runtime has none): physical memory with a
+     * shareable handle, mapped into reserved address space; bytes are rounded up to the
+     * allocation granularity (*mapped_p). handle_export/open/close recognise it. */
+    symaddr_status_t (*vmm_alloc)(symaddr_backend_t *be, size_t bytes, void **ptr_p,
+                                  size_t *mapped_p);
+    symaddr_status_t (*vmm_free)(symaddr_backend_t *be, void *ptr);
+
+    /* Identity of the device (PCI bus id, "" on cpu) and peer reachability between devices. */
+    void (*device_id)(symaddr_backend_t *be, char *buf, size_t len);
+    int (*can_access_peer)(symaddr_backend_t *be, int dev, int peer_dev);
 
     symaddr_status_t (*memcpy)(symaddr_backend_t *be, void *dst, const void *src, size_t bytes);
     symaddr_status_t (*stream_sync)(symaddr_backend_t *be, void *stream);

@@ -181,6 +181,21 @@ static symaddr_status_t cpu_handle_close(symaddr_backend_t *be, void *ptr, size_
     return munmap(ptr, bytes) == 0 ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
 }
 
+static void cpu_device_id(symaddr_backend_t *be, char *buf, size_t len)
+{
+    (void)be;
+    if (len)
+        buf[0] = 0;
+}
+
+static int cpu_can_access_peer(symaddr_backend_t *be, int dev, int peer_dev)
+{
+    (void)be;
+    (void)dev;
+    (void)peer_dev;
+    return 1; /* shared memory: every rank of a node maps it */
+}
+
 static symaddr_status_t cpu_memcpy(symaddr_backend_t *be, void *dst, const void *src, size_t n)
 {
     (void)be;
@@ -212,6 +227,10 @@ const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
     .handle_export = cpu_handle_export,
     .handle_open = cpu_handle_open,
     .handle_close = cpu_handle_close,
+    .vmm_alloc = NULL,
+    .vmm_free = NULL,
+    .device_id = cpu_device_id,
+    .can_access_peer = cpu_can_access_peer,
     .memcpy = cpu_memcpy,
     .stream_sync = cpu_stream_sync,
     .kernels = &symaddr_kernels_cpu,

@@ -4,8 +4,11 @@
 #include "device/runtime.h"
 #include "backend.h"
 
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(SYMADDR_USE_CUDA)
 #define GPU_NAME "cuda"
@@ -17,6 +20,48 @@
 
 static_assert(sizeof(hipIpcMemHandle_t) <= sizeof(((symaddr_ipc_handle_t *)0)->data),
               "IPC handle does not fit");
+
+/* VMM mappings made here, allocated or imported, so that export, close and free find their
+ * handles. */
+typedef struct vmm_rec {
+    void *ptr;
+    size_t bytes;
+    unsigned long long handle; /* CUmemGenericAllocationHandle */
+    int fd;                    /* exported descriptor, kept until free */
+    int fabric;                /* created with a fabric handle type */
+    int imported;
+    struct vmm_rec *next;
+} vmm_rec_t;
+
+typedef struct gpu_state {
+    pthread_mutex_t lock;
+    vmm_rec_t *vmm;
+} gpu_state_t;
+
+[[maybe_unused]] static vmm_rec_t *vmm_find(symaddr_backend_t *be, const void *ptr, int unlink)
+{
+    gpu_state_t *g = (gpu_state_t *)be->priv;
+    vmm_rec_t *r = NULL;
+    pthread_mutex_lock(&g->lock);
+    for (vmm_rec_t **pr = &g->vmm; *pr; pr = &(*pr)->next)
+        if ((*pr)->ptr == ptr) {
+            r = *pr;
+            if (unlink)
+                *pr = r->next;
+            break;
+        }
+    pthread_mutex_unlock(&g->lock);
+    return r;
+}
+
+[[maybe_unused]] static void vmm_add(symaddr_backend_t *be, vmm_rec_t *r)
+{
+    gpu_state_t *g = (gpu_state_t *)be->priv;
+    pthread_mutex_lock(&g->lock);
+    r->next = g->vmm;
+    g->vmm = r;
+    pthread_mutex_unlock(&g->lock);
+}
 
 static symaddr_status_t status_of(hipError_t e)
 {
@@ -43,11 +88,26 @@ static symaddr_status_t gpu_init(symaddr_backend_t *be, int device, char *why, s
                  hipGetErrorString(e));
         return SYMADDR_ERR_BACKEND;
     }
+    gpu_state_t *g = (gpu_state_t *)calloc(1, sizeof(*g));
+    if (!g) {
+        snprintf(why, why_len, "out of host memory");
+        return SYMADDR_ERR_NO_MEMORY;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    be->priv = g;
     be->device = device;
     return SYMADDR_OK;
 }
 
-static void gpu_fini(symaddr_backend_t *be) { (void)be; }
+static void gpu_fini(symaddr_backend_t *be)
+{
+    gpu_state_t *g = (gpu_state_t *)be->priv;
+    if (!g)
+        return;
+    pthread_mutex_destroy(&g->lock);
+    free(g);
+    be->priv = NULL;
+}
 
 static symaddr_status_t gpu_mem_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
 {
@@ -87,11 +147,208 @@ static symaddr_status_t gpu_mem_range(symaddr_backend_t *be, const void *ptr, vo
     return SYMADDR_OK;
 }
 
+
+#if defined(SYMADDR_USE_CUDA)
+/* ---- VMM through the CUDA driver API ------------------------------------------------------- */
+
+/* Every visible device may access the range; devices that cannot are left out. */
+static CUresult vmm_map(symaddr_backend_t *be, CUmemGenericAllocationHandle h, size_t bytes,
+                        size_t align, void **ptr_p)
+{
+    CUdeviceptr ptr;
+    int ndev = 0;
+    CUresult r = cuMemAddressReserve(&ptr, bytes, align, 0, 0);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((r = cuMemMap(ptr, bytes, 0, h, 0)) != CUDA_SUCCESS) {
+        cuMemAddressFree(ptr, bytes);
+        return r;
+    }
+    cudaGetDeviceCount(&ndev);
+    CUmemAccessDesc own = {};
+    own.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    own.location.id = be->device;
+    own.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    r = cuMemSetAccess(ptr, bytes, &own, 1);
+    for (int d = 0; r == CUDA_SUCCESS && d < ndev; d++) {
+        CUmemAccessDesc other = own;
+        other.location.id = d;
+        if (d != be->device)
+            (void)cuMemSetAccess(ptr, bytes, &other, 1);
+    }
+    if (r != CUDA_SUCCESS) {
+        cuMemUnmap(ptr, bytes);
+        cuMemAddressFree(ptr, bytes);
+        return r;
+    }
+    *ptr_p = (void *)(uintptr_t)ptr;
+    return CUDA_SUCCESS;
+}
+
+static size_t vmm_granularity(const CUmemAllocationProp *prop)
+{
+    size_t gran = 0;
+    if (cuMemGetAllocationGranularity(&gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+            CUDA_SUCCESS ||
+        gran == 0)
+        gran = 2u << 20;
+    return gran;
+}
+
+static symaddr_status_t gpu_vmm_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p,
+                                      size_t *mapped_p)
+{
+    CUdevice dev;
+    int fabric = 0;
+    CUmemAllocationProp prop = {};
+    CUmemGenericAllocationHandle h;
+    vmm_rec_t *rec = (vmm_rec_t *)calloc(1, sizeof(*rec));
+    if (!rec)
+        return SYMADDR_ERR_NO_MEMORY;
+    if (cuDeviceGet(&dev, be->device) == CUDA_SUCCESS)
+        cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev);
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = be->device;
+    prop.requestedHandleTypes = (CUmemAllocationHandleType)(
+        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | (fabric ? CU_MEM_HANDLE_TYPE_FABRIC : 0));
+    size_t gran = vmm_granularity(&prop), size = (bytes + gran - 1) / gran * gran;
+    CUresult r = cuMemCreate(&h, size, &prop, 0);
+    if (r != CUDA_SUCCESS && fabric) { /* no fabric manager: descriptors only */
+        fabric = 0;
+        prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+        r = cuMemCreate(&h, size, &prop, 0);
+    }
+    if (r != CUDA_SUCCESS) {
+        free(rec);
+        return r == CUDA_ERROR_OUT_OF_MEMORY ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND;
+    }
+    if (vmm_map(be, h, size, gran, &rec->ptr) != CUDA_SUCCESS) {
+        cuMemRelease(h);
+        free(rec);
+        return SYMADDR_ERR_BACKEND;
+    }
+    rec->bytes = size;
+    rec->handle = h;
+    rec->fd = -1;
+    rec->fabric = fabric;
+    vmm_add(be, rec);
+    *ptr_p = rec->ptr;
+    *mapped_p = size;
+    return SYMADDR_OK;
+}
+
+static void vmm_release(vmm_rec_t *rec)
+{
+    cuMemUnmap((CUdeviceptr)(uintptr_t)rec->ptr, rec->bytes);
+    cuMemAddressFree((CUdeviceptr)(uintptr_t)rec->ptr, rec->bytes);
+    cuMemRelease(rec->handle);
+    if (rec->fd >= 0)
+        close(rec->fd);
+    free(rec);
+}
+
+static symaddr_status_t gpu_vmm_free(symaddr_backend_t *be, void *ptr)
+{
+    vmm_rec_t *rec = vmm_find(be, ptr, 1);
+    if (!rec)
+        return SYMADDR_ERR_NOT_FOUND;
+    vmm_release(rec);
+    return SYMADDR_OK;
+}
+
+/* A descriptor always travels; a fabric handle too when the driver could make one. */
+static symaddr_status_t vmm_export(vmm_rec_t *rec, symaddr_ipc_handle_t *h)
+{
+    memset(h, 0, sizeof(*h));
+    if (rec->fd < 0 &&
+        cuMemExportToShareableHandle(&rec->fd, rec->handle,
+                                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS)
+        rec->fd = -1;
+    h->fd = rec->fd;
+    h->bytes = rec->bytes;
+    h->kind = SYMADDR_HANDLE_VMM;
+    CUmemFabricHandle fh;
+    static_assert(sizeof(fh) <= sizeof(h->data), "fabric handle does not fit");
+    if (rec->fabric &&
+        cuMemExportToShareableHandle(&fh, rec->handle, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
+            CUDA_SUCCESS) {
+        memcpy(h->data, &fh, sizeof(fh));
+        h->kind = SYMADDR_HANDLE_VMM_FABRIC;
+    }
+    return h->fd >= 0 || h->kind == SYMADDR_HANDLE_VMM_FABRIC ? SYMADDR_OK
+                                                              : SYMADDR_ERR_NOT_SHAREABLE;
+}
+
+static symaddr_status_t vmm_open(symaddr_backend_t *be, const symaddr_ipc_handle_t *h,
+                                 void **ptr_p)
+{
+    CUmemGenericAllocationHandle mh;
+    CUresult r = CUDA_ERROR_INVALID_VALUE;
+    if (h->kind == SYMADDR_HANDLE_VMM_FABRIC) {
+        CUmemFabricHandle fh;
+        memcpy(&fh, h->data, sizeof(fh));
+        r = cuMemImportFromShareableHandle(&mh, &fh, CU_MEM_HANDLE_TYPE_FABRIC);
+    }
+    if (r != CUDA_SUCCESS && h->fd >= 0)
+        r = cuMemImportFromShareableHandle(&mh, (void *)(uintptr_t)h->fd,
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    if (h->fd >= 0)
+        close(h->fd);
+    if (r != CUDA_SUCCESS)
+        return SYMADDR_ERR_BACKEND;
+    vmm_rec_t *rec = (vmm_rec_t *)calloc(1, sizeof(*rec));
+    if (!rec || vmm_map(be, mh, h->bytes, 0, &rec->ptr) != CUDA_SUCCESS) {
+        free(rec);
+        cuMemRelease(mh);
+        return SYMADDR_ERR_BACKEND;
+    }
+    rec->bytes = h->bytes;
+    rec->handle = mh;
+    rec->fd = -1;
+    rec->imported = 1;
+    vmm_add(be, rec);
+    *ptr_p = rec->ptr;
+    return SYMADDR_OK;
+}
+#define GPU_VMM_ALLOC gpu_vmm_alloc
+#define GPU_VMM_FREE gpu_vmm_free
+#else
+/* HIP's VMM calls are not used: ROCm 5.2, which this is built and checked with, lacks them. */
+#define GPU_VMM_ALLOC NULL
+#define GPU_VMM_FREE NULL
+#endif
+
+static void gpu_device_id(symaddr_backend_t *be, char *buf, size_t len)
+{
+    if (hipDeviceGetPCIBusId(buf, (int)len, be->device) != hipSuccess && len) {
+        (void)hipGetLastError();
+        snprintf(buf, len, "device %d", be->device);
+    }
+}
+
+static int gpu_can_access_peer(symaddr_backend_t *be, int dev, int peer_dev)
+{
+    int can = 0;
+    (void)be;
+    if (dev == peer_dev)
+        return 1;
+    if (hipDeviceCanAccessPeer(&can, dev, peer_dev) != hipSuccess)
+        (void)hipGetLastError();
+    return can;
+}
+
 static symaddr_status_t gpu_handle_export(symaddr_backend_t *be, void *base, size_t bytes,
                                           symaddr_ipc_handle_t *h)
 {
     hipIpcMemHandle_t ipc;
+#if defined(SYMADDR_USE_CUDA)
+    vmm_rec_t *rec = vmm_find(be, base, 0);
+    if (rec)
+        return vmm_export(rec, h);
+#else
     (void)be;
+#endif
     if (hipIpcGetMemHandle(&ipc, base) != hipSuccess) {
         (void)hipGetLastError();
         return SYMADDR_ERR_NOT_SHAREABLE;
@@ -107,6 +364,13 @@ static symaddr_status_t gpu_handle_open(symaddr_backend_t *be, const symaddr_ipc
                                         void **ptr_p)
 {
     hipIpcMemHandle_t ipc;
+#if defined(SYMADDR_USE_CUDA)
+    if (h->kind != SYMADDR_HANDLE_RUNTIME)
+        return vmm_open(be, h, ptr_p);
+#else
+    if (h->kind != SYMADDR_HANDLE_RUNTIME)
+        return SYMADDR_ERR_UNSUPPORTED;
+#endif
     (void)be;
     memcpy(&ipc, h->data, sizeof(ipc));
     hipError_t e = hipIpcOpenMemHandle(ptr_p, ipc, hipIpcMemLazyEnablePeerAccess);
@@ -117,8 +381,16 @@ static symaddr_status_t gpu_handle_open(symaddr_backend_t *be, const symaddr_ipc
 
 static symaddr_status_t gpu_handle_close(symaddr_backend_t *be, void *ptr, size_t bytes)
 {
-    (void)be;
     (void)bytes;
+#if defined(SYMADDR_USE_CUDA)
+    vmm_rec_t *rec = vmm_find(be, ptr, 1);
+    if (rec) {
+        vmm_release(rec);
+        return SYMADDR_OK;
+    }
+#else
+    (void)be;
+#endif
     return status_of(hipIpcCloseMemHandle(ptr));
 }
 
@@ -155,6 +427,10 @@ static const symaddr_backend_ops_t gpu_ops = {
     gpu_handle_export,
     gpu_handle_open,
     gpu_handle_close,
+    GPU_VMM_ALLOC,
+    GPU_VMM_FREE,
+    gpu_device_id,
+    gpu_can_access_peer,
     gpu_memcpy,
     gpu_stream_sync,
     &symaddr_kernels_gpu,

@@ -299,6 +299,7 @@ static symaddr_status_t check_config(symaddr_context_t *ctx)
 
 static void context_free(symaddr_context_t *ctx)
 {
+    symaddr_locality_fini(ctx);
     if (ctx->be.ops)
         ctx->be.ops->fini(&ctx->be);
     symaddr_bootstrap_fini(&ctx->boot);
@@ -361,6 +362,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
         ctx->cfg.twoshot_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? 2u << 10 : 256u << 10;
     if (st == SYMADDR_OK && ctx->cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
+    if (st == SYMADDR_OK)
+        st = symaddr_agree_status(ctx, symaddr_locality_init(ctx), "symaddr_init (locality)");
     if (st == SYMADDR_OK)
         st = symaddr_coll_init(ctx);
     if (st != SYMADDR_OK) {

@@ -29,6 +29,7 @@ typedef struct symaddr_mapping {
     void *root;
     size_t root_bytes;
     bool owned;                  /* symaddr allocated root and frees it */
+    bool vmm;                    /* root came from vmm_alloc */
     symaddr_peer_root_t **peers; /* world_size entries; NULL for self and other nodes */
     uint64_t *dev_table;         /* peer_bases, then the validation error flag */
     uint64_t *host_table;
@@ -72,6 +73,7 @@ struct symaddr_context {
     symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
     uint64_t seq;                /* collective call counter */
     symaddr_coll_t coll;
+    symaddr_locality_t loc;
     pthread_mutex_t err_lock;
     char err[SYMADDR_ERRLEN];
 };
@@ -119,6 +121,9 @@ void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m);
 
 /* Tables for a mapping whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m);
+
+symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx);
+void symaddr_locality_fini(symaddr_context_t *ctx);
 
 symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx);
 void symaddr_coll_close_peers(symaddr_context_t *ctx);

@@ -55,7 +55,7 @@ void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
     free(m->host_table);
     free(m->peers);
     if (m->owned && m->root)
-        ctx->be.ops->mem_free(&ctx->be, m->root);
+        (m->vmm ? ctx->be.ops->vmm_free : ctx->be.ops->mem_free)(&ctx->be, m->root);
     m->dev_table = m->host_table = NULL;
     m->peers = NULL;
     m->root = NULL;

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* symaddr-info: what a context sees: backend, ranks, node groups and the
- * reachability of every rank from every other through a test allocation. */
+/* symaddr-info: what a context sees: backend, devices, node groups, the locality map, and what
+ * each provider can do here. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "symaddr/symaddr.h"
 
+static const char class_letter[] = {'S', 'G', 'N', 'F', 'R'};
+
 int main(int argc, char **argv)
 {
     symaddr_context_t *ctx;
-    symaddr_provider_t *ipc;
-    symaddr_map_t *map;
-    void *ptr;
+    const symaddr_locality_t *loc;
     symaddr_status_t st;
 
     MPI_Init(&argc, &argv);
@@ -21,33 +21,54 @@ int main(int argc, char **argv)
         return 1;
     }
     int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
-    st = symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc);
-    if (st == SYMADDR_OK)
-        st = symaddr_allocate_symmetric(ipc, 4096, &ptr, &map);
-    if (st != SYMADDR_OK) {
-        fprintf(stderr, "symaddr-info: %s\n", symaddr_last_error(ctx));
-        symaddr_finalize(&ctx);
-        MPI_Finalize();
-        return 1;
-    }
+    symaddr_locality_get(ctx, &loc);
     char *row = malloc((size_t)size + 1), *all = malloc((size_t)size * ((size_t)size + 1));
     for (int t = 0; t < size; t++)
-        row[t] = t == rank ? 'S' : map->host_peer_bases[t] ? 'L' : '-';
+        row[t] = class_letter[loc->peer_class[t]];
     row[size] = 0;
     MPI_Gather(row, size + 1, MPI_CHAR, all, size + 1, MPI_CHAR, 0, symaddr_comm(ctx));
+
+    /* Each provider: can it allocate here, and with which capabilities. */
+    static const char *const names[] = {"heap", "ipc", "vmm"};
+    static const symaddr_provider_kind_t kinds[] = {SYMADDR_PROVIDER_HEAP, SYMADDR_PROVIDER_IPC,
+                                                    SYMADDR_PROVIDER_VMM};
+    char prov_line[3][200];
+    for (int k = 0; k < 3; k++) {
+        symaddr_provider_t *p;
+        symaddr_map_t *m;
+        void *ptr;
+        st = symaddr_provider_get(ctx, kinds[k], &p);
+        if (st == SYMADDR_OK && (st = symaddr_allocate_symmetric(p, 4096, &ptr, &m)) == SYMADDR_OK) {
+            snprintf(prov_line[k], sizeof(prov_line[k]),
+                     "yes  caps 0x%llx%s%s%s%s, 4096 B maps %llu B", (unsigned long long)m->capabilities,
+                     m->capabilities & SYMADDR_CAP_LOAD_STORE ? " load/store" : "",
+                     m->capabilities & SYMADDR_CAP_ATOMICS ? " atomics" : "",
+                     m->capabilities & SYMADDR_CAP_SYSTEM_ATOMICS ? " system-atomics" : "",
+                     m->capabilities & SYMADDR_CAP_OWNED ? " owned" : "",
+                     (unsigned long long)m->allocation_bytes);
+            symaddr_free_symmetric(p, ptr);
+        } else {
+            snprintf(prov_line[k], sizeof(prov_line[k]), "no   (%s)", symaddr_last_error(ctx));
+        }
+    }
     if (rank == 0) {
         printf("symaddr %d.%d.%d\n", SYMADDR_VERSION_MAJOR, SYMADDR_VERSION_MINOR,
                SYMADDR_VERSION_PATCH);
-        printf("backend      %s\n", symaddr_backend_name(symaddr_backend(ctx)));
-        printf("ranks        %d (%d per node group)\n", size, symaddr_node_size(ctx));
-        printf("capabilities 0x%llx\n", (unsigned long long)map->capabilities);
-        printf("reachability (S self, L load/store, - none)\n");
+        printf("backend       %s\n", symaddr_backend_name(symaddr_backend(ctx)));
+        printf("ranks         %d, %d per node group, rank stride %d\n", size, loc->node_size,
+               loc->rank_stride);
+        printf("devices      ");
+        for (int r = 0; r < size; r++)
+            printf(" %d", loc->device[r]);
+        printf("   (per rank; -1 = host memory)\n");
+        for (int k = 0; k < 3; k++)
+            printf("provider %-4s %s\n", names[k], prov_line[k]);
+        printf("locality (S self, G same GPU, N same node, F fabric, R remote; row = rank)\n");
         for (int r = 0; r < size; r++)
             printf("  rank %3d   %s\n", r, all + (size_t)r * ((size_t)size + 1));
     }
     free(row);
     free(all);
-    symaddr_free_symmetric(ipc, ptr);
     symaddr_finalize(&ctx);
     MPI_Finalize();
     return 0;

@@ -48,7 +48,9 @@ typedef enum symaddr_provider_kind {
     SYMADDR_PROVIDER_IPC = 1,     /**< one device allocation per call */
     SYMADDR_PROVIDER_IMPORT = 2,  /**< a buffer someone else allocated */
     SYMADDR_PROVIDER_FOREIGN = 3, /**< a table supplied by another symmetric library */
-    SYMADDR_PROVIDER_COUNT_ = 4
+    SYMADDR_PROVIDER_VMM = 4,     /**< hipMemCreate/cuMemCreate memory, shared by fd or fabric
+                                       handle; one allocation per call */
+    SYMADDR_PROVIDER_COUNT_ = 5
 } symaddr_provider_kind_t;
 
 /**
@@ -148,11 +150,39 @@ SYMADDR_API int symaddr_node_size(const symaddr_context_t *ctx);
 /** The duplicated communicator the context runs on (do not free it). */
 SYMADDR_API MPI_Comm symaddr_comm(const symaddr_context_t *ctx);
 
+/** How a rank relates to another (symaddr_locality_t.peer_class). */
+typedef enum symaddr_peer_class {
+    SYMADDR_PEER_SELF = 0,
+    SYMADDR_PEER_SAME_GPU = 1,  /**< another process on the same GPU */
+    SYMADDR_PEER_SAME_NODE = 2, /**< same node: another GPU, or the cpu backend's shared memory */
+    SYMADDR_PEER_FABRIC = 3,    /**< another node, reachable through a memory fabric */
+    SYMADDR_PEER_REMOTE = 4,    /**< another node, reachable only through MPI */
+} symaddr_peer_class_t;
+
+/** The locality map: what lies between this rank and every other, and what traffic costs.
+ *  It is separate from the address maps: translation never depends on it. */
+typedef struct symaddr_locality {
+    int world_size, local_rank;
+    int node_size, node_rank;
+    const int *node_ranks;          /**< ranks of this rank's node group, in node-rank order */
+    int rank_stride;                /**< constant step between consecutive node_ranks; 0 if none */
+    const uint8_t *peer_class;      /**< world_size entries of symaddr_peer_class_t */
+    const uint8_t *direct_access;   /**< world_size entries: load/store reachable */
+    const uint8_t *system_atomics;  /**< world_size entries: system-scope atomics work */
+    const int *device;              /**< world_size entries: GPU ordinal, -1 on cpu */
+} symaddr_locality_t;
+
+/** The context's locality map (owned by the context). @return SYMADDR_OK;
+ *  SYMADDR_ERR_INVALID_ARG for NULL. */
+SYMADDR_API symaddr_status_t symaddr_locality_get(symaddr_context_t *ctx,
+                                                  const symaddr_locality_t **loc_p);
+
 /**
- * Get the context's provider of @p kind (HEAP or IPC; the others are reached through
+ * Get the context's provider of @p kind (HEAP, IPC or VMM; the others are reached through
  * symaddr_import and symaddr_register_peer_table). The provider lives as long as @p ctx.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL argument or another kind;
- *         SYMADDR_ERR_UNSUPPORTED for HEAP when the context has heap_bytes == 0.
+ *         SYMADDR_ERR_UNSUPPORTED for HEAP when the context has heap_bytes == 0, and for VMM
+ *         on a backend without VMM memory (cpu; hip built against ROCm without it).
  */
 SYMADDR_API symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx,
                                                   symaddr_provider_kind_t kind,

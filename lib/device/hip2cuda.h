@@ -20,6 +20,8 @@ typedef CUdeviceptr hipDeviceptr_t;
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipSetDevice cudaSetDevice
 #define hipGetDevice cudaGetDevice
+#define hipDeviceGetPCIBusId cudaDeviceGetPCIBusId
+#define hipDeviceCanAccessPeer cudaDeviceCanAccessPeer
 #define hipMalloc cudaMalloc
 #define hipFree cudaFree
 #define hipMemcpy cudaMemcpy

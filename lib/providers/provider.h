@@ -17,5 +17,6 @@ typedef struct symaddr_provider_ops {
 
 extern const symaddr_provider_ops_t symaddr_provider_heap_ops;
 extern const symaddr_provider_ops_t symaddr_provider_ipc_ops;
+extern const symaddr_provider_ops_t symaddr_provider_vmm_ops;
 
 #endif

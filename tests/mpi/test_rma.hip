@@ -14,6 +14,8 @@
 #define ITERS 50
 
 static symaddr_context_t *g_ctx;
+/* The provider of the tests' main buffers: ipc, or vmm with SYMADDR_TEST_PROVIDER=vmm. */
+static symaddr_provider_kind_t g_kind = SYMADDR_PROVIDER_IPC;
 
 static void sync_all(void)
 {
@@ -73,7 +75,7 @@ static void test_put_kernel(void *unused)
     symaddr_map_t *ms, *md;
     float *src, *dst;
     (void)unused;
-    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, N * sizeof(float), (void **)&src, &ms));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, (size_t)t_size * N * sizeof(float), (void **)&dst,
                                            &md));
@@ -220,7 +222,7 @@ static void test_typed(void *unused)
     typed_t *slots, got, *out = (typed_t *)dev_alloc(sizeof(typed_t));
     int right = (t_rank + 1) % t_size, left = (t_rank + t_size - 1) % t_size;
     (void)unused;
-    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, 4 * sizeof(typed_t), (void **)&slots, &m));
     sync_all();
     launched(SYMADDR_LAUNCH(typed_store_kernel, 1, 1, NULL, slots + 1, typed_of(t_rank), right,
@@ -309,7 +311,7 @@ static void test_atomics(void *unused)
     uint64_t *olds = (uint64_t *)dev_alloc((ITERS + 1) * sizeof(uint64_t));
     uint64_t hold[ITERS + 1];
     (void)unused;
-    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, sizeof(counters_t), (void **)&c, &m));
     memset(&init, 0, sizeof(init));
     init.and32 = 0xffffffffu;
@@ -424,7 +426,7 @@ static void test_mixed_providers(void *unused)
     symaddr_map_t *ms, *mh, *mi;
     float *src, *hdst, *root;
     (void)unused;
-    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_HEAP, &heap));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, (N + 16) * sizeof(float), (void **)&src, &ms));
     fill_f32(src, t_rank, N + 16);
@@ -432,6 +434,14 @@ static void test_mixed_providers(void *unused)
     T_OK(g_ctx, symaddr_allocate_symmetric(heap, N * sizeof(float), (void **)&hdst, &mh));
     run_mixed(src, ms, hdst, mh, 0);
     run_mixed(src, ms, hdst, mh, 7);
+    /* g_kind -> ipc: with vmm, one kernel reads vmm memory and writes ipc memory. */
+    symaddr_provider_t *plain_ipc;
+    symaddr_map_t *mp;
+    float *pdst;
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &plain_ipc));
+    T_OK(g_ctx, symaddr_allocate_symmetric(plain_ipc, N * sizeof(float), (void **)&pdst, &mp));
+    run_mixed(src, ms, pdst, mp, 5);
+    T_OK(g_ctx, symaddr_free_symmetric(plain_ipc, pdst));
     /* ipc -> import: a plain allocation registered at an interior pointer. */
     root = (float *)dev_alloc((N + 64) * sizeof(float));
     T_OK(g_ctx, symaddr_import(g_ctx, root + 5, N * sizeof(float), &mi));
@@ -475,7 +485,7 @@ static void test_mixed_foreign(void *unused)
     }
     T_OK(g_ctx, symaddr_register_peer_table(g_ctx, mine, N * sizeof(float), table,
                                             SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS, &mw));
-    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, N * sizeof(float), (void **)&src, &ms));
     fill_f32(src, t_rank, N);
     run_mixed(src, ms, mine, mw, 0);
@@ -540,7 +550,7 @@ static void test_signals(void *unused)
     int *status = (int *)dev_alloc(sizeof(int)), st;
     int right = (t_rank + 1) % t_size, left = (t_rank + t_size - 1) % t_size;
     (void)unused;
-    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, N * sizeof(uint32_t), (void **)&data, &md));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, sizeof(uint64_t), (void **)&sig, &msig));
     uint64_t zero = 0;
@@ -623,9 +633,23 @@ int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
     g_ctx = t_context(MPI_COMM_WORLD, NULL);
+    const char *prov = getenv("SYMADDR_TEST_PROVIDER");
+    if (prov && !strcmp(prov, "vmm")) {
+        symaddr_provider_t *p;
+        g_kind = SYMADDR_PROVIDER_VMM;
+        if (symaddr_provider_get(g_ctx, g_kind, &p) == SYMADDR_ERR_UNSUPPORTED) {
+            if (t_rank == 0)
+                printf("skip   - all: %s\n0 passed, 0 failed, 1 skipped\n",
+                       symaddr_last_error(g_ctx));
+            symaddr_finalize(&g_ctx);
+            MPI_Finalize();
+            return 77;
+        }
+    }
     if (t_rank == 0)
-        printf("# backend %s, %d ranks, %d per node\n",
-               symaddr_backend_name(symaddr_backend(g_ctx)), t_size, symaddr_node_size(g_ctx));
+        printf("# backend %s, %d ranks, %d per node, main buffers from the %s provider\n",
+               symaddr_backend_name(symaddr_backend(g_ctx)), t_size, symaddr_node_size(g_ctx),
+               g_kind == SYMADDR_PROVIDER_VMM ? "vmm" : "ipc");
     T_RUN(test_put_kernel, NULL);
     T_RUN(test_get_block_and_host_calls, NULL);
     T_RUN(test_typed, NULL);
