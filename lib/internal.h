@@ -30,6 +30,7 @@ typedef struct symaddr_mapping {
     size_t root_bytes;
     bool owned;                  /* symaddr allocated root and frees it */
     bool vmm;                    /* root came from vmm_alloc */
+    bool fabric;                 /* exported as a fabric handle */
     symaddr_peer_root_t **peers; /* world_size entries; NULL for self and other nodes */
     uint64_t *dev_table;         /* peer_bases, then the validation error flag */
     uint64_t *host_table;

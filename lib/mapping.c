@@ -155,6 +155,7 @@ symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t 
     if (st == SYMADDR_OK && b->node_size > 1)
         st = ctx->be.ops->handle_export(&ctx->be, m->root, m->root_bytes, &mine.handle);
     mine.status = st;
+    m->fabric = st == SYMADDR_OK && mine.handle.kind == SYMADDR_HANDLE_VMM_FABRIC;
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "cannot export %zu bytes at %p to node peers", m->root_bytes,
                           m->root);
@@ -203,7 +204,8 @@ symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_re
     map->world_size = ctx->size;
     map->allocation_base = (uint64_t)(uintptr_t)m->root;
     map->allocation_bytes = m->root_bytes;
-    map->capabilities = caps | (m->owned ? SYMADDR_CAP_OWNED : 0);
+    map->capabilities =
+        caps | (m->owned ? SYMADDR_CAP_OWNED : 0) | (m->fabric ? SYMADDR_CAP_FABRIC : 0);
     map->range_base = (uint64_t)(uintptr_t)range_base;
     map->range_bytes = range_bytes;
     map->error_flag = (uint32_t *)(m->dev_table + SYMADDR_HDR_ERROR);

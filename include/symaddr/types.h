@@ -36,6 +36,9 @@ typedef enum symaddr_status {
 #define SYMADDR_CAP_ATOMICS (1ull << 1)        /**< remote atomics work */
 #define SYMADDR_CAP_SYSTEM_ATOMICS (1ull << 2) /**< system-scope atomics work */
 #define SYMADDR_CAP_OWNED (1ull << 3)          /**< symaddr frees the memory on free */
+#define SYMADDR_CAP_FABRIC (1ull << 4)         /**< shared through a fabric handle (VMM), so
+                                                    peers on other nodes of the fabric could
+                                                    map it too */
 
 /** Element types of collectives. f16 and bf16 accumulate in f32. */
 typedef enum symaddr_dtype {
