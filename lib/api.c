@@ -491,3 +491,26 @@ symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const symaddr_map_t *
                              "check that each pointer is translated with its own map's table",
                              (const void *)map, symaddr_strerror(st));
 }
+
+symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
+                                         symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
+                                         uint64_t caps, symaddr_map_t **map_p)
+{
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    uint64_t *table = calloc((size_t)ctx->size, sizeof(uint64_t));
+    if (table && fn && local_ptr) {
+        for (int r = 0; r < ctx->size; r++)
+            table[r] = r == ctx->rank ? (uint64_t)(uintptr_t)local_ptr
+                                      : (uint64_t)(uintptr_t)fn(local_ptr,
+                                                               pe_of_rank ? pe_of_rank[r] : r);
+    }
+    /* A NULL table or fn makes register_peer_table fail on this rank, and so on every rank. */
+    symaddr_status_t st = symaddr_register_peer_table(ctx, local_ptr, bytes, fn ? table : NULL,
+                                                      caps, map_p);
+    free(table);
+    if (!fn)
+        symaddr_set_error(ctx, st, "symaddr_register_ptr_fn: fn is NULL; pass the library's "
+                          "*_ptr(ptr, pe) function");
+    return st;
+}

@@ -225,7 +225,8 @@ SYMADDR_API symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, s
 /**
  * Record memory owned by another symmetric library: @p host_peer_addrs[r] is the address at which
  * this process reaches rank r's copy of the buffer, or 0 when unreachable;
- * host_peer_addrs[rank] must equal @p local_ptr. Local (not collective). symaddr never frees it.
+ * host_peer_addrs[rank] must equal @p local_ptr. Collective, so that ranks agree on the size.
+ * symaddr never frees or unmaps the memory.
  * @return SYMADDR_OK with *map_p set; SYMADDR_ERR_INVALID_ARG when an argument is NULL or
  *         host_peer_addrs[rank] != local_ptr; SYMADDR_ERR_INVALID_SIZE for 0 bytes;
  *         SYMADDR_ERR_ALREADY_REGISTERED on overlap.
@@ -234,6 +235,25 @@ SYMADDR_API symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx,
                                                          size_t bytes,
                                                          const uint64_t *host_peer_addrs,
                                                          uint64_t caps, symaddr_map_t **map_p);
+
+/** A `*_ptr(ptr, pe)`-style function of another symmetric library (shmem_ptr, nvshmem_ptr,
+ *  rocshmem_ptr): where this process reaches PE @p pe's copy of @p ptr, or NULL if it cannot. */
+typedef void *(*symaddr_peer_ptr_fn_t)(const void *ptr, int pe);
+
+/**
+ * The generic adapter for such libraries (collective): builds the peer table from @p fn and
+ * registers it as symaddr_register_peer_table does. Rank r of the context is PE
+ * @p pe_of_rank[r], or PE r when @p pe_of_rank is NULL. A NULL from @p fn leaves that peer
+ * unreachable (base 0). symaddr never frees the memory. For example, with rocSHMEM:
+ *
+ *     symaddr_register_ptr_fn(ctx, buf, bytes, rocshmem_ptr, NULL, SYMADDR_CAP_LOAD_STORE, &map);
+ *
+ * @return as symaddr_register_peer_table; SYMADDR_ERR_INVALID_ARG also when @p fn is NULL.
+ */
+SYMADDR_API symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr,
+                                                     size_t bytes, symaddr_peer_ptr_fn_t fn,
+                                                     const int *pe_of_rank, uint64_t caps,
+                                                     symaddr_map_t **map_p);
 
 /**
  * Forget a map made by symaddr_import (collective) or symaddr_register_peer_table (local).

@@ -188,6 +188,73 @@ static void test_shared_window(symaddr_context_t *ctx)
     free(table);
 }
 
+/* The generic *_ptr(ptr, pe) adapter over the same kind of window. */
+static MPI_Win g_win;
+static int *g_node_of; /* world rank -> window rank, -1 off the window */
+static char *g_base;
+
+static void *win_ptr(const void *ptr, int pe)
+{
+    MPI_Aint bytes;
+    int disp;
+    void *base;
+    if (g_node_of[pe] < 0)
+        return NULL;
+    MPI_Win_shared_query(g_win, g_node_of[pe], &bytes, &disp, &base);
+    return (char *)base + ((const char *)ptr - g_base);
+}
+
+/* Odd PEs unreachable: what a *_ptr function says for peers it cannot map. */
+static void *even_ptr(const void *ptr, int pe) { return pe % 2 ? NULL : win_ptr(ptr, pe); }
+
+static void test_ptr_fn_adapter(symaddr_context_t *ctx)
+{
+    int rank = symaddr_rank(ctx), size = symaddr_size(ctx), wsize;
+    MPI_Comm node;
+    symaddr_map_t *m;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &wsize);
+    if (wsize != size) {
+        T_SKIP("needs all ranks on one node for the shared window");
+        MPI_Comm_free(&node);
+        return;
+    }
+    uint32_t *mine;
+    MPI_Win_allocate_shared(COUNT * sizeof(uint32_t), sizeof(uint32_t), MPI_INFO_NULL, node, &mine,
+                            &g_win);
+    g_base = (char *)mine;
+    g_node_of = malloc(sizeof(int) * (size_t)size);
+    int me_in_win;
+    MPI_Comm_rank(node, &me_in_win);
+    MPI_Allgather(&me_in_win, 1, MPI_INT, g_node_of, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int i = 0; i < COUNT; i++)
+        mine[i] = (uint32_t)(rank + 1) * 100000u + (uint32_t)i;
+    MPI_Win_fence(0, g_win);
+    T_OK(ctx, symaddr_register_ptr_fn(ctx, mine, COUNT * sizeof(uint32_t), win_ptr, NULL,
+                                      SYMADDR_CAP_LOAD_STORE, &m));
+    check_invariant(m, rank, size);
+    check_peers(ctx, m, mine, 0);
+    check_peers(ctx, m, mine + 9, 9);
+    T_OK(ctx, symaddr_unregister(ctx, m));
+    T_OK(ctx, symaddr_register_ptr_fn(ctx, mine, COUNT * sizeof(uint32_t), even_ptr, NULL,
+                                      SYMADDR_CAP_LOAD_STORE, &m));
+    for (int t = 0; t < size; t++) {
+        void *remote;
+        if (t % 2 && t != rank) {
+            T_CHECK(m->host_peer_bases[t] == 0, "odd PE %d should be unreachable", t);
+            T_STATUS(ctx, symaddr_translate_host(m, mine, t, &remote), SYMADDR_ERR_UNREACHABLE);
+        }
+    }
+    check_peers(ctx, m, mine, 0); /* the reachable ones still read exactly */
+    T_OK(ctx, symaddr_unregister(ctx, m));
+    T_STATUS(ctx, symaddr_register_ptr_fn(ctx, mine, 64, NULL, NULL, 0, &m),
+             SYMADDR_ERR_INVALID_ARG);
+    MPI_Win_fence(0, g_win);
+    MPI_Win_free(&g_win);
+    MPI_Comm_free(&node);
+    free(g_node_of);
+}
+
 /* A 2x4 split of one host: peers of the other simulated node are unreachable. */
 static void test_simulated_nodes(void *unused)
 {
@@ -344,6 +411,7 @@ int main(int argc, char **argv)
     T_RUN(test_heap_shares_table, ctx);
     T_RUN(test_import_views, ctx);
     T_RUN(test_shared_window, ctx);
+    T_RUN(test_ptr_fn_adapter, ctx);
     T_RUN(test_simulated_nodes, NULL);
     T_RUN(test_subcommunicator, NULL);
     T_RUN(test_bad_inputs, ctx);
