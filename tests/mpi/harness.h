@@ -6,6 +6,7 @@
 #ifndef SYMADDR_TESTS_HARNESS_H
 #define SYMADDR_TESTS_HARNESS_H
 
+#include <dirent.h>
 #include <mpi.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -123,6 +124,33 @@ static inline symaddr_context_t *t_context(MPI_Comm comm, const symaddr_config_t
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     return ctx;
+}
+
+/* Entries of a directory (/proc/self/fd, /dev/shm), -1 if it cannot be read. */
+static inline int t_count_entries(const char *path)
+{
+    DIR *d = opendir(path);
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* A context over two simulated nodes of t_size / 2 ranks, or NULL and a SKIP when the number
+ * of ranks is odd. */
+static inline symaddr_context_t *t_two_node_context(void)
+{
+    symaddr_config_t cfg;
+    if (t_size % 2) {
+        T_SKIP("needs an even number of ranks, have %d", t_size);
+        return NULL;
+    }
+    symaddr_config_default(&cfg);
+    cfg.node_size = t_size / 2;
+    return t_context(MPI_COMM_WORLD, &cfg);
 }
 
 #endif

@@ -6,25 +6,12 @@
  * with no descriptor or /dev/shm file left behind. */
 #include "harness.h"
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include "backend.h"
 #include "bootstrap/bootstrap.h"
 
 #define COUNT 1001 /* odd: exercises the kernels' tails */
-
-static int count_dir(const char *path)
-{
-    DIR *d = opendir(path);
-    int n = 0;
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
 
 typedef struct env {
     const symaddr_backend_ops_t *ops;
@@ -89,7 +76,7 @@ static void test_neighbour_write(env_t *e)
 
 static void test_no_leaks(env_t *e)
 {
-    int fd0 = count_dir("/proc/self/fd"), shm0 = count_dir("/dev/shm");
+    int fd0 = t_count_entries("/proc/self/fd"), shm0 = t_count_entries("/dev/shm");
     for (int i = 0; i < 20; i++) {
         void *buf;
         symaddr_ipc_handle_t h;
@@ -111,9 +98,9 @@ static void test_no_leaks(env_t *e)
         T_OK(NULL, e->ops->mem_free(&e->be, buf));
         free(fds);
     }
-    T_CHECK(count_dir("/proc/self/fd") == fd0, "descriptors: %d before, %d after", fd0,
-            count_dir("/proc/self/fd"));
-    T_CHECK(count_dir("/dev/shm") <= shm0 || shm0 < 0, "/dev/shm grew from %d entries", shm0);
+    T_CHECK(t_count_entries("/proc/self/fd") == fd0, "descriptors: %d before, %d after", fd0,
+            t_count_entries("/proc/self/fd"));
+    T_CHECK(t_count_entries("/dev/shm") <= shm0 || shm0 < 0, "/dev/shm grew from %d entries", shm0);
 }
 
 int main(int argc, char **argv)

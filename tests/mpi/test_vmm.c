@@ -4,20 +4,8 @@
  * allocate/free cycles, and the peer classes for one node and for a simulated 2-node split. */
 #include "harness.h"
 
-#include <dirent.h>
 
 #define COUNT 1001
-
-static int count_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
 
 /* The vmm provider, or a SKIP with the backend's reason. */
 static symaddr_provider_t *vmm_or_skip(symaddr_context_t *ctx)
@@ -70,14 +58,14 @@ static void test_vmm_no_fd_leak(symaddr_context_t *ctx)
     symaddr_status_t st = SYMADDR_OK;
     if (!vmm)
         return;
-    int before = count_fds();
+    int before = t_count_entries("/proc/self/fd");
     for (int i = 0; i < 1000 && st == SYMADDR_OK; i++) {
         st = symaddr_allocate_symmetric(vmm, 4096 + (size_t)i, &ptr, &m);
         if (st == SYMADDR_OK)
             st = symaddr_free_symmetric(vmm, ptr);
     }
     T_OK(ctx, st);
-    int after = count_fds();
+    int after = t_count_entries("/proc/self/fd");
     T_CHECK(after == before, "descriptors: %d before 1000 cycles, %d after", before, after);
 }
 
@@ -109,15 +97,10 @@ static void test_locality(symaddr_context_t *ctx) { check_locality(ctx, t_size);
 
 static void test_locality_two_nodes(void *unused)
 {
-    symaddr_config_t cfg;
     (void)unused;
-    if (t_size % 2) {
-        T_SKIP("needs an even number of ranks, have %d", t_size);
+    symaddr_context_t *ctx = t_two_node_context();
+    if (!ctx)
         return;
-    }
-    symaddr_config_default(&cfg);
-    cfg.node_size = t_size / 2;
-    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
     check_locality(ctx, t_size / 2);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
