@@ -133,7 +133,8 @@ static inline int t_count_entries(const char *path)
     int n = 0;
     if (!d)
         return -1;
-    for (struct dirent *e; (e = readdir(d));)
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
         n += e->d_name[0] != '.';
     closedir(d);
     return n;
