@@ -2,19 +2,13 @@
 /* Handle exchange and peer tables, shared by every provider that maps peers'
  * memory (heap, ipc, import). */
 #include "internal.h"
+#include "exch.h"
 #include "symaddr/device.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-typedef struct exch {
-    symaddr_ipc_handle_t handle;
-    uint64_t root;   /* root address in its owner */
-    uint64_t offset; /* registered range's offset in the root */
-    int32_t status;
-    int32_t pad_;
-} exch_t;
 
 static symaddr_peer_root_t *cache_find(symaddr_context_t *ctx, int rank, uint64_t owner_base)
 {
@@ -102,6 +96,12 @@ static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m,
         if (all[q].status != SYMADDR_OK) {
             st = SYMADDR_ERR_PEER;
             symaddr_set_error(ctx, st, "rank %d could not export its memory", r);
+            continue;
+        }
+        if (symaddr_exch_check(&all[q], fds[q] >= 0) != SYMADDR_OK) {
+            st = symaddr_set_error(ctx, SYMADDR_ERR_PEER,
+                                   "rank %d sent a malformed handle record; are all ranks "
+                                   "running the same symaddr?", r);
             continue;
         }
         symaddr_peer_root_t *p = cache_find(ctx, r, all[q].root);
