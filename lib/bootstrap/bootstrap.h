@@ -35,6 +35,12 @@ void symaddr_bootstrap_fini(symaddr_bootstrap_t *b);
 symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd, int *fds_out,
                                                char *why, size_t why_len);
 
+/* Test seam: called on every rank once its listener is up and before it accepts peers, with
+ * the listener's address. The security test uses it to let a foreign process try to join. */
+struct sockaddr_un;
+extern void (*symaddr_bootstrap_listen_hook)(const struct sockaddr_un *addr, unsigned addr_len,
+                                             int node_rank);
+
 /* Node-wide allgather of fixed-size records. */
 symaddr_status_t symaddr_bootstrap_node_allgather(symaddr_bootstrap_t *b, const void *mine,
                                                   void *all, size_t bytes);

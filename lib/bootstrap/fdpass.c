@@ -32,6 +32,9 @@ typedef struct fdmsg {
     int32_t pad_;
 } fdmsg_t;
 
+void (*symaddr_bootstrap_listen_hook)(const struct sockaddr_un *addr, unsigned addr_len,
+                                      int node_rank) = NULL;
+
 static socklen_t sock_name(struct sockaddr_un *sa, const uint8_t secret[16], int node_rank)
 {
     char name[80];
@@ -108,6 +111,10 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
         goto out;
     }
 
+    if (symaddr_bootstrap_listen_hook) {
+        len = sock_name(&sa, secret, b->node_rank);
+        symaddr_bootstrap_listen_hook(&sa, len, b->node_rank);
+    }
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int k = 0; k < b->node_rank && st == SYMADDR_OK; k++) {
         hello_t h = {.magic = HELLO_MAGIC, .node_rank = b->node_rank, .pid = pid};
