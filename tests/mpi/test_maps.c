@@ -313,9 +313,9 @@ static void test_bad_inputs(symaddr_context_t *ctx)
     T_STATUS(ctx, symaddr_provider_get(NULL, SYMADDR_PROVIDER_IPC, &ipc), SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_allocate_symmetric(NULL, 64, &ptr, &m), SYMADDR_ERR_INVALID_ARG);
     /* Each bad argument on one rank only: every rank must return the same error. */
-    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, 64, rank == 1 ? NULL : &ptr, &m),
+    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, 64, rank == 1 % t_size ? NULL : &ptr, &m),
              SYMADDR_ERR_INVALID_ARG);
-    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, rank == 2 ? 0 : 64, &ptr, &m),
+    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, rank == 2 % t_size ? 0 : 64, &ptr, &m),
              SYMADDR_ERR_INVALID_SIZE);
     T_STATUS(ctx, symaddr_allocate_symmetric(heap, rank == 0 ? SIZE_MAX : 64, &ptr, &m),
              SYMADDR_ERR_INVALID_SIZE);
