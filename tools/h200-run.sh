@@ -65,6 +65,18 @@ for s in $steps; do
             SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu $op \
                 -b 4K -e 64M -f 16 --iters 20 2>&1 | tee -a "$OUT/cpucoll.txt"
         done ;;
+    sanitize)
+        # compute-sanitizer over the RMA test and the collective kernels, 2 ranks per job.
+        export SYMADDR_BACKEND=cuda
+        for tool in memcheck racecheck; do
+            timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tests/mpi_rma_cuda \
+                >>"$OUT/sanitize.txt" 2>&1
+            echo "rma $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+            timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tools/symaddr-bench \
+                allreduce -b 64 -e 1M -f 64 --iters 2 --warmup 1 --check >>"$OUT/sanitize.txt" 2>&1
+            echo "allreduce $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+        done
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|rc=" "$OUT/sanitize.txt" ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
