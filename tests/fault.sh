@@ -24,6 +24,7 @@ for r in $(seq 0 $((n - 1))); do
         # -10 is SYMADDR_ERR_TIMEOUT; the timeout is 1000 ms.
         if [ "$st" = "-10" ] && [ "$ms" -ge 900 ] && [ "$ms" -le 10000 ]; then
             pass=$((pass + 1))
+            echo "rank $r: $what timed out after $ms ms"
         else
             echo "FAIL: rank $r $what returned $st after $ms ms"; fail=$((fail + 1))
         fi
