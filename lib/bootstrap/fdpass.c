@@ -157,6 +157,14 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
         b->socks[h.node_rank] = s;
         pending--;
     }
+    /* Whatever is still queued did not pass the handshake: accept it only to close it, so that
+     * it hears the refusal now instead of hanging on a dropped backlog. */
+    for (struct pollfd p = {.fd = listener, .events = POLLIN}; poll(&p, 1, 0) > 0;) {
+        int s = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
+        if (s < 0)
+            break;
+        close(s);
+    }
     MPI_Allreduce(&st, &all_st, 1, MPI_INT, MPI_MIN, b->node_comm);
     if (st == SYMADDR_OK && all_st != SYMADDR_OK) {
         snprintf(why, why_len, "a node peer could not join the socket mesh");

@@ -45,6 +45,9 @@ static void intrude(void)
         h.node_rank = 1;
         h.pid = getpid();
         send(s, &h, sizeof(h), MSG_NOSIGNAL);
+        char queued = 'q';
+        if (write(g_report[1], &queued, 1) != 1) /* the hook waits for this */
+            _exit(2);
         char buf[64];
         union {
             char b[CMSG_SPACE(sizeof(int))];
@@ -80,7 +83,10 @@ static void hook(const struct sockaddr_un *addr, unsigned len, int node_rank)
     g_child = fork();
     if (g_child == 0)
         intrude();
-    usleep(100000); /* let the intruder queue up before the real peers are accepted */
+    /* The intruder is queued on the listener before this rank accepts anyone. */
+    char queued = 0;
+    if (read(g_report[0], &queued, 1) != 1 || queued != 'q')
+        fprintf(stderr, "[rank 0] the intruder could not even connect\n");
 }
 
 static void test_intruder_refused(void *unused)
