@@ -35,6 +35,15 @@ void symaddr_bootstrap_fini(symaddr_bootstrap_t *b);
 symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd, int *fds_out,
                                                char *why, size_t why_len);
 
+/* The first message on a mesh connection: who the peer says it is. */
+#define SYMADDR_BOOTSTRAP_HELLO_MAGIC 0x73796d6164647231ull /* "symaddr1" */
+typedef struct symaddr_bootstrap_hello {
+    uint64_t magic;
+    uint8_t secret[16];
+    int32_t node_rank;
+    int32_t pid;
+} symaddr_bootstrap_hello_t;
+
 /* Test seam: called on every rank once its listener is up and before it accepts peers, with
  * the listener's address. The security test uses it to let a foreign process try to join. */
 struct sockaddr_un;

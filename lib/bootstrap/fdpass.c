@@ -17,14 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define HELLO_MAGIC 0x73796d6164647231ull /* "symaddr1" */
-
-typedef struct hello {
-    uint64_t magic;
-    uint8_t secret[16];
-    int32_t node_rank;
-    int32_t pid;
-} hello_t;
+typedef symaddr_bootstrap_hello_t hello_t;
+#define HELLO_MAGIC SYMADDR_BOOTSTRAP_HELLO_MAGIC
 
 typedef struct fdmsg {
     uint64_t seq;

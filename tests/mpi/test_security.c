@@ -17,14 +17,6 @@ static socklen_t g_len;
 static pid_t g_child = -1;
 static int g_report[2]; /* child -> parent: what the intruder saw */
 
-/* What a peer sends first (lib/bootstrap/fdpass.c): magic, secret, node rank, pid. */
-typedef struct hello {
-    uint64_t magic;
-    uint8_t secret[16];
-    int32_t node_rank;
-    int32_t pid;
-} hello_t;
-
 /* The intruder: connect with the right name, claim to be node rank 1, wait for anything. */
 static void intrude(void)
 {
@@ -33,9 +25,9 @@ static void intrude(void)
     if (connect(s, (struct sockaddr *)&g_addr, g_len) != 0) {
         verdict = 'c'; /* could not connect */
     } else {
-        hello_t h;
+        symaddr_bootstrap_hello_t h;
         memset(&h, 0, sizeof(h));
-        h.magic = 0x73796d6164647231ull;
+        h.magic = SYMADDR_BOOTSTRAP_HELLO_MAGIC;
         /* The name is "symaddr-<32 hex digits of secret>-<rank>" after a leading NUL. */
         for (int i = 0; i < 16; i++) {
             unsigned v;
