@@ -112,7 +112,7 @@ symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t l
  * open (or reuse) every peer's root and build the tables. offset is the
  * registered range's offset in the root; peers' tables are shifted so that
  * translation lands on the same offset of their range. Every rank returns the
- * same status; on failure nothing stays open. */
+ * same status; on failure nothing stays open and m->root is left to the caller. */
 symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m,
                                       size_t offset);
 /* Drop the references to peers' roots (closing the last ones). */

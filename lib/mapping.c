@@ -42,16 +42,22 @@ void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m)
         }
 }
 
-void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
+/* The tables and the peer list; the root stays. */
+static void release_tables(symaddr_context_t *ctx, symaddr_mapping_t *m)
 {
     if (m->dev_table)
         ctx->be.ops->local_free(&ctx->be, m->dev_table - SYMADDR_TABLE_HEADER);
     free(m->host_table);
     free(m->peers);
-    if (m->owned && m->root)
-        (m->vmm ? ctx->be.ops->vmm_free : ctx->be.ops->mem_free)(&ctx->be, m->root);
     m->dev_table = m->host_table = NULL;
     m->peers = NULL;
+}
+
+void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
+{
+    release_tables(ctx, m);
+    if (m->owned && m->root)
+        (m->vmm ? ctx->be.ops->vmm_free : ctx->be.ops->mem_free)(&ctx->be, m->root);
     m->root = NULL;
 }
 
@@ -181,12 +187,9 @@ symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t 
     free(fds);
     free(all);
     st = symaddr_agree_status(ctx, st, "handle exchange");
-    if (st != SYMADDR_OK) {
+    if (st != SYMADDR_OK) { /* the caller frees its root */
         symaddr_mapping_close_peers(ctx, m);
-        bool owned = m->owned;
-        m->owned = false; /* the caller frees its root */
-        symaddr_mapping_release(ctx, m);
-        m->owned = owned;
+        release_tables(ctx, m);
     }
     return st;
 }
