@@ -23,8 +23,7 @@ __global__ void symaddr_k_put_bytes(void *dst, const void *src, size_t bytes, in
 __global__ void symaddr_k_get_bytes(void *dst, const void *src, size_t bytes, int target,
                                     const uint64_t *peer_bases, int local_rank)
 {
-    symaddr_copy_bytes_(dst, symaddr_translate(src, target, peer_bases, local_rank), bytes,
-                        symaddr_grid_thread(), symaddr_grid_threads());
+    symaddr_get_grid(dst, src, bytes, target, peer_bases, local_rank);
 }
 
 __global__ void symaddr_k_atomic_add_u32(uint32_t *ptr, uint32_t value, int target,
