@@ -101,8 +101,10 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
 
 /* ---- argument checks ---------------------------------------------------------------------- */
 
+/* *bits_p collects the address bits of ptr and of every peer's copy (for d->vec). */
 static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size_t bytes,
-                                   const uint64_t **pb_p, const char *fn, const char *what)
+                                   const uint64_t **pb_p, uint64_t *bits_p, const char *fn,
+                                   const char *what)
 {
     symaddr_registration_t *r;
     if (!ptr)
@@ -122,6 +124,9 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
             return symaddr_set_error(ctx, SYMADDR_ERR_UNREACHABLE,
                                      "%s: %s is not mapped on node rank %d", fn, what, q);
     *pb_p = r->map.peer_bases;
+    *bits_p |= (uint64_t)(uintptr_t)ptr;
+    for (int q = 0; q < ctx->boot.node_size; q++)
+        *bits_p |= r->map.host_peer_bases[ctx->boot.node_to_rank[q]];
     return SYMADDR_OK;
 }
 
@@ -168,8 +173,9 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->node_rank = ctx->boot.node_rank;
     d->rank = ctx->rank;
     d->timeout_ns = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
-    /* One block for small messages keeps the barriers cheap; more for bandwidth. */
-    size_t blocks = work_bytes / (128u << 10);
+    /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
+     * barriers cheap, and large ones get enough blocks to keep the links busy. */
+    size_t blocks = (work_bytes + (16u << 10) - 1) / (16u << 10);
     if (ctx->be.ops->kind == SYMADDR_BACKEND_CPU || blocks < 1)
         blocks = 1;
     d->blocks = (unsigned)(blocks > SYMADDR_COLL_MAX_BLOCKS ? SYMADDR_COLL_MAX_BLOCKS : blocks);
@@ -288,11 +294,13 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
 {
     const char *fn = coll_names[kind];
     const uint64_t *spb = NULL, *rpb = NULL;
+    /* reduce-scatter reads at send + node_rank * count elements */
+    uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? count * symaddr_dtype_size(dt) : 0;
     symaddr_status_t st = common_checks(ctx, dt, op, fn);
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, send, send_bytes, &spb, fn, "send");
+        st = sym_buffer(ctx, send, send_bytes, &spb, &bits, fn, "send");
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, recv_bytes, &rpb, fn, "recv");
+        st = sym_buffer(ctx, recv, recv_bytes, &rpb, &bits, fn, "recv");
     if (st == SYMADDR_OK)
         st = local;
     if ((st = check_match(ctx, st, kind, count, dt, op, root)) != SYMADDR_OK)
@@ -304,6 +312,7 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
     d->recv_pb = rpb;
     d->root = root;
     d->stage_offset = ctx->coll.stage_offset;
+    d->vec = (bits & 15) == 0;
     return SYMADDR_OK;
 }
 

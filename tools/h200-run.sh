@@ -18,18 +18,21 @@ if ! pkg-config --exists cmocka 2>/dev/null && ls .deps/*.deb >/dev/null 2>&1; t
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-B=build-cuda
+B=${B:-build-cuda}
 rc=0
 for s in $steps; do
     case $s in
     build)
         rm -rf $B
-        { meson setup $B -Dgpu=cuda -Dwerror=true && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
+        { meson setup $B -Dgpu=cuda -Dwerror=true ${MESON_ARGS:-} && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
             tail -40 "$OUT/build.log"; exit 1; }
         echo "build: ok" ;;
     test)
-        meson test -C $B --print-errorlogs >"$OUT/test.log" 2>&1 || rc=1
-        grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):" "$OUT/test.log" ;;
+        # TEST_RANKS=n reruns the suite with n ranks per mpi test (log: test-n.log).
+        log="$OUT/test${TEST_RANKS:+-$TEST_RANKS}.log"
+        [ -n "${TEST_RANKS:-}" ] && meson configure $B -Dtest_ranks=$TEST_RANKS >/dev/null
+        meson test -C $B --print-errorlogs >"$log" 2>&1 || rc=1
+        grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):" "$log" ;;
     bench)
         for op in put get; do
             mpiexec -n 8 $B/tools/symaddr-bench $op -b 8 -e 256M -f 8 --check \

@@ -233,10 +233,19 @@ SYMADDR_DEVFN void symaddr_copy_bytes_(void *dst, const void *src, size_t bytes,
         typedef struct {
             uint64_t a, b;
         } symaddr_v16_t;
-        size_t nv = bytes / 16;
+        size_t nv = bytes / 16, v = first;
         symaddr_v16_t *dv = (symaddr_v16_t *)d;
         const symaddr_v16_t *sv = (const symaddr_v16_t *)s;
-        for (size_t v = first; v < nv; v += count)
+        /* Four loads in flight before the stores: a remote link needs that many to fill. */
+        for (; v + 3 * count < nv; v += 4 * count) {
+            symaddr_v16_t r0 = sv[v], r1 = sv[v + count], r2 = sv[v + 2 * count],
+                          r3 = sv[v + 3 * count];
+            dv[v] = r0;
+            dv[v + count] = r1;
+            dv[v + 2 * count] = r2;
+            dv[v + 3 * count] = r3;
+        }
+        for (; v < nv; v += count)
             dv[v] = sv[v];
         i = nv * 16 + first;
     }

@@ -9,7 +9,7 @@
 
 #include "symaddr/types.h"
 
-#define SYMADDR_COLL_MAX_BLOCKS 32
+#define SYMADDR_COLL_MAX_BLOCKS 128
 /* One-shot allreduce stages its input in the sync area, in one of two slots picked by the
  * epoch's parity: a rank reuses a slot only after every peer passed the next epoch's barrier,
  * so one barrier per call is enough. */
@@ -51,6 +51,7 @@ typedef struct symaddr_coll_desc {
     const int *node_ranks;   /* device array: node rank -> world rank */
     int node_size, node_rank, rank;
     unsigned blocks;
+    int vec;                 /* every buffer and peer base is 16-byte aligned */
     uint64_t timeout_ns;
 } symaddr_coll_desc_t;
 

@@ -17,12 +17,16 @@
 
 #define COLL_MAX_NODE 64
 
+/* A "tile" is what one thread handles per step: a vectorisable run on the cpu; on a GPU two
+ * 16-byte packs, so that every thread keeps two wide loads per peer in flight. */
 #if defined(SYMADDR_KERNELS_CPU)
-#define COLL_TILE 512
+#define COLL_TILE_BYTES 2048
 #define COLL_THREADS 1
+#define COLL_UNROLL
 #else
-#define COLL_TILE 1
+#define COLL_TILE_BYTES 32
 #define COLL_THREADS 512
+#define COLL_UNROLL _Pragma("unroll")
 #endif
 
 /* ---- element types ------------------------------------------------------------------------ */
@@ -179,26 +183,92 @@ SYMADDR_DEVFN void coll_finish(const symaddr_coll_desc_t &d, uint64_t epoch)
     }
 }
 
-/* Tiles of a range, spread over every thread of the grid. */
-#define FOR_TILES(base, len, lo, hi)                                                             \
-    for (size_t base = (lo) + symaddr_grid_thread() * COLL_TILE; base < (hi);                    \
-         base += symaddr_grid_threads() * COLL_TILE)                                             \
-        for (size_t len = (hi) - base < COLL_TILE ? (hi) - base : COLL_TILE, once_ = 1; once_;   \
-             once_ = 0)
+/* Tiles of N elements of a range, spread over every thread of the grid. */
+#define FOR_TILES(N, base, len, lo, hi)                                                          \
+    for (size_t base = (lo) + symaddr_grid_thread() * (N); base < (hi);                          \
+         base += symaddr_grid_threads() * (N))                                                   \
+        for (size_t len = (hi) - base < (N) ? (hi) - base : (N), once_ = 1; once_; once_ = 0)
 
-/* acc[j] = src[0][j] op ... op src[n-1][j], in node-rank order on every rank, so that every
+struct alignas(16) coll_pack_t {
+    uint64_t a, b;
+};
+
+/* A whole tile, held in registers: loaded and stored as 16-byte packs when d.vec says every
+ * pointer involved is 16-byte aligned, else element by element. A partial tile (the tail of a
+ * range) is reduced element by element straight to its destination. */
+template <typename T, int N> union coll_tile_t {
+    coll_pack_t p[N * sizeof(T) / 16];
+    T v[N];
+};
+
+template <typename T, int N> SYMADDR_DEVFN void tile_load(coll_tile_t<T, N> &t, const T *p, int vec)
+{
+#if !defined(SYMADDR_KERNELS_CPU)
+    if (vec) {
+COLL_UNROLL
+        for (int k = 0; k < (int)(N * sizeof(T) / 16); k++)
+            t.p[k] = ((const coll_pack_t *)p)[k];
+        return;
+    }
+#endif
+    (void)vec;
+COLL_UNROLL
+    for (int j = 0; j < N; j++)
+        t.v[j] = p[j];
+}
+
+template <typename T, int N> SYMADDR_DEVFN void tile_store(T *p, const coll_tile_t<T, N> &t, int vec)
+{
+#if !defined(SYMADDR_KERNELS_CPU)
+    if (vec) {
+COLL_UNROLL
+        for (int k = 0; k < (int)(N * sizeof(T) / 16); k++)
+            ((coll_pack_t *)p)[k] = t.p[k];
+        return;
+    }
+#endif
+    (void)vec;
+COLL_UNROLL
+    for (int j = 0; j < N; j++)
+        p[j] = t.v[j];
+}
+
+/* out = src[0][tile] op ... op src[n-1][tile], in node-rank order on every rank, so that every
  * rank gets the same bits. */
-template <int DT, int OP>
-SYMADDR_DEVFN void reduce_tile(typename traits<DT>::A *acc, const typename traits<DT>::T *const *src,
-                               int n, size_t base, size_t len)
+template <int DT, int OP, int N>
+SYMADDR_DEVFN void reduce_tile(coll_tile_t<typename traits<DT>::T, N> &out,
+                               const typename traits<DT>::T *const *src, int n, size_t base, int vec)
 {
     typedef traits<DT> tr;
-    for (size_t j = 0; j < len; j++)
-        acc[j] = tr::load(src[0][base + j]);
-    for (int q = 1; q < n; q++)
-        for (size_t j = 0; j < len; j++)
-            acc[j] = apply<OP>(acc[j], tr::load(src[q][base + j]));
+    coll_tile_t<typename tr::T, N> in;
+    typename tr::A acc[N];
+    tile_load<typename tr::T, N>(in, src[0] + base, vec);
+COLL_UNROLL
+    for (int j = 0; j < N; j++)
+        acc[j] = tr::load(in.v[j]);
+    for (int q = 1; q < n; q++) {
+        tile_load<typename tr::T, N>(in, src[q] + base, vec);
+COLL_UNROLL
+        for (int j = 0; j < N; j++)
+            acc[j] = apply<OP>(acc[j], tr::load(in.v[j]));
+    }
+COLL_UNROLL
+    for (int j = 0; j < N; j++)
+        out.v[j] = tr::store(acc[j]);
 }
+
+template <int DT, int OP>
+SYMADDR_DEVFN typename traits<DT>::T reduce_elem(const typename traits<DT>::T *const *src, int n,
+                                                 size_t i)
+{
+    typedef traits<DT> tr;
+    typename tr::A acc = tr::load(src[0][i]);
+    for (int q = 1; q < n; q++)
+        acc = apply<OP>(acc, tr::load(src[q][i]));
+    return tr::store(acc);
+}
+
+#define TILE_N (COLL_TILE_BYTES / (int)sizeof(T))
 
 template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_t d)
 {
@@ -207,25 +277,37 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
     uint64_t e = coll_epoch(d);
     const T *src[COLL_MAX_NODE];
     T *slot = (T *)((char *)d.sync + d.stage_offset + (e & 1) * SYMADDR_COLL_STAGE_BYTES);
+    const T *send = (const T *)d.send;
+    T *recv = (T *)d.recv;
     if (coll_failed(d))
         goto finish;
     /* Each thread stages exactly the elements it reduces later, so the block's own barrier
      * covers them. */
-    FOR_TILES(base, len, 0, d.count)
+    FOR_TILES(TILE_N, base, len, 0, d.count)
     {
-        for (size_t j = 0; j < len; j++)
-            slot[base + j] = ((const T *)d.send)[base + j];
+        if (len == TILE_N) {
+            coll_tile_t<T, TILE_N> v;
+            tile_load<T, TILE_N>(v, send + base, d.vec);
+            tile_store<T, TILE_N>(slot + base, v, 1);
+        } else {
+            for (size_t j = 0; j < len; j++)
+                slot[base + j] = send[base + j];
+        }
     }
     if (!coll_barrier(d, e, 1))
         goto finish;
     for (int q = 0; q < d.node_size; q++)
         src[q] = (const T *)symaddr_translate(slot, d.node_ranks[q], d.sync_pb, d.rank);
-    FOR_TILES(base, len, 0, d.count)
+    FOR_TILES(TILE_N, base, len, 0, d.count)
     {
-        typename tr::A acc[COLL_TILE];
-        reduce_tile<DT, OP>(acc, src, d.node_size, base, len);
-        for (size_t j = 0; j < len; j++)
-            ((T *)d.recv)[base + j] = tr::store(acc[j]);
+        if (len == TILE_N) {
+            coll_tile_t<T, TILE_N> out;
+            reduce_tile<DT, OP, TILE_N>(out, src, d.node_size, base, 1);
+            tile_store<T, TILE_N>(recv + base, out, d.vec);
+        } else {
+            for (size_t j = 0; j < len; j++)
+                recv[base + j] = reduce_elem<DT, OP>(src, d.node_size, base + j);
+        }
     }
 finish:
     coll_finish(d, e);
@@ -250,17 +332,21 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
         src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
         dst[q] = (T *)symaddr_translate(d.recv, d.node_ranks[q], d.recv_pb, d.rank);
     }
-    FOR_TILES(base, len, lo, hi)
+    FOR_TILES(TILE_N, base, len, lo, hi)
     {
-        typename tr::A acc[COLL_TILE];
-        T out[COLL_TILE];
-        reduce_tile<DT, OP>(acc, src, d.node_size, base, len);
-        for (size_t j = 0; j < len; j++)
-            out[j] = tr::store(acc[j]);
-        for (int k = 0; k < d.node_size; k++) {
-            int q = (d.node_rank + k) % d.node_size; /* spread the stores over peers */
-            for (size_t j = 0; j < len; j++)
-                dst[q][base + j] = out[j];
+        if (len == TILE_N) {
+            coll_tile_t<T, TILE_N> out;
+            reduce_tile<DT, OP, TILE_N>(out, src, d.node_size, base, d.vec);
+            for (int k = 0; k < d.node_size; k++) {
+                int q = (d.node_rank + k) % d.node_size; /* spread the stores over peers */
+                tile_store<T, TILE_N>(dst[q] + base, out, d.vec);
+            }
+        } else {
+            for (size_t j = 0; j < len; j++) {
+                T v = reduce_elem<DT, OP>(src, d.node_size, base + j);
+                for (int q = 0; q < d.node_size; q++)
+                    dst[q][base + j] = v;
+            }
         }
     }
     coll_barrier(d, e, 2);
@@ -274,17 +360,22 @@ template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d
     typedef typename tr::T T;
     uint64_t e = coll_epoch(d);
     const T *src[COLL_MAX_NODE];
+    T *recv = (T *)d.recv;
     if (coll_failed(d) || !coll_barrier(d, e, 1))
         goto finish;
     for (int q = 0; q < d.node_size; q++)
         src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank) +
                  d.count * (size_t)d.node_rank;
-    FOR_TILES(base, len, 0, d.count)
+    FOR_TILES(TILE_N, base, len, 0, d.count)
     {
-        typename tr::A acc[COLL_TILE];
-        reduce_tile<DT, OP>(acc, src, d.node_size, base, len);
-        for (size_t j = 0; j < len; j++)
-            ((T *)d.recv)[base + j] = tr::store(acc[j]);
+        if (len == TILE_N) {
+            coll_tile_t<T, TILE_N> out;
+            reduce_tile<DT, OP, TILE_N>(out, src, d.node_size, base, d.vec);
+            tile_store<T, TILE_N>(recv + base, out, d.vec);
+        } else {
+            for (size_t j = 0; j < len; j++)
+                recv[base + j] = reduce_elem<DT, OP>(src, d.node_size, base + j);
+        }
     }
     coll_barrier(d, e, 2);
 finish:
