@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
-# Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench info.
+# Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
+# cpucoll sanitize p2p nccl info mps-on mps-off. NCCL_INCLUDE=DIR builds --compare nccl;
+# NP=n sets the rank count of p2p and nccl.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -24,7 +26,8 @@ for s in $steps; do
     case $s in
     build)
         rm -rf $B
-        { meson setup $B -Dgpu=cuda -Dwerror=true ${MESON_ARGS:-} && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
+        { meson setup $B -Dgpu=cuda -Dwerror=true ${NCCL_INCLUDE:+-Dnccl_include=$NCCL_INCLUDE} \
+              ${MESON_ARGS:-} && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
             tail -40 "$OUT/build.log"; exit 1; }
         echo "build: ok" ;;
     test)
@@ -87,6 +90,23 @@ for s in $steps; do
         nvidia-cuda-mps-control -d && echo "mps: started" ;;
     mps-off)
         echo quit | nvidia-cuda-mps-control && echo "mps: stopped" ;;
+    p2p)
+        # Put/get between GPUs: one pair, then every rank at once, against the runtime's peer copy.
+        for op in put get; do
+            for pair in --one-pair ""; do
+                mpiexec -n ${NP:-2} $B/tools/symaddr-bench $op -b 64K -e 1G -f 4 --iters 20 \
+                    --check $pair 2>&1 | tee -a "$OUT/p2p.txt"
+            done
+        done ;;
+    nccl)
+        # Allreduce against NCCL in the same run, one rank per GPU (NCCL refuses two).
+        for dt in float bfloat16; do
+            for g in "" --graph; do
+                mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 8 -e 1G -f 4 \
+                    --iters 20 --warmup 5 --compare nccl $g \
+                    --json "$OUT/allreduce-$dt${g:+-graph}.json" 2>&1 | tee -a "$OUT/nccl.txt"
+            done
+        done ;;
     info)
         mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
     esac

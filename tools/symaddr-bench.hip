@@ -21,6 +21,11 @@
 #include "symaddr/device.h"
 #include "symaddr/symaddr.h"
 
+#if defined(SYMADDR_BENCH_NCCL)
+#include <dlfcn.h>
+#include <nccl.h>
+#endif
+
 #if defined(SYMADDR_KERNELS_CPU)
 #define BENCH_BACKEND SYMADDR_BACKEND_CPU
 #elif defined(SYMADDR_USE_CUDA)
@@ -66,7 +71,7 @@ typedef struct opts {
     const char *op;
     size_t min, max;
     double factor;
-    int iters, warmup, check, graph;
+    int iters, warmup, check, graph, one_pair;
     symaddr_provider_kind_t provider;
     const char *json, *compare;
     symaddr_dtype_t dtype;
@@ -110,6 +115,7 @@ static int usage(int rank)
                 "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
                 "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot]\n"
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
+                "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
                 "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
                 "      reduce_scatter broadcast alltoall\n");
     return 2;
@@ -136,6 +142,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
         else if (!strcmp(a, "--json") && v) o->json = argv[++i];
         else if (!strcmp(a, "--check")) o->check = 1;
         else if (!strcmp(a, "--graph")) o->graph = 1;
+        else if (!strcmp(a, "--one-pair")) o->one_pair = 1;
         else if (!strcmp(a, "--compare") && v) o->compare = argv[++i];
         else if (!strcmp(a, "--backend") && v) o->backend = argv[++i];
         else if (!strcmp(a, "--dtype") && v) {
@@ -174,7 +181,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
     return 0;
 }
 
-enum { MODE_PUT, MODE_GET, MODE_TRANSLATED, MODE_RAW };
+/* MODE_PEER_*: the runtime's peer copy (cudaMemcpyPeer, hipMemcpyPeer) of the same bytes. */
+enum { MODE_PUT, MODE_GET, MODE_TRANSLATED, MODE_RAW, MODE_PEER_PUT, MODE_PEER_GET };
 
 static unsigned blocks_for(size_t n)
 {
@@ -193,12 +201,30 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
     void *raw = NULL;
     if (mode == MODE_RAW)
         st = symaddr_translate_host(dst_map, dst, target, &raw);
+#if !defined(SYMADDR_KERNELS_CPU)
+    const symaddr_locality_t *loc = NULL;
+    symaddr_map_t *peer_map = NULL;
+    int peer_dev = 0;
+    if (mode == MODE_PEER_PUT || mode == MODE_PEER_GET) {
+        char *mapped = mode == MODE_PEER_PUT ? dst : src;
+        st = symaddr_locality_get(ctx, &loc);
+        if (st == SYMADDR_OK)
+            st = symaddr_lookup(ctx, mapped, &peer_map);
+        if (st == SYMADDR_OK)
+            st = symaddr_translate_host(peer_map, mapped, target, &raw);
+        if (st == SYMADDR_OK)
+            peer_dev = loc->device[target];
+    }
+#endif
+    int active = !o->one_pair || rank == 0;
     for (int i = -o->warmup; i < o->iters && st == SYMADDR_OK; i++) {
         if (i == 0) {
             symaddr_stream_sync(ctx, NULL);
             MPI_Barrier(symaddr_comm(ctx));
             t0 = MPI_Wtime();
         }
+        if (!active)
+            continue;
         size_t n = bytes / sizeof(v16_t);
         switch (mode) {
         case MODE_PUT: st = symaddr_put(ctx, dst, src, bytes, target, NULL); break;
@@ -207,6 +233,16 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
             st = SYMADDR_LAUNCH(copy_translated, blocks_for(n), 256, NULL, (v16_t *)dst,
                                 (const v16_t *)src, n, target, dst_map->peer_bases, rank);
             break;
+#if !defined(SYMADDR_KERNELS_CPU)
+        case MODE_PEER_PUT:
+            st = hipMemcpyPeerAsync(raw, peer_dev, src, symaddr_device(ctx), bytes, NULL) ==
+                         hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+            break;
+        case MODE_PEER_GET:
+            st = hipMemcpyPeerAsync(dst, symaddr_device(ctx), raw, peer_dev, bytes, NULL) ==
+                         hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+            break;
+#endif
         default:
             st = SYMADDR_LAUNCH(copy_raw, blocks_for(n), 256, NULL, (v16_t *)raw,
                                 (const v16_t *)src, n);
@@ -296,14 +332,97 @@ static int mpi_coll(const opts_t *o, int c, MPI_Comm comm, const void *send, voi
     }
 }
 
+/* ---- NCCL as the reference: loaded at run time, on the same buffers and stream ------------ */
+
+#if defined(SYMADDR_BENCH_NCCL)
+static struct {
+    ncclComm_t comm;
+    decltype(&ncclGetUniqueId) get_unique_id;
+    decltype(&ncclCommInitRank) comm_init_rank;
+    decltype(&ncclCommDestroy) comm_destroy;
+    decltype(&ncclGetErrorString) error_string;
+    decltype(&ncclAllReduce) all_reduce;
+    decltype(&ncclAllGather) all_gather;
+    decltype(&ncclReduceScatter) reduce_scatter;
+    decltype(&ncclBroadcast) broadcast;
+    decltype(&ncclAlltoAll) all_to_all;
+} nccl;
+
+/* 0 on success; else why, in @p why. Collective over the context's communicator. */
+static int nccl_open(symaddr_context_t *ctx, char *why, size_t len)
+{
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
+    int ok = h != NULL, all_ok;
+    if (!h)
+        snprintf(why, len, "cannot load libnccl.so.2 (%s); add its folder to LD_LIBRARY_PATH",
+                 dlerror());
+#define NCCL_SYM(field, name)                                                                    \
+    if (ok && !(*(void **)&nccl.field = dlsym(h, #name))) {                                      \
+        snprintf(why, len, "libnccl.so.2 has no %s: too old for this build", #name);             \
+        ok = 0;                                                                                  \
+    }
+    NCCL_SYM(get_unique_id, ncclGetUniqueId)
+    NCCL_SYM(comm_init_rank, ncclCommInitRank)
+    NCCL_SYM(comm_destroy, ncclCommDestroy)
+    NCCL_SYM(error_string, ncclGetErrorString)
+    NCCL_SYM(all_reduce, ncclAllReduce)
+    NCCL_SYM(all_gather, ncclAllGather)
+    NCCL_SYM(reduce_scatter, ncclReduceScatter)
+    NCCL_SYM(broadcast, ncclBroadcast)
+    NCCL_SYM(all_to_all, ncclAlltoAll)
+#undef NCCL_SYM
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
+    if (!all_ok) {
+        if (ok)
+            snprintf(why, len, "another rank could not load NCCL");
+        return 1;
+    }
+    ncclUniqueId id;
+    ncclResult_t r = ncclSuccess;
+    if (symaddr_rank(ctx) == 0)
+        r = nccl.get_unique_id(&id);
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, symaddr_comm(ctx));
+    if (r == ncclSuccess)
+        r = nccl.comm_init_rank(&nccl.comm, symaddr_size(ctx), id, symaddr_rank(ctx));
+    ok = r == ncclSuccess;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
+    if (!all_ok) {
+        snprintf(why, len, "ncclCommInitRank failed: %s", ok ? "on another rank"
+                                                             : nccl.error_string(r));
+        return 1;
+    }
+    return 0;
+}
+
+static int nccl_coll(const opts_t *o, int c, const void *send, void *recv, size_t count,
+                     void *stream)
+{
+    static const ncclDataType_t types[] = {ncclInt32,   ncclUint32,  ncclInt64,   ncclUint64,
+                                           ncclFloat32, ncclFloat64, ncclFloat16, ncclBfloat16};
+    static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax};
+    ncclDataType_t t = types[o->dtype];
+    cudaStream_t s = (cudaStream_t)stream;
+    ncclResult_t r;
+    switch (c) {
+    case C_ALLREDUCE: r = nccl.all_reduce(send, recv, count, t, ops[o->redop], nccl.comm, s); break;
+    case C_ALLGATHER: r = nccl.all_gather(send, recv, count, t, nccl.comm, s); break;
+    case C_REDUCE_SCATTER:
+        r = nccl.reduce_scatter(send, recv, count, t, ops[o->redop], nccl.comm, s);
+        break;
+    case C_BROADCAST: r = nccl.broadcast(send, recv, count, t, 0, nccl.comm, s); break;
+    default: r = nccl.all_to_all(send, recv, count, t, nccl.comm, s); break;
+    }
+    return r == ncclSuccess;
+}
+#endif
+
 /* A reference library that cannot run here says why, on every rank, and the run stops. */
 static int reference_available(symaddr_context_t *ctx, const opts_t *o)
 {
     if (!o->compare || !strcmp(o->compare, "mpi"))
         return 1;
     int rank = symaddr_rank(ctx), dev = symaddr_device(ctx), size = symaddr_size(ctx);
-    const char *lib = !strcmp(o->compare, "nccl") ? "libnccl.so.2" : "librccl.so.1";
-    char why[256] = "";
+    char why[512] = "";
     if (dev < 0) {
         snprintf(why, sizeof(why), "%s needs a GPU backend; this context runs on cpu", o->compare);
     } else {
@@ -322,21 +441,70 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
                              o->compare, i, j, devs[i]);
         MPI_Comm_free(&node);
         free(devs);
+#if defined(SYMADDR_BENCH_NCCL)
+        if (!why[0] && !strcmp(o->compare, "nccl") && nccl_open(ctx, why, sizeof(why)) == 0)
+            return 1;
+#endif
         if (!why[0])
             snprintf(why, sizeof(why),
-                     "--compare %s is not wired to %s in this build yet; use --compare mpi", o->compare,
-                     lib);
+                     "--compare %s: this symaddr-bench was built without %s's header; "
+                     "reconfigure with -Dnccl_include=DIR (the folder holding nccl.h)",
+                     o->compare, o->compare);
     }
     if (rank == 0)
         fprintf(stderr, "symaddr-bench: %s\n", why);
     return 0;
 }
 
+#if defined(SYMADDR_BENCH_NCCL)
+/* NCCL's time for the same call, the same way symaddr's is taken (graph replay or loop). */
+static double ref_time_nccl(symaddr_context_t *ctx, const opts_t *o, int c, void *send,
+                            void *recv, size_t count, void *stream, int *ok_p)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    double t0 = 0;
+    int ok = 1;
+    for (int i = -o->warmup; i < (o->graph ? 0 : o->iters) && ok; i++) {
+        if (i == 0) {
+            cudaStreamSynchronize(s);
+            MPI_Barrier(symaddr_comm(ctx));
+            t0 = MPI_Wtime();
+        }
+        ok = nccl_coll(o, c, send, recv, count, stream);
+    }
+    if (o->graph && ok) {
+        cudaGraph_t g;
+        cudaGraphExec_t gexec = NULL;
+        cudaStreamSynchronize(s);
+        cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+        for (int i = 0; i < o->iters && ok; i++)
+            ok = nccl_coll(o, c, send, recv, count, stream);
+        cudaStreamEndCapture(s, &g);
+        if (ok && cudaGraphInstantiate(&gexec, g, 0) != cudaSuccess)
+            ok = 0;
+        cudaGraphDestroy(g);
+        if (ok) {
+            cudaGraphLaunch(gexec, s);
+            cudaStreamSynchronize(s);
+            MPI_Barrier(symaddr_comm(ctx));
+            t0 = MPI_Wtime();
+            cudaGraphLaunch(gexec, s);
+        }
+        if (gexec)
+            cudaGraphExecDestroy(gexec);
+    }
+    cudaStreamSynchronize(s);
+    *ok_p = ok;
+    return (MPI_Wtime() - t0) / o->iters;
+}
+#endif
+
 static int run_collective(symaddr_context_t *ctx, const opts_t *o)
 {
     int c = lookup_name(coll_ops, 5, o->op), rank = symaddr_rank(ctx), n = symaddr_size(ctx);
     size_t esz = symaddr_dtype_size(o->dtype);
     int cpu = symaddr_backend(ctx) == SYMADDR_BACKEND_CPU, with_mpi = o->compare != NULL;
+    int with_nccl = with_mpi && !strcmp(o->compare, "nccl");
     symaddr_provider_t *prov;
     symaddr_map_t *m;
     char *send, *recv;
@@ -390,13 +558,14 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s%s%s\n", o->op, n,
                symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
                redop_names[o->redop], o->graph ? ", graph" : "",
-               with_mpi ? (cpu ? ", reference: MPI on the same buffers"
-                               : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
-                        : "");
+               with_nccl ? ", reference: NCCL on the same buffers and stream"
+               : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
+                                 : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
+                          : "");
         printf("%12s %12s %8s %6s %10s %9s %9s %7s", "size(B)", "count", "type", "redop",
                "time(us)", "algbw", "busbw", "#wrong");
         if (with_mpi)
-            printf(" %10s %9s %8s", "mpi(us)", "busbw", "speedup");
+            printf(" %10s %9s %8s", with_nccl ? "nccl(us)" : "mpi(us)", "busbw", "speedup");
         printf("\n");
         if (o->json && !(json = fopen(o->json, "w")))
             fprintf(stderr, "symaddr-bench: cannot write %s\n", o->json);
@@ -405,7 +574,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                     "{\"op\": \"%s\", \"ranks\": %d, \"backend\": \"%s\", \"dtype\": \"%s\", "
                     "\"redop\": \"%s\", \"graph\": %d, \"reference\": \"%s\", \"rows\": [",
                     o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
-                    redop_names[o->redop], o->graph, with_mpi ? "mpi" : "");
+                    redop_names[o->redop], o->graph, with_mpi ? o->compare : "");
     }
     double start = MPI_Wtime();
     int first = 1;
@@ -472,7 +641,12 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         }
         MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
         int mpi_ok = 1;
-        if (with_mpi) {
+        if (with_nccl) {
+#if defined(SYMADDR_BENCH_NCCL)
+            tm = ref_time_nccl(ctx, o, c, send, recv, count, stream, &mpi_ok);
+#endif
+            MPI_Allreduce(&tm, &tm_worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        } else if (with_mpi) {
             /* The same data through MPI: directly on the cpu backend's host memory, staged
              * through the host on a GPU, which is what such a user has to do. */
             char *ms = cpu ? send : hs, *mr = cpu ? recv : hm;
@@ -538,6 +712,10 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     free(hm);
     symaddr_free_symmetric(prov, send);
     symaddr_free_symmetric(prov, recv);
+#if defined(SYMADDR_BENCH_NCCL)
+    if (with_nccl && nccl.comm)
+        nccl.comm_destroy(nccl.comm);
+#endif
     return 0;
 }
 
@@ -822,13 +1000,23 @@ int main(int argc, char **argv)
         }
         symaddr_mem_free(ctx, status);
     } else {
+        int peer_ref = (mode == MODE_PUT || mode == MODE_GET) && BENCH_BACKEND != SYMADDR_BACKEND_CPU;
         if (rank == 0) {
+            if (o.one_pair)
+                printf("# one pair: rank 0 %s rank 1, the other ranks idle\n",
+                       mode == MODE_GET ? "reads from" : "writes to");
             if (mode < 0)
                 printf("# reference: the same copy kernel given the raw peer pointer\n");
             else
                 printf("# reference: the same kernel copying inside the rank's own allocation\n");
-            printf("%12s %12s %10s %12s %10s %8s %7s\n", "size(B)", "time(us)", "GB/s",
+            if (peer_ref)
+                printf("# and the runtime's peer copy (cudaMemcpyPeer/hipMemcpyPeer) of the same "
+                       "bytes to the same peer; peer ratio > 1: symaddr is faster\n");
+            printf("%12s %12s %10s %12s %10s %8s %7s", "size(B)", "time(us)", "GB/s",
                    mode < 0 ? "raw(us)" : "local(us)", "GB/s", "ratio", "#wrong");
+            if (peer_ref)
+                printf(" %10s %10s %8s", "peer(us)", "GB/s", "peer/sym");
+            printf("\n");
         }
         int first = 1;
         for (double s = (double)o.min; s <= (double)o.max; s *= o.factor) {
@@ -844,7 +1032,8 @@ int main(int argc, char **argv)
                 unsigned char *got = (unsigned char *)malloc(bytes);
                 symaddr_memcpy(ctx, got, b, bytes);
                 int from = mode == MODE_GET ? (rank + 1) % size : (rank + size - 1) % size;
-                for (size_t i = 0; i < bytes; i++)
+                int receiver = mode == MODE_GET ? 0 : 1;
+                for (size_t i = 0; i < bytes && (!o.one_pair || rank == receiver); i++)
                     wrong += got[i] != (unsigned char)(from * 31 + i * 7 + 1);
                 free(got);
                 MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
@@ -852,18 +1041,30 @@ int main(int argc, char **argv)
             }
             double t_ref = mode < 0 ? time_loop(ctx, &o, MODE_RAW, 1, b, a, bytes, m2)
                                     : time_loop(ctx, &o, mode, 0, b, a, bytes, m2);
+            double t_peer = peer_ref ? time_loop(ctx, &o, mode == MODE_PUT ? MODE_PEER_PUT
+                                                                            : MODE_PEER_GET,
+                                                 1, b, a, bytes, m2)
+                                     : 0;
             if (rank == 0) {
                 char wrong_s[24] = "-";
                 if (o.check)
                     snprintf(wrong_s, sizeof(wrong_s), "%ld", all_wrong);
                 /* ratio > 1 means symaddr's path is slower than the reference. */
-                printf("%12zu %12.2f %10.2f %12.2f %10.2f %8.3f %7s\n", bytes, t_sym * 1e6,
+                printf("%12zu %12.2f %10.2f %12.2f %10.2f %8.3f %7s", bytes, t_sym * 1e6,
                        bytes / t_sym / 1e9, t_ref * 1e6, bytes / t_ref / 1e9, t_sym / t_ref,
                        wrong_s);
-                if (json)
+                if (peer_ref)
+                    printf(" %10.2f %10.2f %8.3f", t_peer * 1e6, bytes / t_peer / 1e9,
+                           t_peer / t_sym);
+                printf("\n");
+                if (json) {
                     fprintf(json, "%s\n  {\"bytes\": %zu, \"time_us\": %.3f, \"ref_time_us\": %.3f, "
-                                  "\"wrong\": %ld}",
+                                  "\"wrong\": %ld",
                             first ? "" : ",", bytes, t_sym * 1e6, t_ref * 1e6, all_wrong);
+                    if (peer_ref)
+                        fprintf(json, ", \"peer_time_us\": %.3f", t_peer * 1e6);
+                    fprintf(json, "}");
+                }
                 first = 0;
             }
             if (all_wrong)

@@ -26,6 +26,7 @@ typedef CUdeviceptr hipDeviceptr_t;
 #define hipFree cudaFree
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
+#define hipMemcpyPeerAsync cudaMemcpyPeerAsync
 #define hipMemset cudaMemset
 #define hipDeviceSynchronize cudaDeviceSynchronize
 #define hipStreamSynchronize cudaStreamSynchronize
