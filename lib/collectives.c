@@ -13,8 +13,8 @@ size_t symaddr_dtype_size(symaddr_dtype_t dtype)
 }
 
 static const char *const coll_names[] = {
-    "symaddr_barrier",   "symaddr_allreduce", "symaddr_allreduce", "symaddr_reduce_scatter",
-    "symaddr_allgather", "symaddr_broadcast", "symaddr_alltoall",
+    "symaddr_barrier",        "symaddr_allreduce", "symaddr_allreduce", "symaddr_allreduce",
+    "symaddr_reduce_scatter", "symaddr_allgather", "symaddr_broadcast", "symaddr_alltoall",
 };
 
 /* ---- setup -------------------------------------------------------------------------------- */
@@ -26,7 +26,8 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     size_t stage_offset = symaddr_align_up(
         sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size),
         256);
-    size_t sync_bytes = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
+    size_t ll_offset = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
+    size_t sync_bytes = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
     void *zeros = calloc(1, sync_bytes);
     symaddr_status_t st = zeros ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
 
@@ -45,6 +46,7 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
         st = ctx->be.ops->memcpy(&ctx->be, c->node_ranks, b->node_to_rank,
                                  sizeof(int) * (size_t)b->node_size);
     c->stage_offset = stage_offset;
+    c->ll_offset = ll_offset;
     free(zeros);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area");
@@ -142,8 +144,8 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
     symaddr_status_t st = symaddr_agree_status(ctx, local, coll_names[kind]);
     if (st != SYMADDR_OK)
         return st;
-    uint64_t mine[5] = {(uint64_t)kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT
-                            ? SYMADDR_COLL_ALLREDUCE_ONESHOT
+    uint64_t mine[5] = {kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT || kind == SYMADDR_COLL_ALLREDUCE_LL
+                            ? (uint64_t)SYMADDR_COLL_ALLREDUCE_ONESHOT
                             : (uint64_t)kind,
                         count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
     uint64_t lo[5], hi[5];
@@ -312,6 +314,7 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
     d->recv_pb = rpb;
     d->root = root;
     d->stage_offset = ctx->coll.stage_offset;
+    d->ll_offset = ctx->coll.ll_offset;
     d->vec = (bits & 15) == 0;
     return SYMADDR_OK;
 }
@@ -327,13 +330,19 @@ symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, voi
     size_t bytes = count * symaddr_dtype_size(dtype);
     symaddr_allreduce_algo_t algo = ctx->cfg.allreduce_algo;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
-        algo = bytes < ctx->cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
-                                              : SYMADDR_ALLREDUCE_TWOSHOT;
-    if (bytes > SYMADDR_COLL_STAGE_BYTES)
+        algo = bytes <= ctx->cfg.ll_bytes        ? SYMADDR_ALLREDUCE_LL
+               : bytes < ctx->cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
+                                                : SYMADDR_ALLREDUCE_TWOSHOT;
+    if (algo == SYMADDR_ALLREDUCE_LL && bytes > SYMADDR_COLL_LL_BYTES)
+        algo = SYMADDR_ALLREDUCE_ONESHOT; /* an inbox holds at most this much */
+    if (algo == SYMADDR_ALLREDUCE_ONESHOT && bytes > SYMADDR_COLL_STAGE_BYTES)
         algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
-    symaddr_coll_kind_t kind = algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
-                                                                 : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
+    symaddr_coll_kind_t kind = algo == SYMADDR_ALLREDUCE_LL        ? SYMADDR_COLL_ALLREDUCE_LL
+                               : algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
+                                                                   : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
+    /* LL: one thread per 8 bytes; two-shot: each rank reduces its share */
     size_t work = kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->boot.node_size
+                  : kind == SYMADDR_COLL_ALLREDUCE_LL    ? bytes * 4
                                                          : bytes;
     if ((st = coll_begin(ctx, SYMADDR_OK, kind, send, bytes, recv, bytes, count, dtype, op, 0,
                          work, &d)) != SYMADDR_OK ||

@@ -10,6 +10,9 @@
 
 #define DEFAULT_HEAP_BYTES ((size_t)64 << 20)
 #define DEFAULT_TIMEOUT_MS 60000u
+/* auto picks LL up to these sizes (measured crossovers with one-shot) */
+#define LL_BYTES_GPU ((size_t)32 << 10)
+#define LL_BYTES_CPU ((size_t)128)
 
 const char *symaddr_strerror(symaddr_status_t status)
 {
@@ -196,10 +199,14 @@ void symaddr_config_default(symaddr_config_t *cfg)
         cfg->allreduce_algo = SYMADDR_ALLREDUCE_ONESHOT;
     else if (a && !strcasecmp(a, "twoshot"))
         cfg->allreduce_algo = SYMADDR_ALLREDUCE_TWOSHOT;
+    else if (a && !strcasecmp(a, "ll"))
+        cfg->allreduce_algo = SYMADDR_ALLREDUCE_LL;
     else if (a && *a && strcasecmp(a, "auto"))
         cfg->allreduce_algo = (symaddr_allreduce_algo_t)-1;
     long long ts = env_ll("SYMADDR_TWOSHOT_BYTES", 0);
     cfg->twoshot_bytes = ts < 0 ? SIZE_MAX : (size_t)ts;
+    long long ll = env_ll("SYMADDR_LL_BYTES", -1);
+    cfg->ll_bytes = ll < 0 ? SIZE_MAX : (size_t)ll;
 }
 
 const char *symaddr_backend_name(symaddr_backend_kind_t kind)
@@ -283,10 +290,14 @@ static symaddr_status_t check_config(symaddr_context_t *ctx)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                  "symaddr_init: heap_bytes is out of range (check "
                                  "SYMADDR_HEAP_SIZE, e.g. 64M)");
-    if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_TWOSHOT)
+    if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_LL)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "symaddr_init: allreduce_algo must be auto, oneshot or twoshot "
-                                 "(check SYMADDR_ALLREDUCE)");
+                                 "symaddr_init: allreduce_algo must be auto, oneshot, twoshot or "
+                                 "ll (check SYMADDR_ALLREDUCE)");
+    if (c->ll_bytes != SIZE_MAX && c->ll_bytes > SYMADDR_COLL_LL_BYTES)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                                 "symaddr_init: ll_bytes is at most 32 KiB, the LL inbox (check "
+                                 "SYMADDR_LL_BYTES)");
     if (c->twoshot_bytes > ((size_t)1 << 40))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                  "symaddr_init: twoshot_bytes is out of range (check "
@@ -360,6 +371,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
     st = symaddr_agree_status(ctx, st, "symaddr_init");
     if (st == SYMADDR_OK && ctx->cfg.twoshot_bytes == 0) /* measured crossovers, 8 ranks */
         ctx->cfg.twoshot_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? 2u << 10 : 256u << 10;
+    if (st == SYMADDR_OK && ctx->cfg.ll_bytes == SIZE_MAX)
+        ctx->cfg.ll_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? LL_BYTES_CPU : LL_BYTES_GPU;
     if (st == SYMADDR_OK && ctx->cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
     if (st == SYMADDR_OK)

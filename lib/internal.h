@@ -57,6 +57,7 @@ typedef struct symaddr_coll {
     symaddr_mapping_t sync;
     int *node_ranks;      /* device copy of boot.node_to_rank */
     size_t stage_offset;  /* of the one-shot staging slots in the sync area */
+    size_t ll_offset;
     MPI_Comm leaders;     /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
 } symaddr_coll_t;

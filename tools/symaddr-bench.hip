@@ -113,7 +113,7 @@ static int usage(int rank)
                 "usage: symaddr-bench OP [-b MIN] [-e MAX] [-f FACTOR] [--iters N] [--warmup N]\n"
                 "         [--provider heap|ipc] [--check] [--json FILE]\n"
                 "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
-                "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot]\n"
+                "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot|ll]\n"
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
                 "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
                 "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
@@ -156,8 +156,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                 return usage(rank);
             o->redop = (symaddr_redop_t)k;
         } else if (!strcmp(a, "--algo") && v) {
-            static const char *const algos[] = {"auto", "oneshot", "twoshot"};
-            int k = lookup_name(algos, 3, argv[++i]);
+            static const char *const algos[] = {"auto", "oneshot", "twoshot", "ll"};
+            int k = lookup_name(algos, 4, argv[++i]);
             if (k < 0)
                 return usage(rank);
             o->algo = (symaddr_allreduce_algo_t)k;

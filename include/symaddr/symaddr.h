@@ -75,12 +75,15 @@ typedef struct symaddr_map {
     symaddr_provider_kind_t provider; /**< who owns the memory */
 } symaddr_map_t;
 
-/** Allreduce algorithm: one-shot (every rank reads every peer) for small messages, two-shot
- *  (reduce-scatter by loads, all-gather by stores) for large ones. */
+/** Allreduce algorithm: LL (every rank stores its input into every peer's inbox as flagged
+ *  packets: no barrier, for up to 32 KiB), one-shot (every rank reads every peer's staged
+ *  input, up to 256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) for large
+ *  messages. A message too large for the chosen one takes the next. */
 typedef enum symaddr_allreduce_algo {
     SYMADDR_ALLREDUCE_AUTO = 0,
     SYMADDR_ALLREDUCE_ONESHOT = 1,
     SYMADDR_ALLREDUCE_TWOSHOT = 2,
+    SYMADDR_ALLREDUCE_LL = 3,
 } symaddr_allreduce_algo_t;
 
 typedef struct symaddr_context symaddr_context_t;
@@ -98,10 +101,12 @@ typedef struct symaddr_config {
                                 the -Dvalidate build option */
     unsigned timeout_ms;   /**< timeout of every wait; default $SYMADDR_TIMEOUT_MS or 60000 */
     symaddr_allreduce_algo_t allreduce_algo; /**< default $SYMADDR_ALLREDUCE (auto, oneshot,
-                                                  twoshot), else auto */
+                                                  twoshot, ll), else auto */
     size_t twoshot_bytes;  /**< auto picks two-shot from this many bytes on; default
                                 $SYMADDR_TWOSHOT_BYTES, else 0: the backend's own (2 KiB on
                                 cpu, 256 KiB on GPUs). One-shot stages at most 256 KiB. */
+    size_t ll_bytes;       /**< auto picks LL up to this many bytes (at most 32 KiB; 0: never);
+                                default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
 } symaddr_config_t;
 
 /** Fill @p cfg with defaults, taking the SYMADDR_* environment variables into account. */

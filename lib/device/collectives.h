@@ -14,6 +14,11 @@
  * epoch's parity: a rank reuses a slot only after every peer passed the next epoch's barrier,
  * so one barrier per call is enough. */
 #define SYMADDR_COLL_STAGE_BYTES ((size_t)256 << 10)
+/* The LL allreduce pushes up to this many bytes into every peer's inbox as 8-byte packets of
+ * 4 data bytes and a 4-byte flag (the epoch): an inbox holds twice as many bytes, and each rank
+ * has one per (epoch parity, node peer). */
+#define SYMADDR_COLL_LL_BYTES ((size_t)32 << 10)
+#define SYMADDR_COLL_LL_INBOX (2 * SYMADDR_COLL_LL_BYTES)
 
 /* Words at the start of every rank's sync area; flags follow. */
 enum {
@@ -27,6 +32,7 @@ typedef enum symaddr_coll_kind {
     SYMADDR_COLL_BARRIER,
     SYMADDR_COLL_ALLREDUCE_ONESHOT,
     SYMADDR_COLL_ALLREDUCE_TWOSHOT,
+    SYMADDR_COLL_ALLREDUCE_LL,
     SYMADDR_COLL_REDUCE_SCATTER,
     SYMADDR_COLL_ALLGATHER,
     SYMADDR_COLL_BROADCAST,
@@ -42,6 +48,7 @@ typedef struct symaddr_coll_desc {
     void *recv;
     const uint64_t *recv_pb;
     size_t stage_offset;     /* byte offset of the two staging slots in the sync area */
+    size_t ll_offset;        /* byte offset of the LL inboxes in the sync area */
     size_t count;            /* elements: total (allreduce), per rank (others) */
     int root;                /* node rank of the broadcast root */
     /* allgather and alltoall place blocks by rank in the context's communicator */

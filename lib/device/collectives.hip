@@ -382,6 +382,111 @@ finish:
     coll_finish(d, e);
 }
 
+/* LL allreduce: each rank stores its input straight into every peer's inbox as packets that
+ * carry the epoch, and reduces from its own inboxes once the packets of this epoch arrived.
+ * No barrier: the wait is one one-way trip. An inbox (epoch parity p) is written again only
+ * at epoch e + 2, which its writer starts after e + 1, which needed this rank's packets of
+ * e + 1, sent after this rank finished reading e. */
+SYMADDR_DEVFN void ll_put(uint64_t *p, uint32_t data, uint32_t flag)
+{
+    uint64_t v = (uint64_t)flag << 32 | data;
+#if SYMADDR_ON_GPU
+    *(volatile uint64_t *)p = v;
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* The packet's data once its flag is @p flag; 0 in *ok after a timeout. */
+SYMADDR_DEVFN uint32_t ll_take(const uint64_t *p, uint32_t flag, const symaddr_coll_desc_t &d,
+                               int *ok)
+{
+    uint64_t start = 0;
+    for (unsigned spin = 0;; spin++) {
+#if SYMADDR_ON_GPU
+        uint64_t v = *(const volatile uint64_t *)p;
+#else
+        uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+        if ((uint32_t)(v >> 32) == flag)
+            return (uint32_t)v;
+        if ((spin & 63) == 63) {
+            uint64_t now = symaddr_clock_ns();
+            if (!start)
+                start = now;
+            else if (now - start > d.timeout_ns || coll_failed(d)) {
+                *ok = 0;
+                return 0;
+            }
+            symaddr_yield();
+        }
+    }
+}
+
+/* n (<= 8) bytes at p as two words, zero-padded. */
+SYMADDR_DEVFN void ll_read8(uint32_t w[2], const char *p, size_t n)
+{
+    if (n == 8 && ((uintptr_t)p & 7) == 0) {
+        uint64_t v = *(const uint64_t *)p;
+        w[0] = (uint32_t)v;
+        w[1] = (uint32_t)(v >> 32);
+        return;
+    }
+    unsigned char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)p[i];
+    memcpy(w, b, 8);
+}
+
+template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    enum { PER = 8 / sizeof(T) }; /* elements of a step: 8 data bytes, two packets */
+    uint64_t e = coll_epoch(d);
+    uint32_t flag = (uint32_t)e;
+    size_t bytes = d.count * sizeof(T), steps = (bytes + 7) / 8;
+    char *inboxes = (char *)d.sync + d.ll_offset +
+                    (e & 1) * (size_t)d.node_size * SYMADDR_COLL_LL_INBOX;
+    uint64_t *dst[COLL_MAX_NODE];
+    int ok = 1;
+    if (coll_failed(d))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++)
+        dst[q] = (uint64_t *)symaddr_translate(inboxes + (size_t)d.node_rank * SYMADDR_COLL_LL_INBOX,
+                                               d.node_ranks[q], d.sync_pb, d.rank);
+    for (size_t s = symaddr_grid_thread(); s < steps; s += symaddr_grid_threads()) {
+        uint32_t w[2];
+        ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
+        for (int k = 0; k < d.node_size; k++) {
+            int q = (d.node_rank + k) % d.node_size;
+            ll_put(dst[q] + 2 * s, w[0], flag);
+            ll_put(dst[q] + 2 * s + 1, w[1], flag);
+        }
+    }
+    for (size_t s = symaddr_grid_thread(); s < steps && ok; s += symaddr_grid_threads()) {
+        typename tr::A acc[PER] = {};
+        for (int q = 0; q < d.node_size && ok; q++) {
+            const uint64_t *in = (const uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
+            uint32_t w[2];
+            T v[PER];
+            w[0] = ll_take(in + 2 * s, flag, d, &ok);
+            w[1] = ll_take(in + 2 * s + 1, flag, d, &ok);
+            memcpy(v, w, 8);
+            for (int j = 0; j < PER; j++)
+                acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
+        }
+        size_t n = (bytes - s * 8 < 8 ? bytes - s * 8 : 8) / sizeof(T);
+        for (size_t j = 0; j < n && ok; j++)
+            ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
+    }
+    if (!ok)
+        symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0,
+                             (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT, 0);
+finish:
+    coll_finish(d, e);
+}
+
 /* Data movement only: allgather (stores), broadcast (loads from the root), alltoall (stores),
  * barrier. bytes is per rank. */
 __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
@@ -447,6 +552,8 @@ template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc
         return SYMADDR_LAUNCH(k_allreduce_oneshot<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
     case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
         return SYMADDR_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+    case SYMADDR_COLL_ALLREDUCE_LL:
+        return SYMADDR_LAUNCH(k_allreduce_ll<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
     default:
         return SYMADDR_LAUNCH(k_reduce_scatter<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
     }

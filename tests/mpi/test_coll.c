@@ -245,6 +245,7 @@ static void allreduce_matrix(symaddr_allreduce_algo_t algo)
 static void test_allreduce_auto(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_AUTO); }
 static void test_allreduce_oneshot(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_ONESHOT); }
 static void test_allreduce_twoshot(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT); }
+static void test_allreduce_ll(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_LL); }
 
 /* ---- the other collectives ------------------------------------------------------------------ */
 
@@ -524,6 +525,7 @@ int main(int argc, char **argv)
     T_RUN(test_allreduce_auto, NULL);
     T_RUN(test_allreduce_oneshot, NULL);
     T_RUN(test_allreduce_twoshot, NULL);
+    T_RUN(test_allreduce_ll, NULL);
     T_RUN(test_others, NULL);
     T_RUN(test_in_place_forms, NULL);
     T_RUN(test_mixed_providers, NULL);
