@@ -261,6 +261,32 @@ SYMADDR_API symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, voi
                                                      symaddr_map_t **map_p);
 
 /**
+ * Register OpenSHMEM symmetric memory (from shmem_malloc), collectively: every rank passes its
+ * own copy of the same symmetric object. Peers come from shmem_ptr, the PE of each rank from
+ * exchanging shmem_my_pe() over the context's communicator; a peer shmem_ptr cannot reach is
+ * left unreachable. The program must have initialised OpenSHMEM (shmem_init) first; symaddr
+ * finds shmem_ptr in the running program and never frees the memory. OpenSHMEM's heap is host
+ * memory, so the context must run on the cpu backend. With Open MPI's oshmem, run with
+ * OMPI_MCA_osc=^rdma: its rdma one-sided component crashes MPI_Finalize after shmem_finalize.
+ * @return as symaddr_register_ptr_fn; SYMADDR_ERR_UNSUPPORTED when symaddr was built without
+ *         OpenSHMEM's header, the program has not loaded OpenSHMEM, or the context is not on the
+ *         cpu backend; SYMADDR_ERR_NOT_SHAREABLE when [ptr, ptr + bytes) is not on the
+ *         symmetric heap. Every rank returns the same status.
+ */
+SYMADDR_API symaddr_status_t symaddr_register_openshmem(symaddr_context_t *ctx, void *ptr,
+                                                        size_t bytes, symaddr_map_t **map_p);
+
+/**
+ * Register NVSHMEM symmetric memory (from nvshmem_malloc) as symaddr_register_openshmem does,
+ * through nvshmem_ptr and nvshmem_my_pe. The context must run on the cuda backend, on the GPU
+ * NVSHMEM was initialised on.
+ * @return as symaddr_register_openshmem, with NVSHMEM and the cuda backend in place of
+ *         OpenSHMEM and the cpu one.
+ */
+SYMADDR_API symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, void *ptr,
+                                                      size_t bytes, symaddr_map_t **map_p);
+
+/**
  * Forget a map made by symaddr_import, symaddr_register_peer_table or symaddr_register_ptr_fn
  * (collective: every rank unregisters its map of the same registration).
  * Imported roots are closed when their last view goes; foreign memory is never unmapped.
