@@ -92,10 +92,12 @@ for s in $steps; do
         echo quit | nvidia-cuda-mps-control && echo "mps: stopped" ;;
     p2p)
         # Put/get between GPUs: one pair, then every rank at once, against the runtime's peer copy.
-        for op in put get; do
-            for pair in --one-pair ""; do
-                mpiexec -n ${NP:-2} $B/tools/symaddr-bench $op -b 64K -e 1G -f 4 --iters 20 \
-                    --check $pair 2>&1 | tee -a "$OUT/p2p.txt"
+        for prov in ipc vmm; do
+            for op in put get; do
+                for pair in --one-pair ""; do
+                    mpiexec -n ${NP:-2} $B/tools/symaddr-bench $op -b 64K -e 1G -f 4 --iters 20 \
+                        --check --provider $prov $pair 2>&1 | tee -a "$OUT/p2p.txt"
+                done
             done
         done ;;
     nccl)

@@ -2,7 +2,7 @@
 /* symaddr-bench: one MPI program for symaddr's benchmarks, nccl-tests style.
  *
  *   mpirun -np N symaddr-bench put|get|translate|latency [-b MIN] [-e MAX] [-f FACTOR]
- *          [--iters N] [--warmup N] [--provider heap|ipc] [--check] [--json FILE]
+ *          [--iters N] [--warmup N] [--provider heap|ipc|vmm] [--check] [--json FILE]
  *
  * put/get: every rank copies to (from) its right neighbour through the
  *   symmetric mapping; reference: the same kernel copying inside the rank's own
@@ -111,7 +111,7 @@ static int usage(int rank)
     if (rank == 0)
         fprintf(stderr,
                 "usage: symaddr-bench OP [-b MIN] [-e MAX] [-f FACTOR] [--iters N] [--warmup N]\n"
-                "         [--provider heap|ipc] [--check] [--json FILE]\n"
+                "         [--provider heap|ipc|vmm] [--check] [--json FILE]\n"
                 "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
                 "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot|ll]\n"
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
@@ -166,6 +166,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             v = argv[++i];
             if (!strcmp(v, "heap")) o->provider = SYMADDR_PROVIDER_HEAP;
             else if (!strcmp(v, "ipc")) o->provider = SYMADDR_PROVIDER_IPC;
+            else if (!strcmp(v, "vmm")) o->provider = SYMADDR_PROVIDER_VMM;
             else return usage(rank);
         } else if (!o->op && (!strcmp(a, "put") || !strcmp(a, "get") || !strcmp(a, "translate") ||
                               !strcmp(a, "latency") || !strcmp(a, "atomic") || !strcmp(a, "alloc") ||
@@ -963,7 +964,9 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# symaddr-bench %s: %d ranks, backend %s, provider %s\n", o.op, size,
                symaddr_backend_name(symaddr_backend(ctx)),
-               o.provider == SYMADDR_PROVIDER_HEAP ? "heap" : "ipc");
+               o.provider == SYMADDR_PROVIDER_HEAP ? "heap"
+               : o.provider == SYMADDR_PROVIDER_VMM ? "vmm"
+                                                    : "ipc");
         if (o.json && !(json = fopen(o.json, "w")))
             fprintf(stderr, "symaddr-bench: cannot write %s\n", o.json);
         if (json)
