@@ -515,6 +515,32 @@ static void test_timeout(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* The algorithm settings: read from the environment, and refused when out of range. */
+static void test_algo_config(void *u)
+{
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx = NULL;
+    (void)u;
+    setenv("SYMADDR_ALLREDUCE", "ll", 1);
+    setenv("SYMADDR_LL_BYTES", "4096", 1);
+    symaddr_config_default(&cfg);
+    T_CHECK(cfg.allreduce_algo == SYMADDR_ALLREDUCE_LL && cfg.ll_bytes == 4096);
+    unsetenv("SYMADDR_LL_BYTES");
+    setenv("SYMADDR_ALLREDUCE", "fastest", 1);
+    symaddr_config_default(&cfg);
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_ARG);
+    T_CHECK(ctx == NULL);
+    unsetenv("SYMADDR_ALLREDUCE");
+    symaddr_config_default(&cfg);
+    T_CHECK(cfg.ll_bytes == SIZE_MAX, "ll_bytes default: %zu", cfg.ll_bytes);
+    cfg.ll_bytes = 64 << 10; /* past the 32 KiB inbox */
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
+    cfg.ll_bytes = 0; /* never LL */
+    ctx = t_context(MPI_COMM_WORLD, &cfg);
+    T_CHECK(ctx != NULL);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -533,5 +559,6 @@ int main(int argc, char **argv)
     T_RUN(test_back_to_back, NULL);
     T_RUN(test_bad_arguments, NULL);
     T_RUN(test_timeout, NULL);
+    T_RUN(test_algo_config, NULL);
     return t_finish();
 }
