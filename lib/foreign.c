@@ -33,7 +33,7 @@ static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size
     if (local == SYMADDR_OK) {
         my_pe = my_pe_fn();
         /* A *_ptr function returns the caller's own address for its own PE, and NULL for
-         * memory off the symmetric heap (Open MPI's shmem_ptr aborts instead: ask first). */
+         * memory off the symmetric heap. */
         const char *last = (const char *)ptr + (bytes ? bytes - 1 : 0);
         if ((accessible && (!accessible(ptr, my_pe) || !accessible(last, my_pe))) ||
             ptr_fn(ptr, my_pe) != ptr || !ptr_fn(last, my_pe))
@@ -59,73 +59,83 @@ static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size
     return st;
 }
 
-/* This rank's verdict on whether the wrapper can run: built in, library loaded, backend. */
-static symaddr_status_t foreign_usable(symaddr_context_t *ctx, int built, const char *fn,
-                                       const char *lib, const char *option, const char *ptr_name,
-                                       const char *pe_name, symaddr_backend_kind_t backend,
-                                       symaddr_peer_ptr_fn_t *ptr_fn_p, pe_fn_t *pe_fn_p)
+/* What a named wrapper needs to know of its library. */
+typedef struct foreign_lib {
+    const char *fn, *name, *option, *alloc;
+    const char *ptr_sym, *pe_sym, *accessible_sym; /* accessible_sym may be NULL */
+    symaddr_backend_kind_t backend;                /* whose kernels reach the memory */
+    int built;
+} foreign_lib_t;
+
+/* This rank's verdict on whether the wrapper can run (built in, library loaded, backend), then
+ * the registration. */
+static symaddr_status_t register_named(symaddr_context_t *ctx, void *ptr, size_t bytes,
+                                       const foreign_lib_t *l, symaddr_map_t **map_p)
 {
-    if (!built)
-        return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
-                                 "%s: symaddr was built without %s; reconfigure with -D%s=enabled "
-                                 "(or use symaddr_register_ptr_fn with %s)",
-                                 fn, lib, option, ptr_name);
-    *(void **)ptr_fn_p = dlsym(RTLD_DEFAULT, ptr_name);
-    *(void **)pe_fn_p = dlsym(RTLD_DEFAULT, pe_name);
-    if (!*ptr_fn_p || !*pe_fn_p)
-        return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
-                                 "%s: %s is not loaded in this process; link the program with "
-                                 "%s and initialise it before registering its memory",
-                                 fn, ptr_name, lib);
-    if (ctx->be.ops->kind != backend)
-        return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
-                                 "%s: %s memory needs the %s backend, and this context runs on "
-                                 "%s; create it with symaddr_config_t.backend (or "
-                                 "SYMADDR_BACKEND=%s)",
-                                 fn, lib, symaddr_backend_name(backend), ctx->be.ops->name,
-                                 symaddr_backend_name(backend));
-    return SYMADDR_OK;
+    symaddr_peer_ptr_fn_t ptr_fn = NULL;
+    pe_fn_t pe_fn = NULL;
+    accessible_fn_t accessible = NULL;
+    symaddr_status_t local = SYMADDR_OK;
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    if (!l->built)
+        local = symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
+                                  "%s: symaddr was built without %s; reconfigure with "
+                                  "-D%s=enabled (or use symaddr_register_ptr_fn with %s)",
+                                  l->fn, l->name, l->option, l->ptr_sym);
+    if (local == SYMADDR_OK) {
+        *(void **)&ptr_fn = dlsym(RTLD_DEFAULT, l->ptr_sym);
+        *(void **)&pe_fn = dlsym(RTLD_DEFAULT, l->pe_sym);
+        if (l->accessible_sym)
+            *(void **)&accessible = dlsym(RTLD_DEFAULT, l->accessible_sym);
+        if (!ptr_fn || !pe_fn || (l->accessible_sym && !accessible))
+            local = symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
+                                      "%s: %s is not loaded in this process; link the program "
+                                      "with %s and initialise it before registering its memory",
+                                      l->fn, l->ptr_sym, l->name);
+    }
+    if (local == SYMADDR_OK && ctx->be.ops->kind != l->backend)
+        local = symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
+                                  "%s: %s memory needs the %s backend, and this context runs on "
+                                  "%s; create it with symaddr_config_t.backend (or "
+                                  "SYMADDR_BACKEND=%s)",
+                                  l->fn, l->name, symaddr_backend_name(l->backend),
+                                  ctx->be.ops->name, symaddr_backend_name(l->backend));
+    return register_foreign(ctx, ptr, bytes, local, l->fn, l->name, l->alloc, ptr_fn, pe_fn,
+                            accessible, map_p);
 }
+
+#if defined(SYMADDR_HAVE_OPENSHMEM)
+#define OPENSHMEM_BUILT 1
+#else
+#define OPENSHMEM_BUILT 0
+#endif
+#if defined(SYMADDR_HAVE_NVSHMEM)
+#define NVSHMEM_BUILT 1
+#else
+#define NVSHMEM_BUILT 0
+#endif
+
+/* OpenSHMEM's heap is host memory: only the cpu backend's kernels reach it. Open MPI's
+ * shmem_ptr aborts on an address off the heap, so shmem_addr_accessible asks first. */
+static const foreign_lib_t openshmem = {
+    "symaddr_register_openshmem", "OpenSHMEM", "openshmem", "shmem_malloc",
+    "shmem_ptr", "shmem_my_pe", "shmem_addr_accessible", SYMADDR_BACKEND_CPU, OPENSHMEM_BUILT,
+};
+
+static const foreign_lib_t nvshmem = {
+    "symaddr_register_nvshmem", "NVSHMEM", "nvshmem", "nvshmem_malloc",
+    "nvshmem_ptr", "nvshmem_my_pe", NULL, SYMADDR_BACKEND_CUDA, NVSHMEM_BUILT,
+};
 
 symaddr_status_t symaddr_register_openshmem(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                             symaddr_map_t **map_p)
 {
-    static const char fn[] = "symaddr_register_openshmem";
-    symaddr_peer_ptr_fn_t ptr_fn = NULL;
-    pe_fn_t pe_fn = NULL;
-#if defined(SYMADDR_HAVE_OPENSHMEM)
-    const int built = 1;
-#else
-    const int built = 0;
-#endif
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    /* OpenSHMEM's heap is host memory: only the cpu backend's kernels reach it. */
-    symaddr_status_t local = foreign_usable(ctx, built, fn, "OpenSHMEM", "openshmem", "shmem_ptr",
-                                            "shmem_my_pe", SYMADDR_BACKEND_CPU, &ptr_fn, &pe_fn);
-    accessible_fn_t accessible = NULL;
-    if (local == SYMADDR_OK && !(*(void **)&accessible = dlsym(RTLD_DEFAULT, "shmem_addr_accessible")))
-        local = symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED, "%s: this OpenSHMEM has no "
-                                  "shmem_addr_accessible", fn);
-    return register_foreign(ctx, ptr, bytes, local, fn, "OpenSHMEM", "shmem_malloc", ptr_fn,
-                            pe_fn, accessible, map_p);
+    return register_named(ctx, ptr, bytes, &openshmem, map_p);
 }
 
 symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                           symaddr_map_t **map_p)
 {
-    static const char fn[] = "symaddr_register_nvshmem";
-    symaddr_peer_ptr_fn_t ptr_fn = NULL;
-    pe_fn_t pe_fn = NULL;
-#if defined(SYMADDR_HAVE_NVSHMEM)
-    const int built = 1;
-#else
-    const int built = 0;
-#endif
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    symaddr_status_t local = foreign_usable(ctx, built, fn, "NVSHMEM", "nvshmem", "nvshmem_ptr",
-                                            "nvshmem_my_pe", SYMADDR_BACKEND_CUDA, &ptr_fn, &pe_fn);
-    return register_foreign(ctx, ptr, bytes, local, fn, "NVSHMEM", "nvshmem_malloc", ptr_fn,
-                            pe_fn, NULL, map_p);
+    return register_named(ctx, ptr, bytes, &nvshmem, map_p);
 }
