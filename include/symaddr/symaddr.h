@@ -287,8 +287,9 @@ SYMADDR_API symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, vo
                                                       size_t bytes, symaddr_map_t **map_p);
 
 /**
- * Forget a map made by symaddr_import, symaddr_register_peer_table or symaddr_register_ptr_fn
- * (collective: every rank unregisters its map of the same registration).
+ * Forget a map made by symaddr_import, symaddr_register_peer_table, symaddr_register_ptr_fn,
+ * symaddr_register_openshmem or symaddr_register_nvshmem (collective: every rank unregisters its
+ * map of the same registration).
  * Imported roots are closed when their last view goes; foreign memory is never unmapped.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_MAP if @p map is not live in @p ctx;
  *         SYMADDR_ERR_WRONG_PROVIDER for a map from symaddr_allocate_symmetric.
