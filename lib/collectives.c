@@ -121,14 +121,15 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
                                  "%s: %s needs %zu bytes from %p, past the end of its "
                                  "registration",
                                  fn, what, bytes, ptr);
-    for (int q = 0; q < ctx->boot.node_size; q++)
-        if (r->map.host_peer_bases[ctx->boot.node_to_rank[q]] == 0)
+    *bits_p |= (uint64_t)(uintptr_t)ptr;
+    for (int q = 0; q < ctx->boot.node_size; q++) {
+        uint64_t base = r->map.host_peer_bases[ctx->boot.node_to_rank[q]];
+        if (base == 0)
             return symaddr_set_error(ctx, SYMADDR_ERR_UNREACHABLE,
                                      "%s: %s is not mapped on node rank %d", fn, what, q);
+        *bits_p |= base;
+    }
     *pb_p = r->map.peer_bases;
-    *bits_p |= (uint64_t)(uintptr_t)ptr;
-    for (int q = 0; q < ctx->boot.node_size; q++)
-        *bits_p |= r->map.host_peer_bases[ctx->boot.node_to_rank[q]];
     return SYMADDR_OK;
 }
 
