@@ -147,6 +147,13 @@ SYMADDR_DEVFN int coll_failed(const symaddr_coll_desc_t &d)
     return *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_STATUS] != 0;
 }
 
+/* The first failure sticks: the host reads it after the collective. */
+SYMADDR_DEVFN void coll_record_timeout(const symaddr_coll_desc_t &d)
+{
+    symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0, (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT,
+                         0);
+}
+
 /* All node peers' blocks of this index reach the phase; 0 after a timeout (recorded). Thread q
  * of the block signals and waits for node peer q, so the peers are served in parallel. */
 SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int phase)
@@ -162,8 +169,7 @@ SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int
          q += (int)symaddr_block_threads())
         if (q != d.node_rank &&
             symaddr_signal_wait_until(&flags[q], value, d.timeout_ns) != SYMADDR_OK) {
-            symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0,
-                                 (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT, 0);
+            coll_record_timeout(d);
             ok = 0;
         }
     return symaddr_block_all(ok);
@@ -270,6 +276,29 @@ SYMADDR_DEVFN typename traits<DT>::T reduce_elem(const typename traits<DT>::T *c
 
 #define TILE_N (COLL_TILE_BYTES / (int)sizeof(T))
 
+/* Reduce the tile [base, base + len) of src into dst[(first + k) % ndst] for every k < ndst:
+ * a whole tile through registers (16-byte packs where vec_in and vec_out allow), a partial one
+ * element by element. */
+template <int DT, int OP>
+SYMADDR_DEVFN void reduce_tile_to(typename traits<DT>::T *const *dst, int ndst, int first,
+                                  const typename traits<DT>::T *const *src, int n, size_t base,
+                                  size_t len, int vec_in, int vec_out)
+{
+    typedef typename traits<DT>::T T;
+    if (len == (size_t)TILE_N) {
+        coll_tile_t<T, TILE_N> out;
+        reduce_tile<DT, OP, TILE_N>(out, src, n, base, vec_in);
+        for (int k = 0; k < ndst; k++)
+            tile_store<T, TILE_N>(dst[(first + k) % ndst] + base, out, vec_out);
+    } else {
+        for (size_t j = 0; j < len; j++) {
+            T v = reduce_elem<DT, OP>(src, n, base + j);
+            for (int k = 0; k < ndst; k++)
+                dst[(first + k) % ndst][base + j] = v;
+        }
+    }
+}
+
 template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
@@ -299,16 +328,7 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
     for (int q = 0; q < d.node_size; q++)
         src[q] = (const T *)symaddr_translate(slot, d.node_ranks[q], d.sync_pb, d.rank);
     FOR_TILES(TILE_N, base, len, 0, d.count)
-    {
-        if (len == TILE_N) {
-            coll_tile_t<T, TILE_N> out;
-            reduce_tile<DT, OP, TILE_N>(out, src, d.node_size, base, 1);
-            tile_store<T, TILE_N>(recv + base, out, d.vec);
-        } else {
-            for (size_t j = 0; j < len; j++)
-                recv[base + j] = reduce_elem<DT, OP>(src, d.node_size, base + j);
-        }
-    }
+    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.node_size, base, len, 1, d.vec);
 finish:
     coll_finish(d, e);
 }
@@ -332,23 +352,10 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
         src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
         dst[q] = (T *)symaddr_translate(d.recv, d.node_ranks[q], d.recv_pb, d.rank);
     }
+    /* Stores start at this rank's own slot, to spread them over the peers. */
     FOR_TILES(TILE_N, base, len, lo, hi)
-    {
-        if (len == TILE_N) {
-            coll_tile_t<T, TILE_N> out;
-            reduce_tile<DT, OP, TILE_N>(out, src, d.node_size, base, d.vec);
-            for (int k = 0; k < d.node_size; k++) {
-                int q = (d.node_rank + k) % d.node_size; /* spread the stores over peers */
-                tile_store<T, TILE_N>(dst[q] + base, out, d.vec);
-            }
-        } else {
-            for (size_t j = 0; j < len; j++) {
-                T v = reduce_elem<DT, OP>(src, d.node_size, base + j);
-                for (int q = 0; q < d.node_size; q++)
-                    dst[q][base + j] = v;
-            }
-        }
-    }
+    reduce_tile_to<DT, OP>(dst, d.node_size, d.node_rank, src, d.node_size, base, len, d.vec,
+                           d.vec);
     coll_barrier(d, e, 2);
 finish:
     coll_finish(d, e);
@@ -367,16 +374,7 @@ template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d
         src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank) +
                  d.count * (size_t)d.node_rank;
     FOR_TILES(TILE_N, base, len, 0, d.count)
-    {
-        if (len == TILE_N) {
-            coll_tile_t<T, TILE_N> out;
-            reduce_tile<DT, OP, TILE_N>(out, src, d.node_size, base, d.vec);
-            tile_store<T, TILE_N>(recv + base, out, d.vec);
-        } else {
-            for (size_t j = 0; j < len; j++)
-                recv[base + j] = reduce_elem<DT, OP>(src, d.node_size, base + j);
-        }
-    }
+    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.node_size, base, len, d.vec, d.vec);
     coll_barrier(d, e, 2);
 finish:
     coll_finish(d, e);
@@ -481,8 +479,7 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
             ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
     }
     if (!ok)
-        symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0,
-                             (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT, 0);
+        coll_record_timeout(d);
 finish:
     coll_finish(d, e);
 }
