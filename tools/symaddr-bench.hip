@@ -457,36 +457,40 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
     return 0;
 }
 
-#if defined(SYMADDR_BENCH_NCCL)
-/* NCCL's time for the same call, the same way symaddr's is taken (graph replay or loop). */
-static double ref_time_nccl(symaddr_context_t *ctx, const opts_t *o, int c, void *send,
-                            void *recv, size_t count, void *stream, int *ok_p)
+/* Seconds per call: iters calls after the warm-up, in a loop, or with --graph as one replay
+ * of a graph that captured them (after a warm-up replay). The same for symaddr and for the
+ * reference library. Returns the first failing call's status, SYMADDR_ERR_BACKEND when the
+ * graph cannot be made, else the final stream sync's. */
+template <typename Call>
+static symaddr_status_t time_calls(symaddr_context_t *ctx, const opts_t *o, void *stream,
+                                   Call call, double *seconds_p)
 {
-    cudaStream_t s = (cudaStream_t)stream;
+    symaddr_status_t st = SYMADDR_OK;
     double t0 = 0;
-    int ok = 1;
-    for (int i = -o->warmup; i < (o->graph ? 0 : o->iters) && ok; i++) {
+    for (int i = -o->warmup; i < (o->graph ? 0 : o->iters) && st == SYMADDR_OK; i++) {
         if (i == 0) {
-            cudaStreamSynchronize(s);
+            symaddr_stream_sync(ctx, stream);
             MPI_Barrier(symaddr_comm(ctx));
             t0 = MPI_Wtime();
         }
-        ok = nccl_coll(o, c, send, recv, count, stream);
+        st = call();
     }
-    if (o->graph && ok) {
+#if defined(SYMADDR_USE_CUDA)
+    if (o->graph && st == SYMADDR_OK) {
+        cudaStream_t s = (cudaStream_t)stream;
         cudaGraph_t g;
         cudaGraphExec_t gexec = NULL;
-        cudaStreamSynchronize(s);
+        symaddr_stream_sync(ctx, stream);
         cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
-        for (int i = 0; i < o->iters && ok; i++)
-            ok = nccl_coll(o, c, send, recv, count, stream);
+        for (int i = 0; i < o->iters && st == SYMADDR_OK; i++)
+            st = call();
         cudaStreamEndCapture(s, &g);
-        if (ok && cudaGraphInstantiate(&gexec, g, 0) != cudaSuccess)
-            ok = 0;
+        if (st == SYMADDR_OK && cudaGraphInstantiate(&gexec, g, 0) != cudaSuccess)
+            st = SYMADDR_ERR_BACKEND;
         cudaGraphDestroy(g);
-        if (ok) {
-            cudaGraphLaunch(gexec, s);
-            cudaStreamSynchronize(s);
+        if (st == SYMADDR_OK) {
+            cudaGraphLaunch(gexec, s); /* warm-up replay */
+            symaddr_stream_sync(ctx, stream);
             MPI_Barrier(symaddr_comm(ctx));
             t0 = MPI_Wtime();
             cudaGraphLaunch(gexec, s);
@@ -494,11 +498,11 @@ static double ref_time_nccl(symaddr_context_t *ctx, const opts_t *o, int c, void
         if (gexec)
             cudaGraphExecDestroy(gexec);
     }
-    cudaStreamSynchronize(s);
-    *ok_p = ok;
-    return (MPI_Wtime() - t0) / o->iters;
-}
 #endif
+    symaddr_status_t sst = symaddr_stream_sync(ctx, stream);
+    *seconds_p = (MPI_Wtime() - t0) / o->iters;
+    return st == SYMADDR_OK ? sst : st;
+}
 
 static int run_collective(symaddr_context_t *ctx, const opts_t *o)
 {
@@ -550,7 +554,6 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     }
     symaddr_memcpy(ctx, send, hs, max);
 #if defined(SYMADDR_USE_CUDA)
-    cudaGraphExec_t gexec = NULL;
     if (o->graph)
         cudaStreamCreate((cudaStream_t *)&stream);
 #endif
@@ -599,42 +602,10 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                 MPI_Allreduce(&w, &wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
             }
         }
-        double t0 = 0, t, worst, tm = 0, tm_worst = 0;
-        for (int i = -o->warmup; i < (o->graph ? 0 : o->iters) && st == SYMADDR_OK; i++) {
-            if (i == 0) {
-                symaddr_stream_sync(ctx, stream);
-                MPI_Barrier(symaddr_comm(ctx));
-                t0 = MPI_Wtime();
-            }
-            st = do_coll(ctx, o, c, send, recv, count, stream);
-        }
-#if defined(SYMADDR_USE_CUDA)
-        if (o->graph && st == SYMADDR_OK) {
-            cudaGraph_t g;
-            symaddr_stream_sync(ctx, stream);
-            cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeGlobal);
-            for (int i = 0; i < o->iters && st == SYMADDR_OK; i++)
-                st = do_coll(ctx, o, c, send, recv, count, stream);
-            cudaStreamEndCapture((cudaStream_t)stream, &g);
-            if (st == SYMADDR_OK && cudaGraphInstantiate(&gexec, g, 0) != cudaSuccess)
-                st = SYMADDR_ERR_BACKEND;
-            cudaGraphDestroy(g);
-            if (st == SYMADDR_OK) {
-                cudaGraphLaunch(gexec, (cudaStream_t)stream); /* warm-up replay */
-                symaddr_stream_sync(ctx, stream);
-                MPI_Barrier(symaddr_comm(ctx));
-                t0 = MPI_Wtime();
-                cudaGraphLaunch(gexec, (cudaStream_t)stream);
-            }
-            if (gexec)
-                cudaGraphExecDestroy(gexec);
-            gexec = NULL;
-        }
-#endif
-        symaddr_status_t sst = symaddr_stream_sync(ctx, stream);
+        double t = 0, worst, tm = 0, tm_worst = 0;
         if (st == SYMADDR_OK)
-            st = sst;
-        t = (MPI_Wtime() - t0) / o->iters;
+            st = time_calls(ctx, o, stream,
+                            [&] { return do_coll(ctx, o, c, send, recv, count, stream); }, &t);
         if (st != SYMADDR_OK) {
             fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
                     symaddr_last_error(ctx));
@@ -644,7 +615,13 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         int mpi_ok = 1;
         if (with_nccl) {
 #if defined(SYMADDR_BENCH_NCCL)
-            tm = ref_time_nccl(ctx, o, c, send, recv, count, stream, &mpi_ok);
+            mpi_ok = time_calls(ctx, o, stream,
+                                [&] {
+                                    return nccl_coll(o, c, send, recv, count, stream)
+                                               ? SYMADDR_OK
+                                               : SYMADDR_ERR_BACKEND;
+                                },
+                                &tm) == SYMADDR_OK;
 #endif
             MPI_Allreduce(&tm, &tm_worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
         } else if (with_mpi) {
