@@ -36,6 +36,7 @@ static const char *g_name;
 #if FOREIGN_SOURCE == FOREIGN_WINDOW
 static MPI_Win g_win;
 static char *g_win_base;
+static MPI_Comm g_node;   /* the ranks that share the windows */
 static int *g_win_rank; /* world rank -> window rank */
 
 static void *win_ptr(const void *ptr, int pe)
@@ -54,14 +55,17 @@ static int source_init(int *argc, char ***argv, char *why, size_t len)
     (void)argc;
     (void)argv;
 #if FOREIGN_SOURCE == FOREIGN_WINDOW
-    MPI_Comm node;
-    int nsize;
+    int nsize, me;
     g_name = "MPI shared window";
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t_rank, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &nsize);
-    MPI_Comm_free(&node);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t_rank, MPI_INFO_NULL, &g_node);
+    MPI_Comm_size(g_node, &nsize);
+    MPI_Comm_rank(g_node, &me);
+    g_win_rank = (int *)malloc(sizeof(int) * (size_t)t_size);
+    MPI_Allgather(&me, 1, MPI_INT, g_win_rank, 1, MPI_INT, MPI_COMM_WORLD);
     if (nsize != t_size) {
         snprintf(why, len, "a shared window needs every rank on one node");
+        MPI_Comm_free(&g_node);
+        free(g_win_rank);
         return 0;
     }
 #elif FOREIGN_SOURCE == FOREIGN_OPENSHMEM
@@ -99,14 +103,7 @@ static void *source_alloc(size_t bytes)
 {
 #if FOREIGN_SOURCE == FOREIGN_WINDOW
     void *p;
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t_rank, MPI_INFO_NULL, &node);
-    MPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, node, &p, &g_win);
-    int me;
-    MPI_Comm_rank(node, &me);
-    g_win_rank = (int *)malloc(sizeof(int) * (size_t)t_size);
-    MPI_Allgather(&me, 1, MPI_INT, g_win_rank, 1, MPI_INT, MPI_COMM_WORLD);
-    MPI_Comm_free(&node);
+    MPI_Win_allocate_shared((MPI_Aint)bytes, 1, MPI_INFO_NULL, g_node, &p, &g_win);
     g_win_base = (char *)p;
     return p;
 #elif FOREIGN_SOURCE == FOREIGN_OPENSHMEM
@@ -133,7 +130,6 @@ static void source_free(void *p)
 #if FOREIGN_SOURCE == FOREIGN_WINDOW
     (void)p;
     MPI_Win_free(&g_win);
-    free(g_win_rank);
 #elif FOREIGN_SOURCE == FOREIGN_OPENSHMEM
     shmem_free(p);
 #else
@@ -144,7 +140,10 @@ static void source_free(void *p)
 /* The foreign library goes first at the end: OpenSHMEM's finalize also ends MPI. */
 static void source_fini(void)
 {
-#if FOREIGN_SOURCE == FOREIGN_OPENSHMEM
+#if FOREIGN_SOURCE == FOREIGN_WINDOW
+    MPI_Comm_free(&g_node);
+    free(g_win_rank);
+#elif FOREIGN_SOURCE == FOREIGN_OPENSHMEM
     shmem_finalize();
 #elif FOREIGN_SOURCE == FOREIGN_NVSHMEM
     nvshmem_finalize();
