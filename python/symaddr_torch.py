@@ -22,7 +22,7 @@ import os
 
 _CAP_LOAD_STORE = 1 << 0
 _CAP_ATOMICS = 1 << 1
-_CAP_SYSTEM_ATOMICS = 1 << 2
+_PROVIDER_IPC = 1  # symaddr_provider_kind_t
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "hip": 3}
 REDOPS = {"sum": 0, "prod": 1, "min": 2, "max": 3}
@@ -148,6 +148,7 @@ class Context:
 
     def __init__(self, comm=None, backend="cuda", lib=None, **config):
         self._lib = lib if lib is not None else load()
+        self._own = {}  # data_ptr of each tensor from empty() -> its provider
         cfg = _Config()
         self._lib.symaddr_config_default(ctypes.byref(cfg))
         cfg.backend = BACKENDS[backend]
@@ -214,7 +215,7 @@ class Context:
         import torch
         esz = torch.empty(0, dtype=dtype).element_size()
         prov, ptr, m = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.POINTER(_Map)()
-        self._check(self._lib.symaddr_provider_get(self._h, 1, ctypes.byref(prov)))  # ipc
+        self._check(self._lib.symaddr_provider_get(self._h, _PROVIDER_IPC, ctypes.byref(prov)))
         self._check(self._lib.symaddr_allocate_symmetric(prov, numel * esz, ctypes.byref(ptr),
                                                          ctypes.byref(m)))
 
@@ -223,7 +224,6 @@ class Context:
                                         "data": (ptr.value, False), "version": 3}
 
         t = torch.as_tensor(_Raw(), device="cuda").view(dtype)
-        self._own = getattr(self, "_own", {})
         self._own[t.data_ptr()] = prov
         return t
 
