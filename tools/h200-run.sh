@@ -3,7 +3,7 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl info mps-on mps-off. NCCL_INCLUDE=DIR builds --compare nccl;
+# cpucoll sanitize p2p nccl info bisect onegpu mps-on mps-off. NCCL_INCLUDE=DIR builds --compare nccl;
 # NP=n sets the rank count of p2p and nccl.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -111,6 +111,20 @@ for s in $steps; do
         done ;;
     info)
         mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
+    bisect)
+        # From the minimal peer-store loop to symaddr_put (needs 2 GPUs).
+        for prov in ipc vmm; do
+            mpiexec -n 2 $B/tools/symaddr-put-bisect $prov 2>&1 | tee -a "$OUT/put-bisect.txt"
+        done ;;
+    onegpu)
+        # Named mpi tests (ONEGPU_TESTS) with NP ranks sharing GPU 0 (log: onegpu-NP.log).
+        for t in ${ONEGPU_TESTS:-vmm-cuda maps-cuda coll-cuda}; do
+            CUDA_VISIBLE_DEVICES=0 SYMADDR_BACKEND=cuda SYMADDR_TEST_PROVIDER=ipc \
+                timeout 300 mpiexec -n ${NP:-2} $B/tests/mpi_${t%-cuda} \
+                >>"$OUT/onegpu-${NP:-2}.log" 2>&1
+            echo "onegpu np=${NP:-2} $t rc=$?" | tee -a "$OUT/onegpu-${NP:-2}.log"
+        done
+        grep -E "^not ok|passed,|rc=" "$OUT/onegpu-${NP:-2}.log" ;;
     esac
 done
 exit $rc

@@ -230,9 +230,11 @@ SYMADDR_DEVFN void symaddr_copy_bytes_(void *dst, const void *src, size_t bytes,
     if (!d || !s)
         return;
     if ((((uintptr_t)d | (uintptr_t)s) & 15) == 0) {
+        /* 16-byte aligned, so that each access is one 16-byte load or store: two 8-byte
+         * stores per pack would move half-filled sectors over a peer link. */
         typedef struct {
             uint64_t a, b;
-        } symaddr_v16_t;
+        } __attribute__((aligned(16))) symaddr_v16_t;
         size_t nv = bytes / 16, v = first;
         symaddr_v16_t *dv = (symaddr_v16_t *)d;
         const symaddr_v16_t *sv = (const symaddr_v16_t *)s;

@@ -490,6 +490,40 @@ static void test_bad_arguments(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* Validation mode: ranks that pass different ops, dtypes, roots or algorithms' sizes get
+ * SYMADDR_ERR_MISMATCH on every rank, on every backend, and no collective runs. */
+static void test_validate_mismatch(void *u)
+{
+    symaddr_config_t cfg;
+    fix_t f;
+    (void)u;
+    symaddr_config_default(&cfg);
+    cfg.validate = 1;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    fix_init(&f, ctx);
+    symaddr_redop_t op = t_rank % 2 ? SYMADDR_MAX : SYMADDR_SUM;
+    static const size_t n[] = {5, 3000, 40000}; /* LL, one-shot and two-shot sizes of i32 */
+    for (size_t k = 0; k < 3; k++) {
+        T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, n[k], SYMADDR_INT32, op, NULL),
+                 SYMADDR_ERR_MISMATCH);
+        T_CHECK(strstr(symaddr_last_error(ctx), "different") != NULL, "message: %s",
+                symaddr_last_error(ctx));
+    }
+    T_STATUS(ctx, symaddr_reduce_scatter(ctx, f.a, f.b, 8, SYMADDR_INT32, op, NULL),
+             SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx, symaddr_allgather(ctx, f.a, f.b, 8, t_rank % 2 ? SYMADDR_UINT32 : SYMADDR_INT32,
+                                    NULL),
+             SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx, symaddr_broadcast(ctx, f.a, f.b, 8, SYMADDR_INT32, t_rank % 2, NULL),
+             t_size > 1 ? SYMADDR_ERR_MISMATCH : SYMADDR_OK);
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    /* The context still works afterwards. */
+    T_OK(ctx, symaddr_allreduce(ctx, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 /* A rank that never arrives: the others get a timeout error, not a hang. */
 static void test_timeout(void *u)
 {
@@ -558,6 +592,7 @@ int main(int argc, char **argv)
     T_RUN(test_two_nodes, NULL);
     T_RUN(test_back_to_back, NULL);
     T_RUN(test_bad_arguments, NULL);
+    T_RUN(test_validate_mismatch, NULL);
     T_RUN(test_timeout, NULL);
     T_RUN(test_algo_config, NULL);
     return t_finish();

@@ -361,6 +361,26 @@ static void test_bad_inputs(symaddr_context_t *ctx)
     T_CHECK(strcmp(symaddr_strerror((symaddr_status_t)-999), "") != 0);
 }
 
+/* Plain memory belongs to the context that allocated it: another context neither frees nor
+ * imports it as its own, on every backend. */
+static void test_mem_other_context(symaddr_context_t *ctx)
+{
+    symaddr_context_t *other = t_context(MPI_COMM_WORLD, NULL);
+    uint32_t *p, v = 0;
+    const uint32_t want = 0xa5a5u + (uint32_t)t_rank;
+    T_OK(ctx, symaddr_mem_alloc(ctx, 4096, (void **)&p));
+    T_OK(ctx, symaddr_memcpy(ctx, p, &want, sizeof(want)));
+    T_STATUS(other, symaddr_mem_free(other, p), SYMADDR_ERR_NOT_FOUND);
+    T_CHECK(strstr(symaddr_last_error(other), "symaddr_mem_alloc") != NULL, "message: %s",
+            symaddr_last_error(other));
+    /* Still allocated and intact: the owner reads it back and frees it. */
+    T_OK(ctx, symaddr_memcpy(ctx, &v, p, sizeof(v)));
+    T_CHECK(v == want, "0x%x after the refused free, want 0x%x", v, want);
+    T_OK(ctx, symaddr_mem_free(ctx, p));
+    T_STATUS(ctx, symaddr_mem_free(ctx, p), SYMADDR_ERR_NOT_FOUND);
+    T_OK(other, symaddr_finalize(&other));
+}
+
 static void test_no_fd_leak(symaddr_context_t *unused)
 {
     (void)unused;
@@ -397,6 +417,7 @@ int main(int argc, char **argv)
     T_RUN(test_simulated_nodes, NULL);
     T_RUN(test_subcommunicator, NULL);
     T_RUN(test_bad_inputs, ctx);
+    T_RUN(test_mem_other_context, ctx);
     T_RUN(test_no_fd_leak, ctx);
     symaddr_finalize(&ctx);
     return t_finish();

@@ -50,6 +50,34 @@ static void test_vmm_values(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_free_symmetric(vmm, ptr));
 }
 
+/* Host memory to and from this rank's vmm memory, on every rank: sizes from one byte to
+ * several granules, at odd offsets, checked byte for byte. */
+static void test_vmm_host_copies(symaddr_context_t *ctx)
+{
+    static const size_t sizes[] = {1, 4095, (1u << 20) + 3, (6u << 20) + 5};
+    symaddr_provider_t *vmm = vmm_or_skip(ctx);
+    symaddr_map_t *m;
+    unsigned char *ptr;
+    if (!vmm)
+        return;
+    size_t cap = sizes[3] + 64;
+    unsigned char *in = malloc(cap), *out = malloc(cap);
+    T_OK(ctx, symaddr_allocate_symmetric(vmm, cap, (void **)&ptr, &m));
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        size_t n = sizes[k], off = 2 * k + 1;
+        for (size_t i = 0; i < n; i++)
+            in[i] = (unsigned char)((size_t)(t_rank + 1) * 37 + i * 13 + k);
+        memset(out, 0, n);
+        T_OK(ctx, symaddr_memcpy(ctx, ptr + off, in, n));
+        T_OK(ctx, symaddr_memcpy(ctx, out, ptr + off, n));
+        T_CHECK(memcmp(in, out, n) == 0, "%zu bytes at offset %zu did not come back", n, off);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_free_symmetric(vmm, ptr));
+    free(in);
+    free(out);
+}
+
 static void test_vmm_no_fd_leak(symaddr_context_t *ctx)
 {
     symaddr_provider_t *vmm = vmm_or_skip(ctx);
@@ -112,6 +140,7 @@ int main(int argc, char **argv)
     if (t_rank == 0)
         printf("# backend %s, %d ranks\n", symaddr_backend_name(symaddr_backend(ctx)), t_size);
     T_RUN(test_vmm_values, ctx);
+    T_RUN(test_vmm_host_copies, ctx);
     T_RUN(test_vmm_no_fd_leak, ctx);
     T_RUN(test_locality, ctx);
     T_RUN(test_locality_two_nodes, NULL);
