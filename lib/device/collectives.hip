@@ -199,6 +199,17 @@ struct alignas(16) coll_pack_t {
     uint64_t a, b;
 };
 
+/* One 16-byte store. Left to itself, nvcc merges the packed and the element-wise store paths
+ * of a tile into 4-byte stores, which a peer link carries at a fraction of its rate. */
+SYMADDR_DEVFN void pack_store(void *p, coll_pack_t v)
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("st.v2.u64 [%0], {%1, %2};" ::"l"(p), "l"(v.a), "l"(v.b) : "memory");
+#else
+    *(coll_pack_t *)p = v;
+#endif
+}
+
 /* A whole tile, held in registers: loaded and stored as 16-byte packs when d.vec says every
  * pointer involved is 16-byte aligned, else element by element. A partial tile (the tail of a
  * range) is reduced element by element straight to its destination. */
@@ -229,7 +240,7 @@ template <typename T, int N> SYMADDR_DEVFN void tile_store(T *p, const coll_tile
     if (vec) {
 COLL_UNROLL
         for (int k = 0; k < (int)(N * sizeof(T) / 16); k++)
-            ((coll_pack_t *)p)[k] = t.p[k];
+            pack_store((coll_pack_t *)p + k, t.p[k]);
         return;
     }
 #endif
