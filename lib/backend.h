@@ -73,6 +73,9 @@ typedef struct symaddr_backend_ops {
     symaddr_status_t (*memcpy)(symaddr_backend_t *be, void *dst, const void *src, size_t bytes);
     symaddr_status_t (*stream_sync)(symaddr_backend_t *be, void *stream);
 
+    /* Memory a rank may at most take: the device's (GPUs) or the machine's (cpu), in bytes. */
+    size_t (*mem_total)(symaddr_backend_t *be);
+
     /* Kernels, built from lib/device for this backend. */
     const symaddr_kernels_t *kernels;
     const symaddr_coll_ops_t *coll;
@@ -82,14 +85,21 @@ struct symaddr_backend {
     const symaddr_backend_ops_t *ops;
     int device;
     void *priv;
+    char why[256]; /* the runtime's own text for the last refusal of an op ("" if none) */
 };
 
+/* Every backend's ops table; a backend this build lacks is not linked in. */
 extern const symaddr_backend_ops_t symaddr_backend_cpu_ops;
-/* NULL when no GPU backend is built. */
-extern const symaddr_backend_ops_t *const symaddr_backend_gpu_ops;
+extern const symaddr_backend_ops_t symaddr_backend_cuda_ops;
+extern const symaddr_backend_ops_t symaddr_backend_hip_ops;
+
+/* The runtime's words for this thread's last refused kernel launch. */
+extern __thread char symaddr_launch_why[192];
 
 /* The ops table for kind, or NULL when it was not built. */
 const symaddr_backend_ops_t *symaddr_backend_ops_get(symaddr_backend_kind_t kind);
+/* The GPU backend built into this library, or NULL. */
+const symaddr_backend_ops_t *symaddr_backend_gpu(void);
 
 #ifdef __cplusplus
 }

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef struct cpu_alloc {
@@ -62,21 +64,43 @@ static size_t page_round(size_t bytes)
     return (bytes + pg - 1) / pg * pg;
 }
 
+static symaddr_status_t fail_errno(symaddr_backend_t *be, const char *what)
+{
+    int e = errno;
+    snprintf(be->why, sizeof(be->why), "%s: %s%s", what, strerror(e),
+             e == EMFILE || e == ENFILE ? " (raise the descriptor limit: ulimit -n)" : "");
+    return e == ENOMEM || e == EMFILE || e == ENFILE || e == ENOSPC ? SYMADDR_ERR_NO_MEMORY
+                                                                    : SYMADDR_ERR_BACKEND;
+}
+
 static symaddr_status_t cpu_mem_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
 {
     cpu_state_t *s = be->priv;
     size_t len = page_round(bytes);
+    symaddr_status_t st;
     cpu_alloc_t *a = malloc(sizeof(*a));
-    if (!a || len < bytes)
+    if (!a || len < bytes) {
+        free(a);
+        errno = ENOMEM;
+        return fail_errno(be, "host allocation");
+    }
+    /* Only the owner reads or writes it through /proc (mode 0600); peers cannot shrink or
+     * grow it under each other's mappings (seals). */
+    a->fd = memfd_create("symaddr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (a->fd < 0) {
+        st = fail_errno(be, "memfd_create");
         goto err_free;
-    a->fd = memfd_create("symaddr", MFD_CLOEXEC);
-    if (a->fd < 0)
-        goto err_free;
-    if (ftruncate(a->fd, (off_t)len) != 0)
+    }
+    if (fchmod(a->fd, 0600) != 0 || ftruncate(a->fd, (off_t)len) != 0 ||
+        fcntl(a->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        st = fail_errno(be, "sizing shared memory");
         goto err_close;
+    }
     a->base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, a->fd, 0);
-    if (a->base == MAP_FAILED)
+    if (a->base == MAP_FAILED) {
+        st = fail_errno(be, "mapping shared memory");
         goto err_close;
+    }
     a->bytes = len;
     pthread_mutex_lock(&s->lock);
     a->next = s->allocs;
@@ -88,7 +112,7 @@ err_close:
     close(a->fd);
 err_free:
     free(a);
-    return SYMADDR_ERR_NO_MEMORY;
+    return st;
 }
 
 static symaddr_status_t cpu_mem_free(symaddr_backend_t *be, void *ptr)
@@ -164,21 +188,27 @@ static symaddr_status_t cpu_handle_export(symaddr_backend_t *be, void *base, siz
 static symaddr_status_t cpu_handle_open(symaddr_backend_t *be, const symaddr_ipc_handle_t *h,
                                         void **ptr_p)
 {
-    (void)be;
     if (h->fd < 0)
         return SYMADDR_ERR_BACKEND;
     void *p = mmap(NULL, h->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, h->fd, 0);
+    symaddr_status_t st = p == MAP_FAILED ? fail_errno(be, "mapping a peer's memory") : SYMADDR_OK;
     close(h->fd);
-    if (p == MAP_FAILED)
-        return errno == ENOMEM ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND;
+    if (st != SYMADDR_OK)
+        return st;
     *ptr_p = p;
     return SYMADDR_OK;
 }
 
 static symaddr_status_t cpu_handle_close(symaddr_backend_t *be, void *ptr, size_t bytes)
 {
+    return munmap(ptr, bytes) == 0 ? SYMADDR_OK : fail_errno(be, "unmapping a peer's memory");
+}
+
+static size_t cpu_mem_total(symaddr_backend_t *be)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     (void)be;
-    return munmap(ptr, bytes) == 0 ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+    return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : 0;
 }
 
 static void cpu_device_id(symaddr_backend_t *be, char *buf, size_t len)
@@ -233,6 +263,7 @@ const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
     .can_access_peer = cpu_can_access_peer,
     .memcpy = cpu_memcpy,
     .stream_sync = cpu_stream_sync,
+    .mem_total = cpu_mem_total,
     .kernels = &symaddr_kernels_cpu,
     .coll = &symaddr_coll_cpu,
 };

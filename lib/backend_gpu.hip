@@ -63,10 +63,34 @@ typedef struct gpu_state {
     pthread_mutex_unlock(&g->lock);
 }
 
-static symaddr_status_t status_of(hipError_t e)
+/* The runtime's own words for a refusal go to be->why, so that symaddr_last_error can say
+ * what the runtime said; the runtime's sticky last error is cleared. */
+static symaddr_status_t fail(symaddr_backend_t *be, hipError_t e, symaddr_status_t st,
+                             const char *what)
 {
-    return e == hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+    snprintf(be->why, sizeof(be->why), "%s: %s (%s)", what, hipGetErrorString(e),
+             hipGetErrorName(e));
+    (void)hipGetLastError();
+    return st;
 }
+
+static symaddr_status_t check(symaddr_backend_t *be, hipError_t e, const char *what)
+{
+    return e == hipSuccess ? SYMADDR_OK : fail(be, e, SYMADDR_ERR_BACKEND, what);
+}
+
+#if defined(SYMADDR_USE_CUDA)
+static symaddr_status_t fail_drv(symaddr_backend_t *be, CUresult r, symaddr_status_t st,
+                                 const char *what)
+{
+    const char *text = NULL, *name = NULL;
+    cuGetErrorString(r, &text);
+    cuGetErrorName(r, &name);
+    snprintf(be->why, sizeof(be->why), "%s: %s (%s)", what, text ? text : "unknown error",
+             name ? name : "?");
+    return st;
+}
+#endif
 
 static int gpu_device_count(void)
 {
@@ -111,19 +135,17 @@ static void gpu_fini(symaddr_backend_t *be)
 
 static symaddr_status_t gpu_mem_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
 {
-    (void)be;
     hipError_t e = hipMalloc(ptr_p, bytes);
-    if (e != hipSuccess) {
-        (void)hipGetLastError();
-        return SYMADDR_ERR_NO_MEMORY;
-    }
+    if (e != hipSuccess)
+        return fail(be, e, e == hipErrorMemoryAllocation ? SYMADDR_ERR_NO_MEMORY
+                                                         : SYMADDR_ERR_BACKEND,
+                    "device allocation");
     return SYMADDR_OK;
 }
 
 static symaddr_status_t gpu_mem_free(symaddr_backend_t *be, void *ptr)
 {
-    (void)be;
-    return status_of(hipFree(ptr));
+    return check(be, hipFree(ptr), "device free");
 }
 
 static void gpu_local_free(symaddr_backend_t *be, void *ptr)
@@ -137,11 +159,9 @@ static symaddr_status_t gpu_mem_range(symaddr_backend_t *be, const void *ptr, vo
 {
     hipDeviceptr_t base;
     size_t bytes;
-    (void)be;
-    if (hipMemGetAddressRange(&base, &bytes, (hipDeviceptr_t)(uintptr_t)ptr) != hipSuccess) {
-        (void)hipGetLastError();
-        return SYMADDR_ERR_NOT_SHAREABLE;
-    }
+    hipError_t e = hipMemGetAddressRange(&base, &bytes, (hipDeviceptr_t)(uintptr_t)ptr);
+    if (e != hipSuccess)
+        return fail(be, e, SYMADDR_ERR_NOT_SHAREABLE, "no device allocation holds the pointer");
     *base_p = (void *)(uintptr_t)base;
     *bytes_p = bytes;
     return SYMADDR_OK;
@@ -221,12 +241,14 @@ static symaddr_status_t gpu_vmm_alloc(symaddr_backend_t *be, size_t bytes, void 
     }
     if (r != CUDA_SUCCESS) {
         free(rec);
-        return r == CUDA_ERROR_OUT_OF_MEMORY ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND;
+        return fail_drv(be, r, r == CUDA_ERROR_OUT_OF_MEMORY ? SYMADDR_ERR_NO_MEMORY
+                                                             : SYMADDR_ERR_BACKEND,
+                        "cuMemCreate");
     }
-    if (vmm_map(be, h, size, gran, &rec->ptr) != CUDA_SUCCESS) {
+    if ((r = vmm_map(be, h, size, gran, &rec->ptr)) != CUDA_SUCCESS) {
         cuMemRelease(h);
         free(rec);
-        return SYMADDR_ERR_BACKEND;
+        return fail_drv(be, r, SYMADDR_ERR_BACKEND, "mapping VMM memory");
     }
     rec->bytes = size;
     rec->handle = h;
@@ -258,13 +280,18 @@ static symaddr_status_t gpu_vmm_free(symaddr_backend_t *be, void *ptr)
 }
 
 /* A descriptor always travels; a fabric handle too when the driver could make one. */
-static symaddr_status_t vmm_export(vmm_rec_t *rec, symaddr_ipc_handle_t *h)
+static symaddr_status_t vmm_export(symaddr_backend_t *be, vmm_rec_t *rec,
+                                   symaddr_ipc_handle_t *h)
 {
+    CUresult r = CUDA_SUCCESS;
     memset(h, 0, sizeof(*h));
-    if (rec->fd < 0 &&
-        cuMemExportToShareableHandle(&rec->fd, rec->handle,
-                                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) != CUDA_SUCCESS)
+    if (rec->fd < 0 && (r = cuMemExportToShareableHandle(&rec->fd, rec->handle,
+                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                         0)) != CUDA_SUCCESS) {
         rec->fd = -1;
+        fail_drv(be, r, SYMADDR_ERR_NOT_SHAREABLE,
+                 "exporting VMM memory as a descriptor (out of file descriptors? ulimit -n)");
+    }
     h->fd = rec->fd;
     h->bytes = rec->bytes;
     h->kind = SYMADDR_HANDLE_VMM;
@@ -296,12 +323,13 @@ static symaddr_status_t vmm_open(symaddr_backend_t *be, const symaddr_ipc_handle
     if (h->fd >= 0)
         close(h->fd);
     if (r != CUDA_SUCCESS)
-        return SYMADDR_ERR_BACKEND;
+        return fail_drv(be, r, SYMADDR_ERR_BACKEND, "importing a peer's VMM memory");
     vmm_rec_t *rec = (vmm_rec_t *)calloc(1, sizeof(*rec));
-    if (!rec || vmm_map(be, mh, h->bytes, 0, &rec->ptr) != CUDA_SUCCESS) {
+    if (!rec || (r = vmm_map(be, mh, h->bytes, 0, &rec->ptr)) != CUDA_SUCCESS) {
         free(rec);
         cuMemRelease(mh);
-        return SYMADDR_ERR_BACKEND;
+        return rec ? fail_drv(be, r, SYMADDR_ERR_BACKEND, "mapping a peer's VMM memory")
+                   : SYMADDR_ERR_NO_MEMORY;
     }
     rec->bytes = h->bytes;
     rec->handle = mh;
@@ -345,14 +373,13 @@ static symaddr_status_t gpu_handle_export(symaddr_backend_t *be, void *base, siz
 #if defined(SYMADDR_USE_CUDA)
     vmm_rec_t *rec = vmm_find(be, base, 0);
     if (rec)
-        return vmm_export(rec, h);
+        return vmm_export(be, rec, h);
 #else
     (void)be;
 #endif
-    if (hipIpcGetMemHandle(&ipc, base) != hipSuccess) {
-        (void)hipGetLastError();
-        return SYMADDR_ERR_NOT_SHAREABLE;
-    }
+    hipError_t e = hipIpcGetMemHandle(&ipc, base);
+    if (e != hipSuccess)
+        return fail(be, e, SYMADDR_ERR_NOT_SHAREABLE, "exporting an IPC handle");
     memset(h, 0, sizeof(*h));
     memcpy(h->data, &ipc, sizeof(ipc));
     h->bytes = bytes;
@@ -371,12 +398,9 @@ static symaddr_status_t gpu_handle_open(symaddr_backend_t *be, const symaddr_ipc
     if (h->kind != SYMADDR_HANDLE_RUNTIME)
         return SYMADDR_ERR_UNSUPPORTED;
 #endif
-    (void)be;
     memcpy(&ipc, h->data, sizeof(ipc));
-    hipError_t e = hipIpcOpenMemHandle(ptr_p, ipc, hipIpcMemLazyEnablePeerAccess);
-    if (e != hipSuccess)
-        (void)hipGetLastError();
-    return status_of(e);
+    return check(be, hipIpcOpenMemHandle(ptr_p, ipc, hipIpcMemLazyEnablePeerAccess),
+                 "opening a peer's IPC handle");
 }
 
 static symaddr_status_t gpu_handle_close(symaddr_backend_t *be, void *ptr, size_t bytes)
@@ -391,50 +415,60 @@ static symaddr_status_t gpu_handle_close(symaddr_backend_t *be, void *ptr, size_
 #else
     (void)be;
 #endif
-    return status_of(hipIpcCloseMemHandle(ptr));
+    return check(be, hipIpcCloseMemHandle(ptr), "closing a peer's IPC mapping");
 }
 
 static symaddr_status_t gpu_memcpy(symaddr_backend_t *be, void *dst, const void *src, size_t n)
 {
-    (void)be;
     /* A copy from pageable host memory may return before the data reaches the device;
      * peers read it right after, so wait for it. */
     hipError_t e = hipMemcpy(dst, src, n, hipMemcpyDefault);
     if (e == hipSuccess)
         e = hipDeviceSynchronize();
-    return status_of(e);
+    return check(be, e, "copy");
 }
 
 static symaddr_status_t gpu_stream_sync(symaddr_backend_t *be, void *stream)
 {
-    (void)be;
-    return status_of(stream ? hipStreamSynchronize((hipStream_t)stream) : hipDeviceSynchronize());
+    return check(be, stream ? hipStreamSynchronize((hipStream_t)stream) : hipDeviceSynchronize(),
+                 "waiting for the stream");
 }
 
-static const symaddr_backend_ops_t gpu_ops = {
-    sizeof(symaddr_backend_ops_t),
-    GPU_NAME,
-    GPU_KIND,
-    SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS,
-    gpu_device_count,
-    gpu_init,
-    gpu_fini,
-    gpu_mem_alloc,
-    gpu_mem_free,
-    gpu_mem_alloc,
-    gpu_local_free,
-    gpu_mem_range,
-    gpu_handle_export,
-    gpu_handle_open,
-    gpu_handle_close,
-    GPU_VMM_ALLOC,
-    GPU_VMM_FREE,
-    gpu_device_id,
-    gpu_can_access_peer,
-    gpu_memcpy,
-    gpu_stream_sync,
-    &symaddr_kernels_gpu,
-    &symaddr_coll_gpu,
-};
+static size_t gpu_mem_total(symaddr_backend_t *be)
+{
+    size_t free_b = 0, total = 0;
+    if (hipMemGetInfo(&free_b, &total) != hipSuccess)
+        fail(be, hipGetLastError(), SYMADDR_ERR_BACKEND, "reading the device's memory size");
+    return total;
+}
 
-extern "C" const symaddr_backend_ops_t *const symaddr_backend_gpu_ops = &gpu_ops;
+#if defined(SYMADDR_USE_CUDA)
+extern "C" const symaddr_backend_ops_t symaddr_backend_cuda_ops = {
+#else
+extern "C" const symaddr_backend_ops_t symaddr_backend_hip_ops = {
+#endif
+    .size = sizeof(symaddr_backend_ops_t),
+    .name = GPU_NAME,
+    .kind = GPU_KIND,
+    .caps = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS,
+    .device_count = gpu_device_count,
+    .init = gpu_init,
+    .fini = gpu_fini,
+    .mem_alloc = gpu_mem_alloc,
+    .mem_free = gpu_mem_free,
+    .local_alloc = gpu_mem_alloc,
+    .local_free = gpu_local_free,
+    .mem_range = gpu_mem_range,
+    .handle_export = gpu_handle_export,
+    .handle_open = gpu_handle_open,
+    .handle_close = gpu_handle_close,
+    .vmm_alloc = GPU_VMM_ALLOC,
+    .vmm_free = GPU_VMM_FREE,
+    .device_id = gpu_device_id,
+    .can_access_peer = gpu_can_access_peer,
+    .memcpy = gpu_memcpy,
+    .stream_sync = gpu_stream_sync,
+    .mem_total = gpu_mem_total,
+    .kernels = &symaddr_kernels_gpu,
+    .coll = &symaddr_coll_gpu,
+};

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Host side of the collectives: argument checks, algorithm choice, and the
- * hierarchical path (symmetric memory inside a node, MPI between nodes). */
+/* Host side of the collectives: argument checks, algorithm choice, and the hierarchical path
+ * (symmetric memory inside a node, MPI between nodes), all on the caller's stream. */
 #include "internal.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define SCRATCH_BYTES ((size_t)1 << 20) /* reduce-scatter between nodes, per chunk */
 
 size_t symaddr_dtype_size(symaddr_dtype_t dtype)
 {
@@ -13,28 +16,57 @@ size_t symaddr_dtype_size(symaddr_dtype_t dtype)
 }
 
 static const char *const coll_names[] = {
-    "symaddr_barrier",        "symaddr_allreduce", "symaddr_allreduce", "symaddr_allreduce",
-    "symaddr_reduce_scatter", "symaddr_allgather", "symaddr_broadcast", "symaddr_alltoall",
+    [SYMADDR_COLL_BARRIER] = "symaddr_barrier",
+    [SYMADDR_COLL_ALLREDUCE_ONESHOT] = "symaddr_allreduce",
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = "symaddr_allreduce",
+    [SYMADDR_COLL_ALLREDUCE_LL] = "symaddr_allreduce",
+    [SYMADDR_COLL_REDUCE_SCATTER] = "symaddr_reduce_scatter",
+    [SYMADDR_COLL_ALLGATHER] = "symaddr_allgather",
+    [SYMADDR_COLL_BROADCAST] = "symaddr_broadcast",
+    [SYMADDR_COLL_ALLTOALL] = "symaddr_alltoall",
 };
 
+static bool multi_node(const symaddr_context_t *ctx) { return ctx->boot.node_size < ctx->size; }
+
 /* ---- setup -------------------------------------------------------------------------------- */
+
+/* The grid of every collective kernel is bounded so that the blocks of all the ranks sharing
+ * a GPU are resident at once: a block that waits for a peer's block never holds the SM that
+ * block needs. The bound is agreed on the node, since block b waits for the peers' block b. */
+static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
+{
+    int sharing = 0;
+    for (int r = 0; r < ctx->size; r++)
+        sharing += ctx->loc.peer_class[r] == SYMADDR_PEER_SELF ||
+                   ctx->loc.peer_class[r] == SYMADDR_PEER_SAME_GPU;
+    unsigned resident = ctx->be.ops->coll->resident_blocks(ctx->be.device);
+    unsigned mine = resident == UINT_MAX ? SYMADDR_COLL_MAX_BLOCKS
+                                         : resident / (unsigned)(sharing > 0 ? sharing : 1);
+    if (mine > SYMADDR_COLL_MAX_BLOCKS)
+        mine = SYMADDR_COLL_MAX_BLOCKS;
+    if (mine == 0)
+        mine = 1;
+    return symaddr_mpi_allreduce(&ctx->boot, ctx->boot.node_comm, &mine, blocks_p, 1,
+                                 MPI_UNSIGNED, MPI_MIN, symaddr_bootstrap_deadline(&ctx->boot, 0));
+}
 
 symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
     const symaddr_bootstrap_t *b = &ctx->boot;
-    size_t stage_offset = symaddr_align_up(
-        sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size),
-        256);
+    size_t stage_offset = (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS *
+                                                                        b->node_size) +
+                           255) / 256 * 256;
     size_t ll_offset = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
-    size_t sync_bytes = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
+    size_t scratch_offset = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
+    size_t scratch_bytes = multi_node(ctx) ? SCRATCH_BYTES : 0;
+    size_t sync_bytes = scratch_offset + scratch_bytes;
     void *zeros = calloc(1, sync_bytes);
     symaddr_status_t st = zeros ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
 
     c->leaders = MPI_COMM_NULL;
-    if (MPI_Comm_split(ctx->comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED, ctx->rank, &c->leaders) !=
-        MPI_SUCCESS)
-        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK)
+        st = grid_bound(ctx, &c->max_blocks);
     if (st == SYMADDR_OK)
         st = ctx->be.ops->mem_alloc(&ctx->be, sync_bytes, &c->sync.root);
     if (st == SYMADDR_OK)
@@ -47,10 +79,17 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
                                  sizeof(int) * (size_t)b->node_size);
     c->stage_offset = stage_offset;
     c->ll_offset = ll_offset;
+    c->scratch_offset = scratch_offset;
+    c->scratch_bytes = scratch_bytes;
     free(zeros);
     if (st != SYMADDR_OK)
-        symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area");
+        symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area: %s",
+                          ctx->be.why[0] ? ctx->be.why : symaddr_strerror(st));
     st = symaddr_agree_status(ctx, st, "symaddr_init (collectives)");
+    /* MPI has no nonblocking split: every rank just agreed, so none is missing. */
+    if (st == SYMADDR_OK && MPI_Comm_split(ctx->comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED,
+                                           ctx->rank, &c->leaders) != MPI_SUCCESS)
+        st = symaddr_context_break(ctx, SYMADDR_ERR_MPI);
     if (st == SYMADDR_OK) {
         c->sync.root_bytes = sync_bytes;
         c->sync.owned = true;
@@ -79,7 +118,7 @@ void symaddr_coll_fini(symaddr_context_t *ctx)
         ctx->be.ops->mem_free(&ctx->be, c->sync.root);
     if (c->node_ranks)
         ctx->be.ops->local_free(&ctx->be, c->node_ranks);
-    if (c->leaders != MPI_COMM_NULL)
+    if (c->leaders != MPI_COMM_NULL && !ctx->boot.parked)
         MPI_Comm_free(&c->leaders);
     memset(c, 0, sizeof(*c));
     c->leaders = MPI_COMM_NULL;
@@ -88,30 +127,70 @@ void symaddr_coll_fini(symaddr_context_t *ctx)
 symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
 {
     uint64_t word = 0;
-    const uint64_t zero = 0;
     uint64_t *status = (uint64_t *)ctx->coll.sync.root + SYMADDR_SYNC_STATUS;
     if (!ctx->coll.ready || ctx->be.ops->memcpy(&ctx->be, &word, status, sizeof(word)) != SYMADDR_OK)
         return SYMADDR_OK;
     if (word == 0)
         return SYMADDR_OK;
-    ctx->be.ops->memcpy(&ctx->be, status, &zero, sizeof(zero));
-    return symaddr_set_error(ctx, (symaddr_status_t) - (int64_t)word,
-                             "a collective waited more than %u ms for a rank of its node: a peer "
-                             "exited, or ranks called different collectives",
+    symaddr_status_t st = (symaddr_status_t) - (int64_t)word;
+    symaddr_context_break(ctx, st);
+    if (st == SYMADDR_ERR_TIMEOUT)
+        return symaddr_set_error(ctx, st,
+                                 "a collective waited more than %u ms for a rank of its node: a "
+                                 "peer exited, is stopped, or ranks called different "
+                                 "collectives. The context is broken on every rank: finalize it",
+                                 ctx->cfg.timeout_ms);
+    return symaddr_set_error(ctx, st, "a rank of the node gave up on a collective after "
+                             "waiting %u ms for a peer (one exited, is stopped, or ranks called "
+                             "different collectives): the context is broken on every rank, "
+                             "finalize it",
                              ctx->cfg.timeout_ms);
+}
+
+symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
+{
+    const symaddr_coll_t *c = &ctx->coll;
+    size_t flags = (size_t)SYMADDR_COLL_MAX_BLOCKS * (size_t)ctx->boot.node_size;
+    size_t inboxes = 2 * (size_t)ctx->boot.node_size * SYMADDR_COLL_LL_INBOX;
+    uint64_t *w = malloc(sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
+    void *zeros = calloc(1, inboxes);
+    symaddr_status_t st = w && zeros ? ctx->be.ops->stream_sync(&ctx->be, NULL)
+                                     : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, symaddr_bootstrap_deadline(&ctx->boot, 1));
+    if (st == SYMADDR_OK) {
+        memset(w, 0, sizeof(uint64_t) * SYMADDR_SYNC_WORDS);
+        w[SYMADDR_SYNC_EPOCH] = next - 1;
+        for (size_t i = 0; i < flags; i++)
+            w[SYMADDR_SYNC_WORDS + i] = (next - 1) * 4 + 2; /* every phase of next - 1 passed */
+        st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, w,
+                                 sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
+    }
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->memcpy(&ctx->be, (char *)c->sync.root + c->ll_offset, zeros, inboxes);
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, symaddr_bootstrap_deadline(&ctx->boot, 1));
+    free(w);
+    free(zeros);
+    return st;
 }
 
 /* ---- argument checks ---------------------------------------------------------------------- */
 
 /* *bits_p collects the address bits of ptr and of every peer's copy (for d->vec). */
 static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size_t bytes,
-                                   const uint64_t **pb_p, uint64_t *bits_p, const char *fn,
-                                   const char *what)
+                                   size_t align, const uint64_t **pb_p, uint64_t *bits_p,
+                                   const char *fn, const char *what)
 {
     symaddr_registration_t *r;
     if (!ptr)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: %s is NULL", fn, what);
-    if (symaddr_registry_find(&ctx->reg, ptr, &r) != SYMADDR_OK)
+    if ((uintptr_t)ptr % align)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: %s %p is not aligned to its %zu-byte elements; pass "
+                                 "element-aligned buffers",
+                                 fn, what, ptr, align);
+    if (symaddr_registry_lookup(&ctx->reg, ptr, &r) != SYMADDR_OK)
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
                                  "%s: %s %p is not symmetric memory of this context; allocate it "
                                  "with symaddr_allocate_symmetric or register it",
@@ -149,16 +228,30 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
                             ? (uint64_t)SYMADDR_COLL_ALLREDUCE_ONESHOT
                             : (uint64_t)kind,
                         count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
-    uint64_t lo[5], hi[5];
-    MPI_Allreduce(mine, lo, 5, MPI_UINT64_T, MPI_MIN, ctx->comm);
-    MPI_Allreduce(mine, hi, 5, MPI_UINT64_T, MPI_MAX, ctx->comm);
-    if (memcmp(lo, hi, sizeof(lo)) != 0)
-        return symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
-                                 "%s: ranks passed different collectives, counts (%llu..%llu), "
-                                 "dtypes, ops or roots; every rank must pass the same",
-                                 coll_names[kind], (unsigned long long)lo[1],
-                                 (unsigned long long)hi[1]);
-    return SYMADDR_OK;
+    uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->size);
+    if (!all)
+        return symaddr_context_break(
+            ctx, symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory",
+                                   coll_names[kind]));
+    st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, mine, all, sizeof(mine),
+                               symaddr_bootstrap_deadline(&ctx->boot, 1));
+    if (st != SYMADDR_OK) {
+        free(all);
+        symaddr_context_break(ctx, st);
+        return symaddr_set_error(ctx, st, "%s: the ranks could not compare their arguments "
+                                 "within %u ms; the context is broken",
+                                 coll_names[kind], ctx->cfg.timeout_ms);
+    }
+    for (int r = 0; r < ctx->size && st == SYMADDR_OK; r++)
+        if (memcmp(all + 5 * (size_t)r, all, sizeof(mine)) != 0)
+            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
+                                   "%s: rank %d passed a different collective, count (%llu, rank "
+                                   "0: %llu), dtype, op or root than rank 0; every rank must pass "
+                                   "the same",
+                                   coll_names[kind], r, (unsigned long long)all[5 * r + 1],
+                                   (unsigned long long)all[1]);
+    free(all);
+    return st;
 }
 
 static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_coll_kind_t kind,
@@ -176,12 +269,15 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->node_rank = ctx->boot.node_rank;
     d->rank = ctx->rank;
     d->timeout_ns = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+    d->stage_offset = ctx->coll.stage_offset;
+    d->ll_offset = ctx->coll.ll_offset;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
-     * barriers cheap, and large ones get enough blocks to keep the links busy. */
+     * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the
+     * GPU holds resident for every rank that shares it. */
     size_t blocks = (work_bytes + (16u << 10) - 1) / (16u << 10);
     if (ctx->be.ops->kind == SYMADDR_BACKEND_CPU || blocks < 1)
         blocks = 1;
-    d->blocks = (unsigned)(blocks > SYMADDR_COLL_MAX_BLOCKS ? SYMADDR_COLL_MAX_BLOCKS : blocks);
+    d->blocks = (unsigned)(blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks : blocks);
 }
 
 static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream)
@@ -191,27 +287,13 @@ static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t
         return symaddr_set_error(ctx, st, "%s: node groups larger than 64 ranks are not "
                                  "supported", coll_names[d->kind]);
     if (st != SYMADDR_OK)
-        return symaddr_set_error(ctx, st, "%s: the %s runtime refused the launch",
-                                 coll_names[d->kind], ctx->be.ops->name);
-    /* The cpu backend ran it already: report a timeout now. */
+        return symaddr_set_error(ctx, st, "%s: the %s runtime refused the launch: %s",
+                                 coll_names[d->kind], ctx->be.ops->name, symaddr_launch_why);
+    /* The cpu backend ran it already: report a failure now. */
     return ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? symaddr_coll_status(ctx) : SYMADDR_OK;
 }
 
-static symaddr_status_t common_checks(symaddr_context_t *ctx, symaddr_dtype_t dt, int op,
-                                      const char *fn)
-{
-    if (!symaddr_dtype_size(dt))
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: dtype %d is not a "
-                                 "symaddr_dtype_t", fn, (int)dt);
-    if (op < 0 || op >= SYMADDR_REDOP_COUNT_)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: op %d is not a "
-                                 "symaddr_redop_t", fn, op);
-    return SYMADDR_OK;
-}
-
 /* ---- between nodes ------------------------------------------------------------------------ */
-
-static bool multi_node(const symaddr_context_t *ctx) { return ctx->boot.node_size < ctx->size; }
 
 /* Copies of device memory for MPI, which may not be GPU-aware. */
 static void *stage_out(symaddr_context_t *ctx, const void *dev, size_t bytes)
@@ -224,19 +306,32 @@ static void *stage_out(symaddr_context_t *ctx, const void *dev, size_t bytes)
     return h;
 }
 
-/* Host sync, then the failure (if any) any rank met, so that all take the same path. */
-static symaddr_status_t settle(symaddr_context_t *ctx, symaddr_status_t st, const char *fn)
+/* The stream's work done, then the failure (if any) any rank met, so that all take the same
+ * path. */
+static symaddr_status_t settle(symaddr_context_t *ctx, symaddr_status_t st, void *stream,
+                               const char *fn)
 {
     if (st == SYMADDR_OK)
-        st = ctx->be.ops->stream_sync(&ctx->be, NULL);
+        st = ctx->be.ops->stream_sync(&ctx->be, stream);
     if (st == SYMADDR_OK)
         st = symaddr_coll_status(ctx);
     return symaddr_agree_status(ctx, st, fn);
 }
 
-/* Node broadcast of count elements of recv from node rank root (in place). */
+/* MPI counts are ints: messages between nodes are refused past that. */
+static symaddr_status_t mpi_fits(symaddr_context_t *ctx, size_t bytes, const char *fn)
+{
+    if (bytes <= INT_MAX)
+        return SYMADDR_OK;
+    return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                             "%s: %zu bytes would go between nodes in one MPI call, past MPI's "
+                             "2 GiB count; split the collective into smaller ones",
+                             fn, bytes);
+}
+
+/* Node broadcast of count elements of recv from node rank root (in place), on stream. */
 static symaddr_status_t node_bcast(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
-                                   size_t count, symaddr_dtype_t dt, int root)
+                                   size_t count, symaddr_dtype_t dt, int root, void *stream)
 {
     symaddr_coll_desc_t d;
     desc_init(ctx, &d, SYMADDR_COLL_BROADCAST, count, dt, SYMADDR_SUM,
@@ -246,13 +341,15 @@ static symaddr_status_t node_bcast(symaddr_context_t *ctx, void *recv, const uin
     d.recv = recv;
     d.recv_pb = pb;
     d.root = root;
-    return launch(ctx, &d, NULL);
+    d.vec = 0;
+    return launch(ctx, &d, stream);
 }
 
 /* recv holds each node's result; leaders combine them through MPI in node order, then every
  * node broadcasts the total from its leader. */
 static symaddr_status_t leaders_allreduce(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
-                                          size_t count, symaddr_dtype_t dt, symaddr_redop_t op)
+                                          size_t count, symaddr_dtype_t dt, symaddr_redop_t op,
+                                          void *stream)
 {
     size_t bytes = count * symaddr_dtype_size(dt);
     symaddr_status_t st = SYMADDR_OK;
@@ -262,10 +359,9 @@ static symaddr_status_t leaders_allreduce(symaddr_context_t *ctx, void *recv, co
         char *mine = stage_out(ctx, recv, bytes), *all = malloc(bytes * (size_t)nl);
         if (!mine || !all) {
             st = SYMADDR_ERR_NO_MEMORY;
-        } else if (MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
-                                 ctx->coll.leaders) != MPI_SUCCESS) {
-            st = SYMADDR_ERR_MPI;
-        } else {
+        } else if ((st = symaddr_mpi_allgather(&ctx->boot, ctx->coll.leaders, mine, all, bytes,
+                                               symaddr_bootstrap_deadline(&ctx->boot, 0))) ==
+                   SYMADDR_OK) {
             for (int l = 1; l < nl; l++)
                 symaddr_coll_cpu.host_reduce(dt, op, all, all + bytes * (size_t)l, count);
             st = ctx->be.ops->memcpy(&ctx->be, recv, all, bytes);
@@ -275,7 +371,7 @@ static symaddr_status_t leaders_allreduce(symaddr_context_t *ctx, void *recv, co
     }
     st = symaddr_agree_status(ctx, st, "symaddr_allreduce (between nodes)");
     if (st == SYMADDR_OK)
-        st = node_bcast(ctx, recv, pb, count, dt, 0);
+        st = node_bcast(ctx, recv, pb, count, dt, 0, stream);
     return st;
 }
 
@@ -297,15 +393,14 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
 {
     const char *fn = coll_names[kind];
     const uint64_t *spb = NULL, *rpb = NULL;
+    size_t es = symaddr_dtype_size(dt);
     /* reduce-scatter reads at send + node_rank * count elements */
-    uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? count * symaddr_dtype_size(dt) : 0;
-    symaddr_status_t st = common_checks(ctx, dt, op, fn);
+    uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? count * es : 0;
+    symaddr_status_t st = local;
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, send, send_bytes, &spb, &bits, fn, "send");
+        st = sym_buffer(ctx, send, send_bytes, es, &spb, &bits, fn, "send");
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, recv_bytes, &rpb, &bits, fn, "recv");
-    if (st == SYMADDR_OK)
-        st = local;
+        st = sym_buffer(ctx, recv, recv_bytes, es, &rpb, &bits, fn, "recv");
     if ((st = check_match(ctx, st, kind, count, dt, op, root)) != SYMADDR_OK)
         return st;
     desc_init(ctx, d, kind, count, dt, op, work_bytes);
@@ -314,21 +409,61 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
     d->recv = recv;
     d->recv_pb = rpb;
     d->root = root;
-    d->stage_offset = ctx->coll.stage_offset;
-    d->ll_offset = ctx->coll.ll_offset;
     d->vec = (bits & 15) == 0;
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
-                                   void *stream)
+/* The sizes of a call: bytes = count elements, total = bytes per rank of the context; local
+ * verdict on dtype, op and overflow. */
+static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtype_t dt, int op,
+                              size_t *bytes_p, size_t *total_p, const char *fn)
 {
-    symaddr_coll_desc_t d;
-    symaddr_status_t st;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    size_t bytes = count * symaddr_dtype_size(dtype);
+    size_t es = symaddr_dtype_size(dt);
+    *bytes_p = *total_p = 0;
+    if (!es)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: dtype %d is not a symaddr_dtype_t", fn, (int)dt);
+    if (op < 0 || op >= SYMADDR_REDOP_COUNT_)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: op %d is not a symaddr_redop_t", fn, op);
+    if (!symaddr_size_mul(count, es, bytes_p) ||
+        !symaddr_size_mul(*bytes_p, (size_t)ctx->size, total_p) || *total_p > SYMADDR_MAX_BYTES)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                                 "%s: count %zu of %zu-byte elements over %d ranks does not fit "
+                                 "symmetric memory (2^48 bytes); pass a smaller count",
+                                 fn, count, es, ctx->size);
+    return SYMADDR_OK;
+}
+
+/* send and recv either the same buffer or apart. */
+static symaddr_status_t in_place_or_apart(symaddr_context_t *ctx, const void *send, void *recv,
+                                          size_t bytes, const char *fn)
+{
+    if (send != recv && overlap(send, bytes, recv, bytes))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: send and recv overlap without being the same buffer; pass "
+                                 "send == recv for in place, or buffers that do not overlap",
+                                 fn);
+    return SYMADDR_OK;
+}
+
+/* The node's part of an allreduce and, across nodes, the leaders' part; d filled by the
+ * caller. */
+static symaddr_status_t allreduce_run(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
+                                      void *stream)
+{
+    if (!multi_node(ctx))
+        return launch(ctx, d, stream);
+    symaddr_status_t st = settle(ctx, launch(ctx, d, stream), stream, "symaddr_allreduce");
+    return st == SYMADDR_OK
+               ? leaders_allreduce(ctx, d->recv, d->recv_pb, d->count, d->dtype, d->op, stream)
+               : st;
+}
+
+/* The allreduce kind for bytes, and the bytes of work that size its grid. */
+static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t bytes,
+                                          size_t *work_p)
+{
     symaddr_allreduce_algo_t algo = ctx->cfg.allreduce_algo;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
         algo = bytes <= ctx->cfg.ll_bytes        ? SYMADDR_ALLREDUCE_LL
@@ -338,82 +473,133 @@ symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, voi
         algo = SYMADDR_ALLREDUCE_ONESHOT; /* an inbox holds at most this much */
     if (algo == SYMADDR_ALLREDUCE_ONESHOT && bytes > SYMADDR_COLL_STAGE_BYTES)
         algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
-    symaddr_coll_kind_t kind = algo == SYMADDR_ALLREDUCE_LL        ? SYMADDR_COLL_ALLREDUCE_LL
-                               : algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
-                                                                   : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
     /* LL: one thread per 8 bytes; two-shot: each rank reduces its share */
-    size_t work = kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->boot.node_size
-                  : kind == SYMADDR_COLL_ALLREDUCE_LL    ? bytes * 4
-                                                         : bytes;
-    if ((st = coll_begin(ctx, SYMADDR_OK, kind, send, bytes, recv, bytes, count, dtype, op, 0,
-                         work, &d)) != SYMADDR_OK ||
+    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->boot.node_size
+              : algo == SYMADDR_ALLREDUCE_LL    ? bytes * 4
+                                                : bytes;
+    return algo == SYMADDR_ALLREDUCE_LL        ? SYMADDR_COLL_ALLREDUCE_LL
+           : algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
+                                               : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
+}
+
+static symaddr_status_t allreduce_(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                   void *stream)
+{
+    static const char fn[] = "symaddr_allreduce";
+    symaddr_coll_desc_t d;
+    size_t bytes, total, work = 0;
+    symaddr_status_t st = sizes(ctx, count, dtype, op, &bytes, &total, fn);
+    if (st == SYMADDR_OK)
+        st = in_place_or_apart(ctx, send, recv, bytes, fn);
+    symaddr_coll_kind_t kind = allreduce_kind(ctx, bytes, &work);
+    if (st == SYMADDR_OK && multi_node(ctx))
+        st = mpi_fits(ctx, bytes, fn);
+    if ((st = coll_begin(ctx, st, kind, send, bytes, recv, bytes, count, dtype, op, 0, work,
+                         &d)) != SYMADDR_OK ||
         count == 0)
         return st;
-    if (!multi_node(ctx))
-        return launch(ctx, &d, stream);
-    st = settle(ctx, launch(ctx, &d, stream), "symaddr_allreduce");
-    return st == SYMADDR_OK ? leaders_allreduce(ctx, recv, d.recv_pb, count, dtype, op) : st;
+    return allreduce_run(ctx, &d, stream);
+}
+
+symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                   void *stream)
+{
+    GUARDED(ctx, "symaddr_allreduce", allreduce_(ctx, send, recv, count, dtype, op, stream));
+}
+
+/* Between nodes: every rank's block in turn is allreduced, a chunk at a time, into the sync
+ * area's scratch (the same buffer on every rank, as a collective needs), and its owner copies
+ * the chunk out to recv. */
+static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d0,
+                                             void *stream)
+{
+    const symaddr_coll_t *c = &ctx->coll;
+    size_t es = symaddr_dtype_size(d0->dtype), chunk = c->scratch_bytes / es, work = 0;
+    char *scratch = (char *)c->sync.root + c->scratch_offset;
+    symaddr_status_t st = SYMADDR_OK;
+    for (int b = 0; b < ctx->size && st == SYMADDR_OK; b++) {
+        const char *src = (const char *)d0->send + (size_t)b * d0->count * es;
+        /* every rank cuts every block alike, so that all make the same calls */
+        for (size_t off = 0; off < d0->count && st == SYMADDR_OK; off += chunk) {
+            size_t n = d0->count - off < chunk ? d0->count - off : chunk;
+            symaddr_coll_desc_t d;
+            desc_init(ctx, &d, allreduce_kind(ctx, n * es, &work), n, d0->dtype, d0->op, work);
+            d.send = src + off * es;
+            d.send_pb = d0->send_pb;
+            d.recv = scratch;
+            d.recv_pb = c->sync.dev_table;
+            d.vec = d0->vec && ((uintptr_t)d.send & 15) == 0;
+            st = allreduce_run(ctx, &d, stream);
+            if (st == SYMADDR_OK && b == ctx->rank)
+                st = ctx->be.ops->stream_sync(&ctx->be, stream);
+            if (st == SYMADDR_OK && b == ctx->rank)
+                st = ctx->be.ops->memcpy(&ctx->be, (char *)d0->recv + off * es, scratch, n * es);
+        }
+    }
+    return st;
+}
+
+static symaddr_status_t reduce_scatter_(symaddr_context_t *ctx, const void *send, void *recv,
+                                        size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                        void *stream)
+{
+    static const char fn[] = "symaddr_reduce_scatter";
+    symaddr_coll_desc_t d;
+    size_t bytes, total;
+    symaddr_status_t st = sizes(ctx, count, dtype, op, &bytes, &total, fn);
+    if (st == SYMADDR_OK && recv != (const char *)send + bytes * (size_t)ctx->rank &&
+        overlap(recv, bytes, send, total))
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                               "%s: recv overlaps send other than at this rank's block (send + "
+                               "rank * count), the only in-place form",
+                               fn);
+    if (st == SYMADDR_OK && multi_node(ctx))
+        st = mpi_fits(ctx, bytes, fn);
+    if ((st = coll_begin(ctx, st, SYMADDR_COLL_REDUCE_SCATTER, send, total, recv, bytes, count,
+                         dtype, op, 0, bytes, &d)) != SYMADDR_OK ||
+        count == 0)
+        return st;
+    return multi_node(ctx) ? reduce_scatter_nodes(ctx, &d, stream) : launch(ctx, &d, stream);
 }
 
 symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send, void *recv,
                                         size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
                                         void *stream)
 {
-    symaddr_coll_desc_t d;
-    symaddr_status_t st = SYMADDR_OK;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    size_t bytes = count * symaddr_dtype_size(dtype), total = bytes * (size_t)ctx->size;
-    if (recv != (const char *)send + bytes * (size_t)ctx->rank &&
-        overlap(recv, bytes, send, total))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                               "symaddr_reduce_scatter: recv overlaps send other than at this "
-                               "rank's block (send + rank * count), the only in-place form");
-    if ((st = coll_begin(ctx, st, SYMADDR_COLL_REDUCE_SCATTER, send, total, recv, bytes, count,
-                         dtype, op, 0, bytes, &d)) != SYMADDR_OK ||
-        count == 0)
-        return st;
-    if (!multi_node(ctx))
-        return launch(ctx, &d, stream);
-    /* Between nodes: the full hierarchical allreduce into a symmetric temporary. */
-    symaddr_provider_t *ipc = &ctx->providers[SYMADDR_PROVIDER_IPC];
-    symaddr_map_t *tm;
-    void *tmp;
-    if ((st = symaddr_allocate_symmetric(ipc, total, &tmp, &tm)) != SYMADDR_OK)
-        return st;
-    st = symaddr_allreduce(ctx, send, tmp, count * (size_t)ctx->size, dtype, op, stream);
-    if (st == SYMADDR_OK)
-        st = ctx->be.ops->memcpy(&ctx->be, recv, (char *)tmp + bytes * (size_t)ctx->rank, bytes);
-    st = settle(ctx, st, "symaddr_reduce_scatter");
-    symaddr_status_t fst = symaddr_free_symmetric(ipc, tmp);
-    return st != SYMADDR_OK ? st : fst;
+    GUARDED(ctx, "symaddr_reduce_scatter",
+            reduce_scatter_(ctx, send, recv, count, dtype, op, stream));
 }
 
 /* Leaders swap their nodes' blocks as (rank, block) records through MPI. */
 static symaddr_status_t leaders_allgather(symaddr_context_t *ctx, void *recv, size_t bytes)
 {
     const symaddr_bootstrap_t *b = &ctx->boot;
-    size_t rec = sizeof(int64_t) + bytes;
+    size_t rec = sizeof(int64_t) + bytes, mine_bytes;
     int nl;
     MPI_Comm_size(ctx->coll.leaders, &nl);
+    if (!symaddr_size_mul(rec, (size_t)ctx->size, &mine_bytes) || mine_bytes > INT_MAX)
+        return mpi_fits(ctx, SIZE_MAX, "symaddr_allgather");
     int *counts = malloc(sizeof(int) * (size_t)nl), *displs = malloc(sizeof(int) * (size_t)nl);
     int mine = (int)(rec * (size_t)b->node_size);
     char *out = malloc((size_t)mine), *in = malloc(rec * (size_t)ctx->size);
     symaddr_status_t st = counts && displs && out && in ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->boot, 0);
     for (int q = 0; st == SYMADDR_OK && q < b->node_size; q++) {
         int64_t r = b->node_to_rank[q];
         memcpy(out + rec * (size_t)q, &r, sizeof(r));
         st = ctx->be.ops->memcpy(&ctx->be, out + rec * (size_t)q + sizeof(r),
                                  (const char *)recv + bytes * (size_t)r, bytes);
     }
-    if (st == SYMADDR_OK &&
-        MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, ctx->coll.leaders) != MPI_SUCCESS)
-        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgather(&ctx->boot, ctx->coll.leaders, &mine, counts, sizeof(int),
+                                   deadline);
     for (int l = 0, off = 0; st == SYMADDR_OK && l < nl; off += counts[l], l++)
         displs[l] = off;
-    if (st == SYMADDR_OK && MPI_Allgatherv(out, mine, MPI_BYTE, in, counts, displs, MPI_BYTE,
-                                           ctx->coll.leaders) != MPI_SUCCESS)
-        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgatherv(&ctx->boot, ctx->coll.leaders, out, mine, in, counts, displs,
+                                    deadline);
     for (int k = 0; st == SYMADDR_OK && k < ctx->size; k++) {
         int64_t r;
         memcpy(&r, in + rec * (size_t)k, sizeof(r));
@@ -427,16 +613,14 @@ static symaddr_status_t leaders_allgather(symaddr_context_t *ctx, void *recv, si
     return st;
 }
 
-symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
+static symaddr_status_t allgather_(symaddr_context_t *ctx, const void *send, void *recv,
                                    size_t count, symaddr_dtype_t dtype, void *stream)
 {
     static const char fn[] = "symaddr_allgather";
     symaddr_coll_desc_t d;
-    symaddr_status_t st = SYMADDR_OK;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    size_t bytes = count * symaddr_dtype_size(dtype), total = bytes * (size_t)ctx->size;
-    if (send != (const char *)recv + bytes * (size_t)ctx->rank &&
+    size_t bytes, total;
+    symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
+    if (st == SYMADDR_OK && send != (const char *)recv + bytes * (size_t)ctx->rank &&
         overlap(send, bytes, recv, total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                "%s: send overlaps recv other than at this rank's block "
@@ -449,13 +633,20 @@ symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, voi
         return st;
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
-    if ((st = settle(ctx, launch(ctx, &d, stream), fn)) != SYMADDR_OK)
+    if ((st = settle(ctx, launch(ctx, &d, stream), stream, fn)) != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
         st = leaders_allgather(ctx, recv, bytes);
     st = symaddr_agree_status(ctx, st, fn);
-    return st == SYMADDR_OK ? node_bcast(ctx, recv, d.recv_pb, count * (size_t)ctx->size, dtype, 0)
-                            : st;
+    return st == SYMADDR_OK
+               ? node_bcast(ctx, recv, d.recv_pb, count * (size_t)ctx->size, dtype, 0, stream)
+               : st;
+}
+
+symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, void *stream)
+{
+    GUARDED(ctx, "symaddr_allgather", allgather_(ctx, send, recv, count, dtype, stream));
 }
 
 /* The root node's leader holds the data; leaders pass it on through MPI. */
@@ -463,19 +654,19 @@ static symaddr_status_t leaders_broadcast(symaddr_context_t *ctx, void *recv, si
                                           int has_root)
 {
     int nl, from = 0, *flags;
+    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->boot, 0);
     MPI_Comm_size(ctx->coll.leaders, &nl);
     flags = malloc(sizeof(int) * (size_t)nl);
     void *h = stage_out(ctx, recv, bytes);
     symaddr_status_t st = flags && h ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
-    if (st == SYMADDR_OK &&
-        MPI_Allgather(&has_root, 1, MPI_INT, flags, 1, MPI_INT, ctx->coll.leaders) != MPI_SUCCESS)
-        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgather(&ctx->boot, ctx->coll.leaders, &has_root, flags, sizeof(int),
+                                   deadline);
     for (int l = 0; st == SYMADDR_OK && l < nl; l++)
         if (flags[l])
             from = l;
-    if (st == SYMADDR_OK &&
-        MPI_Bcast(h, (int)bytes, MPI_BYTE, from, ctx->coll.leaders) != MPI_SUCCESS)
-        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_bcast(&ctx->boot, ctx->coll.leaders, h, bytes, from, deadline);
     if (st == SYMADDR_OK && !has_root)
         st = ctx->be.ops->memcpy(&ctx->be, recv, h, bytes);
     free(flags);
@@ -483,18 +674,20 @@ static symaddr_status_t leaders_broadcast(symaddr_context_t *ctx, void *recv, si
     return st;
 }
 
-symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
+static symaddr_status_t broadcast_(symaddr_context_t *ctx, const void *send, void *recv,
                                    size_t count, symaddr_dtype_t dtype, int root, void *stream)
 {
     static const char fn[] = "symaddr_broadcast";
     symaddr_coll_desc_t d;
-    symaddr_status_t st = SYMADDR_OK;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    size_t bytes = count * symaddr_dtype_size(dtype);
-    if (root < 0 || root >= ctx->size)
+    size_t bytes, total;
+    symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
+    if (st == SYMADDR_OK && (root < 0 || root >= ctx->size))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
                                fn, root, ctx->size - 1);
+    if (st == SYMADDR_OK)
+        st = in_place_or_apart(ctx, send, recv, bytes, fn);
+    if (st == SYMADDR_OK && multi_node(ctx))
+        st = mpi_fits(ctx, bytes, fn);
     /* The kernel takes the root's node rank; -1 when it is on another node. */
     int root_q = -1;
     for (int q = 0; q < ctx->boot.node_size; q++)
@@ -509,30 +702,36 @@ symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, voi
         return launch(ctx, &d, stream);
     if (root_q >= 0)
         st = launch(ctx, &d, stream);
-    if ((st = settle(ctx, st, fn)) != SYMADDR_OK)
+    if ((st = settle(ctx, st, stream, fn)) != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
         st = leaders_broadcast(ctx, recv, bytes, root_q >= 0);
     st = symaddr_agree_status(ctx, st, fn);
     if (st == SYMADDR_OK && root_q < 0)
-        st = node_bcast(ctx, recv, d.recv_pb, count, dtype, 0);
+        st = node_bcast(ctx, recv, d.recv_pb, count, dtype, 0, stream);
     return st;
 }
 
-symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
+symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, int root, void *stream)
+{
+    GUARDED(ctx, "symaddr_broadcast", broadcast_(ctx, send, recv, count, dtype, root, stream));
+}
+
+static symaddr_status_t alltoall_(symaddr_context_t *ctx, const void *send, void *recv,
                                   size_t count, symaddr_dtype_t dtype, void *stream)
 {
     static const char fn[] = "symaddr_alltoall";
     symaddr_coll_desc_t d;
-    symaddr_status_t st = SYMADDR_OK;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    size_t bytes = count * symaddr_dtype_size(dtype), total = bytes * (size_t)ctx->size;
-    if (overlap(send, total, recv, total))
+    size_t bytes, total;
+    symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
+    if (st == SYMADDR_OK && overlap(send, total, recv, total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                "%s: send and recv overlap; in-place alltoall is not supported, "
                                "use separate buffers",
                                fn);
+    if (st == SYMADDR_OK && multi_node(ctx))
+        st = mpi_fits(ctx, total, fn);
     if ((st = coll_begin(ctx, st, SYMADDR_COLL_ALLTOALL, send, total, recv, total, count, dtype,
                          SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
             SYMADDR_OK ||
@@ -540,7 +739,7 @@ symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void
         return st;
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
-    if ((st = settle(ctx, launch(ctx, &d, stream), fn)) != SYMADDR_OK)
+    if ((st = settle(ctx, launch(ctx, &d, stream), stream, fn)) != SYMADDR_OK)
         return st;
     /* Blocks for other nodes go through MPI; the node's own already moved. */
     int *counts = calloc((size_t)ctx->size, sizeof(int));
@@ -553,9 +752,9 @@ symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void
     }
     for (int q = 0; st == SYMADDR_OK && q < ctx->boot.node_size; q++)
         counts[ctx->boot.node_to_rank[q]] = 0;
-    if (st == SYMADDR_OK && MPI_Alltoallv(hs, counts, displs, MPI_BYTE, hr, counts, displs,
-                                          MPI_BYTE, ctx->comm) != MPI_SUCCESS)
-        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_alltoallv(&ctx->boot, ctx->comm, hs, counts, displs, hr,
+                                   symaddr_bootstrap_deadline(&ctx->boot, 0));
     for (int r = 0; st == SYMADDR_OK && r < ctx->size; r++)
         if (counts[r])
             st = ctx->be.ops->memcpy(&ctx->be, (char *)recv + displs[r], hr + displs[r], bytes);
@@ -566,21 +765,32 @@ symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void
     return symaddr_agree_status(ctx, st, fn);
 }
 
-symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream)
+symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
+                                  size_t count, symaddr_dtype_t dtype, void *stream)
+{
+    GUARDED(ctx, "symaddr_alltoall", alltoall_(ctx, send, recv, count, dtype, stream));
+}
+
+static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
 {
     symaddr_coll_desc_t d;
     symaddr_status_t st;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
     if ((st = check_match(ctx, SYMADDR_OK, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, 0, 0)) !=
         SYMADDR_OK)
         return st;
     desc_init(ctx, &d, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
     if (!multi_node(ctx))
         return launch(ctx, &d, stream);
-    if ((st = settle(ctx, launch(ctx, &d, stream), "symaddr_barrier")) != SYMADDR_OK)
+    if ((st = settle(ctx, launch(ctx, &d, stream), stream, "symaddr_barrier")) != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
-        MPI_Barrier(ctx->coll.leaders);
-    return launch(ctx, &d, stream);
+        st = symaddr_mpi_barrier(&ctx->boot, ctx->coll.leaders,
+                                 symaddr_bootstrap_deadline(&ctx->boot, 0));
+    st = symaddr_agree_status(ctx, st, "symaddr_barrier");
+    return st == SYMADDR_OK ? launch(ctx, &d, stream) : st;
+}
+
+symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream)
+{
+    GUARDED(ctx, "symaddr_barrier", barrier_(ctx, stream));
 }

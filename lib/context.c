@@ -1,237 +1,39 @@
 /* SPDX-License-Identifier: MIT */
+/* Lifecycle of a context: init (communicators, backend, heap, locality, collectives),
+ * finalize, the per-call guard, and the accessors. */
 #include "internal.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
-#define DEFAULT_HEAP_BYTES ((size_t)64 << 20)
-#define DEFAULT_TIMEOUT_MS 60000u
 /* auto picks LL up to these sizes (measured crossovers with one-shot) */
 #define LL_BYTES_GPU ((size_t)32 << 10)
 #define LL_BYTES_CPU ((size_t)128)
 
-const char *symaddr_strerror(symaddr_status_t status)
+symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
 {
-    switch (status) {
-    case SYMADDR_OK: return "SYMADDR_OK: success";
-    case SYMADDR_ERR_INVALID_ARG: return "SYMADDR_ERR_INVALID_ARG: an argument is NULL or out of range";
-    case SYMADDR_ERR_INVALID_SIZE: return "SYMADDR_ERR_INVALID_SIZE: size is zero or overflows";
-    case SYMADDR_ERR_NO_MEMORY: return "SYMADDR_ERR_NO_MEMORY: out of host, device or heap memory";
-    case SYMADDR_ERR_NOT_FOUND: return "SYMADDR_ERR_NOT_FOUND: pointer is not inside any registration";
-    case SYMADDR_ERR_DOUBLE_FREE: return "SYMADDR_ERR_DOUBLE_FREE: pointer was already freed";
-    case SYMADDR_ERR_INVALID_MAP: return "SYMADDR_ERR_INVALID_MAP: map was freed or is not from this context";
-    case SYMADDR_ERR_MISMATCH: return "SYMADDR_ERR_MISMATCH: ranks disagree on a collective call";
-    case SYMADDR_ERR_BACKEND: return "SYMADDR_ERR_BACKEND: the GPU runtime or the OS refused a call";
-    case SYMADDR_ERR_UNSUPPORTED: return "SYMADDR_ERR_UNSUPPORTED: not available with this backend or build";
-    case SYMADDR_ERR_TIMEOUT: return "SYMADDR_ERR_TIMEOUT: a wait ran past its timeout";
-    case SYMADDR_ERR_MPI: return "SYMADDR_ERR_MPI: an MPI call failed";
-    case SYMADDR_ERR_PEER: return "SYMADDR_ERR_PEER: another rank failed its part of a collective";
-    case SYMADDR_ERR_ALREADY_REGISTERED: return "SYMADDR_ERR_ALREADY_REGISTERED: range overlaps a registered range";
-    case SYMADDR_ERR_OUT_OF_BOUNDS: return "SYMADDR_ERR_OUT_OF_BOUNDS: pointer lies outside its map";
-    case SYMADDR_ERR_UNREACHABLE: return "SYMADDR_ERR_UNREACHABLE: target rank has no load/store path";
-    case SYMADDR_ERR_WRONG_PROVIDER: return "SYMADDR_ERR_WRONG_PROVIDER: memory belongs to another provider";
-    case SYMADDR_ERR_NOT_SHAREABLE: return "SYMADDR_ERR_NOT_SHAREABLE: memory cannot be exported to peers";
+    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: another thread is in a collective or allocation call on "
+                                 "this context; make such calls from one thread at a time (or "
+                                 "give each thread its own context)",
+                                 fn);
+    if (ctx->broken != SYMADDR_OK) {
+        __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
+        return symaddr_set_error(ctx, SYMADDR_ERR_BROKEN,
+                                 "%s: the context is broken: an earlier call returned %s on some "
+                                 "rank, so the ranks no longer agree on its state; finalize it "
+                                 "and create a new one",
+                                 fn, symaddr_strerror(ctx->broken));
     }
-    return "SYMADDR_ERR_UNKNOWN: not a symaddr status";
+    symaddr_bootstrap_call_begin(&ctx->boot);
+    return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_set_error(symaddr_context_t *ctx, symaddr_status_t status,
-                                   const char *fmt, ...)
+void symaddr_call_leave(symaddr_context_t *ctx)
 {
-    va_list ap;
-    if (!ctx)
-        return status;
-    pthread_mutex_lock(&ctx->err_lock);
-    va_start(ap, fmt);
-    vsnprintf(ctx->err, sizeof(ctx->err), fmt, ap);
-    va_end(ap);
-    pthread_mutex_unlock(&ctx->err_lock);
-    return status;
-}
-
-const char *symaddr_last_error(const symaddr_context_t *ctx)
-{
-    return ctx ? ctx->err : "no context (NULL)";
-}
-
-size_t symaddr_align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-
-static const char *op_name(uint64_t op)
-{
-    switch (op) {
-    case SYMADDR_OP_ALLOCATE: return "symaddr_allocate_symmetric";
-    case SYMADDR_OP_FREE: return "symaddr_free_symmetric";
-    case SYMADDR_OP_IMPORT: return "symaddr_import";
-    case SYMADDR_OP_UNREGISTER: return "symaddr_unregister";
-    case SYMADDR_OP_FINALIZE: return "symaddr_finalize";
-    case SYMADDR_OP_REGISTER: return "symaddr_register_peer_table";
-    }
-    return "an unknown call";
-}
-
-symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0,
-                               uint64_t arg1, symaddr_status_t local, const char *opname)
-{
-    symaddr_call_t mine, *all;
-    symaddr_status_t st = SYMADDR_OK;
-
-    memset(&mine, 0, sizeof(mine));
-    mine.seq = ++ctx->seq;
-    mine.op = op;
-    mine.arg0 = arg0;
-    mine.arg1 = arg1;
-    mine.status = local;
-    if (local != SYMADDR_OK)
-        snprintf(mine.why, sizeof(mine.why), "%.99s", ctx->err);
-    all = malloc(sizeof(*all) * (size_t)ctx->size);
-    if (!all) /* cannot take part: peers then block in MPI, as MPI itself would */
-        return symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", opname);
-    if (MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all, sizeof(mine), MPI_BYTE, ctx->comm) !=
-        MPI_SUCCESS) {
-        free(all);
-        return symaddr_set_error(ctx, SYMADDR_ERR_MPI, "%s: MPI_Allgather failed", opname);
-    }
-    for (int r = 0; r < ctx->size && st == SYMADDR_OK; r++) {
-        if (all[r].status == SYMADDR_OK)
-            continue;
-        st = (symaddr_status_t)all[r].status;
-        if (r != ctx->rank || local == SYMADDR_OK)
-            symaddr_set_error(ctx, st, "%s failed on rank %d: %.100s", opname, r, all[r].why);
-    }
-    for (int r = 0; r < ctx->size && st == SYMADDR_OK; r++) {
-        const symaddr_call_t *a = &all[r], *b = &all[0];
-        if (a->seq != b->seq || a->op != b->op)
-            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
-                                   "%s: rank %d is in collective call #%llu (%s) while rank 0 is "
-                                   "in call #%llu (%s); every rank must make the same collective "
-                                   "calls in the same order",
-                                   opname, r, (unsigned long long)a->seq, op_name(a->op),
-                                   (unsigned long long)b->seq, op_name(b->op));
-        else if (a->arg0 != b->arg0 || a->arg1 != b->arg1)
-            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
-                                   "%s: rank %d passed (%llu, %llu) but rank 0 passed (%llu, "
-                                   "%llu); pass the same size and provider on every rank",
-                                   opname, r, (unsigned long long)a->arg0,
-                                   (unsigned long long)a->arg1, (unsigned long long)b->arg0,
-                                   (unsigned long long)b->arg1);
-    }
-    free(all);
-    return st;
-}
-
-symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t local,
-                                      const char *opname)
-{
-    int32_t mine = local, *all = malloc(sizeof(int32_t) * (size_t)ctx->size);
-    symaddr_status_t st = SYMADDR_OK;
-
-    if (!all)
-        return symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", opname);
-    if (MPI_Allgather(&mine, 1, MPI_INT32_T, all, 1, MPI_INT32_T, ctx->comm) != MPI_SUCCESS) {
-        free(all);
-        return symaddr_set_error(ctx, SYMADDR_ERR_MPI, "%s: MPI_Allgather failed", opname);
-    }
-    for (int r = 0; r < ctx->size; r++) {
-        if (all[r] == SYMADDR_OK)
-            continue;
-        st = (symaddr_status_t)all[r];
-        if (r != ctx->rank && local == SYMADDR_OK)
-            symaddr_set_error(ctx, st, "%s failed on rank %d (%s); see that rank's message",
-                              opname, r, symaddr_strerror(st));
-        break;
-    }
-    free(all);
-    return st;
-}
-
-/* ---- configuration ---------------------------------------------------------------------- */
-
-static long long env_ll(const char *name, long long dflt)
-{
-    const char *v = getenv(name);
-    char *end;
-    if (!v || !*v)
-        return dflt;
-    errno = 0;
-    long long x = strtoll(v, &end, 0);
-    if (errno || end == v)
-        return -1; /* reported by symaddr_init as out of range */
-    switch (*end) {
-    case 'k': case 'K': x <<= 10; end++; break;
-    case 'm': case 'M': x <<= 20; end++; break;
-    case 'g': case 'G': x <<= 30; end++; break;
-    }
-    return *end ? -1 : x;
-}
-
-void symaddr_config_default(symaddr_config_t *cfg)
-{
-    const char *b = getenv("SYMADDR_BACKEND");
-    if (!cfg)
-        return;
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->backend = SYMADDR_BACKEND_AUTO;
-    if (b && *b) {
-        if (!strcasecmp(b, "cpu"))
-            cfg->backend = SYMADDR_BACKEND_CPU;
-        else if (!strcasecmp(b, "cuda"))
-            cfg->backend = SYMADDR_BACKEND_CUDA;
-        else if (!strcasecmp(b, "hip"))
-            cfg->backend = SYMADDR_BACKEND_HIP;
-        else if (strcasecmp(b, "auto"))
-            cfg->backend = (symaddr_backend_kind_t)-1;
-    }
-    cfg->device = -1;
-    long long heap = env_ll("SYMADDR_HEAP_SIZE", (long long)DEFAULT_HEAP_BYTES);
-    cfg->heap_bytes = heap < 0 ? SIZE_MAX : (size_t)heap;
-    long long ns = env_ll("SYMADDR_NODE_SIZE", 0);
-    cfg->node_size = ns > INT_MAX ? -1 : (int)ns;
-    cfg->validate = (int)env_ll("SYMADDR_VALIDATE", SYMADDR_VALIDATE_DEFAULT);
-    long long t = env_ll("SYMADDR_TIMEOUT_MS", DEFAULT_TIMEOUT_MS);
-    cfg->timeout_ms = (t <= 0 || t > UINT_MAX) ? 0 : (unsigned)t;
-    const char *a = getenv("SYMADDR_ALLREDUCE");
-    cfg->allreduce_algo = SYMADDR_ALLREDUCE_AUTO;
-    if (a && !strcasecmp(a, "oneshot"))
-        cfg->allreduce_algo = SYMADDR_ALLREDUCE_ONESHOT;
-    else if (a && !strcasecmp(a, "twoshot"))
-        cfg->allreduce_algo = SYMADDR_ALLREDUCE_TWOSHOT;
-    else if (a && !strcasecmp(a, "ll"))
-        cfg->allreduce_algo = SYMADDR_ALLREDUCE_LL;
-    else if (a && *a && strcasecmp(a, "auto"))
-        cfg->allreduce_algo = (symaddr_allreduce_algo_t)-1;
-    long long ts = env_ll("SYMADDR_TWOSHOT_BYTES", 0);
-    cfg->twoshot_bytes = ts < 0 ? SIZE_MAX : (size_t)ts;
-    long long ll = env_ll("SYMADDR_LL_BYTES", -1);
-    cfg->ll_bytes = ll < 0 ? SIZE_MAX : (size_t)ll;
-}
-
-const char *symaddr_backend_name(symaddr_backend_kind_t kind)
-{
-    switch (kind) {
-    case SYMADDR_BACKEND_AUTO: return "auto";
-    case SYMADDR_BACKEND_CPU: return "cpu";
-    case SYMADDR_BACKEND_CUDA: return "cuda";
-    case SYMADDR_BACKEND_HIP: return "hip";
-    }
-    return "unknown";
-}
-
-const symaddr_backend_ops_t *symaddr_backend_ops_get(symaddr_backend_kind_t kind)
-{
-    if (kind == SYMADDR_BACKEND_CPU)
-        return &symaddr_backend_cpu_ops;
-    if (symaddr_backend_gpu_ops && symaddr_backend_gpu_ops->kind == kind)
-        return symaddr_backend_gpu_ops;
-    return NULL;
-}
-
-int symaddr_backend_built(symaddr_backend_kind_t kind)
-{
-    return symaddr_backend_ops_get(kind) != NULL;
+    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Choose and start the backend; local part of symaddr_init. */
@@ -243,9 +45,9 @@ static symaddr_status_t backend_start(symaddr_context_t *ctx)
     int ndev;
 
     if (cfg->backend == SYMADDR_BACKEND_AUTO) {
-        ops = symaddr_backend_gpu_ops;
+        ops = symaddr_backend_gpu();
         if (!ops || ops->device_count() <= 0)
-            ops = &symaddr_backend_cpu_ops;
+            ops = symaddr_backend_ops_get(SYMADDR_BACKEND_CPU);
     } else {
         ops = symaddr_backend_ops_get(cfg->backend);
         if (!ops)
@@ -276,47 +78,23 @@ static symaddr_status_t backend_start(symaddr_context_t *ctx)
     return SYMADDR_OK;
 }
 
-static symaddr_status_t check_config(symaddr_context_t *ctx)
-{
-    const symaddr_config_t *c = &ctx->cfg;
-    if ((int)c->backend < 0 || c->backend > SYMADDR_BACKEND_HIP)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "symaddr_init: unknown backend; set SYMADDR_BACKEND to auto, "
-                                 "cpu, cuda or hip");
-    if (c->node_size < 0)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "symaddr_init: node_size must be >= 0 (check SYMADDR_NODE_SIZE)");
-    if (c->heap_bytes > ((size_t)1 << 46))
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                                 "symaddr_init: heap_bytes is out of range (check "
-                                 "SYMADDR_HEAP_SIZE, e.g. 64M)");
-    if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_LL)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "symaddr_init: allreduce_algo must be auto, oneshot, twoshot or "
-                                 "ll (check SYMADDR_ALLREDUCE)");
-    if (c->ll_bytes != SIZE_MAX && c->ll_bytes > SYMADDR_COLL_LL_BYTES)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                                 "symaddr_init: ll_bytes is at most 32 KiB, the LL inbox (check "
-                                 "SYMADDR_LL_BYTES)");
-    if (c->twoshot_bytes > ((size_t)1 << 40))
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                                 "symaddr_init: twoshot_bytes is out of range (check "
-                                 "SYMADDR_TWOSHOT_BYTES)");
-    if (c->timeout_ms == 0)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "symaddr_init: timeout_ms must be > 0 (check SYMADDR_TIMEOUT_MS)");
-    return SYMADDR_OK;
-}
-
 static void context_free(symaddr_context_t *ctx)
 {
     symaddr_locality_fini(ctx);
+    symaddr_plain_fini(ctx);
     if (ctx->be.ops)
         ctx->be.ops->fini(&ctx->be);
     symaddr_bootstrap_fini(&ctx->boot);
     symaddr_registry_fini(&ctx->reg);
-    pthread_mutex_destroy(&ctx->err_lock);
+    pthread_mutex_destroy(&ctx->err.lock);
     free(ctx);
+}
+
+/* symaddr_init's failure before a context exists to hold the text. */
+static symaddr_status_t init_refused(symaddr_status_t st, const char *why)
+{
+    fprintf(stderr, "symaddr_init: %s\n", why);
+    return st;
 }
 
 symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
@@ -331,14 +109,12 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
         return SYMADDR_ERR_INVALID_ARG;
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
-    if (!initialized || finalized) {
-        fprintf(stderr, "symaddr_init: call MPI_Init before symaddr_init\n");
-        return SYMADDR_ERR_MPI;
-    }
+    if (!initialized || finalized)
+        return init_refused(SYMADDR_ERR_MPI, "call MPI_Init before symaddr_init");
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return SYMADDR_ERR_NO_MEMORY;
-    pthread_mutex_init(&ctx->err_lock, NULL);
+    pthread_mutex_init(&ctx->err.lock, NULL);
     symaddr_registry_init(&ctx->reg);
     if (cfg)
         ctx->cfg = *cfg;
@@ -347,12 +123,12 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
     /* The communicator is split before the config is checked, so that every rank
      * reaches the agreement below whatever its own arguments were. */
     st = symaddr_bootstrap_init(&ctx->boot, comm, ctx->cfg.node_size > 0 ? ctx->cfg.node_size : 0,
-                                ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms : DEFAULT_TIMEOUT_MS,
+                                ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms
+                                                    : SYMADDR_DEFAULT_TIMEOUT_MS,
                                 why, sizeof(why));
     if (st != SYMADDR_OK) {
-        fprintf(stderr, "symaddr_init: %s\n", why);
         context_free(ctx);
-        return st;
+        return init_refused(st, why);
     }
     ctx->comm = ctx->boot.comm;
     ctx->rank = ctx->boot.rank;
@@ -361,11 +137,12 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
         ctx->providers[k].ctx = ctx;
         ctx->providers[k].kind = (symaddr_provider_kind_t)k;
     }
+    symaddr_bootstrap_call_begin(&ctx->boot);
 
     if (!ctx_p)
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "symaddr_init: ctx_p is NULL");
-    if (st == SYMADDR_OK)
-        st = check_config(ctx);
+    if (st == SYMADDR_OK && (st = symaddr_config_check(&ctx->cfg, why, sizeof(why))) != SYMADDR_OK)
+        symaddr_set_error(ctx, st, "symaddr_init: %s", why);
     if (st == SYMADDR_OK)
         st = backend_start(ctx);
     st = symaddr_agree_status(ctx, st, "symaddr_init");
@@ -381,10 +158,12 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
         st = symaddr_coll_init(ctx);
     if (st != SYMADDR_OK) {
         if (ctx->rank == 0 || ctx_p == NULL)
-            fprintf(stderr, "symaddr: %s\n", ctx->err);
+            fprintf(stderr, "symaddr: %s\n", ctx->err.text);
         if (ctx->has_heap) {
             symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
-            MPI_Barrier(ctx->comm);
+            if (ctx->broken == SYMADDR_OK)
+                symaddr_mpi_barrier(&ctx->boot, ctx->comm,
+                                    symaddr_bootstrap_deadline(&ctx->boot, 1));
             symaddr_heap_fini(ctx);
         }
         context_free(ctx);
@@ -402,10 +181,20 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     if (!ctx_p || !*ctx_p)
         return SYMADDR_ERR_INVALID_ARG;
     ctx = *ctx_p;
+    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "symaddr_finalize: another thread is in a call on this "
+                                 "context; finalize it once that call returned");
+    symaddr_bootstrap_call_begin(&ctx->boot);
     ctx->be.ops->stream_sync(&ctx->be, NULL);
-    /* Every rank first drops its mappings of peers' memory; only then does any rank
-     * release memory that peers had mapped. */
-    MPI_Barrier(ctx->comm);
+    symaddr_coll_status(ctx); /* a collective that failed on the device breaks the context */
+    /* Every rank first drops its mappings of peers' memory; only then does any rank release
+     * memory that peers had mapped. A broken context does not wait for its peers, which may
+     * be gone: it only cleans up after itself. */
+    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->boot, 1);
+    if (ctx->broken == SYMADDR_OK &&
+        symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline) != SYMADDR_OK)
+        symaddr_context_break(ctx, SYMADDR_ERR_TIMEOUT);
     size_t n = ctx->reg.count, k = 0;
     symaddr_registration_t **all = malloc(sizeof(*all) * (n ? n : 1));
     while (all && (r = symaddr_registry_last(&ctx->reg))) {
@@ -417,7 +206,9 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     if (ctx->has_heap)
         symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
     symaddr_coll_close_peers(ctx);
-    MPI_Barrier(ctx->comm);
+    if (ctx->broken == SYMADDR_OK &&
+        symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline) != SYMADDR_OK)
+        symaddr_context_break(ctx, SYMADDR_ERR_TIMEOUT);
     symaddr_coll_fini(ctx);
     for (size_t i = 0; i < k; i++) {
         if (all[i]->mapping != &ctx->heap.mapping) {
@@ -442,6 +233,11 @@ symaddr_backend_kind_t symaddr_backend(const symaddr_context_t *ctx)
 int symaddr_device(const symaddr_context_t *ctx)
 {
     return ctx && ctx->be.ops && ctx->be.ops->kind != SYMADDR_BACKEND_CPU ? ctx->be.device : -1;
+}
+
+const char *symaddr_last_error(const symaddr_context_t *ctx)
+{
+    return ctx ? ctx->err.text : "no context (NULL)";
 }
 
 int symaddr_rank(const symaddr_context_t *ctx) { return ctx ? ctx->rank : -1; }

@@ -48,10 +48,13 @@ static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size
     int *pe_of_rank = malloc(sizeof(int) * (size_t)ctx->size);
     if (!pe_of_rank)
         local = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
-    else if (MPI_Allgather(&my_pe, 1, MPI_INT, pe_of_rank, 1, MPI_INT, ctx->comm) != MPI_SUCCESS)
-        local = symaddr_set_error(ctx, SYMADDR_ERR_MPI, "%s: MPI_Allgather failed", fn);
+    else if ((local = symaddr_mpi_allgather(&ctx->boot, ctx->comm, &my_pe, pe_of_rank,
+                                            sizeof(int), symaddr_bootstrap_deadline(&ctx->boot,
+                                                                                    0))) !=
+             SYMADDR_OK)
+        symaddr_set_error(ctx, local, "%s: the ranks could not swap their PE numbers", fn);
     if ((st = symaddr_agree_status(ctx, local, fn)) == SYMADDR_OK)
-        st = symaddr_register_ptr_fn(ctx, ptr, bytes, ptr_fn, pe_of_rank,
+        st = symaddr_register_ptr_fn_(ctx, ptr, bytes, ptr_fn, pe_of_rank,
                                      SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS |
                                          SYMADDR_CAP_SYSTEM_ATOMICS,
                                      map_p);
@@ -131,11 +134,11 @@ static const foreign_lib_t nvshmem = {
 symaddr_status_t symaddr_register_openshmem(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                             symaddr_map_t **map_p)
 {
-    return register_named(ctx, ptr, bytes, &openshmem, map_p);
+    GUARDED(ctx, openshmem.fn, register_named(ctx, ptr, bytes, &openshmem, map_p));
 }
 
 symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                           symaddr_map_t **map_p)
 {
-    return register_named(ctx, ptr, bytes, &nvshmem, map_p);
+    GUARDED(ctx, nvshmem.fn, register_named(ctx, ptr, bytes, &nvshmem, map_p));
 }

@@ -12,20 +12,28 @@
 symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
 {
     symaddr_heap_t *h = &ctx->heap;
-    size_t bytes = symaddr_align_up(ctx->cfg.heap_bytes, HEAP_ALIGN);
-    symaddr_status_t st;
+    size_t bytes = 0, total = ctx->be.ops->mem_total(&ctx->be);
+    symaddr_status_t st = SYMADDR_OK;
 
     memset(h, 0, sizeof(*h));
+    /* A heap the node or device cannot hold would be accepted lazily and kill the job later. */
+    if (!symaddr_align_up(ctx->cfg.heap_bytes, HEAP_ALIGN, &bytes) || (total && bytes > total))
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                               "symaddr_init: a symmetric heap of %zu bytes per rank is more than "
+                               "the %zu bytes of %s memory; lower heap_bytes or SYMADDR_HEAP_SIZE",
+                               ctx->cfg.heap_bytes, total,
+                               ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "host" : "device");
     h->bytes = bytes;
     h->cap = 16;
     h->free_list = malloc(sizeof(*h->free_list) * h->cap);
-    st = h->free_list ? ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->mapping.root)
-                      : SYMADDR_ERR_NO_MEMORY;
-    if (st != SYMADDR_OK)
+    if (st == SYMADDR_OK && !h->free_list)
+        st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory");
+    if (st == SYMADDR_OK && (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->mapping.root)) !=
+                                SYMADDR_OK)
         symaddr_set_error(ctx, st,
-                          "symaddr_init: cannot allocate a %zu-byte symmetric heap; lower "
+                          "symaddr_init: cannot allocate a %zu-byte symmetric heap (%s); lower "
                           "heap_bytes or SYMADDR_HEAP_SIZE",
-                          bytes);
+                          bytes, ctx->be.why);
     st = symaddr_agree_status(ctx, st, "symaddr_init (heap)");
     if (st == SYMADDR_OK) {
         h->mapping.root_bytes = bytes;
@@ -56,8 +64,8 @@ void symaddr_heap_fini(symaddr_context_t *ctx)
 
 symaddr_status_t symaddr_heap_reserve(symaddr_heap_t *h, size_t bytes, size_t *off_p)
 {
-    size_t len = symaddr_align_up(bytes, HEAP_ALIGN);
-    if (len < bytes)
+    size_t len;
+    if (!symaddr_align_up(bytes, HEAP_ALIGN, &len))
         return SYMADDR_ERR_INVALID_SIZE;
     for (size_t i = 0; i < h->nfree; i++) {
         struct heap_block *b = &h->free_list[i];
@@ -80,7 +88,7 @@ symaddr_status_t symaddr_heap_reserve(symaddr_heap_t *h, size_t bytes, size_t *o
  * to the heap (on every rank alike) rather than corrupting it. */
 void symaddr_heap_release(symaddr_heap_t *h, size_t off, size_t bytes)
 {
-    size_t len = symaddr_align_up(bytes, HEAP_ALIGN), i = 0;
+    size_t len = (bytes + HEAP_ALIGN - 1) / HEAP_ALIGN * HEAP_ALIGN, i = 0; /* reserved once */
     while (i < h->nfree && h->free_list[i].off < off)
         i++;
     bool merge_prev = i > 0 && h->free_list[i - 1].off + h->free_list[i - 1].len == off;

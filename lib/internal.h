@@ -9,9 +9,9 @@
 #include "symaddr/symaddr.h"
 #include "backend.h"
 #include "bootstrap/bootstrap.h"
+#include "config.h"
 #include "registry.h"
-
-#define SYMADDR_ERRLEN 512
+#include "status.h"
 
 /* A peer's root as opened in this process. Cached by (rank, owner's address),
  * so a root is opened once however many registrations use it. */
@@ -52,12 +52,15 @@ typedef struct symaddr_heap {
     size_t nfree, cap;
 } symaddr_heap_t;
 
-/* Collective state: a symmetric sync area (epoch, flags) and the node's ranks. */
+/* Collective state: a symmetric sync area (epoch, status, flags, staging, LL inboxes and,
+ * across nodes, the reduce-scatter scratch) and the node's ranks. */
 typedef struct symaddr_coll {
     symaddr_mapping_t sync;
     int *node_ranks;      /* device copy of boot.node_to_rank */
     size_t stage_offset;  /* of the one-shot staging slots in the sync area */
     size_t ll_offset;
+    size_t scratch_offset, scratch_bytes; /* 0 bytes on one node */
+    unsigned max_blocks;  /* grid bound: what the GPU holds resident for every rank on it */
     MPI_Comm leaders;     /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
 } symaddr_coll_t;
@@ -76,13 +79,39 @@ struct symaddr_context {
     uint64_t seq;                /* collective call counter */
     symaddr_coll_t coll;
     symaddr_locality_t loc;
-    pthread_mutex_t err_lock;
-    char err[SYMADDR_ERRLEN];
+    symaddr_error_t err;
+    symaddr_status_t broken; /* why the context can only be finalized; SYMADDR_OK while healthy */
+    int busy;                /* a thread is in a collective or allocation call */
+    struct plain_alloc *plain; /* symaddr_mem_alloc's allocations, which only this context frees */
 };
 
+/* Largest allocation or registration symaddr accepts. */
+#define SYMADDR_MAX_BYTES ((size_t)1 << 48)
+
 /* Record the error text on ctx and return status. */
-symaddr_status_t symaddr_set_error(symaddr_context_t *ctx, symaddr_status_t status,
-                                   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define symaddr_set_error(ctx, status, ...) symaddr_error_set(&(ctx)->err, (status), __VA_ARGS__)
+
+/* Start of a collective or allocation call: SYMADDR_ERR_BROKEN when the context is broken,
+ * SYMADDR_ERR_INVALID_ARG when another thread is in such a call; else the call's deadline
+ * starts and symaddr_call_leave must end it. */
+symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn);
+void symaddr_call_leave(symaddr_context_t *ctx);
+
+/* The body of a public collective or allocation call, between enter and leave; bodies call
+ * each other directly. */
+#define GUARDED(ctx, fn, body)                                                                    \
+    do {                                                                                          \
+        if (!(ctx))                                                                               \
+            return SYMADDR_ERR_INVALID_ARG;                                                       \
+        symaddr_status_t g_st_ = symaddr_call_enter((ctx), (fn));                                 \
+        if (g_st_ == SYMADDR_OK) {                                                                \
+            g_st_ = (body);                                                                       \
+            symaddr_call_leave(ctx);                                                              \
+        }                                                                                         \
+        return g_st_;                                                                             \
+    } while (0)
+/* Mark the context broken (the first reason sticks); returns why. */
+symaddr_status_t symaddr_context_break(symaddr_context_t *ctx, symaddr_status_t why);
 
 /* Collective agreement: every rank contributes its local status and the call's
  * arguments; all return the same status. */
@@ -124,14 +153,28 @@ void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m);
 /* Tables for a mapping whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m);
 
+/* The bodies of public calls, for callers already inside symaddr_call_enter. */
+symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_t bytes,
+                                             void **ptr_p, symaddr_map_t **map_p);
+symaddr_status_t symaddr_free_symmetric_(symaddr_provider_t *provider, void *ptr);
+symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
+                                          symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
+                                          uint64_t caps, symaddr_map_t **map_p);
+
+/* Free what symaddr_mem_alloc handed out and was not freed. */
+void symaddr_plain_fini(symaddr_context_t *ctx);
+
 symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx);
 void symaddr_locality_fini(symaddr_context_t *ctx);
 
 symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx);
 void symaddr_coll_close_peers(symaddr_context_t *ctx);
 void symaddr_coll_fini(symaddr_context_t *ctx);
-/* The first collective failure recorded on the device, cleared; SYMADDR_OK if none. */
+/* The collective failure recorded on the device, if any: it breaks the context, and stays. */
 symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx);
+/* Test seam (collective, idle context): the next collective runs as number next, as if every
+ * earlier one had completed. */
+symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next);
 
 symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx);
 void symaddr_heap_fini(symaddr_context_t *ctx);
@@ -142,7 +185,5 @@ void symaddr_heap_release(symaddr_heap_t *heap, size_t off, size_t bytes);
 symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
                                               symaddr_provider_kind_t kind, void *range_base,
                                               size_t range_bytes, uint64_t caps);
-
-size_t symaddr_align_up(size_t v, size_t a);
 
 #endif

@@ -25,9 +25,9 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
     mine.device = gpu ? ctx->be.device : -1;
     ctx->be.ops->device_id(&ctx->be, mine.pci, sizeof(mine.pci));
     symaddr_status_t st = all && cls && dev ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
-    if (MPI_Allgather(&mine, sizeof(mine), MPI_BYTE, all ? (void *)all : (void *)&mine,
-                      all ? sizeof(mine) : 0, MPI_BYTE, ctx->comm) != MPI_SUCCESS)
-        st = SYMADDR_ERR_MPI;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, &mine, all, sizeof(mine),
+                                   symaddr_bootstrap_deadline(&ctx->boot, 0));
     if (st != SYMADDR_OK) {
         free(all);
         free(cls);

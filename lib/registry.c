@@ -1,31 +1,100 @@
 /* SPDX-License-Identifier: MIT */
 #include "registry.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
-int symaddr_registry_init(symaddr_registry_t *reg)
+struct symaddr_registry_snapshot {
+    size_t count, cap;
+    uint64_t *bases;                   /* by_addr[i]->map.range_base, searched without chasing
+                                          pointers */
+    symaddr_registration_t **by_addr;  /* sorted by range */
+    symaddr_registration_t **by_map;   /* sorted by the registration's address */
+};
+
+static symaddr_registry_snapshot_t *snap_alloc(size_t cap)
 {
-    memset(reg, 0, sizeof(*reg));
-    return pthread_rwlock_init(&reg->lock, NULL);
+    size_t per = sizeof(uint64_t) + 2 * sizeof(void *);
+    symaddr_registry_snapshot_t *s = malloc(sizeof(*s) + per * (cap ? cap : 1));
+    if (!s)
+        return NULL;
+    s->count = 0;
+    s->cap = cap;
+    s->bases = (uint64_t *)(s + 1);
+    s->by_addr = (symaddr_registration_t **)(s->bases + (cap ? cap : 1));
+    s->by_map = s->by_addr + (cap ? cap : 1);
+    return s;
 }
 
-void symaddr_registry_fini(symaddr_registry_t *reg)
+/* The snapshot a writer fills next: the spare when it is large enough. */
+static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t need)
 {
-    free(reg->by_addr);
-    free(reg->bases);
-    free(reg->by_map);
-    pthread_rwlock_destroy(&reg->lock);
-    memset(reg, 0, sizeof(*reg));
+    symaddr_registry_snapshot_t *s = reg->spare;
+    if (s && s->cap >= need) {
+        reg->spare = NULL;
+        return s;
+    }
+    return snap_alloc(need < 16 ? 16 : 2 * need);
 }
+
+/* ---- readers ------------------------------------------------------------------------------ */
+
+static unsigned reader_slot(void)
+{
+    static unsigned next;
+    static __thread unsigned slot = ~0u;
+    if (slot == ~0u)
+        slot = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % SYMADDR_REGISTRY_SLOTS;
+    return slot;
+}
+
+/* Enter a lookup: the snapshot stays valid until read_end(reg, *ticket). */
+static const symaddr_registry_snapshot_t *read_begin(symaddr_registry_t *reg, unsigned *ticket)
+{
+    unsigned s = reader_slot();
+    for (;;) {
+        unsigned g = __atomic_load_n(&reg->gen, __ATOMIC_ACQUIRE) & 1;
+        __atomic_fetch_add(&reg->readers[s].n[g], 1, __ATOMIC_SEQ_CST);
+        if ((__atomic_load_n(&reg->gen, __ATOMIC_SEQ_CST) & 1) == g) {
+            *ticket = s * 2 + g;
+            return __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE);
+        }
+        __atomic_fetch_sub(&reg->readers[s].n[g], 1, __ATOMIC_RELEASE);
+    }
+}
+
+static void read_end(symaddr_registry_t *reg, unsigned ticket)
+{
+    __atomic_fetch_sub(&reg->readers[ticket / 2].n[ticket % 2], 1, __ATOMIC_RELEASE);
+}
+
+/* Writer: make next current, wait until no lookup can still hold the old one, and keep the old
+ * one as the spare. */
+static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next)
+{
+    symaddr_registry_snapshot_t *old = __atomic_exchange_n(&reg->cur, next, __ATOMIC_SEQ_CST);
+    unsigned g = __atomic_fetch_add(&reg->gen, 1, __ATOMIC_SEQ_CST) & 1;
+    for (unsigned s = 0; s < SYMADDR_REGISTRY_SLOTS; s++)
+        while (__atomic_load_n(&reg->readers[s].n[g], __ATOMIC_ACQUIRE) != 0)
+            sched_yield();
+    if (reg->spare && (!old || reg->spare->cap >= old->cap)) {
+        free(old);
+    } else {
+        free(reg->spare);
+        reg->spare = old;
+    }
+}
+
+/* ---- sorted arrays ------------------------------------------------------------------------ */
 
 /* First index whose range_base is > addr. */
-static size_t upper_by_addr(const symaddr_registry_t *reg, uint64_t addr)
+static size_t upper_by_addr(const symaddr_registry_snapshot_t *s, uint64_t addr)
 {
-    size_t lo = 0, hi = reg->count;
+    size_t lo = 0, hi = s->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (reg->bases[mid] <= addr)
+        if (s->bases[mid] <= addr)
             lo = mid + 1;
         else
             hi = mid;
@@ -34,12 +103,12 @@ static size_t upper_by_addr(const symaddr_registry_t *reg, uint64_t addr)
 }
 
 /* First index whose entry address is >= r. */
-static size_t lower_by_map(const symaddr_registry_t *reg, uintptr_t r)
+static size_t lower_by_map(const symaddr_registry_snapshot_t *s, uintptr_t r)
 {
-    size_t lo = 0, hi = reg->count;
+    size_t lo = 0, hi = s->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if ((uintptr_t)reg->by_map[mid] < r)
+        if ((uintptr_t)s->by_map[mid] < r)
             lo = mid + 1;
         else
             hi = mid;
@@ -47,71 +116,119 @@ static size_t lower_by_map(const symaddr_registry_t *reg, uintptr_t r)
     return lo;
 }
 
-static void insert_at(symaddr_registration_t **a, size_t n, size_t i, symaddr_registration_t *r)
+static symaddr_registration_t *find_in(const symaddr_registry_snapshot_t *s, uint64_t addr)
 {
-    memmove(a + i + 1, a + i, (n - i) * sizeof(*a));
-    a[i] = r;
+    size_t i = upper_by_addr(s, addr);
+    if (i == 0)
+        return NULL;
+    symaddr_registration_t *r = s->by_addr[i - 1];
+    return addr - r->map.range_base < r->map.range_bytes ? r : NULL;
 }
 
-static void remove_at(symaddr_registration_t **a, size_t n, size_t i)
+static bool overlaps_in(const symaddr_registry_snapshot_t *s, uint64_t base, uint64_t end)
 {
-    memmove(a + i, a + i + 1, (n - i - 1) * sizeof(*a));
-}
-
-static void forget_freed(symaddr_registry_t *reg, uint64_t base)
-{
-    for (size_t i = 0; i < SYMADDR_FREED_MEMORY; i++)
-        if (reg->freed[i] == base)
-            reg->freed[i] = 0;
-}
-
-static symaddr_status_t reserve_locked(symaddr_registry_t *reg, size_t n)
-{
-    if (reg->count + n <= reg->cap)
-        return SYMADDR_OK;
-    size_t cap = reg->cap ? reg->cap : 64;
-    while (cap < reg->count + n)
-        cap *= 2;
-    symaddr_registration_t **a = realloc(reg->by_addr, cap * sizeof(*a));
-    if (!a)
-        return SYMADDR_ERR_NO_MEMORY;
-    reg->by_addr = a;
-    symaddr_registration_t **m = realloc(reg->by_map, cap * sizeof(*m));
-    if (!m)
-        return SYMADDR_ERR_NO_MEMORY;
-    reg->by_map = m;
-    uint64_t *b = realloc(reg->bases, cap * sizeof(*b));
-    if (!b)
-        return SYMADDR_ERR_NO_MEMORY;
-    reg->bases = b;
-    reg->cap = cap;
-    return SYMADDR_OK;
-}
-
-symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg, size_t n)
-{
-    pthread_rwlock_wrlock(&reg->lock);
-    symaddr_status_t st = reserve_locked(reg, n);
-    pthread_rwlock_unlock(&reg->lock);
-    return st;
-}
-
-static bool overlaps_locked(const symaddr_registry_t *reg, uint64_t base, uint64_t end)
-{
-    size_t i = upper_by_addr(reg, base);
+    size_t i = upper_by_addr(s, base);
     if (i > 0) {
-        const symaddr_map_t *prev = &reg->by_addr[i - 1]->map;
+        const symaddr_map_t *prev = &s->by_addr[i - 1]->map;
         if (prev->range_base + prev->range_bytes > base)
             return true;
     }
-    return i < reg->count && reg->by_addr[i]->map.range_base < end;
+    return i < s->count && s->by_addr[i]->map.range_base < end;
+}
+
+/* ---- the freed set ------------------------------------------------------------------------ */
+
+static size_t lower_freed(const symaddr_registry_t *reg, uint64_t v)
+{
+    size_t lo = 0, hi = reg->nfreed;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (reg->freed[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static bool freed_has(const symaddr_registry_t *reg, uint64_t v)
+{
+    size_t i = lower_freed(reg, v);
+    return i < reg->nfreed && reg->freed[i] == v;
+}
+
+static void freed_add(symaddr_registry_t *reg, uint64_t v)
+{
+    size_t i = lower_freed(reg, v);
+    if (i < reg->nfreed && reg->freed[i] == v)
+        return;
+    if (reg->nfreed == SYMADDR_FREED_MEMORY)
+        reg->nfreed = 0; /* forget the oldest all at once: a double free then reads NOT_FOUND */
+    if (reg->nfreed == reg->capfreed) {
+        size_t cap = reg->capfreed ? 2 * reg->capfreed : 64;
+        uint64_t *f = realloc(reg->freed, cap * sizeof(*f));
+        if (!f)
+            return; /* only the name of a later double free is lost */
+        reg->freed = f;
+        reg->capfreed = cap;
+    }
+    i = lower_freed(reg, v);
+    memmove(reg->freed + i + 1, reg->freed + i, (reg->nfreed - i) * sizeof(*reg->freed));
+    reg->freed[i] = v;
+    reg->nfreed++;
+}
+
+static void freed_forget(symaddr_registry_t *reg, uint64_t base, uint64_t end)
+{
+    size_t i = lower_freed(reg, base), j = i;
+    while (j < reg->nfreed && reg->freed[j] < end)
+        j++;
+    memmove(reg->freed + i, reg->freed + j, (reg->nfreed - j) * sizeof(*reg->freed));
+    reg->nfreed -= j - i;
+}
+
+/* ---- the registry ------------------------------------------------------------------------- */
+
+int symaddr_registry_init(symaddr_registry_t *reg)
+{
+    memset(reg, 0, sizeof(*reg));
+    reg->cur = snap_alloc(0);
+    return reg->cur && pthread_mutex_init(&reg->write, NULL) == 0 ? 0 : -1;
+}
+
+void symaddr_registry_fini(symaddr_registry_t *reg)
+{
+    free(reg->cur);
+    free(reg->spare);
+    free(reg->freed);
+    pthread_mutex_destroy(&reg->write);
+    memset(reg, 0, sizeof(*reg));
+}
+
+symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg)
+{
+    pthread_mutex_lock(&reg->write);
+    symaddr_status_t st = SYMADDR_OK;
+    size_t need = reg->cur->count + 1;
+    if (!reg->spare || reg->spare->cap < need) {
+        symaddr_registry_snapshot_t *s = snap_alloc(2 * need < 16 ? 16 : 2 * need);
+        if (s) {
+            free(reg->spare);
+            reg->spare = s;
+        } else {
+            st = SYMADDR_ERR_NO_MEMORY;
+        }
+    }
+    pthread_mutex_unlock(&reg->write);
+    return st;
 }
 
 bool symaddr_registry_overlaps(symaddr_registry_t *reg, uint64_t base, uint64_t bytes)
 {
-    pthread_rwlock_rdlock(&reg->lock);
-    bool o = overlaps_locked(reg, base, base + bytes);
-    pthread_rwlock_unlock(&reg->lock);
+    unsigned t;
+    const symaddr_registry_snapshot_t *s = read_begin(reg, &t);
+    bool o = overlaps_in(s, base, base + bytes);
+    read_end(reg, t);
     return o;
 }
 
@@ -122,22 +239,30 @@ symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_regist
 
     if (r->map.range_bytes == 0 || end < base)
         return SYMADDR_ERR_INVALID_SIZE;
-    pthread_rwlock_wrlock(&reg->lock);
-    if (reg->count == reg->cap && (st = reserve_locked(reg, 1)) != SYMADDR_OK)
-        goto out;
-    if (overlaps_locked(reg, base, end)) {
+    pthread_mutex_lock(&reg->write);
+    const symaddr_registry_snapshot_t *cur = reg->cur;
+    symaddr_registry_snapshot_t *next = NULL;
+    if (overlaps_in(cur, base, end)) {
         st = SYMADDR_ERR_ALREADY_REGISTERED;
-        goto out;
+    } else if (!(next = snap_take(reg, cur->count + 1))) {
+        st = SYMADDR_ERR_NO_MEMORY;
+    } else {
+        size_t i = upper_by_addr(cur, base), j = lower_by_map(cur, (uintptr_t)r), n = cur->count;
+        memcpy(next->bases, cur->bases, i * sizeof(*cur->bases));
+        next->bases[i] = base;
+        memcpy(next->bases + i + 1, cur->bases + i, (n - i) * sizeof(*cur->bases));
+        memcpy(next->by_addr, cur->by_addr, i * sizeof(*cur->by_addr));
+        next->by_addr[i] = r;
+        memcpy(next->by_addr + i + 1, cur->by_addr + i, (n - i) * sizeof(*cur->by_addr));
+        memcpy(next->by_map, cur->by_map, j * sizeof(*cur->by_map));
+        next->by_map[j] = r;
+        memcpy(next->by_map + j + 1, cur->by_map + j, (n - j) * sizeof(*cur->by_map));
+        next->count = n + 1;
+        publish(reg, next);
+        reg->count = n + 1;
+        freed_forget(reg, base, end);
     }
-    size_t i = upper_by_addr(reg, base);
-    insert_at(reg->by_addr, reg->count, i, r);
-    memmove(reg->bases + i + 1, reg->bases + i, (reg->count - i) * sizeof(*reg->bases));
-    reg->bases[i] = base;
-    insert_at(reg->by_map, reg->count, lower_by_map(reg, (uintptr_t)r), r);
-    reg->count++;
-    forget_freed(reg, base);
-out:
-    pthread_rwlock_unlock(&reg->lock);
+    pthread_mutex_unlock(&reg->write);
     return st;
 }
 
@@ -145,59 +270,73 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
 {
     symaddr_status_t st = SYMADDR_ERR_NOT_FOUND;
 
-    pthread_rwlock_wrlock(&reg->lock);
-    size_t j = lower_by_map(reg, (uintptr_t)r);
-    if (j < reg->count && reg->by_map[j] == r) {
-        size_t i = upper_by_addr(reg, r->map.range_base);
-        /* i - 1 is r: ranges do not overlap, so bases are unique. */
-        remove_at(reg->by_addr, reg->count, i - 1);
-        memmove(reg->bases + i - 1, reg->bases + i, (reg->count - i) * sizeof(*reg->bases));
-        remove_at(reg->by_map, reg->count, j);
-        reg->count--;
-        reg->freed[reg->freed_next] = r->map.range_base;
-        reg->freed_next = (reg->freed_next + 1) % SYMADDR_FREED_MEMORY;
-        st = SYMADDR_OK;
+    pthread_mutex_lock(&reg->write);
+    const symaddr_registry_snapshot_t *cur = reg->cur;
+    size_t j = lower_by_map(cur, (uintptr_t)r), n = cur->count;
+    if (j < n && cur->by_map[j] == r) {
+        /* the spare, the snapshot retired last, holds at least n - 1 entries */
+        symaddr_registry_snapshot_t *next = snap_take(reg, n - 1);
+        if (next) {
+            size_t i = upper_by_addr(cur, r->map.range_base) - 1; /* bases are unique */
+            memcpy(next->bases, cur->bases, i * sizeof(*cur->bases));
+            memcpy(next->bases + i, cur->bases + i + 1, (n - i - 1) * sizeof(*cur->bases));
+            memcpy(next->by_addr, cur->by_addr, i * sizeof(*cur->by_addr));
+            memcpy(next->by_addr + i, cur->by_addr + i + 1, (n - i - 1) * sizeof(*cur->by_addr));
+            memcpy(next->by_map, cur->by_map, j * sizeof(*cur->by_map));
+            memcpy(next->by_map + j, cur->by_map + j + 1, (n - j - 1) * sizeof(*cur->by_map));
+            next->count = n - 1;
+            publish(reg, next);
+            reg->count = n - 1;
+            freed_add(reg, r->map.range_base);
+            st = SYMADDR_OK;
+        } else {
+            st = SYMADDR_ERR_NO_MEMORY;
+        }
     }
-    pthread_rwlock_unlock(&reg->lock);
+    pthread_mutex_unlock(&reg->write);
     return st;
+}
+
+symaddr_status_t symaddr_registry_lookup(symaddr_registry_t *reg, const void *ptr,
+                                         symaddr_registration_t **r_p)
+{
+    unsigned t;
+    const symaddr_registry_snapshot_t *s = read_begin(reg, &t);
+    symaddr_registration_t *r = find_in(s, (uint64_t)(uintptr_t)ptr);
+    read_end(reg, t);
+    if (!r)
+        return SYMADDR_ERR_NOT_FOUND;
+    *r_p = r;
+    return SYMADDR_OK;
 }
 
 symaddr_status_t symaddr_registry_find(symaddr_registry_t *reg, const void *ptr,
                                        symaddr_registration_t **r_p)
 {
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    symaddr_status_t st = SYMADDR_ERR_NOT_FOUND;
-
-    pthread_rwlock_rdlock(&reg->lock);
-    size_t i = upper_by_addr(reg, addr);
-    if (i > 0) {
-        symaddr_registration_t *r = reg->by_addr[i - 1];
-        if (addr - r->map.range_base < r->map.range_bytes) {
-            *r_p = r;
-            st = SYMADDR_OK;
-        }
-    }
-    if (st != SYMADDR_OK && addr != 0)
-        for (size_t k = 0; k < SYMADDR_FREED_MEMORY; k++)
-            if (reg->freed[k] == addr)
-                st = SYMADDR_ERR_DOUBLE_FREE;
-    pthread_rwlock_unlock(&reg->lock);
+    symaddr_status_t st = symaddr_registry_lookup(reg, ptr, r_p);
+    if (st == SYMADDR_OK || !ptr)
+        return st;
+    pthread_mutex_lock(&reg->write);
+    if (freed_has(reg, (uint64_t)(uintptr_t)ptr))
+        st = SYMADDR_ERR_DOUBLE_FREE;
+    pthread_mutex_unlock(&reg->write);
     return st;
 }
 
 symaddr_registration_t *symaddr_registry_owner(symaddr_registry_t *reg, const symaddr_map_t *map)
 {
+    unsigned t;
     symaddr_registration_t *found = NULL;
-
-    pthread_rwlock_rdlock(&reg->lock);
-    size_t j = lower_by_map(reg, (uintptr_t)map);
-    if (j < reg->count && (const void *)reg->by_map[j] == (const void *)map)
-        found = reg->by_map[j];
-    pthread_rwlock_unlock(&reg->lock);
+    const symaddr_registry_snapshot_t *s = read_begin(reg, &t);
+    size_t j = lower_by_map(s, (uintptr_t)map);
+    if (j < s->count && (const void *)s->by_map[j] == (const void *)map)
+        found = s->by_map[j];
+    read_end(reg, t);
     return found;
 }
 
 symaddr_registration_t *symaddr_registry_last(symaddr_registry_t *reg)
 {
-    return reg->count ? reg->by_addr[reg->count - 1] : NULL;
+    const symaddr_registry_snapshot_t *s = __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE);
+    return s->count ? s->by_addr[s->count - 1] : NULL;
 }

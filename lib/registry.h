@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Registry of live registrations, sorted by range for O(log n) lookup of any
- * interior pointer. Readers take a shared lock, so lookups run concurrently. */
+/* Registry of live registrations. Lookups take no lock: each change publishes a new immutable
+ * snapshot, sorted by range, and frees the old one only after every lookup that may hold it
+ * has left (per-thread reader counters, two generations). Writers take a mutex, so lookups
+ * never hold up allocate and free, and free never waits on more than the lookups in flight. */
 #ifndef SYMADDR_LIB_REGISTRY_H
 #define SYMADDR_LIB_REGISTRY_H
 
@@ -14,44 +16,57 @@
 struct symaddr_mapping;
 
 typedef struct symaddr_registration {
-    symaddr_map_t map;              /* handed to the user; first member */
+    symaddr_map_t map;               /* handed to the user; first member */
     struct symaddr_mapping *mapping; /* the heap's for heap memory, else its own */
     size_t heap_off;                 /* heap sub-allocations only */
     uint64_t serial;                 /* number of the collective call that made it */
 } symaddr_registration_t;
 
-#define SYMADDR_FREED_MEMORY 64 /* recently freed bases remembered to name double frees */
+/* Freed bases remembered to name a double free, until their address is registered again. */
+#define SYMADDR_FREED_MEMORY ((size_t)1 << 20)
+#define SYMADDR_REGISTRY_SLOTS 64
+
+typedef struct symaddr_registry_snapshot symaddr_registry_snapshot_t;
 
 typedef struct symaddr_registry {
-    pthread_rwlock_t lock;
-    symaddr_registration_t **by_addr; /* sorted by map.range_base */
-    uint64_t *bases;                  /* by_addr[i]->map.range_base, searched without chasing
-                                         pointers */
-    symaddr_registration_t **by_map;  /* sorted by address of the registration */
-    size_t count, cap;
-    uint64_t freed[SYMADDR_FREED_MEMORY];
-    size_t freed_next;
+    symaddr_registry_snapshot_t *cur;   /* read with atomics */
+    symaddr_registry_snapshot_t *spare; /* the snapshot retired last, filled by the next change */
+    unsigned gen;                     /* parity picks the reader counters of new lookups */
+    struct {
+        unsigned long n[2];
+    } __attribute__((aligned(64))) readers[SYMADDR_REGISTRY_SLOTS];
+    pthread_mutex_t write; /* writers: insert, remove, the freed set */
+    uint64_t *freed;       /* sorted */
+    size_t nfreed, capfreed;
+    size_t count;          /* live registrations (writers only) */
 } symaddr_registry_t;
 
 int symaddr_registry_init(symaddr_registry_t *reg);
 void symaddr_registry_fini(symaddr_registry_t *reg);
 
-/* SYMADDR_ERR_ALREADY_REGISTERED when [base, base+bytes) overlaps a live range. */
+/* SYMADDR_ERR_ALREADY_REGISTERED when [base, base+bytes) overlaps a live range;
+ * SYMADDR_ERR_NO_MEMORY when the new snapshot cannot be made. */
 symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_registration_t *r);
-/* Make room for n more registrations, so that a later insert cannot run out of memory. */
-symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg, size_t n);
+/* Room for one more registration, taken before a collective call so that inserting after it
+ * cannot run out of memory. */
+symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg);
 /* Whether [base, base+bytes) overlaps a live range. */
 bool symaddr_registry_overlaps(symaddr_registry_t *reg, uint64_t base, uint64_t bytes);
-/* Removes r and remembers its base as freed. */
+/* Removes r and remembers its base as freed. The snapshot without r is written into the one
+ * retired by the previous change, so removing needs no new memory. */
 symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_registration_t *r);
 
-/* NOT_FOUND, or DOUBLE_FREE when ptr is the base of a recently removed range. */
+/* The registration holding ptr; NOT_FOUND, or DOUBLE_FREE when ptr is the base of a range
+ * removed earlier and not registered since. */
 symaddr_status_t symaddr_registry_find(symaddr_registry_t *reg, const void *ptr,
                                        symaddr_registration_t **r_p);
+/* The same, without the freed set: for lookups from any thread. */
+symaddr_status_t symaddr_registry_lookup(symaddr_registry_t *reg, const void *ptr,
+                                         symaddr_registration_t **r_p);
 /* Whether map is a live registration's map; never dereferences map. */
 symaddr_registration_t *symaddr_registry_owner(symaddr_registry_t *reg, const symaddr_map_t *map);
 
-/* Pop any registration (for teardown); NULL when empty. Not thread-safe. */
+/* Any registration (for teardown); NULL when empty. */
 symaddr_registration_t *symaddr_registry_last(symaddr_registry_t *reg);
 
 #endif

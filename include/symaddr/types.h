@@ -28,6 +28,9 @@ typedef enum symaddr_status {
     SYMADDR_ERR_UNREACHABLE = -15,       /**< target rank has no load/store path */
     SYMADDR_ERR_WRONG_PROVIDER = -16,    /**< pointer belongs to another provider */
     SYMADDR_ERR_NOT_SHAREABLE = -17,     /**< memory cannot be exported to peers */
+    SYMADDR_ERR_BROKEN = -18,            /**< an earlier collective timed out or failed on some
+                                              rank: the context can only be finalized */
+    SYMADDR_ERR_LAST_ = -19,             /**< one past the last status, for range checks */
 } symaddr_status_t;
 
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* MPI bootstrap: the context's communicator, its node group, and a mesh of
- * Unix-domain sockets inside the node to pass file descriptors (SCM_RIGHTS). */
+/* MPI bootstrap: the context's communicator, its node group, every collective MPI call the
+ * library makes (each bounded by a deadline), and a mesh of Unix-domain sockets inside the
+ * node to pass file descriptors (SCM_RIGHTS). */
 #ifndef SYMADDR_LIB_BOOTSTRAP_H
 #define SYMADDR_LIB_BOOTSTRAP_H
 
@@ -9,7 +10,15 @@
 
 #include <mpi.h>
 
-#include "symaddr/symaddr.h"
+#include "symaddr/types.h"
+
+/* A collective MPI operation still posted after its wait ran out: MPI cannot cancel one, so
+ * its buffers live until it completes or the bootstrap is torn down. */
+typedef struct symaddr_mpi_parked {
+    MPI_Request req;
+    void *buf;
+    struct symaddr_mpi_parked *next;
+} symaddr_mpi_parked_t;
 
 typedef struct symaddr_bootstrap {
     MPI_Comm comm;      /* duplicate of the user's communicator */
@@ -18,25 +27,55 @@ typedef struct symaddr_bootstrap {
     int node_rank, node_size;
     int *node_to_rank;  /* node rank -> rank in comm */
     int *socks;         /* connected socket per node peer; -1 for self; NULL until needed */
-    uint64_t fd_seq;    /* fd exchanges so far, checked by the receiver */
+    uint64_t fd_seq;    /* fd exchanges so far; stale messages carry smaller numbers */
     unsigned timeout_ms;
+    uint64_t deadline_ns; /* of the public call in progress (symaddr_now_ns's clock) */
+    symaddr_mpi_parked_t *parked;
 } symaddr_bootstrap_t;
 
-/* Collective over user_comm. sim_node_size > 0 splits each host into groups of
- * that many consecutive ranks. */
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t symaddr_now_ns(void);
+
+/* Collective over user_comm, bounded by timeout_ms where MPI allows it (duplicating the
+ * communicator; MPI has no nonblocking split). sim_node_size > 0 splits each host into groups
+ * of that many consecutive ranks. */
 symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_comm,
                                         int sim_node_size, unsigned timeout_ms, char *why,
                                         size_t why_len);
 void symaddr_bootstrap_fini(symaddr_bootstrap_t *b);
 
-/* Collective over the node: every rank sends my_fd (may be -1) to every node
- * peer; fds_out[node_rank] receives peer's descriptor (-1 for self or none).
- * The socket mesh is set up on first use; only ranks of the node can join it. */
+/* Start of a public call: its waits on peers share one deadline, timeout_ms from now. */
+void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b);
+/* The call's deadline, or a fresh one (timeout_ms from now) when fresh is set. */
+uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh);
+
+/* Nonblocking MPI collectives waited for until deadline_ns: SYMADDR_OK, SYMADDR_ERR_MPI when
+ * MPI reports an error, or SYMADDR_ERR_TIMEOUT, the operation then left posted with buffers of
+ * its own (the caller's are never written after the return). */
+symaddr_status_t symaddr_mpi_allgather(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
+                                       void *all, size_t bytes, uint64_t deadline_ns);
+symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
+                                        int mine_bytes, void *all, const int *counts,
+                                        const int *displs, uint64_t deadline_ns);
+symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *send,
+                                       const int *counts, const int *displs, void *recv,
+                                       uint64_t deadline_ns);
+symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,
+                                       void *out, int count, MPI_Datatype type, MPI_Op op,
+                                       uint64_t deadline_ns);
+symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf,
+                                   size_t bytes, int root, uint64_t deadline_ns);
+symaddr_status_t symaddr_mpi_barrier(symaddr_bootstrap_t *b, MPI_Comm comm, uint64_t deadline_ns);
+
+/* Collective over the node: every rank sends my_fd (may be -1) to every node peer;
+ * fds_out[node_rank] receives peer's descriptor (-1 for self or none). The socket mesh is set
+ * up on first use; only ranks of the node can join it. Bounded by the call's deadline. A
+ * failed exchange leaves the mesh usable: later exchanges discard what is left of it. */
 symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd, int *fds_out,
                                                char *why, size_t why_len);
 
 /* The first message on a mesh connection: who the peer says it is. */
-#define SYMADDR_BOOTSTRAP_HELLO_MAGIC 0x73796d6164647231ull /* "symaddr1" */
+#define SYMADDR_BOOTSTRAP_HELLO_MAGIC 0x73796d6164647232ull /* "symaddr2" */
 typedef struct symaddr_bootstrap_hello {
     uint64_t magic;
     uint8_t secret[16];
@@ -50,7 +89,7 @@ struct sockaddr_un;
 extern void (*symaddr_bootstrap_listen_hook)(const struct sockaddr_un *addr, unsigned addr_len,
                                              int node_rank);
 
-/* Node-wide allgather of fixed-size records. */
+/* Node-wide allgather of fixed-size records, bounded by the call's deadline. */
 symaddr_status_t symaddr_bootstrap_node_allgather(symaddr_bootstrap_t *b, const void *mine,
                                                   void *all, size_t bytes);
 

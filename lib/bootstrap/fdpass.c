@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Descriptor passing inside a node. Each rank listens on an abstract Unix
- * socket whose name carries a random secret shared over MPI; a connecting peer
- * must present the secret and be the process MPI says it is (SO_PEERCRED).
- * The listeners close as soon as the mesh is built, so no process outside the
- * communicator can obtain descriptors. */
+/* Descriptor passing inside a node. Each rank listens on an abstract Unix socket under a
+ * fresh random name, and only then tells its node peers the name over MPI, so nobody can take
+ * the name first. A connection is checked before anything is read from it: the connecting
+ * process must be one of the node peers MPI named (SO_PEERCRED pid and uid), else it is
+ * closed at once, so that a stranger can neither join nor stall the mesh. The peer then
+ * presents the node's secret. The listeners close as soon as the mesh is built. */
 #include "bootstrap.h"
 
 #include <errno.h>
@@ -19,6 +20,7 @@
 
 typedef symaddr_bootstrap_hello_t hello_t;
 #define HELLO_MAGIC SYMADDR_BOOTSTRAP_HELLO_MAGIC
+#define NAME_BYTES 16
 
 typedef struct fdmsg {
     uint64_t seq;
@@ -26,148 +28,244 @@ typedef struct fdmsg {
     int32_t pad_;
 } fdmsg_t;
 
+/* What each rank tells its node peers over MPI. */
+typedef struct peer_rec {
+    uint8_t name[NAME_BYTES];
+    int32_t pid;
+    int32_t status;
+} peer_rec_t;
+
 void (*symaddr_bootstrap_listen_hook)(const struct sockaddr_un *addr, unsigned addr_len,
                                       int node_rank) = NULL;
 
-static socklen_t sock_name(struct sockaddr_un *sa, const uint8_t secret[16], int node_rank)
+static socklen_t sock_name(struct sockaddr_un *sa, const uint8_t name[NAME_BYTES])
 {
-    char name[80];
-    int n = snprintf(name, sizeof(name), "symaddr-");
-    for (int i = 0; i < 16; i++)
-        n += snprintf(name + n, sizeof(name) - (size_t)n, "%02x", secret[i]);
-    n += snprintf(name + n, sizeof(name) - (size_t)n, "-%d", node_rank);
+    char text[64];
+    int n = snprintf(text, sizeof(text), "symaddr-");
+    for (int i = 0; i < NAME_BYTES; i++)
+        n += snprintf(text + n, sizeof(text) - (size_t)n, "%02x", name[i]);
     memset(sa, 0, sizeof(*sa));
     sa->sun_family = AF_UNIX;
-    memcpy(sa->sun_path + 1, name, (size_t)n); /* leading NUL: abstract namespace */
+    memcpy(sa->sun_path + 1, text, (size_t)n); /* leading NUL: abstract namespace */
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-static int elapsed_ms(const struct timespec *t0)
+/* Milliseconds left until deadline_ns, at least 0, for poll. */
+static int ms_left(uint64_t deadline_ns)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int)((t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000);
+    uint64_t now = symaddr_now_ns();
+    if (now >= deadline_ns)
+        return 0;
+    uint64_t ms = (deadline_ns - now + 999999) / 1000000;
+    return ms > 0x7fffffff ? 0x7fffffff : (int)ms;
 }
 
-/* Wait until fd is readable; 0 on success, -1 on timeout or error. */
-static int wait_readable(int fd, const struct timespec *t0, unsigned timeout_ms)
+/* Wait until fd has events; 0 when it has, -1 on timeout or error. */
+static int wait_fd(int fd, short events, uint64_t deadline_ns)
 {
     for (;;) {
-        int left = (int)timeout_ms - elapsed_ms(t0);
-        if (left <= 0)
-            return -1;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
+        struct pollfd p = {.fd = fd, .events = events};
+        int left = ms_left(deadline_ns);
         int r = poll(&p, 1, left);
         if (r > 0)
-            return (p.revents & POLLIN) ? 0 : -1;
-        if (r < 0 && errno != EINTR)
+            return (p.revents & events) ? 0 : -1;
+        if (r == 0 || (r < 0 && errno != EINTR))
             return -1;
     }
+}
+
+/* A listener under a fresh random name; a name someone holds already is skipped. */
+static int listen_fresh(uint8_t name[NAME_BYTES], int backlog)
+{
+    for (int attempt = 0; attempt < 16; attempt++) {
+        struct sockaddr_un sa;
+        if (getrandom(name, NAME_BYTES, 0) != NAME_BYTES)
+            return -1;
+        int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (s < 0)
+            return -1;
+        socklen_t len = sock_name(&sa, name);
+        if (bind(s, (struct sockaddr *)&sa, len) == 0 && listen(s, backlog) == 0)
+            return s;
+        int e = errno;
+        close(s);
+        if (e != EADDRINUSE)
+            return -1;
+    }
+    return -1;
+}
+
+/* Connect to node rank k's listener and introduce ourselves; the socket, or -1. */
+static int connect_peer(const peer_rec_t *peer, const hello_t *h, uint64_t deadline_ns)
+{
+    struct sockaddr_un sa;
+    socklen_t len = sock_name(&sa, peer->name);
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0)
+        return -1;
+    /* A full backlog answers EAGAIN: the listener drops strangers at once, so retry. */
+    while (connect(s, (struct sockaddr *)&sa, len) != 0) {
+        if ((errno != EAGAIN && errno != EINTR) || symaddr_now_ns() >= deadline_ns) {
+            close(s);
+            return -1;
+        }
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (wait_fd(s, POLLOUT, deadline_ns) != 0 ||
+        send(s, h, sizeof(*h), MSG_NOSIGNAL) != (ssize_t)sizeof(*h)) {
+        close(s);
+        return -1;
+    }
+    return s;
+}
+
+/* The node rank of the process behind s when it is a node peer that should connect to us and
+ * has not yet; -1 for anyone else. Nothing is read from s. */
+static int identify(const symaddr_bootstrap_t *b, const peer_rec_t *peers, int s)
+{
+    struct ucred cred;
+    socklen_t clen = sizeof(cred);
+    if (getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 || cred.uid != getuid())
+        return -1;
+    for (int q = b->node_rank + 1; q < b->node_size; q++)
+        if (peers[q].pid == cred.pid && b->socks[q] < 0)
+            return q;
+    return -1;
 }
 
 static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why_len)
 {
     uint8_t secret[16];
-    int32_t *pids = NULL;
-    int listener = -1, st = SYMADDR_OK, all_st;
-    struct sockaddr_un sa;
-    struct timespec t0;
+    peer_rec_t mine, *peers = NULL;
+    int listener = -1, st = SYMADDR_OK, all_st = SYMADDR_OK;
+    uint64_t deadline = symaddr_bootstrap_deadline(b, 0);
     int32_t pid = (int32_t)getpid();
+    int *pending = NULL; /* accepted node peers whose hello is not in yet */
 
     b->socks = malloc(sizeof(int) * (size_t)b->node_size);
-    pids = malloc(sizeof(int32_t) * (size_t)b->node_size);
-    if (!b->socks || !pids) {
-        free(pids);
+    peers = calloc((size_t)b->node_size, sizeof(*peers));
+    pending = malloc(sizeof(int) * (size_t)b->node_size);
+    if (!b->socks || !peers || !pending) {
+        free(peers);
+        free(pending);
         free(b->socks);
         b->socks = NULL;
         snprintf(why, why_len, "out of host memory for the socket mesh");
         return SYMADDR_ERR_NO_MEMORY;
     }
     for (int i = 0; i < b->node_size; i++)
-        b->socks[i] = -1;
+        b->socks[i] = pending[i] = -1;
     if (b->node_rank == 0 && getrandom(secret, sizeof(secret), 0) != (ssize_t)sizeof(secret))
-        st = SYMADDR_ERR_BACKEND;
-    MPI_Bcast(secret, sizeof(secret), MPI_BYTE, 0, b->node_comm);
-    MPI_Allgather(&pid, 1, MPI_INT32_T, pids, 1, MPI_INT32_T, b->node_comm);
-
-    listener = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-    socklen_t len = sock_name(&sa, secret, b->node_rank);
-    if (st || listener < 0 || bind(listener, (struct sockaddr *)&sa, len) != 0 ||
-        listen(listener, b->node_size) != 0) {
+        memset(secret, 0, sizeof(secret)); /* the pid check still stands; rank 0 reports it */
+    memset(&mine, 0, sizeof(mine));
+    mine.pid = pid;
+    listener = listen_fresh(mine.name, b->node_size + 64);
+    if (listener < 0) {
         snprintf(why, why_len, "cannot listen on a Unix-domain socket: %s", strerror(errno));
         st = SYMADDR_ERR_BACKEND;
     }
-    MPI_Allreduce(&st, &all_st, 1, MPI_INT, MPI_MIN, b->node_comm);
-    if (all_st != SYMADDR_OK) {
-        if (st == SYMADDR_OK)
-            snprintf(why, why_len, "a node peer could not set up its socket");
-        st = st ? st : SYMADDR_ERR_PEER;
+    mine.status = st;
+    symaddr_status_t mst = symaddr_mpi_bcast(b, b->node_comm, secret, sizeof(secret), 0, deadline);
+    if (mst == SYMADDR_OK)
+        mst = symaddr_bootstrap_node_allgather(b, &mine, peers, sizeof(mine));
+    if (mst != SYMADDR_OK) {
+        snprintf(why, why_len, mst == SYMADDR_ERR_TIMEOUT
+                                   ? "timed out after %u ms exchanging socket names with the "
+                                     "node; did a rank exit?"
+                                   : "MPI failed exchanging socket names with the node (%u ms)",
+                 b->timeout_ms);
+        st = mst;
         goto out;
     }
+    for (int q = 0; q < b->node_size && st == SYMADDR_OK; q++)
+        if (peers[q].status != SYMADDR_OK) {
+            snprintf(why, why_len, "node rank %d could not set up its socket", q);
+            st = SYMADDR_ERR_PEER;
+        }
+    if (st != SYMADDR_OK)
+        goto out;
 
     if (symaddr_bootstrap_listen_hook) {
-        len = sock_name(&sa, secret, b->node_rank);
+        struct sockaddr_un sa;
+        socklen_t len = sock_name(&sa, mine.name);
         symaddr_bootstrap_listen_hook(&sa, len, b->node_rank);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    hello_t h = {.magic = HELLO_MAGIC, .node_rank = b->node_rank, .pid = pid};
+    memcpy(h.secret, secret, sizeof(secret));
     for (int k = 0; k < b->node_rank && st == SYMADDR_OK; k++) {
-        hello_t h = {.magic = HELLO_MAGIC, .node_rank = b->node_rank, .pid = pid};
-        memcpy(h.secret, secret, sizeof(secret));
-        int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        len = sock_name(&sa, secret, k);
-        if (s < 0 || connect(s, (struct sockaddr *)&sa, len) != 0 ||
-            send(s, &h, sizeof(h), MSG_NOSIGNAL) != (ssize_t)sizeof(h)) {
+        if ((b->socks[k] = connect_peer(&peers[k], &h, deadline)) < 0) {
             snprintf(why, why_len, "cannot connect to node rank %d: %s", k, strerror(errno));
-            if (s >= 0)
-                close(s);
             st = SYMADDR_ERR_BACKEND;
-            break;
         }
-        b->socks[k] = s;
     }
-    for (int pending = b->node_size - 1 - b->node_rank; pending > 0 && st == SYMADDR_OK;) {
-        if (wait_readable(listener, &t0, b->timeout_ms) != 0) {
+    /* Accept the higher node ranks. Strangers are closed before anything is read; a peer's
+     * hello is read whenever it arrives, so no connection holds up another. */
+    for (int missing = b->node_size - 1 - b->node_rank; missing > 0 && st == SYMADDR_OK;) {
+        struct pollfd p[b->node_size + 1];
+        int np = 0;
+        p[np++] = (struct pollfd){.fd = listener, .events = POLLIN};
+        for (int q = 0; q < b->node_size; q++)
+            if (pending[q] >= 0)
+                p[np++] = (struct pollfd){.fd = pending[q], .events = POLLIN};
+        int r = poll(p, (nfds_t)np, ms_left(deadline));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
             snprintf(why, why_len, "timed out after %u ms waiting for %d node peer(s) to connect",
-                     b->timeout_ms, pending);
+                     b->timeout_ms, missing);
             st = SYMADDR_ERR_TIMEOUT;
             break;
         }
-        int s = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
-        hello_t h;
-        struct ucred cred;
-        socklen_t clen = sizeof(cred);
-        if (s < 0)
-            continue;
-        /* Anything that fails the handshake is dropped; the real peer may still come. */
-        if (wait_readable(s, &t0, b->timeout_ms) != 0 ||
-            recv(s, &h, sizeof(h), 0) != (ssize_t)sizeof(h) || h.magic != HELLO_MAGIC ||
-            memcmp(h.secret, secret, sizeof(secret)) != 0 || h.node_rank <= b->node_rank ||
-            h.node_rank >= b->node_size || b->socks[h.node_rank] >= 0 ||
-            getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &clen) != 0 ||
-            cred.pid != pids[h.node_rank] || cred.uid != getuid()) {
-            close(s);
-            continue;
+        if (p[0].revents & POLLIN) {
+            int s;
+            while ((s = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+                int q = identify(b, peers, s);
+                if (q < 0 || pending[q] >= 0)
+                    close(s); /* not a node peer, or one already pending */
+                else
+                    pending[q] = s;
+            }
         }
-        b->socks[h.node_rank] = s;
-        pending--;
+        for (int q = 0; q < b->node_size; q++) {
+            hello_t got;
+            if (pending[q] < 0)
+                continue;
+            ssize_t n = recv(pending[q], &got, sizeof(got), 0);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                continue;
+            if (n == (ssize_t)sizeof(got) && got.magic == HELLO_MAGIC &&
+                memcmp(got.secret, secret, sizeof(secret)) == 0 && got.node_rank == q &&
+                got.pid == peers[q].pid) {
+                b->socks[q] = pending[q];
+                missing--;
+            } else {
+                close(pending[q]); /* the peer's process, but not speaking symaddr */
+            }
+            pending[q] = -1;
+        }
     }
-    /* Whatever is still queued did not pass the handshake: accept it only to close it, so that
-     * it hears the refusal now instead of hanging on a dropped backlog. */
-    for (struct pollfd p = {.fd = listener, .events = POLLIN}; poll(&p, 1, 0) > 0;) {
-        int s = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
-        if (s < 0)
-            break;
+    /* Whatever is still queued did not pass: accept it only to close it, so that it hears
+     * the refusal now instead of hanging on a dropped backlog. */
+    for (int s; (s = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0;)
         close(s);
-    }
-    MPI_Allreduce(&st, &all_st, 1, MPI_INT, MPI_MIN, b->node_comm);
-    if (st == SYMADDR_OK && all_st != SYMADDR_OK) {
+    mst = symaddr_mpi_allreduce(b, b->node_comm, &st, &all_st, 1, MPI_INT, MPI_MIN, deadline);
+    if (mst != SYMADDR_OK && st == SYMADDR_OK) {
+        snprintf(why, why_len, "timed out after %u ms confirming the socket mesh with the node",
+                 b->timeout_ms);
+        st = mst;
+    } else if (st == SYMADDR_OK && all_st != SYMADDR_OK) {
         snprintf(why, why_len, "a node peer could not join the socket mesh");
         st = SYMADDR_ERR_PEER;
     }
 out:
     if (listener >= 0)
         close(listener);
-    free(pids);
+    for (int q = 0; q < b->node_size; q++)
+        if (pending[q] >= 0)
+            close(pending[q]);
+    free(pending);
+    free(peers);
     if (st != SYMADDR_OK) {
         for (int i = 0; i < b->node_size; i++)
             if (b->socks[i] >= 0)
@@ -178,7 +276,7 @@ out:
     return (symaddr_status_t)st;
 }
 
-static int send_fd(int sock, uint64_t seq, int fd)
+static symaddr_status_t send_fd(int sock, uint64_t seq, int fd, uint64_t deadline_ns)
 {
     fdmsg_t m = {.seq = seq, .has_fd = fd >= 0};
     struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
@@ -197,40 +295,71 @@ static int send_fd(int sock, uint64_t seq, int fd)
         c->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(c), &fd, sizeof(int));
     }
-    return sendmsg(sock, &msg, MSG_NOSIGNAL) == (ssize_t)sizeof(m) ? 0 : -1;
+    for (;;) {
+        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n == (ssize_t)sizeof(m))
+            return SYMADDR_OK;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (wait_fd(sock, POLLOUT, deadline_ns) != 0)
+                return SYMADDR_ERR_TIMEOUT;
+            continue;
+        }
+        return SYMADDR_ERR_PEER;
+    }
 }
 
-/* Returns 0 and *fd_p (-1 when the peer sent none), or -1. */
-static int recv_fd(int sock, uint64_t seq, int *fd_p)
+/* This exchange's message from sock, dropping what earlier, failed exchanges left queued.
+ * SYMADDR_OK with *fd_p (-1 when the peer sent none); TIMEOUT; PEER for a malformed message
+ * or one from a later exchange; NO_MEMORY when the descriptor could not be received because
+ * this process has no descriptor left. */
+static symaddr_status_t recv_fd(int sock, uint64_t seq, int *fd_p, uint64_t deadline_ns)
 {
-    fdmsg_t m;
-    struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                         .msg_controllen = sizeof(u.buf)};
-    int fd = -1;
-    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
-        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-            memcpy(&fd, CMSG_DATA(c), sizeof(int));
-    if (n != (ssize_t)sizeof(m) || m.seq != seq || (msg.msg_flags & MSG_CTRUNC) ||
-        (m.has_fd != 0) != (fd >= 0)) {
-        if (fd >= 0)
-            close(fd);
-        return -1;
+    for (;;) {
+        fdmsg_t m;
+        struct iovec iov = {.iov_base = &m, .iov_len = sizeof(m)};
+        union {
+            char buf[CMSG_SPACE(sizeof(int))];
+            struct cmsghdr align;
+        } u;
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                             .msg_controllen = sizeof(u.buf)};
+        int fd = -1;
+        ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+            if (wait_fd(sock, POLLIN, deadline_ns) != 0)
+                return SYMADDR_ERR_TIMEOUT;
+            continue;
+        }
+        for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; c; c = CMSG_NXTHDR(&msg, c))
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+                memcpy(&fd, CMSG_DATA(c), sizeof(int));
+        if (n != (ssize_t)sizeof(m)) {
+            if (fd >= 0)
+                close(fd);
+            return SYMADDR_ERR_PEER;
+        }
+        if (m.seq < seq) { /* left over from an exchange that failed */
+            if (fd >= 0)
+                close(fd);
+            continue;
+        }
+        if (m.has_fd && fd < 0 && (msg.msg_flags & MSG_CTRUNC))
+            return SYMADDR_ERR_NO_MEMORY; /* the kernel dropped it: no descriptor slot left */
+        if (m.seq != seq || (msg.msg_flags & MSG_CTRUNC) || (m.has_fd != 0) != (fd >= 0)) {
+            if (fd >= 0)
+                close(fd);
+            return SYMADDR_ERR_PEER;
+        }
+        *fd_p = fd;
+        return SYMADDR_OK;
     }
-    *fd_p = fd;
-    return 0;
 }
 
 symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd, int *fds_out,
                                                char *why, size_t why_len)
 {
-    symaddr_status_t st;
-    struct timespec t0;
+    symaddr_status_t st = SYMADDR_OK;
+    uint64_t deadline = symaddr_bootstrap_deadline(b, 0);
 
     for (int i = 0; i < b->node_size; i++)
         fds_out[i] = -1;
@@ -238,34 +367,33 @@ symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd
         return SYMADDR_OK;
     if (!b->socks && (st = mesh_build(b, why, why_len)) != SYMADDR_OK)
         return st;
+    /* Numbered before anything can fail, so that every rank numbers every exchange alike. */
     uint64_t seq = ++b->fd_seq;
-    for (int p = 0; p < b->node_size; p++) {
-        if (p != b->node_rank && send_fd(b->socks[p], seq, my_fd) != 0) {
-            snprintf(why, why_len, "cannot send a descriptor to node rank %d: %s", p,
-                     strerror(errno));
-            st = SYMADDR_ERR_PEER;
-            goto err;
-        }
+    for (int p = 0; p < b->node_size && st == SYMADDR_OK; p++) {
+        if (p == b->node_rank || (st = send_fd(b->socks[p], seq, my_fd, deadline)) == SYMADDR_OK)
+            continue;
+        if (st == SYMADDR_ERR_TIMEOUT)
+            snprintf(why, why_len, "timed out after %u ms sending a descriptor to node rank %d; "
+                     "is it stopped?", b->timeout_ms, p);
+        else
+            snprintf(why, why_len, "cannot send a descriptor to node rank %d: it is gone", p);
     }
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int p = 0; p < b->node_size; p++) {
+    for (int p = 0; p < b->node_size && st == SYMADDR_OK; p++) {
         if (p == b->node_rank)
             continue;
-        if (wait_readable(b->socks[p], &t0, b->timeout_ms) != 0) {
+        st = recv_fd(b->socks[p], seq, &fds_out[p], deadline);
+        if (st == SYMADDR_ERR_TIMEOUT)
             snprintf(why, why_len,
                      "timed out after %u ms waiting for node rank %d's descriptor; did it exit?",
                      b->timeout_ms, p);
-            st = SYMADDR_ERR_TIMEOUT;
-            goto err;
-        }
-        if (recv_fd(b->socks[p], seq, &fds_out[p]) != 0) {
+        else if (st == SYMADDR_ERR_NO_MEMORY)
+            snprintf(why, why_len, "out of file descriptors: could not receive node rank %d's "
+                     "descriptor; raise the limit (ulimit -n)", p);
+        else if (st != SYMADDR_OK)
             snprintf(why, why_len, "node rank %d sent a malformed descriptor message", p);
-            st = SYMADDR_ERR_PEER;
-            goto err;
-        }
     }
-    return SYMADDR_OK;
-err:
+    if (st == SYMADDR_OK)
+        return SYMADDR_OK;
     for (int i = 0; i < b->node_size; i++)
         if (fds_out[i] >= 0) {
             close(fds_out[i]);

@@ -1,24 +1,222 @@
 /* SPDX-License-Identifier: MIT */
+/* The communicators of a context and every collective MPI call symaddr makes. Each call is
+ * nonblocking MPI waited for until a deadline, so that a peer that died or stopped costs a
+ * timeout, never a hang. */
 #include "bootstrap.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+uint64_t symaddr_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void reap(symaddr_bootstrap_t *b);
+
+void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b)
+{
+    if (b->parked)
+        reap(b);
+    b->deadline_ns = symaddr_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
+}
+
+uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh)
+{
+    if (fresh || b->deadline_ns == 0)
+        return symaddr_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
+    return b->deadline_ns;
+}
+
+/* Completed parked operations give their buffers back. */
+static void reap(symaddr_bootstrap_t *b)
+{
+    for (symaddr_mpi_parked_t **pp = &b->parked; *pp;) {
+        symaddr_mpi_parked_t *p = *pp;
+        int done = 0;
+        if (MPI_Test(&p->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
+            *pp = p->next;
+            free(p->buf);
+            free(p);
+        } else {
+            pp = &p->next;
+        }
+    }
+}
+
+/* Wait for req until deadline_ns. buf belongs to the operation: freed here, or kept with the
+ * request when the wait runs out. */
+static symaddr_status_t wait_req(symaddr_bootstrap_t *b, MPI_Request req, void *buf,
+                                 uint64_t deadline_ns)
+{
+    for (unsigned spin = 0;; spin++) {
+        int done = 0;
+        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+            return SYMADDR_ERR_MPI; /* MPI completed and freed the request with its error */
+        if (done)
+            return SYMADDR_OK;
+        if ((spin & 255) == 255) {
+            if (symaddr_now_ns() >= deadline_ns) {
+                symaddr_mpi_parked_t *p = malloc(sizeof(*p));
+                if (p) { /* without memory the buffer leaks, which is all that is safe */
+                    p->req = req;
+                    p->buf = buf;
+                    p->next = b->parked;
+                    b->parked = p;
+                }
+                return SYMADDR_ERR_TIMEOUT;
+            }
+            if (spin > 4096) {
+                struct timespec ts = {0, 20000};
+                nanosleep(&ts, NULL); /* a long wait: leave the core to the ranks that share it */
+            } else {
+                sched_yield();
+            }
+        }
+    }
+}
+
+/* Runs start(send copy, recv copy) on buffers of the operation's own, then copies out. */
+#define RUN_OWNED(b, send, send_bytes, recv, recv_bytes, deadline, start)                        \
+    do {                                                                                          \
+        MPI_Request req_;                                                                         \
+        char *buf_ = malloc((send_bytes) + (recv_bytes) + 1);                                     \
+        if (!buf_)                                                                                \
+            return SYMADDR_ERR_NO_MEMORY;                                                         \
+        char *s_ = buf_, *r_ = buf_ + (send_bytes);                                               \
+        (void)s_;                                                                                 \
+        if ((send_bytes) > 0)                                                                     \
+            memcpy(s_, (send), (send_bytes));                                                     \
+        if ((start) != MPI_SUCCESS) {                                                             \
+            free(buf_);                                                                           \
+            return SYMADDR_ERR_MPI;                                                               \
+        }                                                                                         \
+        symaddr_status_t st_ = wait_req((b), req_, buf_, (deadline));                             \
+        if (st_ == SYMADDR_OK && (recv_bytes) > 0)                                                \
+            memcpy((recv), r_, (recv_bytes));                                                     \
+        if (st_ != SYMADDR_ERR_TIMEOUT)                                                           \
+            free(buf_);                                                                           \
+        return st_;                                                                               \
+    } while (0)
+
+symaddr_status_t symaddr_mpi_allgather(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
+                                       void *all, size_t bytes, uint64_t deadline_ns)
+{
+    int n;
+    MPI_Comm_size(comm, &n);
+    if (bytes > (size_t)0x7fffffff)
+        return SYMADDR_ERR_INVALID_SIZE;
+    size_t total = bytes * (size_t)n;
+    RUN_OWNED(b, mine, bytes, all, total, deadline_ns,
+              MPI_Iallgather(s_, (int)bytes, MPI_BYTE, r_, (int)bytes, MPI_BYTE, comm, &req_));
+}
+
+symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
+                                        int mine_bytes, void *all, const int *counts,
+                                        const int *displs, uint64_t deadline_ns)
+{
+    int n;
+    size_t total = 0;
+    MPI_Comm_size(comm, &n);
+    for (int i = 0; i < n; i++)
+        if ((size_t)displs[i] + (size_t)counts[i] > total)
+            total = (size_t)displs[i] + (size_t)counts[i];
+    RUN_OWNED(b, mine, (size_t)mine_bytes, all, total, deadline_ns,
+              MPI_Iallgatherv(s_, mine_bytes, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm,
+                              &req_));
+}
+
+symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *send,
+                                       const int *counts, const int *displs, void *recv,
+                                       uint64_t deadline_ns)
+{
+    int n;
+    size_t total = 0;
+    MPI_Comm_size(comm, &n);
+    for (int i = 0; i < n; i++)
+        if ((size_t)displs[i] + (size_t)counts[i] > total)
+            total = (size_t)displs[i] + (size_t)counts[i];
+    RUN_OWNED(b, send, total, recv, total, deadline_ns,
+              MPI_Ialltoallv(s_, counts, displs, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm,
+                             &req_));
+}
+
+symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,
+                                       void *out, int count, MPI_Datatype type, MPI_Op op,
+                                       uint64_t deadline_ns)
+{
+    int tsize;
+    MPI_Type_size(type, &tsize);
+    size_t bytes = (size_t)count * (size_t)tsize;
+    RUN_OWNED(b, in, bytes, out, bytes, deadline_ns,
+              MPI_Iallreduce(s_, r_, count, type, op, comm, &req_));
+}
+
+symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf,
+                                   size_t bytes, int root, uint64_t deadline_ns)
+{
+    if (bytes > (size_t)0x7fffffff)
+        return SYMADDR_ERR_INVALID_SIZE;
+    /* send and receive share the buffer: r_ is s_ + bytes, so copy in twice */
+    RUN_OWNED(b, buf, bytes, buf, bytes, deadline_ns,
+              (memcpy(r_, s_, bytes), MPI_Ibcast(r_, (int)bytes, MPI_BYTE, root, comm, &req_)));
+}
+
+symaddr_status_t symaddr_mpi_barrier(symaddr_bootstrap_t *b, MPI_Comm comm, uint64_t deadline_ns)
+{
+    MPI_Request req;
+    if (MPI_Ibarrier(comm, &req) != MPI_SUCCESS)
+        return SYMADDR_ERR_MPI;
+    return wait_req(b, req, NULL, deadline_ns);
+}
 
 symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_comm,
                                         int sim_node_size, unsigned timeout_ms, char *why,
                                         size_t why_len)
 {
-    MPI_Comm host_comm = MPI_COMM_NULL;
+    MPI_Comm host_comm = MPI_COMM_NULL, *dup = malloc(sizeof(MPI_Comm));
     MPI_Group node_group, group;
+    MPI_Request req;
     int *node_ranks = NULL;
+    symaddr_status_t st;
 
     memset(b, 0, sizeof(*b));
     b->comm = b->node_comm = MPI_COMM_NULL;
     b->timeout_ms = timeout_ms;
-    if (MPI_Comm_dup(user_comm, &b->comm) != MPI_SUCCESS)
+    if (!dup) {
+        snprintf(why, why_len, "out of host memory");
+        return SYMADDR_ERR_NO_MEMORY;
+    }
+    /* The one step every rank must reach first: a rank that never calls symaddr_init costs
+     * the others a timeout here. */
+    if (MPI_Comm_idup(user_comm, dup, &req) != MPI_SUCCESS) {
+        free(dup);
         goto err_mpi;
+    }
+    st = wait_req(b, req, dup, symaddr_now_ns() + (uint64_t)timeout_ms * 1000000u);
+    if (st != SYMADDR_OK) {
+        if (st == SYMADDR_ERR_TIMEOUT)
+            snprintf(why, why_len, "timed out after %u ms waiting for every rank of the "
+                     "communicator to call symaddr_init; did a rank exit or skip it?",
+                     timeout_ms);
+        else
+            snprintf(why, why_len, "MPI refused to duplicate the communicator");
+        if (st != SYMADDR_ERR_TIMEOUT)
+            free(dup);
+        symaddr_bootstrap_fini(b);
+        return st;
+    }
+    b->comm = *dup;
+    free(dup);
+    /* MPI errors come back as statuses, so that symaddr reports them instead of MPI
+     * aborting the job. */
+    MPI_Comm_set_errhandler(b->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(b->comm, &b->rank);
     MPI_Comm_size(b->comm, &b->size);
     if (MPI_Comm_split_type(b->comm, MPI_COMM_TYPE_SHARED, b->rank, MPI_INFO_NULL, &host_comm) !=
@@ -73,10 +271,15 @@ void symaddr_bootstrap_fini(symaddr_bootstrap_t *b)
         free(b->socks);
     }
     free(b->node_to_rank);
-    if (b->node_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&b->node_comm);
-    if (b->comm != MPI_COMM_NULL)
-        MPI_Comm_free(&b->comm);
+    reap(b);
+    /* An operation still posted (a peer died) keeps its communicator and buffers: freeing
+     * either under MPI would be erroneous, and the process is about to lose them anyway. */
+    if (!b->parked) {
+        if (b->node_comm != MPI_COMM_NULL)
+            MPI_Comm_free(&b->node_comm);
+        if (b->comm != MPI_COMM_NULL)
+            MPI_Comm_free(&b->comm);
+    }
     memset(b, 0, sizeof(*b));
     b->comm = b->node_comm = MPI_COMM_NULL;
 }
@@ -84,8 +287,6 @@ void symaddr_bootstrap_fini(symaddr_bootstrap_t *b)
 symaddr_status_t symaddr_bootstrap_node_allgather(symaddr_bootstrap_t *b, const void *mine,
                                                   void *all, size_t bytes)
 {
-    return MPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, b->node_comm) ==
-                   MPI_SUCCESS
-               ? SYMADDR_OK
-               : SYMADDR_ERR_MPI;
+    return symaddr_mpi_allgather(b, b->node_comm, mine, all, bytes,
+                                 symaddr_bootstrap_deadline(b, 0));
 }

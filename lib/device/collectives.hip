@@ -8,6 +8,7 @@
  *    acquire and a timeout;
  *  - a "thread" handles a tile of elements: one element on a GPU, where the
  *    grid gives the parallelism, and a vectorisable run on the cpu. */
+#include <limits.h>
 #include <string.h>
 
 #include "runtime.h"
@@ -137,9 +138,18 @@ template <int OP, typename A> SYMADDR_HOSTDEVFN A apply(A a, A b)
 
 /* ---- synchronisation ---------------------------------------------------------------------- */
 
+/* A flag a waiter gave up on: it tells the late signaller that its peer left without it. */
+#define COLL_POISON (~(uint64_t)0)
+
 SYMADDR_DEVFN uint64_t coll_epoch(const symaddr_coll_desc_t &d)
 {
     return *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_EPOCH] + 1;
+}
+
+/* One deadline for every wait of the call, from the kernel's start. */
+SYMADDR_DEVFN uint64_t coll_deadline(const symaddr_coll_desc_t &d)
+{
+    return symaddr_clock_ns() + d.timeout_ns;
 }
 
 SYMADDR_DEVFN int coll_failed(const symaddr_coll_desc_t &d)
@@ -147,31 +157,88 @@ SYMADDR_DEVFN int coll_failed(const symaddr_coll_desc_t &d)
     return *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_STATUS] != 0;
 }
 
-/* The first failure sticks: the host reads it after the collective. */
-SYMADDR_DEVFN void coll_record_timeout(const symaddr_coll_desc_t &d)
+/* This rank failed the collective with status st: record it (the first failure sticks, and
+ * the host reads it), and break the context of every node peer too, so that none of them
+ * returns OK from this collective or any later one. */
+SYMADDR_DEVFN void coll_fail(const symaddr_coll_desc_t &d, symaddr_status_t st)
 {
-    symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0, (uint64_t)-(int64_t)SYMADDR_ERR_TIMEOUT,
-                         0);
+    symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0, (uint64_t)-(int64_t)st, 1);
+    for (int q = 0; q < d.node_size; q++) {
+        if (q == d.node_rank)
+            continue;
+        uint64_t *peer = (uint64_t *)symaddr_translate(&d.sync[SYMADDR_SYNC_STATUS],
+                                                       d.node_ranks[q], d.sync_pb, d.rank);
+        if (peer)
+            symaddr_prim_cas_u64(peer, 0, (uint64_t)-(int64_t)SYMADDR_ERR_BROKEN, 1);
+    }
 }
 
-/* All node peers' blocks of this index reach the phase; 0 after a timeout (recorded). Thread q
- * of the block signals and waits for node peer q, so the peers are served in parallel. */
-SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int phase)
+/* Whether flag value v reached want. Values only grow, by at most a few steps past what a
+ * waiter wants, so the difference decides even across a wrap of 64 bits. */
+SYMADDR_DEVFN int coll_reached(uint64_t v, uint64_t want)
+{
+    return v != COLL_POISON && (int64_t)(v - want) >= 0;
+}
+
+/* Wait for this rank's flag to reach want; 0 on failure. Giving up is settled with the
+ * signaller on the flag itself: the waiter swaps in COLL_POISON only if the signal has not
+ * landed, and the signaller sees the poison when it arrives. So a waiter that timed out and
+ * the late rank it waited for both fail. */
+SYMADDR_DEVFN int coll_wait_flag(const symaddr_coll_desc_t &d, uint64_t *flag, uint64_t want,
+                                 uint64_t deadline)
+{
+    for (unsigned spin = 0;; spin++) {
+        uint64_t v = *(volatile uint64_t *)flag;
+        if (coll_reached(v, want)) {
+            symaddr_fence();
+            return 1;
+        }
+        if ((spin & 63) == 63) {
+            if (v == COLL_POISON || coll_failed(d))
+                return 0; /* a peer failed and told us */
+            if (symaddr_clock_ns() > deadline) {
+                for (;;) {
+                    uint64_t seen = symaddr_prim_cas_u64(flag, v, COLL_POISON, 1);
+                    if (seen == v) {
+                        coll_fail(d, SYMADDR_ERR_TIMEOUT);
+                        return 0;
+                    }
+                    if (coll_reached(seen, want)) {
+                        symaddr_fence();
+                        return 1;
+                    }
+                    v = seen;
+                }
+            }
+            symaddr_yield();
+        }
+    }
+}
+
+/* All node peers' blocks of this index reach the phase; 0 after a failure (recorded). Thread
+ * q of the block signals and waits for node peer q, so the peers are served in parallel. */
+SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int phase,
+                               uint64_t deadline)
 {
     int ok = 1;
     uint64_t value = epoch * 4 + (uint64_t)phase;
     uint64_t *flags = d.sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * d.node_size;
     symaddr_block_sync();
-    for (int q = (int)symaddr_block_thread(); q < d.node_size; q += (int)symaddr_block_threads())
-        if (q != d.node_rank)
-            symaddr_signal_set(&flags[d.node_rank], value, d.node_ranks[q], d.sync_pb, d.rank);
-    for (int q = (int)symaddr_block_thread(); q < d.node_size && ok;
-         q += (int)symaddr_block_threads())
-        if (q != d.node_rank &&
-            symaddr_signal_wait_until(&flags[q], value, d.timeout_ns) != SYMADDR_OK) {
-            coll_record_timeout(d);
+    for (int q = (int)symaddr_block_thread(); q < d.node_size; q += (int)symaddr_block_threads()) {
+        if (q == d.node_rank)
+            continue;
+        uint64_t *r = (uint64_t *)symaddr_translate(&flags[d.node_rank], d.node_ranks[q],
+                                                    d.sync_pb, d.rank);
+        symaddr_fence();
+        if (symaddr_prim_swap_u64(r, value, 1) == COLL_POISON) {
+            coll_fail(d, SYMADDR_ERR_BROKEN); /* that peer gave up on this rank */
             ok = 0;
         }
+    }
+    for (int q = (int)symaddr_block_thread(); q < d.node_size && ok;
+         q += (int)symaddr_block_threads())
+        if (q != d.node_rank && !coll_wait_flag(d, &flags[q], value, deadline))
+            ok = 0;
     return symaddr_block_all(ok);
 }
 
@@ -314,7 +381,7 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    uint64_t e = coll_epoch(d);
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
     const T *src[COLL_MAX_NODE];
     T *slot = (T *)((char *)d.sync + d.stage_offset + (e & 1) * SYMADDR_COLL_STAGE_BYTES);
     const T *send = (const T *)d.send;
@@ -334,7 +401,7 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
                 slot[base + j] = send[base + j];
         }
     }
-    if (!coll_barrier(d, e, 1))
+    if (!coll_barrier(d, e, 1, deadline))
         goto finish;
     for (int q = 0; q < d.node_size; q++)
         src[q] = (const T *)symaddr_translate(slot, d.node_ranks[q], d.sync_pb, d.rank);
@@ -351,13 +418,13 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    uint64_t e = coll_epoch(d);
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
     const T *src[COLL_MAX_NODE];
     T *dst[COLL_MAX_NODE];
     size_t chunk = (d.count + (size_t)d.node_size - 1) / (size_t)d.node_size;
     chunk = (chunk + 63) / 64 * 64;
     size_t lo = chunk * (size_t)d.node_rank, hi = lo + chunk < d.count ? lo + chunk : d.count;
-    if (coll_failed(d) || !coll_barrier(d, e, 1))
+    if (coll_failed(d) || !coll_barrier(d, e, 1, deadline))
         goto finish;
     for (int q = 0; q < d.node_size; q++) {
         src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
@@ -367,7 +434,7 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
     FOR_TILES(TILE_N, base, len, lo, hi)
     reduce_tile_to<DT, OP>(dst, d.node_size, d.node_rank, src, d.node_size, base, len, d.vec,
                            d.vec);
-    coll_barrier(d, e, 2);
+    coll_barrier(d, e, 2, deadline);
 finish:
     coll_finish(d, e);
 }
@@ -376,26 +443,33 @@ template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    uint64_t e = coll_epoch(d);
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
-    if (coll_failed(d) || !coll_barrier(d, e, 1))
+    if (coll_failed(d) || !coll_barrier(d, e, 1, deadline))
         goto finish;
     for (int q = 0; q < d.node_size; q++)
         src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank) +
                  d.count * (size_t)d.node_rank;
     FOR_TILES(TILE_N, base, len, 0, d.count)
     reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.node_size, base, len, d.vec, d.vec);
-    coll_barrier(d, e, 2);
+    coll_barrier(d, e, 2, deadline);
 finish:
     coll_finish(d, e);
 }
 
-/* LL allreduce: each rank stores its input straight into every peer's inbox as packets that
- * carry the epoch, and reduces from its own inboxes once the packets of this epoch arrived.
- * No barrier: the wait is one one-way trip. An inbox (epoch parity p) is written again only
- * at epoch e + 2, which its writer starts after e + 1, which needed this rank's packets of
- * e + 1, sent after this rank finished reading e. */
+/* LL allreduce: each rank stores its input straight into every peer's inbox as packets of 4
+ * data bytes and a 4-byte flag, and reduces from its own inboxes once this call's packets
+ * arrived. No barrier: the wait is one one-way trip. An inbox (epoch parity p) is written
+ * again only at epoch e + 2, which its writer starts after e + 1, which needed this rank's
+ * packets of e + 1, sent after this rank finished reading e. The reader clears every packet
+ * it took, so an inbox holds nothing but packets in flight, and the flag (never 0, the
+ * cleared value) cannot match a slot that was never written or already read at any epoch. */
+SYMADDR_DEVFN uint32_t ll_flag(uint64_t epoch)
+{
+    return (uint32_t)(epoch % 0xffffffffu) + 1u;
+}
+
 SYMADDR_DEVFN void ll_put(uint64_t *p, uint32_t data, uint32_t flag)
 {
     uint64_t v = (uint64_t)flag << 32 | data;
@@ -406,24 +480,28 @@ SYMADDR_DEVFN void ll_put(uint64_t *p, uint32_t data, uint32_t flag)
 #endif
 }
 
-/* The packet's data once its flag is @p flag; 0 in *ok after a timeout. */
-SYMADDR_DEVFN uint32_t ll_take(const uint64_t *p, uint32_t flag, const symaddr_coll_desc_t &d,
-                               int *ok)
+/* The packet's data once its flag is @p flag, the packet then cleared; 0 in *ok when the
+ * deadline passed or a peer failed. */
+SYMADDR_DEVFN uint32_t ll_take(uint64_t *p, uint32_t flag, const symaddr_coll_desc_t &d,
+                               uint64_t deadline, int *ok)
 {
-    uint64_t start = 0;
     for (unsigned spin = 0;; spin++) {
 #if SYMADDR_ON_GPU
         uint64_t v = *(const volatile uint64_t *)p;
 #else
         uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
 #endif
-        if ((uint32_t)(v >> 32) == flag)
+        if ((uint32_t)(v >> 32) == flag) {
+            ll_put(p, 0, 0);
             return (uint32_t)v;
+        }
         if ((spin & 63) == 63) {
-            uint64_t now = symaddr_clock_ns();
-            if (!start)
-                start = now;
-            else if (now - start > d.timeout_ns || coll_failed(d)) {
+            if (coll_failed(d)) {
+                *ok = 0; /* a peer failed and told us */
+                return 0;
+            }
+            if (symaddr_clock_ns() > deadline) {
+                coll_fail(d, SYMADDR_ERR_TIMEOUT);
                 *ok = 0;
                 return 0;
             }
@@ -452,8 +530,8 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     typedef traits<DT> tr;
     typedef typename tr::T T;
     enum { PER = 8 / sizeof(T) }; /* elements of a step: 8 data bytes, two packets */
-    uint64_t e = coll_epoch(d);
-    uint32_t flag = (uint32_t)e;
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    uint32_t flag = ll_flag(e);
     size_t bytes = d.count * sizeof(T), steps = (bytes + 7) / 8;
     char *inboxes = (char *)d.sync + d.ll_offset +
                     (e & 1) * (size_t)d.node_size * SYMADDR_COLL_LL_INBOX;
@@ -476,11 +554,11 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     for (size_t s = symaddr_grid_thread(); s < steps && ok; s += symaddr_grid_threads()) {
         typename tr::A acc[PER] = {};
         for (int q = 0; q < d.node_size && ok; q++) {
-            const uint64_t *in = (const uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
+            uint64_t *in = (uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
             uint32_t w[2];
             T v[PER];
-            w[0] = ll_take(in + 2 * s, flag, d, &ok);
-            w[1] = ll_take(in + 2 * s + 1, flag, d, &ok);
+            w[0] = ll_take(in + 2 * s, flag, d, deadline, &ok);
+            w[1] = ok ? ll_take(in + 2 * s + 1, flag, d, deadline, &ok) : 0;
             memcpy(v, w, 8);
             for (int j = 0; j < PER; j++)
                 acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
@@ -489,8 +567,6 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
         for (size_t j = 0; j < n && ok; j++)
             ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
     }
-    if (!ok)
-        coll_record_timeout(d);
 finish:
     coll_finish(d, e);
 }
@@ -499,11 +575,11 @@ finish:
  * barrier. bytes is per rank. */
 __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
 {
-    uint64_t e = coll_epoch(d);
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
     const char *send = (const char *)d.send;
     char *recv = (char *)d.recv;
     size_t t = symaddr_grid_thread(), nt = symaddr_grid_threads();
-    if (coll_failed(d) || !coll_barrier(d, e, 1))
+    if (coll_failed(d) || !coll_barrier(d, e, 1, deadline))
         goto finish;
     switch (d.kind) {
     case SYMADDR_COLL_ALLGATHER:
@@ -533,7 +609,7 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
         break;
     }
     if (d.kind != SYMADDR_COLL_BARRIER)
-        coll_barrier(d, e, 2);
+        coll_barrier(d, e, 2, deadline);
 finish:
     coll_finish(d, e);
 }
@@ -604,6 +680,60 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
 }
 
 #if defined(SYMADDR_KERNELS_CPU)
+[[maybe_unused]] unsigned resident_blocks(int device)
+{
+    (void)device;
+    return UINT_MAX; /* a "kernel" is a function call on the caller's thread */
+}
+#else
+/* The fewest blocks per SM that any collective kernel keeps resident, times the SMs. */
+template <typename K> void occupancy_min(int &m, K kernel)
+{
+    int n = 0;
+    if (hipOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, COLL_THREADS, 0) != hipSuccess) {
+        (void)hipGetLastError();
+        n = 0;
+    }
+    m = n < m ? n : m;
+}
+
+template <int DT, int OP> void occupancy_reduce(int &m)
+{
+    occupancy_min(m, k_allreduce_oneshot<DT, OP>);
+    occupancy_min(m, k_allreduce_twoshot<DT, OP>);
+    occupancy_min(m, k_allreduce_ll<DT, OP>);
+    occupancy_min(m, k_reduce_scatter<DT, OP>);
+}
+
+template <int DT> void occupancy_dt(int &m)
+{
+    occupancy_reduce<DT, SYMADDR_SUM>(m);
+    occupancy_reduce<DT, SYMADDR_PROD>(m);
+    occupancy_reduce<DT, SYMADDR_MIN>(m);
+    occupancy_reduce<DT, SYMADDR_MAX>(m);
+}
+
+[[maybe_unused]] unsigned resident_blocks(int device)
+{
+    int m = 1 << 30, sms = 0;
+    occupancy_min(m, k_move);
+    occupancy_dt<SYMADDR_INT32>(m);
+    occupancy_dt<SYMADDR_UINT32>(m);
+    occupancy_dt<SYMADDR_INT64>(m);
+    occupancy_dt<SYMADDR_UINT64>(m);
+    occupancy_dt<SYMADDR_FLOAT32>(m);
+    occupancy_dt<SYMADDR_FLOAT64>(m);
+    occupancy_dt<SYMADDR_FLOAT16>(m);
+    occupancy_dt<SYMADDR_BFLOAT16>(m);
+    if (hipDeviceGetAttribute(&sms, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess) {
+        (void)hipGetLastError();
+        return 0;
+    }
+    return m > 0 && sms > 0 ? (unsigned)m * (unsigned)sms : 0;
+}
+#endif
+
+#if defined(SYMADDR_KERNELS_CPU)
 /* inout[i] = inout[i] op in[i] on the host, for the MPI stage between nodes. */
 template <int DT, int OP> void host_reduce_t(void *inout, const void *in, size_t count)
 {
@@ -643,10 +773,18 @@ void host_reduce(symaddr_dtype_t dt, symaddr_redop_t op, void *inout, const void
 
 #if SYMADDR_HOST_PASS
 #if defined(SYMADDR_KERNELS_CPU)
-extern "C" const symaddr_coll_ops_t symaddr_coll_cpu = {sizeof(symaddr_coll_ops_t), coll_launch,
-                                                         host_reduce};
+extern "C" const symaddr_coll_ops_t symaddr_coll_cpu = {
+    .size = sizeof(symaddr_coll_ops_t),
+    .launch = coll_launch,
+    .resident_blocks = resident_blocks,
+    .host_reduce = host_reduce,
+};
 #else
-extern "C" const symaddr_coll_ops_t symaddr_coll_gpu = {sizeof(symaddr_coll_ops_t), coll_launch,
-                                                         NULL};
+extern "C" const symaddr_coll_ops_t symaddr_coll_gpu = {
+    .size = sizeof(symaddr_coll_ops_t),
+    .launch = coll_launch,
+    .resident_blocks = resident_blocks,
+    .host_reduce = NULL,
+};
 #endif
 #endif

@@ -14,6 +14,7 @@ typedef CUdeviceptr hipDeviceptr_t;
 
 #define hipSuccess cudaSuccess
 #define hipErrorInvalidValue cudaErrorInvalidValue
+#define hipErrorMemoryAllocation cudaErrorMemoryAllocation
 #define hipMemcpyDefault cudaMemcpyDefault
 #define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 
@@ -37,6 +38,11 @@ typedef CUdeviceptr hipDeviceptr_t;
 #define hipStreamCreate cudaStreamCreate
 #define hipStreamDestroy cudaStreamDestroy
 #define hipGetErrorString cudaGetErrorString
+#define hipGetErrorName cudaGetErrorName
+#define hipMemGetInfo cudaMemGetInfo
+#define hipDeviceGetAttribute cudaDeviceGetAttribute
+#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
+#define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 
 static inline hipError_t hipMemGetAddressRange(hipDeviceptr_t *base, size_t *bytes,
                                                hipDeviceptr_t ptr)

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symaddr/symaddr.h"
+#include "symaddr/types.h"
 #include "collectives.h"
 
 #ifdef __cplusplus
@@ -34,6 +34,9 @@ typedef struct symaddr_kernels {
 typedef struct symaddr_coll_ops {
     size_t size;
     symaddr_status_t (*launch)(const symaddr_coll_desc_t *desc, void *stream);
+    /* Blocks of every collective kernel that device holds resident at once, whoever launches
+     * them (0 when the runtime cannot say); UINT_MAX on the cpu, whose "kernel" is a call. */
+    unsigned (*resident_blocks)(int device);
     /* inout = inout op in, element-wise, on the host (cpu build only). */
     void (*host_reduce)(symaddr_dtype_t dtype, symaddr_redop_t op, void *inout, const void *in,
                         size_t count);

@@ -5,6 +5,8 @@
 #ifndef SYMADDR_LIB_DEVICE_RUNTIME_H
 #define SYMADDR_LIB_DEVICE_RUNTIME_H
 
+#include "symaddr/types.h"
+
 #if defined(SYMADDR_KERNELS_CPU)
 #define __global__ static
 #define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                     \
@@ -16,9 +18,20 @@
 #else
 #include <hip/hip_runtime.h>
 #endif
+#include <stdio.h>
+/* The runtime's words for this thread's last refused launch (lib/backend.c). */
+extern "C" __thread char symaddr_launch_why[192];
+static inline symaddr_status_t symaddr_launch_status(hipError_t e)
+{
+    if (e == hipSuccess)
+        return SYMADDR_OK;
+    snprintf(symaddr_launch_why, sizeof(symaddr_launch_why), "%s (%s)", hipGetErrorString(e),
+             hipGetErrorName(e));
+    return SYMADDR_ERR_BACKEND;
+}
 #define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                     \
     (kernel<<<dim3(blocks), dim3(threads), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),             \
-     hipGetLastError() == hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND)
+     symaddr_launch_status(hipGetLastError()))
 #define SYMADDR_KERNELS_TABLE symaddr_kernels_gpu
 #endif
 

@@ -16,7 +16,8 @@ static symaddr_status_t mapped_alloc(symaddr_context_t *ctx, size_t bytes,
                                 : ctx->be.ops->mem_alloc(&ctx->be, bytes, &m->root);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_allocate_symmetric: cannot allocate %zu bytes of %s "
-                          "%smemory", bytes, ctx->be.ops->name, vmm ? "VMM " : "");
+                          "%smemory: %s", bytes, ctx->be.ops->name, vmm ? "VMM " : "",
+                          ctx->be.why);
     st = symaddr_agree_status(ctx, st, "symaddr_allocate_symmetric");
     if (st == SYMADDR_OK) {
         m->root_bytes = mapped;
@@ -48,8 +49,11 @@ static symaddr_status_t vmm_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_
 static void ipc_free(symaddr_context_t *ctx, symaddr_registration_t *r)
 {
     symaddr_mapping_close_peers(ctx, r->mapping);
-    /* No rank releases memory while a peer may still have it mapped. */
-    MPI_Barrier(ctx->boot.node_comm);
+    /* No rank releases memory while a peer may still have it mapped. A peer that does not
+     * come breaks the context; the memory is released all the same. */
+    if (symaddr_mpi_barrier(&ctx->boot, ctx->boot.node_comm,
+                            symaddr_bootstrap_deadline(&ctx->boot, 1)) != SYMADDR_OK)
+        symaddr_context_break(ctx, SYMADDR_ERR_TIMEOUT);
     symaddr_mapping_release(ctx, r->mapping);
     free(r->mapping);
     r->mapping = NULL;

@@ -524,28 +524,52 @@ static void test_validate_mismatch(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-/* A rank that never arrives: the others get a timeout error, not a hang. */
+/* A rank that never arrives: the others get an error, not a hang, within the timeout: the
+ * first to give up returns TIMEOUT and tells the rest, which return TIMEOUT or BROKEN. From
+ * then on the context is broken on every rank, the absent one included. */
 static void test_timeout(void *u)
 {
     symaddr_config_t cfg;
+    fix_t f;
     (void)u;
     symaddr_config_default(&cfg);
-    cfg.timeout_ms = 300;
+    cfg.timeout_ms = 2000;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    fix_init(&f, ctx);
+    int timed_out = 0, any_timed_out = 0;
     if (t_rank != 0) {
         double t0 = MPI_Wtime();
         symaddr_status_t st = symaddr_barrier(ctx, NULL);
         if (st == SYMADDR_OK)
             st = symaddr_stream_sync(ctx, NULL);
-        T_CHECK(st == SYMADDR_ERR_TIMEOUT, "barrier without rank 0 returned %s",
-                symaddr_strerror(st));
+        T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN,
+                "barrier without rank 0 returned %s", symaddr_strerror(st));
+        timed_out = st == SYMADDR_ERR_TIMEOUT;
         T_CHECK(MPI_Wtime() - t0 < 30, "the timeout took %.1f s", MPI_Wtime() - t0);
-        T_CHECK(strstr(symaddr_last_error(ctx), "300 ms") != NULL, "message: %s",
+        T_CHECK(strstr(symaddr_last_error(ctx), "2000 ms") != NULL, "message: %s",
                 symaddr_last_error(ctx));
-    } else {
-        T_CHECK(1); /* rank 0 stays away */
     }
+    MPI_Allreduce(&timed_out, &any_timed_out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    T_CHECK(t_size == 1 || any_timed_out, "no rank reported the timeout itself");
+    /* Every rank, rank 0 too, now refuses collectives and allocations on the context. */
+    symaddr_status_t st = symaddr_allreduce(ctx, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL);
+    if (st == SYMADDR_OK)
+        st = symaddr_stream_sync(ctx, NULL);
+    T_CHECK(t_size == 1 || st == SYMADDR_ERR_BROKEN || (t_rank == 0 && st == SYMADDR_ERR_TIMEOUT),
+            "the allreduce after the timeout returned %s", symaddr_strerror(st));
+    if (t_size > 1) {
+        T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
+                 SYMADDR_ERR_BROKEN);
+        T_CHECK(strstr(symaddr_last_error(ctx), "finalize") != NULL, "message: %s",
+                symaddr_last_error(ctx));
+    }
+    /* Freeing is collective too: refused; finalize releases the memory. */
+    if (t_size > 1)
+        T_STATUS(ctx, symaddr_free_symmetric(f.ipc, f.a), SYMADDR_ERR_BROKEN);
     MPI_Barrier(MPI_COMM_WORLD);
+    free(f.h_in);
+    free(f.h_out);
+    free(f.h_ref);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 

@@ -10,11 +10,12 @@
 #include <cmocka.h>
 
 #include "symaddr/symaddr.h"
+#include "config.h"
 
 static void test_strerror(void **state)
 {
     (void)state;
-    for (int s = 0; s >= SYMADDR_ERR_NOT_SHAREABLE; s--) {
+    for (int s = 0; s > SYMADDR_ERR_LAST_; s--) {
         const char *t = symaddr_strerror((symaddr_status_t)s);
         assert_non_null(t);
         assert_true(strncmp(t, "SYMADDR_", 8) == 0);
@@ -51,9 +52,74 @@ static void test_config_env(void **state)
     setenv("SYMADDR_HEAP_SIZE", "lots", 1);
     symaddr_config_default(&cfg);
     assert_true((int)cfg.backend < 0); /* symaddr_init reports it */
-    assert_int_equal(cfg.heap_bytes, SIZE_MAX);
+    char why[256];
+    assert_int_equal(symaddr_config_check(&cfg, why, sizeof(why)), SYMADDR_ERR_INVALID_ARG);
+    assert_non_null(strstr(why, "SYMADDR_BACKEND='gpu9'"));
+    unsetenv("SYMADDR_BACKEND");
+    symaddr_config_default(&cfg);
+    assert_int_equal(symaddr_config_check(&cfg, why, sizeof(why)), SYMADDR_ERR_INVALID_SIZE);
+    assert_non_null(strstr(why, "SYMADDR_HEAP_SIZE='lots'"));
+    unsetenv("SYMADDR_HEAP_SIZE");
     assert_int_equal(symaddr_backend_built(SYMADDR_BACKEND_CPU), 1);
     assert_string_equal(symaddr_backend_name(SYMADDR_BACKEND_HIP), "hip");
+}
+
+/* Every variable either parses to what it says or is refused by name; nothing silently turns
+ * into something else. */
+static void test_config_refusals(void **state)
+{
+    static const struct {
+        const char *name, *value;
+        int ok;
+    } cases[] = {
+        {"SYMADDR_VALIDATE", "no", 1},         {"SYMADDR_VALIDATE", "false", 1},
+        {"SYMADDR_VALIDATE", "off", 1},        {"SYMADDR_VALIDATE", "0", 1},
+        {"SYMADDR_VALIDATE", "YES", 1},        {"SYMADDR_VALIDATE", "on", 1},
+        {"SYMADDR_VALIDATE", "garbage", 0},    {"SYMADDR_VALIDATE", "2", 0},
+        {"SYMADDR_LL_BYTES", "garbage", 0},    {"SYMADDR_LL_BYTES", "4K", 1},
+        {"SYMADDR_LL_BYTES", "64K", 0},        {"SYMADDR_HEAP_SIZE", "17179869184G", 0},
+        {"SYMADDR_HEAP_SIZE", "16777216T", 0}, {"SYMADDR_HEAP_SIZE", "1T", 1},
+        {"SYMADDR_HEAP_SIZE", "-1", 0},        {"SYMADDR_TIMEOUT_MS", "2147483648", 1},
+        {"SYMADDR_TIMEOUT_MS", "4294967295", 1}, {"SYMADDR_TIMEOUT_MS", "4294967296", 0},
+        {"SYMADDR_TIMEOUT_MS", "0", 0},        {"SYMADDR_TIMEOUT_MS", "10s", 0},
+        {"SYMADDR_NODE_SIZE", "-4", 0},        {"SYMADDR_TWOSHOT_BYTES", "1M", 1},
+        {"SYMADDR_TWOSHOT_BYTES", "fast", 0},  {"SYMADDR_ALLREDUCE", "LL", 1},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        symaddr_config_t cfg;
+        char why[256] = "";
+        setenv(cases[i].name, cases[i].value, 1);
+        symaddr_config_default(&cfg);
+        symaddr_status_t st = symaddr_config_check(&cfg, why, sizeof(why));
+        unsetenv(cases[i].name);
+        if (cases[i].ok) {
+            if (st != SYMADDR_OK)
+                fail_msg("%s=%s refused: %s", cases[i].name, cases[i].value, why);
+        } else {
+            if (st == SYMADDR_OK)
+                fail_msg("%s=%s accepted", cases[i].name, cases[i].value);
+            if (!strstr(why, cases[i].name))
+                fail_msg("%s=%s: the refusal does not name it: %s", cases[i].name,
+                         cases[i].value, why);
+        }
+    }
+    symaddr_config_t cfg;
+    setenv("SYMADDR_VALIDATE", "no", 1);
+    symaddr_config_default(&cfg);
+    assert_int_equal(cfg.validate, 0);
+    setenv("SYMADDR_VALIDATE", "true", 1);
+    symaddr_config_default(&cfg);
+    assert_int_equal(cfg.validate, 1);
+    unsetenv("SYMADDR_VALIDATE");
+    setenv("SYMADDR_HEAP_SIZE", "2T", 1);
+    symaddr_config_default(&cfg);
+    assert_true(cfg.heap_bytes == (size_t)2 << 40);
+    unsetenv("SYMADDR_HEAP_SIZE");
+    setenv("SYMADDR_TIMEOUT_MS", "4294967295", 1);
+    symaddr_config_default(&cfg);
+    assert_true(cfg.timeout_ms == 4294967295u);
+    unsetenv("SYMADDR_TIMEOUT_MS");
 }
 
 int main(void)
@@ -61,6 +127,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror),
         cmocka_unit_test(test_config_env),
+        cmocka_unit_test(test_config_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Public entry points for registrations: allocate, free, import, foreign
- * tables, lookup. Collective calls validate locally, then agree, so that every
- * rank returns the same status. */
+/* Registrations: allocate and free through a provider, import, foreign tables, unregister,
+ * and the lookups over them. Collective calls check locally, then agree, so that every rank
+ * returns the same status. */
 #include "internal.h"
 #include "providers/provider.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_BYTES ((size_t)1 << 48)
 
 static const symaddr_provider_ops_t *const provider_ops[SYMADDR_PROVIDER_COUNT_] = {
     [SYMADDR_PROVIDER_HEAP] = &symaddr_provider_heap_ops,
@@ -18,7 +17,7 @@ static const symaddr_provider_ops_t *const provider_ops[SYMADDR_PROVIDER_COUNT_]
 
 static symaddr_status_t check_size(symaddr_context_t *ctx, size_t bytes, const char *fn)
 {
-    if (bytes == 0 || bytes > MAX_BYTES)
+    if (bytes == 0 || bytes > SYMADDR_MAX_BYTES)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                  "%s: size %zu is %s; pass 1 to 2^48 bytes", fn, bytes,
                                  bytes ? "too large" : "zero");
@@ -30,7 +29,7 @@ static symaddr_status_t check_size(symaddr_context_t *ctx, size_t bytes, const c
 static symaddr_status_t new_registration(symaddr_context_t *ctx, symaddr_registration_t **r_p,
                                          const char *fn)
 {
-    if (symaddr_registry_reserve(&ctx->reg, 1) != SYMADDR_OK ||
+    if (symaddr_registry_reserve(&ctx->reg) != SYMADDR_OK ||
         !(*r_p = calloc(1, sizeof(**r_p))))
         return symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
     return SYMADDR_OK;
@@ -63,17 +62,14 @@ symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx, symaddr_provider_k
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes,
-                                            void **ptr_p, symaddr_map_t **map_p)
+symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_t bytes,
+                                             void **ptr_p, symaddr_map_t **map_p)
 {
     static const char fn[] = "symaddr_allocate_symmetric";
     symaddr_registration_t *r = NULL;
-    symaddr_context_t *ctx;
+    symaddr_context_t *ctx = provider->ctx;
     symaddr_status_t st = SYMADDR_OK;
 
-    if (!provider)
-        return SYMADDR_ERR_INVALID_ARG;
-    ctx = provider->ctx;
     if (!ptr_p || !map_p)
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr_p and map_p must not be "
                                "NULL", fn);
@@ -95,6 +91,15 @@ symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t
     return SYMADDR_OK;
 }
 
+symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes,
+                                            void **ptr_p, symaddr_map_t **map_p)
+{
+    if (!provider)
+        return SYMADDR_ERR_INVALID_ARG;
+    GUARDED(provider->ctx, "symaddr_allocate_symmetric",
+            symaddr_allocate_symmetric_(provider, bytes, ptr_p, map_p));
+}
+
 /* Local checks shared by free and unregister. */
 static symaddr_status_t find_for_release(symaddr_context_t *ctx, const void *ptr,
                                          symaddr_registration_t **r_p, const char *fn)
@@ -113,16 +118,13 @@ static symaddr_status_t find_for_release(symaddr_context_t *ctx, const void *ptr
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr)
+symaddr_status_t symaddr_free_symmetric_(symaddr_provider_t *provider, void *ptr)
 {
     static const char fn[] = "symaddr_free_symmetric";
     symaddr_registration_t *r = NULL;
-    symaddr_context_t *ctx;
+    symaddr_context_t *ctx = provider->ctx;
     symaddr_status_t st;
 
-    if (!provider)
-        return SYMADDR_ERR_INVALID_ARG;
-    ctx = provider->ctx;
     if (!ptr)
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
     else
@@ -144,7 +146,14 @@ symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr)
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, size_t bytes,
+symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr)
+{
+    if (!provider)
+        return SYMADDR_ERR_INVALID_ARG;
+    GUARDED(provider->ctx, "symaddr_free_symmetric", symaddr_free_symmetric_(provider, ptr));
+}
+
+static symaddr_status_t import_(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                 symaddr_map_t **map_p)
 {
     static const char fn[] = "symaddr_import";
@@ -200,7 +209,15 @@ symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, size_t bytes,
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local_ptr,
+symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, size_t bytes,
+                                symaddr_map_t **map_p)
+{
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    GUARDED(ctx, "symaddr_import", import_(ctx, ptr, bytes, map_p));
+}
+
+static symaddr_status_t register_peer_table_(symaddr_context_t *ctx, void *local_ptr,
                                              size_t bytes, const uint64_t *host_peer_addrs,
                                              uint64_t caps, symaddr_map_t **map_p)
 {
@@ -254,7 +271,17 @@ symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map)
+symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local_ptr,
+                                             size_t bytes, const uint64_t *host_peer_addrs,
+                                             uint64_t caps, symaddr_map_t **map_p)
+{
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    GUARDED(ctx, "symaddr_register_peer_table",
+            register_peer_table_(ctx, local_ptr, bytes, host_peer_addrs, caps, map_p));
+}
+
+static symaddr_status_t unregister_(symaddr_context_t *ctx, symaddr_map_t *map)
 {
     static const char fn[] = "symaddr_unregister";
     symaddr_registration_t *r = NULL;
@@ -287,14 +314,21 @@ symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map)
     return SYMADDR_OK;
 }
 
+symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map)
+{
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    GUARDED(ctx, "symaddr_unregister", unregister_(ctx, map));
+}
+
 symaddr_status_t symaddr_lookup(symaddr_context_t *ctx, const void *ptr, symaddr_map_t **map_p)
 {
     symaddr_registration_t *r;
     if (!ctx || !ptr || !map_p)
         return SYMADDR_ERR_INVALID_ARG;
-    symaddr_status_t st = symaddr_registry_find(&ctx->reg, ptr, &r);
+    symaddr_status_t st = symaddr_registry_lookup(&ctx->reg, ptr, &r);
     if (st != SYMADDR_OK)
-        return st == SYMADDR_ERR_DOUBLE_FREE ? SYMADDR_ERR_NOT_FOUND : st;
+        return st;
     *map_p = &r->map;
     return SYMADDR_OK;
 }
@@ -317,142 +351,6 @@ uint64_t *symaddr_get_heap_bases(symaddr_context_t *ctx)
 {
     return ctx && ctx->has_heap ? ctx->heap.mapping.dev_table : NULL;
 }
-
-symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **ptr_p)
-{
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    if (!ptr_p)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "symaddr_mem_alloc: ptr_p is NULL");
-    symaddr_status_t st = check_size(ctx, bytes, "symaddr_mem_alloc");
-    if (st == SYMADDR_OK && (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, ptr_p)) != SYMADDR_OK)
-        symaddr_set_error(ctx, st, "symaddr_mem_alloc: cannot allocate %zu bytes", bytes);
-    return st;
-}
-
-symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr)
-{
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    if (!ptr)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "symaddr_mem_free: ptr is NULL");
-    void *root;
-    size_t bytes;
-    if (ctx->be.ops->mem_range(&ctx->be, ptr, &root, &bytes) != SYMADDR_OK || root != ptr)
-        return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
-                                 "symaddr_mem_free: %p is not from symaddr_mem_alloc", ptr);
-    if (symaddr_registry_overlaps(&ctx->reg, (uintptr_t)root, bytes))
-        return symaddr_set_error(ctx, SYMADDR_ERR_ALREADY_REGISTERED,
-                                 "symaddr_mem_free: %p is still imported; symaddr_unregister "
-                                 "its maps first",
-                                 ptr);
-    return ctx->be.ops->mem_free(&ctx->be, ptr);
-}
-
-symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, const void *src, size_t bytes)
-{
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    if ((!dst || !src) && bytes)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "symaddr_memcpy: NULL pointer");
-    if (!bytes)
-        return SYMADDR_OK;
-    symaddr_status_t st = ctx->be.ops->memcpy(&ctx->be, dst, src, bytes);
-    if (st != SYMADDR_OK)
-        symaddr_set_error(ctx, st, "symaddr_memcpy: the %s runtime refused the copy",
-                          ctx->be.ops->name);
-    return st;
-}
-
-symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream)
-{
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    symaddr_status_t st = ctx->be.ops->stream_sync(&ctx->be, stream);
-    if (st != SYMADDR_OK)
-        return symaddr_set_error(ctx, st, "symaddr_stream_sync: the %s runtime reported an "
-                                 "error on the stream", ctx->be.ops->name);
-    return symaddr_coll_status(ctx);
-}
-
-/* Checks shared by put and get: sym is the symmetric side. */
-static symaddr_status_t rma_map(symaddr_context_t *ctx, const void *sym, const void *local,
-                                size_t bytes, int target, const symaddr_map_t **map_p,
-                                const char *fn)
-{
-    symaddr_registration_t *r;
-    if (!sym || !local)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: NULL buffer", fn);
-    if (target < 0 || target >= ctx->size)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "%s: target %d is not a rank of this context (0..%d)", fn,
-                                 target, ctx->size - 1);
-    if (symaddr_registry_find(&ctx->reg, sym, &r) != SYMADDR_OK)
-        return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
-                                 "%s: %p is not symmetric memory of this context; allocate it "
-                                 "with symaddr_allocate_symmetric or symaddr_import it",
-                                 fn, sym);
-    uint64_t off = (uint64_t)(uintptr_t)sym - r->map.range_base;
-    if (bytes > r->map.range_bytes - off)
-        return symaddr_set_error(ctx, SYMADDR_ERR_OUT_OF_BOUNDS,
-                                 "%s: %zu bytes at %p run past the end of its registration", fn,
-                                 bytes, sym);
-    if (r->map.host_peer_bases[target] == 0)
-        return symaddr_set_error(ctx, SYMADDR_ERR_UNREACHABLE,
-                                 "%s: rank %d is on another node; use MPI for it", fn, target);
-    *map_p = &r->map;
-    return SYMADDR_OK;
-}
-
-symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, const void *src, size_t bytes,
-                             int target, void *stream)
-{
-    const symaddr_map_t *m;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    symaddr_status_t st = rma_map(ctx, dst, src, bytes, target, &m, "symaddr_put");
-    if (st != SYMADDR_OK || bytes == 0)
-        return st;
-    return ctx->be.ops->kernels->put_bytes(stream, dst, src, bytes, target, m->peer_bases,
-                                           m->local_rank);
-}
-
-symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src, size_t bytes,
-                             int target, void *stream)
-{
-    const symaddr_map_t *m;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    symaddr_status_t st = rma_map(ctx, src, dst, bytes, target, &m, "symaddr_get");
-    if (st != SYMADDR_OK || bytes == 0)
-        return st;
-    return ctx->be.ops->kernels->get_bytes(stream, dst, src, bytes, target, m->peer_bases,
-                                           m->local_rank);
-}
-
-#define DEFINE_HOST_ATOMIC_ADD(T, U, sfx, usfx)                                                   \
-    symaddr_status_t symaddr_stream_atomic_add_##sfx(symaddr_context_t *ctx, T *ptr, T value,           \
-                                              int target, void *stream)                          \
-    {                                                                                            \
-        const symaddr_map_t *m;                                                                  \
-        if (!ctx)                                                                                \
-            return SYMADDR_ERR_INVALID_ARG;                                                      \
-        if ((uintptr_t)ptr % sizeof(T))                                                          \
-            return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,                               \
-                                     "symaddr_stream_atomic_add_" #sfx ": %p is not %zu-byte aligned",  \
-                                     (void *)ptr, sizeof(T));                                    \
-        symaddr_status_t st =                                                                    \
-            rma_map(ctx, ptr, ptr, sizeof(T), target, &m, "symaddr_stream_atomic_add_" #sfx);           \
-        if (st != SYMADDR_OK)                                                                    \
-            return st;                                                                           \
-        return ctx->be.ops->kernels->atomic_add_##usfx(stream, (U *)ptr, (U)value, target,       \
-                                                       m->peer_bases, m->local_rank);            \
-    }
-
-DEFINE_HOST_ATOMIC_ADD(int32_t, uint32_t, i32, u32)
-DEFINE_HOST_ATOMIC_ADD(uint32_t, uint32_t, u32, u32)
-DEFINE_HOST_ATOMIC_ADD(int64_t, uint64_t, i64, u64)
-DEFINE_HOST_ATOMIC_ADD(uint64_t, uint64_t, u64, u64)
 
 symaddr_status_t symaddr_buffer_bind(const symaddr_map_t *map, void *ptr, symaddr_buffer_t *buf_p)
 {
@@ -492,12 +390,10 @@ symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const symaddr_map_t *
                              (const void *)map, symaddr_strerror(st));
 }
 
-symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
-                                         symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
-                                         uint64_t caps, symaddr_map_t **map_p)
+symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
+                                          symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
+                                          uint64_t caps, symaddr_map_t **map_p)
 {
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
     uint64_t *table = calloc((size_t)ctx->size, sizeof(uint64_t));
     if (table && fn && local_ptr) {
         for (int r = 0; r < ctx->size; r++)
@@ -506,11 +402,21 @@ symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr
                                                                pe_of_rank ? pe_of_rank[r] : r);
     }
     /* A NULL table or fn makes register_peer_table fail on this rank, and so on every rank. */
-    symaddr_status_t st = symaddr_register_peer_table(ctx, local_ptr, bytes, fn ? table : NULL,
-                                                      caps, map_p);
+    symaddr_status_t st = register_peer_table_(ctx, local_ptr, bytes, fn ? table : NULL, caps,
+                                               map_p);
     free(table);
     if (!fn)
         symaddr_set_error(ctx, st, "symaddr_register_ptr_fn: fn is NULL; pass the library's "
                           "*_ptr(ptr, pe) function");
     return st;
+}
+
+symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
+                                         symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
+                                         uint64_t caps, symaddr_map_t **map_p)
+{
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    GUARDED(ctx, "symaddr_register_ptr_fn",
+            symaddr_register_ptr_fn_(ctx, local_ptr, bytes, fn, pe_of_rank, caps, map_p));
 }

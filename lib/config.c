@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* Every SYMADDR_* variable the library reads, in one table: its name, default and meaning,
+ * and the parser that fills the config. A value that does not parse is refused by
+ * symaddr_init with a message that names the variable; nothing falls back silently. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* Values config_default leaves in a field whose variable did not parse; symaddr_init refuses
+ * them and names the variable. */
+#define BAD_SIZE ((size_t)SIZE_MAX - 1)
+
+static bool parse_bool(const char *v, int *out)
+{
+    static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false",
+                                                                                 "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (!strcasecmp(v, yes[i]))
+            return *out = 1, true;
+        if (!strcasecmp(v, no[i]))
+            return *out = 0, true;
+    }
+    return false;
+}
+
+/* A byte count with an optional K, M, G or T suffix (powers of 1024); false when it is not a
+ * number or does not fit. */
+static bool parse_bytes(const char *v, size_t *out)
+{
+    char *end;
+    if (*v == '-' || *v == '+')
+        return false;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 0);
+    if (errno || end == v)
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; break;
+    case 'm': case 'M': shift = 20; break;
+    case 'g': case 'G': shift = 30; break;
+    case 't': case 'T': shift = 40; break;
+    }
+    if (shift)
+        end++;
+    if (*end || x > (unsigned long long)SIZE_MAX >> shift)
+        return false;
+    *out = (size_t)x << shift;
+    return true;
+}
+
+static bool parse_uint(const char *v, unsigned long long max, unsigned long long *out)
+{
+    char *end;
+    if (*v == '-' || *v == '+')
+        return false;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (errno || end == v || *end || x > max)
+        return false;
+    *out = x;
+    return true;
+}
+
+static bool set_backend(const char *v, symaddr_config_t *c)
+{
+    static const char *const names[] = {"auto", "cpu", "cuda", "hip"};
+    for (int k = 0; k < 4; k++)
+        if (!strcasecmp(v, names[k]))
+            return c->backend = (symaddr_backend_kind_t)k, true;
+    c->backend = (symaddr_backend_kind_t)-1;
+    return false;
+}
+
+static bool set_heap(const char *v, symaddr_config_t *c)
+{
+    return parse_bytes(v, &c->heap_bytes) || (c->heap_bytes = BAD_SIZE, false);
+}
+
+static bool set_node_size(const char *v, symaddr_config_t *c)
+{
+    unsigned long long x;
+    if (!parse_uint(v, INT_MAX, &x))
+        return c->node_size = -1, false;
+    c->node_size = (int)x;
+    return true;
+}
+
+static bool set_validate(const char *v, symaddr_config_t *c)
+{
+    return parse_bool(v, &c->validate) || (c->validate = -1, false);
+}
+
+static bool set_timeout(const char *v, symaddr_config_t *c)
+{
+    unsigned long long x;
+    if (!parse_uint(v, UINT_MAX, &x) || x == 0)
+        return c->timeout_ms = 0, false;
+    c->timeout_ms = (unsigned)x;
+    return true;
+}
+
+static bool set_allreduce(const char *v, symaddr_config_t *c)
+{
+    static const char *const names[] = {"auto", "oneshot", "twoshot", "ll"};
+    for (int k = 0; k < 4; k++)
+        if (!strcasecmp(v, names[k]))
+            return c->allreduce_algo = (symaddr_allreduce_algo_t)k, true;
+    c->allreduce_algo = (symaddr_allreduce_algo_t)-1;
+    return false;
+}
+
+static bool set_twoshot(const char *v, symaddr_config_t *c)
+{
+    return parse_bytes(v, &c->twoshot_bytes) || (c->twoshot_bytes = BAD_SIZE, false);
+}
+
+static bool set_ll(const char *v, symaddr_config_t *c)
+{
+    return parse_bytes(v, &c->ll_bytes) || (c->ll_bytes = BAD_SIZE, false);
+}
+
+typedef struct config_var {
+    const char *name, *dflt, *accepts, *doc;
+    bool (*set)(const char *value, symaddr_config_t *cfg);
+} config_var_t;
+
+static const config_var_t vars[] = {
+    {"SYMADDR_BACKEND", "auto", "auto, cpu, cuda or hip",
+     "backend of every context (auto: the GPU one when built and a device is present)",
+     set_backend},
+    {"SYMADDR_HEAP_SIZE", "64M", "a byte count with an optional K, M, G or T suffix",
+     "symmetric heap per rank (0: none); at most the memory of the node or device",
+     set_heap},
+    {"SYMADDR_NODE_SIZE", "0", "a number of ranks, 0 for real nodes",
+     "split each host into simulated nodes of this many ranks", set_node_size},
+    {"SYMADDR_TIMEOUT_MS", "60000", "milliseconds, 1 to 4294967295",
+     "deadline of every wait on a peer, in MPI or in a kernel", set_timeout},
+    {"SYMADDR_VALIDATE", "0 (the -Dvalidate build option)", "0/1, yes/no, true/false or on/off",
+     "check every device access through a symaddr table and every collective's arguments",
+     set_validate},
+    {"SYMADDR_ALLREDUCE", "auto", "auto, oneshot, twoshot or ll", "allreduce algorithm",
+     set_allreduce},
+    {"SYMADDR_TWOSHOT_BYTES", "the backend's own (cpu 2K, GPU 256K)",
+     "a byte count with an optional K, M, G or T suffix",
+     "auto allreduce takes two-shot from this size on", set_twoshot},
+    {"SYMADDR_LL_BYTES", "the backend's own (cpu 128, GPU 32K)",
+     "a byte count up to 32K with an optional K suffix", "auto allreduce takes LL up to this size",
+     set_ll},
+};
+
+#define NVARS (sizeof(vars) / sizeof(vars[0]))
+
+void symaddr_config_default(symaddr_config_t *cfg)
+{
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->backend = SYMADDR_BACKEND_AUTO;
+    cfg->device = -1;
+    cfg->heap_bytes = SYMADDR_DEFAULT_HEAP_BYTES;
+    cfg->validate = SYMADDR_VALIDATE_DEFAULT;
+    cfg->timeout_ms = SYMADDR_DEFAULT_TIMEOUT_MS;
+    cfg->allreduce_algo = SYMADDR_ALLREDUCE_AUTO;
+    cfg->twoshot_bytes = 0;
+    cfg->ll_bytes = SIZE_MAX;
+    for (size_t i = 0; i < NVARS; i++) {
+        const char *v = getenv(vars[i].name);
+        if (v && *v)
+            vars[i].set(v, cfg);
+    }
+}
+
+/* The refusal of variable name when its value does not parse, as a message; false if it is
+ * unset or parses. */
+static bool env_refusal(const char *name, char *why, size_t len)
+{
+    symaddr_config_t scratch;
+    for (size_t i = 0; i < NVARS; i++) {
+        const char *v = getenv(vars[i].name);
+        if (!strcmp(vars[i].name, name) && v && *v && !vars[i].set(v, &scratch)) {
+            snprintf(why, len, "%s='%.64s' is not valid: use %s (%s)", vars[i].name, v,
+                     vars[i].accepts, vars[i].doc);
+            return true;
+        }
+    }
+    return false;
+}
+
+symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size_t len)
+{
+    const char *var = NULL, *what = NULL;
+    symaddr_status_t st = SYMADDR_ERR_INVALID_ARG;
+    if ((int)c->backend < 0 || c->backend > SYMADDR_BACKEND_HIP)
+        var = "SYMADDR_BACKEND", what = "backend is not a symaddr_backend_kind_t";
+    else if (c->node_size < 0)
+        var = "SYMADDR_NODE_SIZE", what = "node_size must be >= 0";
+    else if (c->validate != 0 && c->validate != 1)
+        var = "SYMADDR_VALIDATE", what = "validate must be 0 or 1";
+    else if (c->timeout_ms == 0)
+        var = "SYMADDR_TIMEOUT_MS", what = "timeout_ms must be > 0";
+    else if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_LL)
+        var = "SYMADDR_ALLREDUCE", what = "allreduce_algo is not a symaddr_allreduce_algo_t";
+    else if (c->heap_bytes == BAD_SIZE)
+        var = "SYMADDR_HEAP_SIZE", what = "heap_bytes is out of range", st = SYMADDR_ERR_INVALID_SIZE;
+    else if (c->twoshot_bytes > ((size_t)1 << 40))
+        var = "SYMADDR_TWOSHOT_BYTES", what = "twoshot_bytes is at most 1T",
+        st = SYMADDR_ERR_INVALID_SIZE;
+    else if (c->ll_bytes != SIZE_MAX && c->ll_bytes > SYMADDR_COLL_LL_BYTES)
+        var = "SYMADDR_LL_BYTES", what = "ll_bytes is at most 32 KiB, the LL inbox",
+        st = SYMADDR_ERR_INVALID_SIZE;
+    if (!var)
+        return SYMADDR_OK;
+    /* A field config_default could not fill: name the variable and its value. */
+    if (!env_refusal(var, why, len))
+        snprintf(why, len, "%s (check %s)", what, var);
+    return st;
+}

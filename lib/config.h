@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/* The SYMADDR_* environment and the checks of a context's settings. */
+#ifndef SYMADDR_LIB_CONFIG_H
+#define SYMADDR_LIB_CONFIG_H
+
+#include <stddef.h>
+
+#include "symaddr/symaddr.h"
+#include "device/collectives.h"
+
+#define SYMADDR_DEFAULT_HEAP_BYTES ((size_t)64 << 20)
+#define SYMADDR_DEFAULT_TIMEOUT_MS 60000u
+
+/* SYMADDR_OK, or the status and a message naming the setting (and its variable, when the
+ * environment gave a value that does not parse) that symaddr_init refuses. */
+symaddr_status_t symaddr_config_check(const symaddr_config_t *cfg, char *why, size_t len);
+
+#endif
