@@ -89,6 +89,9 @@ struct sockaddr_un;
 extern void (*symaddr_bootstrap_listen_hook)(const struct sockaddr_un *addr, unsigned addr_len,
                                              int node_rank);
 
+/* Test seam: called at the start of every descriptor exchange, before anything is sent. */
+extern void (*symaddr_bootstrap_fd_hook)(int node_rank, uint64_t seq);
+
 /* Node-wide allgather of fixed-size records, bounded by the call's deadline. */
 symaddr_status_t symaddr_bootstrap_node_allgather(symaddr_bootstrap_t *b, const void *mine,
                                                   void *all, size_t bytes);

@@ -37,6 +37,7 @@ typedef struct peer_rec {
 
 void (*symaddr_bootstrap_listen_hook)(const struct sockaddr_un *addr, unsigned addr_len,
                                       int node_rank) = NULL;
+void (*symaddr_bootstrap_fd_hook)(int node_rank, uint64_t seq) = NULL;
 
 static socklen_t sock_name(struct sockaddr_un *sa, const uint8_t name[NAME_BYTES])
 {
@@ -369,6 +370,8 @@ symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd
         return st;
     /* Numbered before anything can fail, so that every rank numbers every exchange alike. */
     uint64_t seq = ++b->fd_seq;
+    if (symaddr_bootstrap_fd_hook)
+        symaddr_bootstrap_fd_hook(b->node_rank, seq);
     for (int p = 0; p < b->node_size && st == SYMADDR_OK; p++) {
         if (p == b->node_rank || (st = send_fd(b->socks[p], seq, my_fd, deadline)) == SYMADDR_OK)
             continue;

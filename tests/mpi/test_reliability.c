@@ -1,0 +1,562 @@
+/* SPDX-License-Identifier: MIT */
+/* The edges: overlapping and misaligned buffers, counts whose byte size overflows, a rank
+ * stopped mid-loop, epochs near every wrap point, one deadline per LL call, two threads on a
+ * context, double frees long after, a heap past the machine's memory, descriptors running
+ * out or a rank held inside an exchange (the mesh stays usable), a timeout past 2^31 ms, and
+ * the mode of shared memory. Every case checks the exact status on every rank and the exact
+ * data. */
+#include "harness.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap/bootstrap.h"
+#include "internal.h"
+
+static int gpu_backend(symaddr_context_t *ctx) { return symaddr_backend(ctx) != SYMADDR_BACKEND_CPU; }
+
+/* An ipc allocation of n int32 holding rank-distinct values base + i. */
+static int32_t *alloc_i32(symaddr_context_t *ctx, size_t n, int32_t base)
+{
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    int32_t *p = NULL, *h = malloc(n * sizeof(int32_t));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_allocate_symmetric(ipc, n * sizeof(int32_t), (void **)&p, &m));
+    for (size_t i = 0; i < n; i++)
+        h[i] = base + (int32_t)i;
+    if (p)
+        T_OK(ctx, symaddr_memcpy(ctx, p, h, n * sizeof(int32_t)));
+    free(h);
+    return p;
+}
+
+static void free_i32(symaddr_context_t *ctx, int32_t *p)
+{
+    symaddr_provider_t *ipc;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_free_symmetric(ipc, p));
+}
+
+/* Elements of p that differ from want(i); p has n int32. */
+static int count_wrong(symaddr_context_t *ctx, const int32_t *p, size_t n, int32_t mul,
+                       int32_t add)
+{
+    int32_t *h = malloc(n * sizeof(int32_t));
+    int bad = 0;
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    T_OK(ctx, symaddr_memcpy(ctx, h, p, n * sizeof(int32_t)));
+    for (size_t i = 0; i < n; i++)
+        bad += h[i] != mul * (int32_t)i + add;
+    free(h);
+    return bad;
+}
+
+/* ---- 1. overlap ------------------------------------------------------------------------------ */
+
+static void test_overlap(symaddr_context_t *ctx)
+{
+    const size_t n = 16384;
+    int32_t *s = alloc_i32(ctx, n + 8, (t_rank + 1) * 100000);
+    T_STATUS(ctx, symaddr_allreduce(ctx, s, s + 4, n, SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_CHECK(strstr(symaddr_last_error(ctx), "overlap") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+    T_STATUS(ctx, symaddr_allreduce(ctx, s + 4, s, n, SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_broadcast(ctx, s, s + 1, n, SYMADDR_INT32, 0, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_alltoall(ctx, s, s + 2, 8, SYMADDR_INT32, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_reduce_scatter(ctx, s, s + 1, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    /* Nothing ran: the data is what it was. */
+    T_CHECK(count_wrong(ctx, s, n + 8, 1, (t_rank + 1) * 100000) == 0, "a refused call wrote");
+    /* In place is legal, and exact. */
+    T_OK(ctx, symaddr_allreduce(ctx, s, s, n, SYMADDR_INT32, SYMADDR_SUM, NULL));
+    int32_t sum_base = 0;
+    for (int r = 0; r < t_size; r++)
+        sum_base += (r + 1) * 100000;
+    T_CHECK(count_wrong(ctx, s, n, t_size, sum_base) == 0, "in-place allreduce is wrong");
+    MPI_Barrier(MPI_COMM_WORLD);
+    free_i32(ctx, s);
+}
+
+/* ---- 2. counts that overflow ------------------------------------------------------------------ */
+
+static void test_count_overflow(symaddr_context_t *ctx)
+{
+    int32_t *a = alloc_i32(ctx, 8192, t_rank);
+    const size_t huge = ((size_t)1 << 62) + 256;
+    T_STATUS(ctx, symaddr_allreduce(ctx, a, a + 4096, huge, SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_CHECK(strstr(symaddr_last_error(ctx), "count") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+    T_STATUS(ctx, symaddr_reduce_scatter(ctx, a, a + 4096, huge, SYMADDR_INT32, SYMADDR_SUM,
+                                         NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_allgather(ctx, a, a + 4096, huge, SYMADDR_INT32, NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_broadcast(ctx, a, a + 4096, huge, SYMADDR_INT32, 0, NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_alltoall(ctx, a, a + 4096, huge, SYMADDR_INT32, NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    /* The bytes fit, times the ranks they do not. */
+    size_t per_rank = SIZE_MAX / 8 / (size_t)t_size + 1;
+    T_STATUS(ctx, symaddr_allgather(ctx, a, a + 4096, per_rank, SYMADDR_INT64, NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_put(ctx, a, a + 4096, SIZE_MAX - 8, (t_rank + 1) % t_size, NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_get(ctx, a + 4096, a, SIZE_MAX - 8, (t_rank + 1) % t_size, NULL),
+             SYMADDR_ERR_INVALID_SIZE);
+    T_STATUS(ctx, symaddr_put(ctx, a, a + 4096, (size_t)1 << 40, (t_rank + 1) % t_size, NULL),
+             SYMADDR_ERR_OUT_OF_BOUNDS);
+    T_STATUS(ctx, symaddr_memcpy(ctx, a, a + 4096, SIZE_MAX - 8), SYMADDR_ERR_INVALID_SIZE);
+    T_CHECK(count_wrong(ctx, a, 8192, 1, t_rank) == 0, "a refused call wrote");
+    MPI_Barrier(MPI_COMM_WORLD);
+    free_i32(ctx, a);
+}
+
+/* ---- 3. alignment ----------------------------------------------------------------------------- */
+
+static void test_misaligned(symaddr_context_t *ctx)
+{
+    int32_t *a = alloc_i32(ctx, 4096, t_rank + 1);
+    T_STATUS(ctx, symaddr_allreduce(ctx, (char *)a + 1, (char *)a + 8195, 100, SYMADDR_INT32,
+                                    SYMADDR_SUM, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_CHECK(strstr(symaddr_last_error(ctx), "aligned") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+    T_STATUS(ctx, symaddr_allgather(ctx, (char *)a + 2, (char *)a + 8192, 10, SYMADDR_INT32,
+                                    NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    /* 2-byte elements at a 2-byte offset are aligned: exact f16 sums of small integers. */
+    uint16_t h[64], got[64];
+    for (int i = 0; i < 64; i++)
+        h[i] = (uint16_t)(0x3c00 + (i % 8)); /* 1 + i%8 / 1024 */
+    T_OK(ctx, symaddr_memcpy(ctx, (char *)a + 2, h, sizeof(h)));
+    T_OK(ctx, symaddr_allreduce(ctx, (char *)a + 2, (char *)a + 8194, 64, SYMADDR_FLOAT16,
+                                SYMADDR_MAX, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    T_OK(ctx, symaddr_memcpy(ctx, got, (char *)a + 8194, sizeof(got)));
+    T_CHECK(memcmp(got, h, sizeof(h)) == 0, "f16 max at a 2-byte offset is wrong");
+    MPI_Barrier(MPI_COMM_WORLD);
+    free_i32(ctx, a);
+}
+
+/* ---- 4. a late rank --------------------------------------------------------------------------- */
+
+/* The last rank is stopped for 3 timeouts in the middle of a loop of small allreduces. No
+ * rank may return OK with wrong data; once a rank failed a call, every later call fails; the
+ * late rank fails at most one call earlier than the first of the others. */
+static void test_late_rank(void *u)
+{
+    enum { MAXCALLS = 200000, N = 6 };
+    const unsigned timeout = 1000;
+    symaddr_config_t cfg;
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = timeout;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    int32_t *s = alloc_i32(ctx, 2 * N, 0), h[N], got[N];
+    int late = t_rank == t_size - 1, first_fail = -1, ok_after_fail = 0, wrong = 0, any_timeout = 0;
+    MPI_Barrier(MPI_COMM_WORLD);
+    pid_t child = -1;
+    if (late) {
+        pid_t parent = getpid();
+        child = fork();
+        if (child == 0) {
+            struct timespec t = {0, 300 * 1000000};
+            nanosleep(&t, NULL);
+            kill(parent, SIGSTOP);
+            t.tv_sec = 3 * timeout / 1000;
+            t.tv_nsec = 0;
+            nanosleep(&t, NULL);
+            kill(parent, SIGCONT);
+            _exit(0);
+        }
+    }
+    double t0 = MPI_Wtime();
+    int calls = 0, fails_in_row = 0;
+    for (int k = 0; k < MAXCALLS && fails_in_row < 20 && MPI_Wtime() - t0 < 30; k++, calls++) {
+        for (int i = 0; i < N; i++)
+            h[i] = (t_rank + 1) * (k + 1) + i;
+        symaddr_status_t st = symaddr_memcpy(ctx, s, h, sizeof(h));
+        if (st == SYMADDR_OK)
+            st = symaddr_allreduce(ctx, s, s + N, N, SYMADDR_INT32, SYMADDR_SUM, NULL);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        if (st == SYMADDR_OK) {
+            fails_in_row = 0;
+            ok_after_fail += first_fail >= 0;
+            T_OK(ctx, symaddr_memcpy(ctx, got, s + N, sizeof(got)));
+            for (int i = 0; i < N; i++)
+                wrong += got[i] != (k + 1) * (t_size * (t_size + 1) / 2) + t_size * i;
+        } else {
+            fails_in_row++;
+            any_timeout |= st == SYMADDR_ERR_TIMEOUT;
+            T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN, "call %d: %s", k,
+                    symaddr_strerror(st));
+            if (first_fail < 0)
+                first_fail = k;
+        }
+    }
+    if (late)
+        waitpid(child, NULL, 0);
+    int mine[3] = {first_fail < 0 ? INT32_MAX : first_fail, first_fail, any_timeout}, lo[3], hi[3];
+    MPI_Allreduce(mine, lo, 3, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, hi, 3, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    T_CHECK(wrong == 0, "%d wrong elements returned as OK", wrong);
+    T_CHECK(ok_after_fail == 0, "%d calls returned OK after this rank's first failure",
+            ok_after_fail);
+    T_CHECK(lo[1] >= 0, "a rank never failed (first failures %d..%d)", lo[1], hi[1]);
+    T_CHECK(first_fail <= lo[0] + 1, "this rank first failed call %d, the earliest %d",
+            first_fail, lo[0]);
+    T_CHECK(hi[2] == 1, "no rank reported the timeout itself");
+    if (t_rank == 0)
+        printf("# late rank: first failures at calls %d..%d of %d\n", lo[0], hi[1], calls);
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* ---- 5. epochs near every wrap point ---------------------------------------------------------- */
+
+static void check_collectives(symaddr_context_t *ctx, const char *what)
+{
+    const size_t n = 1001;
+    int32_t *a = alloc_i32(ctx, n * (size_t)t_size, (t_rank + 1) * 1000);
+    int32_t *b = alloc_i32(ctx, n * (size_t)t_size, 0);
+    int32_t base = 0;
+    for (int r = 0; r < t_size; r++)
+        base += (r + 1) * 1000;
+    /* counts an earlier call of the test never used, so that LL reads slots never written */
+    static const size_t counts[] = {3, 17, 301, 1001};
+    for (int rep = 0; rep < 3; rep++)
+        for (size_t c = 0; c < 4; c++) {
+            T_OK(ctx, symaddr_allreduce(ctx, a, b, counts[c], SYMADDR_INT32, SYMADDR_SUM, NULL));
+            int bad = count_wrong(ctx, b, counts[c], t_size, base);
+            T_CHECK(bad == 0, "%s: allreduce of %zu: %d wrong", what, counts[c], bad);
+        }
+    T_OK(ctx, symaddr_broadcast(ctx, a, b, n, SYMADDR_INT32, t_size - 1, NULL));
+    T_CHECK(count_wrong(ctx, b, n, 1, t_size * 1000) == 0, "%s: broadcast", what);
+    T_OK(ctx, symaddr_barrier(ctx, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    free_i32(ctx, a);
+    free_i32(ctx, b);
+}
+
+static void test_epoch_wrap(void *u)
+{
+    static const uint64_t starts[] = {((uint64_t)1 << 32) - 3, ((uint64_t)1 << 62) - 3,
+                                      ((uint64_t)1 << 63) - 3, ~(uint64_t)0 - 3};
+    static const symaddr_allreduce_algo_t algos[] = {SYMADDR_ALLREDUCE_LL,
+                                                     SYMADDR_ALLREDUCE_ONESHOT,
+                                                     SYMADDR_ALLREDUCE_TWOSHOT};
+    (void)u;
+    for (int a = 0; a < 3; a++) {
+        symaddr_config_t cfg;
+        symaddr_config_default(&cfg);
+        cfg.allreduce_algo = algos[a];
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        for (int i = 0; i < 4; i++) {
+            char what[64];
+            snprintf(what, sizeof(what), "algo %d, epoch 0x%llx", (int)algos[a],
+                     (unsigned long long)starts[i]);
+            T_OK(ctx, symaddr_coll_set_epoch(ctx, starts[i]));
+            check_collectives(ctx, what);
+        }
+        T_OK(ctx, symaddr_finalize(&ctx));
+    }
+}
+
+/* ---- 6. one deadline per LL call -------------------------------------------------------------- */
+
+static void test_ll_one_deadline(void *u)
+{
+    symaddr_config_t cfg;
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 1500;
+    cfg.allreduce_algo = SYMADDR_ALLREDUCE_LL;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    int32_t *a = alloc_i32(ctx, 64, t_rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (t_rank != 0) { /* rank 0 stays away */
+        double t0 = MPI_Wtime();
+        symaddr_status_t st = symaddr_allreduce(ctx, a, a + 32, 5, SYMADDR_INT32, SYMADDR_SUM,
+                                                NULL);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        double ms = (MPI_Wtime() - t0) * 1e3;
+        T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN, "returned %s",
+                symaddr_strerror(st));
+        T_CHECK(ms < 1.6 * 1500, "an LL call without a peer took %.0f ms for a 1500 ms timeout",
+                ms);
+    } else {
+        T_CHECK(1);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* ---- 7. two threads on one context ------------------------------------------------------------ */
+
+typedef struct {
+    symaddr_context_t *ctx;
+    symaddr_status_t st;
+} barrier_arg_t;
+
+static void *barrier_thread(void *p)
+{
+    barrier_arg_t *b = p;
+    b->st = symaddr_barrier(b->ctx, NULL);
+    if (b->st == SYMADDR_OK)
+        b->st = symaddr_stream_sync(b->ctx, NULL);
+    return NULL;
+}
+
+static void test_threads(symaddr_context_t *ctx)
+{
+    int32_t *a = alloc_i32(ctx, 64, t_rank + 1);
+    struct timespec wait = {0, 200 * 1000000};
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (t_rank == 0 && t_size > 1) {
+        /* A second thread enters a barrier the other ranks reach only later; meanwhile this
+         * thread's own collective is refused, not interleaved with it. */
+        barrier_arg_t b = {ctx, SYMADDR_ERR_INVALID_ARG};
+        pthread_t th;
+        pthread_create(&th, NULL, barrier_thread, &b);
+        nanosleep(&wait, NULL);
+        T_STATUS(ctx, symaddr_allreduce(ctx, a, a + 32, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
+                 SYMADDR_ERR_INVALID_ARG);
+        T_CHECK(strstr(symaddr_last_error(ctx), "another thread") != NULL, "message: %s",
+                symaddr_last_error(ctx));
+        MPI_Barrier(MPI_COMM_WORLD); /* now the others enter the barrier */
+        pthread_join(th, NULL);
+        T_CHECK(b.st == SYMADDR_OK, "the barrier thread got %s", symaddr_strerror(b.st));
+    } else {
+        nanosleep(&wait, NULL);
+        MPI_Barrier(MPI_COMM_WORLD);
+        T_OK(ctx, symaddr_barrier(ctx, NULL));
+        T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    }
+    /* The refused call ran nowhere: the context still works and is exact. */
+    T_OK(ctx, symaddr_allreduce(ctx, a, a + 32, 8, SYMADDR_INT32, SYMADDR_SUM, NULL));
+    T_CHECK(count_wrong(ctx, a + 32, 8, t_size, t_size * (t_size + 1) / 2) == 0,
+            "allreduce after the refused call");
+    MPI_Barrier(MPI_COMM_WORLD);
+    free_i32(ctx, a);
+}
+
+/* ---- 8. double free long after ---------------------------------------------------------------- */
+
+static void test_double_free_late(symaddr_context_t *ctx)
+{
+    symaddr_provider_t *ipc, *heap;
+    symaddr_map_t *m;
+    void *p, *q;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
+    T_OK(ctx, symaddr_allocate_symmetric(heap, 4096, &p, &m));
+    T_OK(ctx, symaddr_free_symmetric(heap, p));
+    /* 100 other frees; the heap hands out p's offset again only for a heap allocation */
+    for (int i = 0; i < 100; i++) {
+        T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096 + (size_t)i * 64, &q, &m));
+        T_OK(ctx, symaddr_free_symmetric(ipc, q));
+    }
+    T_STATUS(ctx, symaddr_free_symmetric(heap, p), SYMADDR_ERR_DOUBLE_FREE);
+    T_CHECK(strstr(symaddr_last_error(ctx), "already freed") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+}
+
+/* ---- 9. a heap past the memory ---------------------------------------------------------------- */
+
+static void test_heap_past_memory(void *u)
+{
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx = NULL;
+    (void)u;
+    symaddr_config_default(&cfg);
+    cfg.heap_bytes = (size_t)1 << 44; /* 16 TiB */
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
+    T_CHECK(ctx == NULL);
+}
+
+/* ---- 10. descriptors run out, or a rank is held inside an exchange ---------------------------- */
+
+/* Neighbours' exact values through a fresh allocation: the mesh works. */
+static void check_exchange(symaddr_context_t *ctx)
+{
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    int32_t *p, v = 0;
+    const int32_t mine = 7000 + t_rank;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096, (void **)&p, &m));
+    if (!p)
+        return;
+    T_OK(ctx, symaddr_memcpy(ctx, p, &mine, sizeof(mine)));
+    MPI_Barrier(MPI_COMM_WORLD);
+    void *remote;
+    int right = (t_rank + 1) % t_size;
+    T_OK(ctx, symaddr_translate_host(m, p, right, &remote));
+    T_OK(ctx, symaddr_memcpy(ctx, &v, remote, sizeof(v)));
+    T_CHECK(v == 7000 + right, "read %d from rank %d, want %d", v, right, 7000 + right);
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_free_symmetric(ipc, p));
+}
+
+static void test_descriptors_run_out(symaddr_context_t *ctx)
+{
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    void *p = NULL;
+    struct rlimit old, low;
+    if (gpu_backend(ctx) || t_size < 6) {
+        T_SKIP("needs the cpu backend, whose handles are descriptors, and 6 ranks");
+        return;
+    }
+    check_exchange(ctx); /* the mesh exists */
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    getrlimit(RLIMIT_NOFILE, &old);
+    low = old;
+    if (t_rank == 1) {
+        low.rlim_cur = (rlim_t)t_count_entries("/proc/self/fd") + 3;
+        T_CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
+    }
+    symaddr_status_t st = symaddr_allocate_symmetric(ipc, 4096, &p, &m);
+    if (t_rank == 1)
+        setrlimit(RLIMIT_NOFILE, &old);
+    T_CHECK(st == SYMADDR_ERR_NO_MEMORY, "allocate with 4 descriptors free returned %s",
+            symaddr_strerror(st));
+    if (t_rank == 1)
+        T_CHECK(strstr(symaddr_last_error(ctx), "ulimit -n") != NULL, "message: %s",
+                symaddr_last_error(ctx));
+    /* The limit is back: the mesh carries the next exchanges, stale messages dropped. */
+    check_exchange(ctx);
+    check_exchange(ctx);
+}
+
+static unsigned held_ms;
+static void hold_once(int node_rank, uint64_t seq)
+{
+    (void)seq;
+    if (node_rank == 1 && held_ms) {
+        struct timespec t = {held_ms / 1000, (long)(held_ms % 1000) * 1000000};
+        held_ms = 0;
+        nanosleep(&t, NULL);
+    }
+}
+
+static void test_held_in_exchange(void *u)
+{
+    symaddr_config_t cfg;
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    void *p = NULL;
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 1000;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    check_exchange(ctx);
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    /* Held past the exchange's deadline, back within the agreement's. */
+    held_ms = 1500;
+    symaddr_bootstrap_fd_hook = hold_once;
+    symaddr_status_t st = symaddr_allocate_symmetric(ipc, 4096, &p, &m);
+    symaddr_bootstrap_fd_hook = NULL;
+    T_CHECK(st == SYMADDR_ERR_TIMEOUT, "allocate with rank 1 held returned %s (%s)",
+            symaddr_strerror(st), symaddr_last_error(ctx));
+    for (int i = 0; i < 3; i++)
+        check_exchange(ctx);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* ---- 11. a timeout past 2^31 ms --------------------------------------------------------------- */
+
+static void test_long_timeout(void *u)
+{
+    symaddr_config_t cfg;
+    (void)u;
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 4294967295u;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    check_exchange(ctx);
+    int32_t *a = alloc_i32(ctx, 64, t_rank);
+    T_OK(ctx, symaddr_allreduce(ctx, a, a + 32, 16, SYMADDR_INT32, SYMADDR_SUM, NULL));
+    T_CHECK(count_wrong(ctx, a + 32, 16, t_size, t_size * (t_size - 1) / 2) == 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    free_i32(ctx, a);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* ---- 12. shared memory is the owner's --------------------------------------------------------- */
+
+static void test_memfd_mode(symaddr_context_t *ctx)
+{
+    if (gpu_backend(ctx)) {
+        T_SKIP("the cpu backend's memory is a memfd; GPU memory is not a file");
+        return;
+    }
+    int32_t *a = alloc_i32(ctx, 1024, 0);
+    int found = 0;
+    for (int fd = 0; fd < 4096; fd++) {
+        char path[64], link[256];
+        snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(path, link, sizeof(link) - 1);
+        if (n <= 0)
+            continue;
+        link[n] = 0;
+        if (!strstr(link, "memfd:symaddr"))
+            continue;
+        struct stat sb;
+        T_CHECK(fstat(fd, &sb) == 0 && (sb.st_mode & 0777) == 0600, "memfd mode %o",
+                (unsigned)(sb.st_mode & 0777));
+        T_CHECK(ftruncate(fd, 0) != 0, "a sealed memfd could be shrunk");
+        found++;
+    }
+    T_CHECK(found > 0, "no memfd of symaddr in /proc/self/fd");
+    MPI_Barrier(MPI_COMM_WORLD);
+    free_i32(ctx, a);
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    if (t_rank == 0)
+        printf("# backend %s, %d ranks\n", symaddr_backend_name(symaddr_backend(ctx)), t_size);
+    T_RUN(test_overlap, ctx);
+    T_RUN(test_count_overflow, ctx);
+    T_RUN(test_misaligned, ctx);
+    T_RUN(test_threads, ctx);
+    T_RUN(test_double_free_late, ctx);
+    T_RUN(test_memfd_mode, ctx);
+    T_RUN(test_descriptors_run_out, ctx);
+    symaddr_finalize(&ctx);
+    T_RUN(test_heap_past_memory, NULL);
+    T_RUN(test_long_timeout, NULL);
+    T_RUN(test_epoch_wrap, NULL);
+    T_RUN(test_held_in_exchange, NULL);
+    T_RUN(test_ll_one_deadline, NULL);
+    T_RUN(test_late_rank, NULL);
+    return t_finish();
+}
