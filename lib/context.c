@@ -192,9 +192,10 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
      * memory that peers had mapped. A broken context does not wait for its peers, which may
      * be gone: it only cleans up after itself. */
     uint64_t deadline = symaddr_bootstrap_deadline(&ctx->boot, 1);
+    symaddr_status_t st = SYMADDR_OK;
     if (ctx->broken == SYMADDR_OK &&
-        symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline) != SYMADDR_OK)
-        symaddr_context_break(ctx, SYMADDR_ERR_TIMEOUT);
+        (st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline)) != SYMADDR_OK)
+        symaddr_context_break(ctx, st);
     size_t n = ctx->reg.count, k = 0;
     symaddr_registration_t **all = malloc(sizeof(*all) * (n ? n : 1));
     while (all && (r = symaddr_registry_last(&ctx->reg))) {
@@ -207,8 +208,8 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
         symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
     symaddr_coll_close_peers(ctx);
     if (ctx->broken == SYMADDR_OK &&
-        symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline) != SYMADDR_OK)
-        symaddr_context_break(ctx, SYMADDR_ERR_TIMEOUT);
+        (st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline)) != SYMADDR_OK)
+        symaddr_context_break(ctx, st);
     symaddr_coll_fini(ctx);
     for (size_t i = 0; i < k; i++) {
         if (all[i]->mapping != &ctx->heap.mapping) {
@@ -222,7 +223,7 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
         symaddr_heap_fini(ctx);
     context_free(ctx);
     *ctx_p = NULL;
-    return SYMADDR_OK;
+    return st;
 }
 
 symaddr_backend_kind_t symaddr_backend(const symaddr_context_t *ctx)

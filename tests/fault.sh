@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # usage: fault.sh MPIEXEC NRANKS TEST_FAULT
-# Runs test_fault with one rank killed, then checks every survivor timed out in time and
-# that no symaddr memory outlives the job (no /dev/shm files, no memfd held by anyone).
+# Runs test_fault once per point with one rank killed there, then checks that every survivor
+# returned an error within twice the timeout, and that no symaddr memory outlives the jobs
+# (no /dev/shm files, no memfd held by anyone).
 set -u
 mpiexec=$1 n=$2 exe=$3
 if ! "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
@@ -11,25 +12,38 @@ fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 shm_before=$(ls /dev/shm | grep -c symaddr)
-timeout 120 "$mpiexec" -n "$n" --oversubscribe --enable-recovery "$exe" "$dir" >"$dir/log" 2>&1
-rc=$?
-[ $rc -eq 124 ] && { echo "FAIL: the job hung"; cat "$dir/log"; exit 1; }
-fail=0 pass=0
-for r in $(seq 0 $((n - 1))); do
-    [ "$r" -eq 1 ] && continue
-    f="$dir/rank-$r"
-    if [ ! -s "$f" ]; then echo "FAIL: rank $r wrote nothing"; fail=$((fail + 1)); continue; fi
-    while read -r what st ms; do
-        # -10 is SYMADDR_ERR_TIMEOUT, -18 SYMADDR_ERR_BROKEN (a peer timed out first and told
-        # this rank); the timeout is 1000 ms. The signal wait is the caller's own: TIMEOUT.
-        if { [ "$st" = "-10" ] || { [ "$st" = "-18" ] && [ "$what" != signal ]; }; } &&
-           [ "$ms" -ge 900 ] && [ "$ms" -le 10000 ]; then
-            pass=$((pass + 1))
-            echo "rank $r: $what timed out after $ms ms"
-        else
-            echo "FAIL: rank $r $what returned $st after $ms ms"; fail=$((fail + 1))
+points="init mesh alloc free finalize coll"
+fail=0 pass=0 want=0
+for at in $points; do
+    rm -f "$dir"/rank-*
+    timeout 120 "$mpiexec" -n "$n" --oversubscribe --enable-recovery "$exe" "$dir" "$at" \
+        >"$dir/log-$at" 2>&1
+    [ $? -eq 124 ] && { echo "FAIL: the job hung (killed at $at)"; cat "$dir/log-$at"; exit 1; }
+    for r in $(seq 0 $((n - 1))); do
+        [ "$r" -eq 1 ] && continue
+        want=$((want + 1))
+        [ "$at" = coll ] && want=$((want + 1))
+        f="$dir/rank-$r"
+        if [ ! -s "$f" ]; then
+            echo "FAIL: rank $r wrote nothing (killed at $at)"; fail=$((fail + 1)); continue
         fi
-    done <"$f"
+        while read -r what st ms; do
+            # Any error will do, within 2x the 1000 ms timeout (plus 500 ms for a loaded
+            # machine). A collective reports -10 (TIMEOUT) or -18 (BROKEN: a peer timed out
+            # first); the signal wait is the caller's own: TIMEOUT after 1000 ms.
+            ok=0
+            if [ "$st" -lt 0 ] && [ "$ms" -le 2500 ]; then ok=1; fi
+            if [ "$at" = coll ] && [ "$st" != -10 ] && [ "$st" != -18 ]; then ok=0; fi
+            if [ "$what" = signal ] && { [ "$st" != -10 ] || [ "$ms" -lt 900 ]; }; then ok=0; fi
+            if [ $ok -eq 1 ]; then
+                pass=$((pass + 1))
+                echo "killed at $at: rank $r $what returned $st after $ms ms"
+            else
+                echo "FAIL: killed at $at: rank $r $what returned $st after $ms ms"
+                fail=$((fail + 1))
+            fi
+        done <"$f"
+    done
 done
 if [ "$(ls /dev/shm | grep -c symaddr)" -ne "$shm_before" ]; then
     echo "FAIL: files named symaddr left in /dev/shm"; fail=$((fail + 1))
@@ -43,4 +57,4 @@ done
 if [ "$held" -ne 0 ]; then echo "FAIL: $held memfds still held"; fail=$((fail + 1))
 else pass=$((pass + 1)); fi
 echo "$pass passed, $fail failed"
-[ $fail -eq 0 ] && [ $pass -eq $((2 * (n - 1) + 2)) ]
+[ $fail -eq 0 ] && [ $pass -eq $((want + 2)) ]

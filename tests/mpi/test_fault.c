@@ -1,60 +1,131 @@
 /* SPDX-License-Identifier: MIT */
-/* A rank dies (SIGKILL) while the others are in a collective and in a signal wait. The
- * survivors must come back with SYMADDR_ERR_TIMEOUT within the configured timeout, not hang.
- * Each survivor writes "<what> <status> <milliseconds>" to DIR/rank-N; tests/fault.sh checks
- * the files and that nothing of symaddr's outlives the job. Run as: test_fault DIR. */
+/* A rank dies (SIGKILL) at a chosen point; the survivors must come back with an error within
+ * twice the timeout, not hang. Points: before symaddr_init, while symaddr_init builds the
+ * descriptor mesh, during an allocation's descriptor exchange, before a free, before finalize, and mid-
+ * collective (then also a signal wait). Each survivor writes "<what> <status> <milliseconds>"
+ * to DIR/rank-N; tests/fault.sh checks the files and that nothing of symaddr's outlives the
+ * job. Run as: test_fault DIR POINT. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include "bootstrap/bootstrap.h"
 #include "symaddr/device.h"
 #include "symaddr/symaddr.h"
 
 #define TIMEOUT_MS 1000
 #define VICTIM 1
 
+static int g_rank;
+static FILE *g_out;
+static double g_t0;
+
+static void die_if_victim(void)
+{
+    if (g_rank == VICTIM)
+        kill(getpid(), SIGKILL);
+}
+
+static void on_listen(const struct sockaddr_un *addr, unsigned len, int node_rank)
+{
+    (void)addr, (void)len, (void)node_rank;
+    die_if_victim();
+}
+
+static void on_exchange(int node_rank, uint64_t seq)
+{
+    (void)node_rank, (void)seq;
+    die_if_victim();
+}
+
+static void report(const char *what, symaddr_status_t st)
+{
+    fprintf(g_out, "%s %d %.0f\n", what, (int)st, (MPI_Wtime() - g_t0) * 1e3);
+    fflush(g_out);
+}
+
+/* Start the clock at the point: the victim dies there, the survivors go on. */
+static void point(const char *at, const char *here)
+{
+    if (strcmp(at, here) != 0)
+        return;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!strcmp(here, "init") || !strcmp(here, "free") || !strcmp(here, "finalize") ||
+        !strcmp(here, "coll"))
+        die_if_victim();
+    if (!strcmp(here, "mesh"))
+        symaddr_bootstrap_listen_hook = on_listen;
+    if (!strcmp(here, "alloc"))
+        symaddr_bootstrap_fd_hook = on_exchange;
+    g_t0 = MPI_Wtime();
+}
+
 int main(int argc, char **argv)
 {
     symaddr_config_t cfg;
-    symaddr_context_t *ctx;
+    symaddr_context_t *ctx = NULL;
     symaddr_provider_t *ipc;
     symaddr_map_t *m;
-    uint64_t *buf;
-    int rank;
+    uint64_t *buf = NULL, *more = NULL;
     char path[4096];
+    symaddr_status_t st;
 
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (argc < 2)
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    if (argc < 3)
         return 2;
+    const char *at = argv[2];
+    snprintf(path, sizeof(path), "%s/rank-%d", argv[1], g_rank);
+    g_out = fopen(path, "w");
     symaddr_config_default(&cfg);
     cfg.backend = SYMADDR_BACKEND_CPU;
     cfg.timeout_ms = TIMEOUT_MS;
-    if (symaddr_init(MPI_COMM_WORLD, &cfg, &ctx) != SYMADDR_OK ||
-        symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc) != SYMADDR_OK ||
+
+    point(at, "init");
+    point(at, "mesh"); /* symaddr_init builds it, for the heap's exchange */
+    st = symaddr_init(MPI_COMM_WORLD, &cfg, &ctx);
+    if (!strcmp(at, "init") || !strcmp(at, "mesh")) {
+        report("init", st);
+        _exit(0);
+    }
+    if (st != SYMADDR_OK || symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc) != SYMADDR_OK ||
         symaddr_allocate_symmetric(ipc, 4096, (void **)&buf, &m) != SYMADDR_OK)
         return 1;
     memset(buf, 0, 4096);
-    /* Everyone is here and the context works. */
-    if (symaddr_barrier(ctx, NULL) != SYMADDR_OK)
+    point(at, "alloc");
+    st = symaddr_allocate_symmetric(ipc, 8192, (void **)&more, &m);
+    if (!strcmp(at, "alloc")) {
+        report("allocate", st);
+        _exit(0);
+    }
+    if (st != SYMADDR_OK)
         return 1;
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == VICTIM)
-        kill(getpid(), SIGKILL);
-
-    snprintf(path, sizeof(path), "%s/rank-%d", argv[1], rank);
-    FILE *out = fopen(path, "w");
-    double t0 = MPI_Wtime();
-    symaddr_status_t st = symaddr_allreduce(ctx, buf, buf + 8, 8, SYMADDR_UINT64, SYMADDR_SUM,
-                                            NULL);
-    fprintf(out, "allreduce %d %.0f\n", (int)st, (MPI_Wtime() - t0) * 1e3);
-    /* The victim would have signalled this flag. */
-    t0 = MPI_Wtime();
-    st = symaddr_signal_wait_until(buf + 100, 1, (uint64_t)TIMEOUT_MS * 1000000u);
-    fprintf(out, "signal %d %.0f\n", (int)st, (MPI_Wtime() - t0) * 1e3);
-    fclose(out);
+    point(at, "free");
+    st = symaddr_free_symmetric(ipc, more);
+    if (!strcmp(at, "free")) {
+        report("free", st);
+        _exit(0);
+    }
+    /* Everyone is here and the context works. */
+    if (st != SYMADDR_OK || symaddr_barrier(ctx, NULL) != SYMADDR_OK)
+        return 1;
+    point(at, "coll");
+    if (!strcmp(at, "coll")) {
+        st = symaddr_allreduce(ctx, buf, buf + 8, 8, SYMADDR_UINT64, SYMADDR_SUM, NULL);
+        report("allreduce", st);
+        /* The victim would have signalled this flag: the caller's own wait, with its own
+         * timeout. */
+        g_t0 = MPI_Wtime();
+        st = symaddr_signal_wait_until(buf + 100, 1, (uint64_t)TIMEOUT_MS * 1000000u);
+        report("signal", st);
+        _exit(0);
+    }
+    point(at, "finalize");
+    st = symaddr_finalize(&ctx);
+    report("finalize", st);
     /* MPI cannot finalize with a dead peer: leave without it; the kernel reclaims the rest. */
     _exit(0);
 }
