@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* Handle exchange is owner-only: a process outside the communicator that knows the socket's
- * full name (secret included) and sends a well-formed hello is refused while the mesh is being
- * built, and cannot connect at all afterwards; it never receives a descriptor. */
+ * full name and sends a well-formed hello is refused while the mesh is being built, and cannot
+ * connect at all afterwards; it never receives a descriptor. A stranger holding connections
+ * open without a word does not slow the start, and no rank's socket name can be derived from
+ * another's, so none can be taken first. */
 #include "harness.h"
 
 #include <poll.h>
+#include <signal.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -28,12 +32,7 @@ static void intrude(void)
         symaddr_bootstrap_hello_t h;
         memset(&h, 0, sizeof(h));
         h.magic = SYMADDR_BOOTSTRAP_HELLO_MAGIC;
-        /* The name is "symaddr-<32 hex digits of secret>-<rank>" after a leading NUL. */
-        for (int i = 0; i < 16; i++) {
-            unsigned v;
-            sscanf(g_addr.sun_path + 1 + 8 + 2 * i, "%2x", &v);
-            h.secret[i] = (uint8_t)v;
-        }
+        /* It cannot know the node's secret; the check on who it is comes first anyway. */
         h.node_rank = 1;
         h.pid = getpid();
         send(s, &h, sizeof(h), MSG_NOSIGNAL);
@@ -113,9 +112,132 @@ static void test_intruder_refused(void *unused)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* ---- a silent stranger ------------------------------------------------------------------- */
+
+static pid_t g_silent = -1;
+
+/* Connects to every symaddr listener of this host it can see and holds the connections open
+ * without a word, as any local user can: the names are in /proc/net/unix. */
+static void hold_silent(void)
+{
+    int held = 0;
+    FILE *f = fopen("/proc/net/unix", "r");
+    char line[512];
+    while (f && fgets(line, sizeof(line), f)) {
+        char *at = strstr(line, "@symaddr-");
+        if (!at)
+            continue;
+        at[strcspn(at, " \n")] = 0;
+        struct sockaddr_un sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sun_family = AF_UNIX;
+        size_t n = strlen(at + 1);
+        memcpy(sa.sun_path + 1, at + 1, n);
+        int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        if (connect(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+                                                           1 + n)) == 0)
+            held++;
+    }
+    if (f)
+        fclose(f);
+    char c = held ? 'h' : 'n';
+    if (write(g_report[1], &c, 1) != 1)
+        _exit(2);
+    pause(); /* silent until killed */
+    _exit(0);
+}
+
+static void silent_hook(const struct sockaddr_un *addr, unsigned len, int node_rank)
+{
+    (void)addr, (void)len;
+    if (node_rank != 0 || g_silent >= 0 || pipe(g_report) != 0)
+        return;
+    g_silent = fork();
+    if (g_silent == 0)
+        hold_silent();
+    char c = 0;
+    if (read(g_report[0], &c, 1) != 1 || c != 'h')
+        fprintf(stderr, "[rank 0] the silent stranger could not connect\n");
+}
+
+static void test_silent_stranger(void *unused)
+{
+    symaddr_config_t cfg;
+    (void)unused;
+    if (t_size == 1) {
+        T_SKIP("one rank builds no socket mesh");
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 30000;
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    symaddr_bootstrap_listen_hook = silent_hook;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg); /* builds the mesh */
+    symaddr_bootstrap_listen_hook = NULL;
+    double took = MPI_Wtime() - t0, worst;
+    MPI_Allreduce(&took, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    T_CHECK(worst < 10, "symaddr_init took %.1f s with a silent stranger connected (timeout 30 s)",
+            worst);
+    if (t_rank == 0) {
+        T_CHECK(g_silent > 0, "no stranger was started");
+        kill(g_silent, SIGKILL);
+        waitpid(g_silent, NULL, 0);
+    }
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    void *p;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096, &p, &m));
+    T_OK(ctx, symaddr_free_symmetric(ipc, p));
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* ---- names nobody can take first ------------------------------------------------------------ */
+
+static char g_name[108];
+static void name_hook(const struct sockaddr_un *addr, unsigned len, int node_rank)
+{
+    (void)node_rank;
+    size_t n = len - offsetof(struct sockaddr_un, sun_path) - 1;
+    memcpy(g_name, addr->sun_path + 1, n < sizeof(g_name) - 1 ? n : sizeof(g_name) - 1);
+}
+
+static void test_unguessable_names(void *unused)
+{
+    (void)unused;
+    if (t_size == 1) {
+        T_SKIP("one rank builds no socket mesh");
+        return;
+    }
+    memset(g_name, 0, sizeof(g_name));
+    symaddr_bootstrap_listen_hook = name_hook;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    symaddr_bootstrap_listen_hook = NULL;
+    char *all = malloc(sizeof(g_name) * (size_t)t_size);
+    MPI_Allgather(g_name, sizeof(g_name), MPI_CHAR, all, sizeof(g_name), MPI_CHAR,
+                  MPI_COMM_WORLD);
+    const char *mine = all + sizeof(g_name) * (size_t)t_rank;
+    T_CHECK(strncmp(mine, "symaddr-", 8) == 0 && strlen(mine) >= 8 + 32, "name '%s'", mine);
+    /* Apart from the prefix no two names share even their first random byte pair... by
+     * chance they may, so compare whole random parts, and require no rank-number suffix. */
+    for (int r = 0; r < t_size; r++) {
+        const char *other = all + sizeof(g_name) * (size_t)r;
+        if (r != t_rank)
+            T_CHECK(strcmp(mine + 8, other + 8) != 0 && strncmp(mine + 8, other + 8, 16) != 0,
+                    "rank %d's name '%s' shares its first 8 random bytes with rank %d's '%s'",
+                    t_rank, mine, r, other);
+    }
+    T_CHECK(strchr(mine + 8, '-') == NULL, "the name carries a rank number: '%s'", mine);
+    free(all);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
     T_RUN(test_intruder_refused, NULL);
+    T_RUN(test_silent_stranger, NULL);
+    T_RUN(test_unguessable_names, NULL);
     return t_finish();
 }
