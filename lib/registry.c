@@ -7,6 +7,8 @@
 
 struct symaddr_registry_snapshot {
     size_t count, cap;
+    uint64_t retired_at;                    /* the epoch it was replaced in */
+    struct symaddr_registry_snapshot *next; /* retired list */
     uint64_t *bases;                   /* by_addr[i]->map.range_base, searched without chasing
                                           pointers */
     symaddr_registration_t **by_addr;  /* sorted by range */
@@ -27,6 +29,8 @@ static symaddr_registry_snapshot_t *snap_alloc(size_t cap)
     return s;
 }
 
+static void reclaim(symaddr_registry_t *reg);
+
 /* The snapshot a writer fills next: the spare when it is large enough. */
 static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t need)
 {
@@ -38,52 +42,104 @@ static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t ne
     return snap_alloc(need < 16 ? 16 : 2 * need);
 }
 
-/* ---- readers ------------------------------------------------------------------------------ */
-
-static unsigned reader_slot(void)
+/* For a remove, which must not fail: without new memory, wait for lookups to leave a retired
+ * snapshot (lookups are short and never wait). */
+static symaddr_registry_snapshot_t *snap_take_or_wait(symaddr_registry_t *reg, size_t need)
 {
-    static unsigned next;
-    static __thread unsigned slot = ~0u;
-    if (slot == ~0u)
-        slot = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % SYMADDR_REGISTRY_SLOTS;
-    return slot;
+    symaddr_registry_snapshot_t *s;
+    while (!(s = snap_take(reg, need)) && reg->retired) {
+        sched_yield();
+        reclaim(reg);
+    }
+    return s;
 }
 
-/* Enter a lookup: the snapshot stays valid until read_end(reg, *ticket). */
-static const symaddr_registry_snapshot_t *read_begin(symaddr_registry_t *reg, unsigned *ticket)
+/* ---- readers ------------------------------------------------------------------------------ */
+
+/* Each thread that looks up holds one reader slot of every registry, by a process-wide index
+ * claimed on its first lookup and given back when it exits. */
+static unsigned slot_used[SYMADDR_REGISTRY_SLOTS];
+static pthread_key_t slot_key;
+static pthread_once_t slot_once = PTHREAD_ONCE_INIT;
+static __thread unsigned my_slot; /* index + 1; 0: none yet */
+
+static void slot_release(void *p)
 {
-    unsigned s = reader_slot();
-    for (;;) {
-        unsigned g = __atomic_load_n(&reg->gen, __ATOMIC_ACQUIRE) & 1;
-        __atomic_fetch_add(&reg->readers[s].n[g], 1, __ATOMIC_SEQ_CST);
-        if ((__atomic_load_n(&reg->gen, __ATOMIC_SEQ_CST) & 1) == g) {
-            *ticket = s * 2 + g;
-            return __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&slot_used[(uintptr_t)p - 1], 0, __ATOMIC_RELEASE);
+}
+
+static void slot_key_make(void) { pthread_key_create(&slot_key, slot_release); }
+
+/* This thread's slot, or SYMADDR_REGISTRY_SLOTS when every slot is taken. */
+static unsigned reader_slot(void)
+{
+    if (my_slot)
+        return my_slot - 1;
+    pthread_once(&slot_once, slot_key_make);
+    for (unsigned i = 0; i < SYMADDR_REGISTRY_SLOTS; i++)
+        if (!__atomic_exchange_n(&slot_used[i], 1, __ATOMIC_ACQ_REL)) {
+            my_slot = i + 1;
+            pthread_setspecific(slot_key, (void *)(uintptr_t)my_slot);
+            return i;
         }
-        __atomic_fetch_sub(&reg->readers[s].n[g], 1, __ATOMIC_RELEASE);
+    return SYMADDR_REGISTRY_SLOTS;
+}
+
+/* Enter a lookup: the snapshot stays valid until read_end. The slot shows the epoch at entry,
+ * so that a writer frees a snapshot only once no lookup that may have seen it is still in. */
+static const symaddr_registry_snapshot_t *read_begin(symaddr_registry_t *reg, unsigned *slot)
+{
+    *slot = reader_slot();
+    if (*slot == SYMADDR_REGISTRY_SLOTS) { /* more threads than slots: the writers' lock */
+        pthread_mutex_lock(&reg->write);
+        return reg->cur;
+    }
+    uint64_t e = __atomic_load_n(&reg->epoch, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&reg->readers[*slot].epoch, e, __ATOMIC_SEQ_CST);
+    return __atomic_load_n(&reg->cur, __ATOMIC_SEQ_CST);
+}
+
+static void read_end(symaddr_registry_t *reg, unsigned slot)
+{
+    if (slot == SYMADDR_REGISTRY_SLOTS)
+        pthread_mutex_unlock(&reg->write);
+    else
+        __atomic_store_n(&reg->readers[slot].epoch, 0, __ATOMIC_RELEASE);
+}
+
+/* Retired snapshots that no lookup can hold any more: kept as the spare or freed. */
+static void reclaim(symaddr_registry_t *reg)
+{
+    uint64_t oldest = UINT64_MAX;
+    for (unsigned i = 0; i < SYMADDR_REGISTRY_SLOTS; i++) {
+        uint64_t e = __atomic_load_n(&reg->readers[i].epoch, __ATOMIC_SEQ_CST);
+        if (e && e < oldest)
+            oldest = e;
+    }
+    for (symaddr_registry_snapshot_t **pp = &reg->retired; *pp;) {
+        symaddr_registry_snapshot_t *r = *pp;
+        if (r->retired_at < oldest) { /* every lookup in now began after it was replaced */
+            *pp = r->next;
+            if (!reg->spare || reg->spare->cap < r->cap) {
+                free(reg->spare);
+                reg->spare = r;
+            } else {
+                free(r);
+            }
+        } else {
+            pp = &r->next;
+        }
     }
 }
 
-static void read_end(symaddr_registry_t *reg, unsigned ticket)
-{
-    __atomic_fetch_sub(&reg->readers[ticket / 2].n[ticket % 2], 1, __ATOMIC_RELEASE);
-}
-
-/* Writer: make next current, wait until no lookup can still hold the old one, and keep the old
- * one as the spare. */
+/* Writer: make next current and retire the old one; nothing waits for lookups. */
 static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next)
 {
     symaddr_registry_snapshot_t *old = __atomic_exchange_n(&reg->cur, next, __ATOMIC_SEQ_CST);
-    unsigned g = __atomic_fetch_add(&reg->gen, 1, __ATOMIC_SEQ_CST) & 1;
-    for (unsigned s = 0; s < SYMADDR_REGISTRY_SLOTS; s++)
-        while (__atomic_load_n(&reg->readers[s].n[g], __ATOMIC_ACQUIRE) != 0)
-            sched_yield();
-    if (reg->spare && (!old || reg->spare->cap >= old->cap)) {
-        free(old);
-    } else {
-        free(reg->spare);
-        reg->spare = old;
-    }
+    old->retired_at = __atomic_fetch_add(&reg->epoch, 1, __ATOMIC_SEQ_CST);
+    old->next = reg->retired;
+    reg->retired = old;
+    reclaim(reg);
 }
 
 /* ---- sorted arrays ------------------------------------------------------------------------ */
@@ -192,12 +248,18 @@ static void freed_forget(symaddr_registry_t *reg, uint64_t base, uint64_t end)
 int symaddr_registry_init(symaddr_registry_t *reg)
 {
     memset(reg, 0, sizeof(*reg));
+    reg->epoch = 1; /* 0 marks an idle reader slot */
     reg->cur = snap_alloc(0);
     return reg->cur && pthread_mutex_init(&reg->write, NULL) == 0 ? 0 : -1;
 }
 
 void symaddr_registry_fini(symaddr_registry_t *reg)
 {
+    while (reg->retired) {
+        symaddr_registry_snapshot_t *r = reg->retired;
+        reg->retired = r->next;
+        free(r);
+    }
     free(reg->cur);
     free(reg->spare);
     free(reg->freed);
@@ -274,8 +336,7 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
     const symaddr_registry_snapshot_t *cur = reg->cur;
     size_t j = lower_by_map(cur, (uintptr_t)r), n = cur->count;
     if (j < n && cur->by_map[j] == r) {
-        /* the spare, the snapshot retired last, holds at least n - 1 entries */
-        symaddr_registry_snapshot_t *next = snap_take(reg, n - 1);
+        symaddr_registry_snapshot_t *next = snap_take_or_wait(reg, n - 1);
         if (next) {
             size_t i = upper_by_addr(cur, r->map.range_base) - 1; /* bases are unique */
             memcpy(next->bases, cur->bases, i * sizeof(*cur->bases));

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Registry of live registrations. Lookups take no lock: each change publishes a new immutable
- * snapshot, sorted by range, and frees the old one only after every lookup that may hold it
- * has left (per-thread reader counters, two generations). Writers take a mutex, so lookups
- * never hold up allocate and free, and free never waits on more than the lookups in flight. */
+ * snapshot, sorted by range, and retires the old one, which is freed once every lookup that
+ * may have seen it has left (each lookup thread shows in a slot of its own the epoch it
+ * entered in). Writers take a mutex and never wait for lookups, so lookups never hold up
+ * allocate and free. */
 #ifndef SYMADDR_LIB_REGISTRY_H
 #define SYMADDR_LIB_REGISTRY_H
 
@@ -24,16 +25,17 @@ typedef struct symaddr_registration {
 
 /* Freed bases remembered to name a double free, until their address is registered again. */
 #define SYMADDR_FREED_MEMORY ((size_t)1 << 20)
-#define SYMADDR_REGISTRY_SLOTS 64
+#define SYMADDR_REGISTRY_SLOTS 256 /* threads that look up at once without a lock */
 
 typedef struct symaddr_registry_snapshot symaddr_registry_snapshot_t;
 
 typedef struct symaddr_registry {
-    symaddr_registry_snapshot_t *cur;   /* read with atomics */
-    symaddr_registry_snapshot_t *spare; /* the snapshot retired last, filled by the next change */
-    unsigned gen;                     /* parity picks the reader counters of new lookups */
+    symaddr_registry_snapshot_t *cur;     /* read with atomics */
+    symaddr_registry_snapshot_t *retired; /* replaced, maybe still read */
+    symaddr_registry_snapshot_t *spare;   /* a free one, filled by the next change */
+    uint64_t epoch;                       /* changes so far, plus one */
     struct {
-        unsigned long n[2];
+        uint64_t epoch; /* when its thread's lookup began; 0 when idle */
     } __attribute__((aligned(64))) readers[SYMADDR_REGISTRY_SLOTS];
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
@@ -52,8 +54,8 @@ symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_regist
 symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg);
 /* Whether [base, base+bytes) overlaps a live range. */
 bool symaddr_registry_overlaps(symaddr_registry_t *reg, uint64_t base, uint64_t bytes);
-/* Removes r and remembers its base as freed. The snapshot without r is written into the one
- * retired by the previous change, so removing needs no new memory. */
+/* Removes r and remembers its base as freed. Without memory for the new snapshot it waits for
+ * the lookups in flight to leave a retired one, so it does not fail for a live r. */
 symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_registration_t *r);
 
 /* The registration holding ptr; NOT_FOUND, or DOUBLE_FREE when ptr is the base of a range

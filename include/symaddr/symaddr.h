@@ -12,6 +12,38 @@
  * Every call documented as collective must be made by every rank of the
  * context's communicator, in the same order, with matching arguments.
  * Mismatches are detected and reported as SYMADDR_ERR_MISMATCH on every rank.
+ *
+ * Deadlines. Every wait on another rank, in MPI or in a kernel, is bounded by the context's
+ * timeout (symaddr_config_t.timeout_ms): a call waits at most that long for its data and as
+ * long again for the ranks to agree on its outcome, so a call returns within twice the
+ * timeout even when a peer died. The ranks of a program must therefore reach each collective
+ * call within the timeout of one another.
+ *
+ * After a timeout. A collective that times out on one rank fails on every rank of its node:
+ * the rank that gave up returns SYMADDR_ERR_TIMEOUT, the others SYMADDR_ERR_TIMEOUT or
+ * SYMADDR_ERR_BROKEN, and a late rank that arrives afterwards fails too; no rank returns
+ * SYMADDR_OK with wrong data. A rank that had finished its own part before a peer gave up can
+ * have returned SYMADDR_OK for that call, with complete data. The context is then broken: every
+ * later collective, allocation, free, import or registration returns SYMADDR_ERR_BROKEN on every
+ * rank, and the only thing to do is symaddr_finalize (then a new context). The same holds when
+ * the ranks could not agree on the outcome of a call in time. A call that failed for another
+ * reason (a bad argument, out of memory, a descriptor exchange that ran out of time while the
+ * agreement did not) leaves the context usable.
+ *
+ * Threads. symaddr_lookup, symaddr_translate_host, symaddr_buffer_bind, symaddr_last_error,
+ * the accessors, and symaddr_mem_alloc/symaddr_mem_free/symaddr_memcpy may be called from
+ * any thread at any time. The collective calls (collectives, allocate and free, import,
+ * registrations, unregister, finalize) must be made by one thread at a time per context: a
+ * second thread that enters one while another is inside returns SYMADDR_ERR_INVALID_ARG
+ * ("another thread is in a collective ... call on this context") without taking part, so its
+ * peers' matching call then times out. Give each thread its own context to run collectives
+ * concurrently.
+ *
+ * Trust. Symmetric memory is shared with the node's ranks of the context only: descriptors go
+ * to the processes MPI names as peers (checked by process id and user id before anything is
+ * read), the sockets close once the node's peers are connected, and shared memory files are
+ * the owner's alone (mode 0600). Processes of the same user are inside that boundary: like any
+ * of the user's memory, they can reach it through /proc.
  */
 #ifndef SYMADDR_SYMADDR_H
 #define SYMADDR_SYMADDR_H
@@ -93,13 +125,16 @@ typedef struct symaddr_provider symaddr_provider_t;
 typedef struct symaddr_config {
     symaddr_backend_kind_t backend; /**< default: $SYMADDR_BACKEND, else AUTO */
     int device;            /**< GPU ordinal; -1 (default) = node rank modulo device count */
-    size_t heap_bytes;     /**< symmetric heap size per rank; default $SYMADDR_HEAP_SIZE or 64 MiB */
+    size_t heap_bytes;     /**< symmetric heap size per rank; default $SYMADDR_HEAP_SIZE (K, M, G
+                                or T suffix) or 64 MiB; at most the node's (cpu) or the device's
+                                memory, or symaddr_init refuses it */
     int node_size;         /**< >0 splits each host into simulated nodes of this many ranks;
                                 default $SYMADDR_NODE_SIZE or 0 (real nodes) */
     int validate;          /**< device functions built with SYMADDR_VALIDATE check every access
                                 through this context's tables; default $SYMADDR_VALIDATE, else
                                 the -Dvalidate build option */
-    unsigned timeout_ms;   /**< timeout of every wait; default $SYMADDR_TIMEOUT_MS or 60000 */
+    unsigned timeout_ms;   /**< deadline of every wait on a peer, MPI's and kernels'; default
+                                $SYMADDR_TIMEOUT_MS or 60000 */
     symaddr_allreduce_algo_t allreduce_algo; /**< default $SYMADDR_ALLREDUCE (auto, oneshot,
                                                   twoshot, ll), else auto */
     size_t twoshot_bytes;  /**< auto picks two-shot from this many bytes on; default
@@ -115,8 +150,12 @@ SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
 /**
  * Create a context over @p comm (collective over @p comm). The communicator is duplicated.
  * @param cfg settings, or NULL for symaddr_config_default()
+ * Every SYMADDR_* variable is parsed strictly: a value that does not parse is refused with a
+ * message naming the variable, never replaced by a default.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL or a
- *         setting is out of range; SYMADDR_ERR_UNSUPPORTED if the requested backend is not built
+ *         setting is out of range; SYMADDR_ERR_INVALID_SIZE for a heap larger than the memory;
+ *         SYMADDR_ERR_TIMEOUT when a rank does not reach symaddr_init within the timeout;
+ *         SYMADDR_ERR_UNSUPPORTED if the requested backend is not built
  *         or has no device; SYMADDR_ERR_MPI if MPI is not initialised or an MPI call failed;
  *         SYMADDR_ERR_BACKEND / SYMADDR_ERR_NO_MEMORY when the heap cannot be set up;
  *         SYMADDR_ERR_PEER when another rank failed. @p ctx_p is written only on success.
@@ -126,7 +165,12 @@ SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t 
 
 /**
  * Release every registration, the heap and the communicators (collective), and set *ctx_p to NULL.
- * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p or *ctx_p is NULL.
+ * Peers' mappings are closed before any rank releases memory. A broken context does not wait
+ * for its peers: it only releases what this rank holds. Plain memory from symaddr_mem_alloc
+ * that was not freed is freed.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p or *ctx_p is NULL, or another thread
+ *         is in a call on the context; SYMADDR_ERR_TIMEOUT when a peer did not reach finalize
+ *         within the timeout (the context is released all the same).
  */
 SYMADDR_API symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p);
 
@@ -207,10 +251,15 @@ SYMADDR_API symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *prov
 /**
  * Free memory from symaddr_allocate_symmetric (collective). Peers' mappings are closed before
  * any rank releases its memory.
+ * A pointer is the only handle: once its address is handed out again by a later allocation,
+ * freeing the old pointer frees the new allocation; symaddr cannot tell the two apart. Until
+ * then, freeing it again is reported as a double free (symaddr remembers up to 2^20 freed
+ * addresses per context).
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL; SYMADDR_ERR_DOUBLE_FREE if @p ptr was
- *         already freed; SYMADDR_ERR_NOT_FOUND if it was never allocated; SYMADDR_ERR_WRONG_PROVIDER
- *         if it belongs to another provider; SYMADDR_ERR_MISMATCH if ranks free different
- *         allocations.
+ *         freed and its address not allocated again since; SYMADDR_ERR_NOT_FOUND if it was never
+ *         allocated; SYMADDR_ERR_WRONG_PROVIDER if it belongs to another provider;
+ *         SYMADDR_ERR_MISMATCH if ranks free different allocations; SYMADDR_ERR_BROKEN on a
+ *         broken context; SYMADDR_ERR_TIMEOUT when a peer did not come (the context then breaks).
  */
 SYMADDR_API symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr);
 
@@ -297,8 +346,8 @@ SYMADDR_API symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, vo
 SYMADDR_API symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map);
 
 /**
- * Find the map of the registration that contains @p ptr (any interior pointer). O(log n),
- * safe to call from several threads at once.
+ * Find the map of the registration that contains @p ptr (any interior pointer). O(log n) and
+ * lock-free: safe to call from several threads at once, and never holds up allocation or free.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL; SYMADDR_ERR_NOT_FOUND otherwise.
  */
 SYMADDR_API symaddr_status_t symaddr_lookup(symaddr_context_t *ctx, const void *ptr,
@@ -319,7 +368,9 @@ SYMADDR_API symaddr_status_t symaddr_translate_host(const symaddr_map_t *map, co
  */
 SYMADDR_API uint64_t *symaddr_get_heap_bases(symaddr_context_t *ctx);
 
-/** Plain, non-symmetric device memory (hipMalloc/cudaMalloc; shared memory on cpu). */
+/** Plain, non-symmetric device memory (hipMalloc/cudaMalloc; shared memory on cpu). Only the
+ *  context that allocated it frees it: symaddr_mem_free on another context returns
+ *  SYMADDR_ERR_NOT_FOUND and leaves the memory alone. */
 SYMADDR_API symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes,
                                                void **ptr_p);
 SYMADDR_API symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr);
@@ -379,17 +430,26 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
 /* ---- collectives ---------------------------------------------------------------------------
  * Stream-ordered on the GPU (capturable in a graph when the communicator is one node), immediate
  * on the cpu backend. send and recv must be symmetric memory of this context (any provider,
- * views included). Every rank must call the same collectives in the same order with the same
- * count, dtype, op and root; validation mode (symaddr_config_t.validate) checks that and
- * returns SYMADDR_ERR_MISMATCH on every rank. A wait that times out (a peer exited) is reported
- * by the call on the cpu backend and by symaddr_stream_sync on the GPU, as SYMADDR_ERR_TIMEOUT.
- * Across nodes (real, or simulated by node_size) collectives run inside each node on symmetric
- * memory and between nodes through MPI, synchronising with the host.
+ * views included), aligned to their elements. Every rank must call the same collectives in the
+ * same order with the same count, dtype, op and root; validation mode
+ * (symaddr_config_t.validate) checks that and returns SYMADDR_ERR_MISMATCH on every rank. A wait
+ * that times out (a peer exited or is stopped) is reported by the call on the cpu backend and by
+ * symaddr_stream_sync on the GPU, as SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN (see "After a
+ * timeout" above). Across nodes (real, or simulated by node_size) collectives run inside each
+ * node on symmetric memory and between nodes through MPI, synchronising with the caller's
+ * stream; at most 2 GiB per rank travels between nodes in one call.
+ *
+ * send and recv are either the same buffer (in place) or do not overlap, except for the
+ * in-place forms named below.
  *
  * Each returns SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL context or buffer, a bad dtype,
- * op or root, or an unsupported in-place form; SYMADDR_ERR_NOT_FOUND when a buffer is not
- * symmetric; SYMADDR_ERR_OUT_OF_BOUNDS when it is too small for count; SYMADDR_ERR_MISMATCH
- * (validation mode); SYMADDR_ERR_TIMEOUT (cpu backend); SYMADDR_ERR_BACKEND for a failed launch.
+ * op or root, a buffer not aligned to its elements, overlapping buffers other than the in-place
+ * forms, or another thread in a call on the context; SYMADDR_ERR_INVALID_SIZE when count times
+ * the element size (times the ranks, for the per-rank forms) overflows or passes 2^48 bytes;
+ * SYMADDR_ERR_NOT_FOUND when a buffer is not symmetric; SYMADDR_ERR_OUT_OF_BOUNDS when it is
+ * too small for count; SYMADDR_ERR_MISMATCH (validation mode); SYMADDR_ERR_TIMEOUT and
+ * SYMADDR_ERR_BROKEN (cpu backend; on the GPU, symaddr_stream_sync); SYMADDR_ERR_BROKEN on a
+ * broken context; SYMADDR_ERR_BACKEND for a failed launch, with the runtime's reason.
  */
 
 /** recv[i] = op over ranks of send[i], i < count. send == recv is in place. */
@@ -420,7 +480,8 @@ SYMADDR_API symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *strea
 SYMADDR_API size_t symaddr_dtype_size(symaddr_dtype_t dtype);
 
 /** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default).
- *  Also reports SYMADDR_ERR_TIMEOUT when a collective on the stream timed out. */
+ *  Also reports SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN when a collective on the context
+ *  failed; the context is then broken. */
 SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream);
 
 #ifdef __cplusplus
