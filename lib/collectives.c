@@ -383,13 +383,70 @@ static bool overlap(const void *a, size_t an, const void *b, size_t bn)
     return (const char *)a < (const char *)b + bn && (const char *)b < (const char *)a + an;
 }
 
+/* send and recv either the same buffer or apart. */
+static symaddr_status_t in_place_or_apart(symaddr_context_t *ctx, const void *send,
+                                          const void *recv, size_t bytes, size_t total,
+                                          const char *fn)
+{
+    (void)total;
+    if (send != recv && overlap(send, bytes, recv, bytes))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: send and recv overlap without being the same buffer; pass "
+                                 "send == recv for in place, or buffers that do not overlap",
+                                 fn);
+    return SYMADDR_OK;
+}
+
+/* reduce-scatter: recv apart from send, or this rank's block of it (send + rank * count). */
+static symaddr_status_t rs_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                size_t bytes, size_t total, const char *fn)
+{
+    if (recv != (const char *)send + bytes * (size_t)ctx->rank && overlap(recv, bytes, send, total))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: recv overlaps send other than at this rank's block (send + "
+                                 "rank * count), the only in-place form",
+                                 fn);
+    return SYMADDR_OK;
+}
+
+/* allgather: send apart from recv, or this rank's block of it (recv + rank * count). */
+static symaddr_status_t ag_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                size_t bytes, size_t total, const char *fn)
+{
+    if (send != (const char *)recv + bytes * (size_t)ctx->rank && overlap(send, bytes, recv, total))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: send overlaps recv other than at this rank's block "
+                                 "(recv + rank * count), the only in-place form",
+                                 fn);
+    return SYMADDR_OK;
+}
+
+/* alltoall: no in-place form. */
+static symaddr_status_t a2a_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                 size_t bytes, size_t total, const char *fn)
+{
+    (void)bytes;
+    if (overlap(send, total, recv, total))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: send and recv overlap; in-place alltoall is not supported, "
+                                 "use separate buffers",
+                                 fn);
+    return SYMADDR_OK;
+}
+
 /* Checks shared by every collective, then (validation mode) the agreement; fills d. local is
- * the caller's own verdict on the arguments (an overlap rule). */
+ * the caller's verdict on sizes, dtype, op and root; rule(ctx, send, recv, ...) its overlap
+ * rule, checked once both buffers are known to be in bounds. */
+typedef symaddr_status_t (*overlap_rule_t)(symaddr_context_t *ctx, const void *send,
+                                           const void *recv, size_t bytes, size_t total,
+                                           const char *fn);
+
 static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t local,
-                                   symaddr_coll_kind_t kind, const void *send, size_t send_bytes,
-                                   void *recv, size_t recv_bytes, size_t count,
-                                   symaddr_dtype_t dt, symaddr_redop_t op, int root,
-                                   size_t work_bytes, symaddr_coll_desc_t *d)
+                                   overlap_rule_t rule, symaddr_coll_kind_t kind,
+                                   const void *send, size_t send_bytes, void *recv,
+                                   size_t recv_bytes, size_t count, symaddr_dtype_t dt,
+                                   symaddr_redop_t op, int root, size_t work_bytes,
+                                   symaddr_coll_desc_t *d)
 {
     const char *fn = coll_names[kind];
     const uint64_t *spb = NULL, *rpb = NULL;
@@ -401,6 +458,8 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
         st = sym_buffer(ctx, send, send_bytes, es, &spb, &bits, fn, "send");
     if (st == SYMADDR_OK)
         st = sym_buffer(ctx, recv, recv_bytes, es, &rpb, &bits, fn, "recv");
+    if (st == SYMADDR_OK && rule)
+        st = rule(ctx, send, recv, count * es, count * es * (size_t)ctx->size, fn);
     if ((st = check_match(ctx, st, kind, count, dt, op, root)) != SYMADDR_OK)
         return st;
     desc_init(ctx, d, kind, count, dt, op, work_bytes);
@@ -432,18 +491,6 @@ static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtyp
                                  "%s: count %zu of %zu-byte elements over %d ranks does not fit "
                                  "symmetric memory (2^48 bytes); pass a smaller count",
                                  fn, count, es, ctx->size);
-    return SYMADDR_OK;
-}
-
-/* send and recv either the same buffer or apart. */
-static symaddr_status_t in_place_or_apart(symaddr_context_t *ctx, const void *send, void *recv,
-                                          size_t bytes, const char *fn)
-{
-    if (send != recv && overlap(send, bytes, recv, bytes))
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "%s: send and recv overlap without being the same buffer; pass "
-                                 "send == recv for in place, or buffers that do not overlap",
-                                 fn);
     return SYMADDR_OK;
 }
 
@@ -490,13 +537,11 @@ static symaddr_status_t allreduce_(symaddr_context_t *ctx, const void *send, voi
     symaddr_coll_desc_t d;
     size_t bytes, total, work = 0;
     symaddr_status_t st = sizes(ctx, count, dtype, op, &bytes, &total, fn);
-    if (st == SYMADDR_OK)
-        st = in_place_or_apart(ctx, send, recv, bytes, fn);
     symaddr_coll_kind_t kind = allreduce_kind(ctx, bytes, &work);
     if (st == SYMADDR_OK && multi_node(ctx))
         st = mpi_fits(ctx, bytes, fn);
-    if ((st = coll_begin(ctx, st, kind, send, bytes, recv, bytes, count, dtype, op, 0, work,
-                         &d)) != SYMADDR_OK ||
+    if ((st = coll_begin(ctx, st, in_place_or_apart, kind, send, bytes, recv, bytes, count, dtype,
+                         op, 0, work, &d)) != SYMADDR_OK ||
         count == 0)
         return st;
     return allreduce_run(ctx, &d, stream);
@@ -549,16 +594,10 @@ static symaddr_status_t reduce_scatter_(symaddr_context_t *ctx, const void *send
     symaddr_coll_desc_t d;
     size_t bytes, total;
     symaddr_status_t st = sizes(ctx, count, dtype, op, &bytes, &total, fn);
-    if (st == SYMADDR_OK && recv != (const char *)send + bytes * (size_t)ctx->rank &&
-        overlap(recv, bytes, send, total))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                               "%s: recv overlaps send other than at this rank's block (send + "
-                               "rank * count), the only in-place form",
-                               fn);
     if (st == SYMADDR_OK && multi_node(ctx))
         st = mpi_fits(ctx, bytes, fn);
-    if ((st = coll_begin(ctx, st, SYMADDR_COLL_REDUCE_SCATTER, send, total, recv, bytes, count,
-                         dtype, op, 0, bytes, &d)) != SYMADDR_OK ||
+    if ((st = coll_begin(ctx, st, rs_rule, SYMADDR_COLL_REDUCE_SCATTER, send, total, recv, bytes,
+                         count, dtype, op, 0, bytes, &d)) != SYMADDR_OK ||
         count == 0)
         return st;
     return multi_node(ctx) ? reduce_scatter_nodes(ctx, &d, stream) : launch(ctx, &d, stream);
@@ -620,14 +659,8 @@ static symaddr_status_t allgather_(symaddr_context_t *ctx, const void *send, voi
     symaddr_coll_desc_t d;
     size_t bytes, total;
     symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
-    if (st == SYMADDR_OK && send != (const char *)recv + bytes * (size_t)ctx->rank &&
-        overlap(send, bytes, recv, total))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                               "%s: send overlaps recv other than at this rank's block "
-                               "(recv + rank * count), the only in-place form",
-                               fn);
-    if ((st = coll_begin(ctx, st, SYMADDR_COLL_ALLGATHER, send, bytes, recv, total, count, dtype,
-                         SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
+    if ((st = coll_begin(ctx, st, ag_rule, SYMADDR_COLL_ALLGATHER, send, bytes, recv, total, count,
+                         dtype, SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
             SYMADDR_OK ||
         count == 0)
         return st;
@@ -684,8 +717,6 @@ static symaddr_status_t broadcast_(symaddr_context_t *ctx, const void *send, voi
     if (st == SYMADDR_OK && (root < 0 || root >= ctx->size))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
                                fn, root, ctx->size - 1);
-    if (st == SYMADDR_OK)
-        st = in_place_or_apart(ctx, send, recv, bytes, fn);
     if (st == SYMADDR_OK && multi_node(ctx))
         st = mpi_fits(ctx, bytes, fn);
     /* The kernel takes the root's node rank; -1 when it is on another node. */
@@ -693,8 +724,8 @@ static symaddr_status_t broadcast_(symaddr_context_t *ctx, const void *send, voi
     for (int q = 0; q < ctx->boot.node_size; q++)
         if (ctx->boot.node_to_rank[q] == root)
             root_q = q;
-    if ((st = coll_begin(ctx, st, SYMADDR_COLL_BROADCAST, send, bytes, recv, bytes, count, dtype,
-                         SYMADDR_SUM, root, bytes, &d)) != SYMADDR_OK ||
+    if ((st = coll_begin(ctx, st, in_place_or_apart, SYMADDR_COLL_BROADCAST, send, bytes, recv,
+                         bytes, count, dtype, SYMADDR_SUM, root, bytes, &d)) != SYMADDR_OK ||
         count == 0)
         return st;
     d.root = root_q;
@@ -725,15 +756,10 @@ static symaddr_status_t alltoall_(symaddr_context_t *ctx, const void *send, void
     symaddr_coll_desc_t d;
     size_t bytes, total;
     symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
-    if (st == SYMADDR_OK && overlap(send, total, recv, total))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                               "%s: send and recv overlap; in-place alltoall is not supported, "
-                               "use separate buffers",
-                               fn);
     if (st == SYMADDR_OK && multi_node(ctx))
         st = mpi_fits(ctx, total, fn);
-    if ((st = coll_begin(ctx, st, SYMADDR_COLL_ALLTOALL, send, total, recv, total, count, dtype,
-                         SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
+    if ((st = coll_begin(ctx, st, a2a_rule, SYMADDR_COLL_ALLTOALL, send, total, recv, total, count,
+                         dtype, SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
             SYMADDR_OK ||
         count == 0)
         return st;

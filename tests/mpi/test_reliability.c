@@ -328,14 +328,17 @@ static void test_ll_one_deadline(void *u)
 typedef struct {
     symaddr_context_t *ctx;
     symaddr_status_t st;
-} barrier_arg_t;
+    void *ptr;
+} alloc_arg_t;
 
-static void *barrier_thread(void *p)
+static void *alloc_thread(void *p)
 {
-    barrier_arg_t *b = p;
-    b->st = symaddr_barrier(b->ctx, NULL);
+    alloc_arg_t *b = p;
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    b->st = symaddr_provider_get(b->ctx, SYMADDR_PROVIDER_IPC, &ipc);
     if (b->st == SYMADDR_OK)
-        b->st = symaddr_stream_sync(b->ctx, NULL);
+        b->st = symaddr_allocate_symmetric(ipc, 4096, &b->ptr, &m);
     return NULL;
 }
 
@@ -343,32 +346,34 @@ static void test_threads(symaddr_context_t *ctx)
 {
     int32_t *a = alloc_i32(ctx, 64, t_rank + 1);
     struct timespec wait = {0, 200 * 1000000};
+    alloc_arg_t b = {ctx, SYMADDR_ERR_INVALID_ARG, NULL};
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank == 0 && t_size > 1) {
-        /* A second thread enters a barrier the other ranks reach only later; meanwhile this
-         * thread's own collective is refused, not interleaved with it. */
-        barrier_arg_t b = {ctx, SYMADDR_ERR_INVALID_ARG};
+        /* A second thread enters an allocation, which waits on the host for the other ranks
+         * that come only later; meanwhile this thread's collective is refused, not
+         * interleaved with it. */
         pthread_t th;
-        pthread_create(&th, NULL, barrier_thread, &b);
+        pthread_create(&th, NULL, alloc_thread, &b);
         nanosleep(&wait, NULL);
         T_STATUS(ctx, symaddr_allreduce(ctx, a, a + 32, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
                  SYMADDR_ERR_INVALID_ARG);
         T_CHECK(strstr(symaddr_last_error(ctx), "another thread") != NULL, "message: %s",
                 symaddr_last_error(ctx));
-        MPI_Barrier(MPI_COMM_WORLD); /* now the others enter the barrier */
+        MPI_Barrier(MPI_COMM_WORLD); /* now the others allocate */
         pthread_join(th, NULL);
-        T_CHECK(b.st == SYMADDR_OK, "the barrier thread got %s", symaddr_strerror(b.st));
     } else {
         nanosleep(&wait, NULL);
         MPI_Barrier(MPI_COMM_WORLD);
-        T_OK(ctx, symaddr_barrier(ctx, NULL));
-        T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+        alloc_thread(&b);
     }
+    T_CHECK(b.st == SYMADDR_OK, "the allocation got %s", symaddr_strerror(b.st));
     /* The refused call ran nowhere: the context still works and is exact. */
     T_OK(ctx, symaddr_allreduce(ctx, a, a + 32, 8, SYMADDR_INT32, SYMADDR_SUM, NULL));
     T_CHECK(count_wrong(ctx, a + 32, 8, t_size, t_size * (t_size + 1) / 2) == 0,
             "allreduce after the refused call");
     MPI_Barrier(MPI_COMM_WORLD);
+    if (b.ptr)
+        free_i32(ctx, b.ptr);
     free_i32(ctx, a);
 }
 
