@@ -188,39 +188,14 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     symaddr_bootstrap_call_begin(&ctx->boot);
     ctx->be.ops->stream_sync(&ctx->be, NULL);
     symaddr_coll_status(ctx); /* a collective that failed on the device breaks the context */
-    /* Every rank first drops its mappings of peers' memory; only then does any rank release
-     * memory that peers had mapped. A broken context does not wait for its peers, which may
-     * be gone: it only cleans up after itself. */
-    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->boot, 1);
-    symaddr_status_t st = SYMADDR_OK;
-    if (ctx->broken == SYMADDR_OK &&
-        (st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline)) != SYMADDR_OK)
-        symaddr_context_break(ctx, st);
     size_t n = ctx->reg.count, k = 0;
     symaddr_registration_t **all = malloc(sizeof(*all) * (n ? n : 1));
     while (all && (r = symaddr_registry_last(&ctx->reg))) {
         symaddr_registry_remove(&ctx->reg, r);
-        if (r->mapping != &ctx->heap.mapping)
-            symaddr_mapping_close_peers(ctx, r->mapping);
         all[k++] = r;
     }
-    if (ctx->has_heap)
-        symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
-    symaddr_coll_close_peers(ctx);
-    if (ctx->broken == SYMADDR_OK &&
-        (st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, deadline)) != SYMADDR_OK)
-        symaddr_context_break(ctx, st);
-    symaddr_coll_fini(ctx);
-    for (size_t i = 0; i < k; i++) {
-        if (all[i]->mapping != &ctx->heap.mapping) {
-            symaddr_mapping_release(ctx, all[i]->mapping);
-            free(all[i]->mapping);
-        }
-        free(all[i]);
-    }
+    symaddr_status_t st = symaddr_teardown(ctx, all, k, true);
     free(all);
-    if (ctx->has_heap)
-        symaddr_heap_fini(ctx);
     context_free(ctx);
     *ctx_p = NULL;
     return st;

@@ -181,6 +181,11 @@ void symaddr_heap_fini(symaddr_context_t *ctx);
 symaddr_status_t symaddr_heap_reserve(symaddr_heap_t *heap, size_t bytes, size_t *off_p);
 void symaddr_heap_release(symaddr_heap_t *heap, size_t off, size_t bytes);
 
+/* Detach every registration of regs (out of the registry already) from its peers, wait for
+ * the node, release them all; the context's heap and sync area too when whole is set. */
+symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs,
+                                  size_t n, bool whole);
+
 /* Fill r->map from its mapping and register it; frees nothing on failure. */
 symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
                                               symaddr_provider_kind_t kind, void *range_base,

@@ -1,19 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* Registrations: allocate and free through a provider, import, foreign tables, unregister,
- * and the lookups over them. Collective calls check locally, then agree, so that every rank
- * returns the same status. */
+/* Registrations: every kind of memory goes through its provider's ops (lib/providers/):
+ * allocate and free, import and the foreign tables, unregister, teardown, and the lookups over
+ * them. Collective calls check locally, then agree, so that every rank returns the same
+ * status. */
 #include "internal.h"
 #include "providers/provider.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-
-static const symaddr_provider_ops_t *const provider_ops[SYMADDR_PROVIDER_COUNT_] = {
-    [SYMADDR_PROVIDER_HEAP] = &symaddr_provider_heap_ops,
-    [SYMADDR_PROVIDER_IPC] = &symaddr_provider_ipc_ops,
-    [SYMADDR_PROVIDER_VMM] = &symaddr_provider_vmm_ops,
-};
 
 static symaddr_status_t check_size(symaddr_context_t *ctx, size_t bytes, const char *fn)
 {
@@ -38,28 +32,52 @@ static symaddr_status_t new_registration(symaddr_context_t *ctx, symaddr_registr
 symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx, symaddr_provider_kind_t kind,
                                       symaddr_provider_t **provider_p)
 {
+    static const char fn[] = "symaddr_provider_get";
     if (!ctx || !provider_p)
         return SYMADDR_ERR_INVALID_ARG;
-    if ((int)kind < 0 || kind >= SYMADDR_PROVIDER_COUNT_ || !provider_ops[kind])
+    if ((int)kind < 0 || kind >= SYMADDR_PROVIDER_COUNT_ ||
+        symaddr_provider_ops(kind)->alloc == symaddr_provider_alloc_unsupported)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "symaddr_provider_get: provider %d cannot allocate; use "
-                                 "SYMADDR_PROVIDER_HEAP, _IPC or _VMM "
-                                 "(symaddr_import and symaddr_register_peer_table for others)",
-                                 (int)kind);
-    if (kind == SYMADDR_PROVIDER_HEAP && !ctx->has_heap)
-        return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
-                                 "symaddr_provider_get: this context has no heap (heap_bytes "
-                                 "is 0); set heap_bytes or SYMADDR_HEAP_SIZE");
-    if (kind == SYMADDR_PROVIDER_VMM && !ctx->be.ops->vmm_alloc)
-        return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
-                                 "symaddr_provider_get: the %s backend has no VMM memory%s; use "
-                                 "SYMADDR_PROVIDER_IPC",
-                                 ctx->be.ops->name,
-                                 ctx->be.ops->kind == SYMADDR_BACKEND_HIP
-                                     ? " in this build (it needs a ROCm with hipMemCreate)"
-                                     : "");
-    *provider_p = &ctx->providers[kind];
-    return SYMADDR_OK;
+                                 "%s: provider %d cannot allocate; use SYMADDR_PROVIDER_HEAP, _IPC "
+                                 "or _VMM (symaddr_import and symaddr_register_peer_table for "
+                                 "others)",
+                                 fn, (int)kind);
+    symaddr_status_t st = symaddr_provider_ops(kind)->usable(ctx, fn);
+    if (st == SYMADDR_OK)
+        *provider_p = &ctx->providers[kind];
+    return st;
+}
+
+/* Teardown, written once: every registration drops its mappings of peers' memory, then (the
+ * node's ranks having done the same) every one releases its own. regs are out of the
+ * registry already; the whole context (its heap and sync area) goes too when whole is set. A
+ * broken context, or a peer that does not come, skips the wait: this rank releases all the
+ * same. */
+symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs,
+                                  size_t n, bool whole)
+{
+    symaddr_status_t st = SYMADDR_OK;
+    for (size_t i = 0; i < n; i++)
+        symaddr_provider_ops(regs[i]->map.provider)->detach(ctx, regs[i]);
+    if (whole) {
+        if (ctx->has_heap)
+            symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
+        symaddr_coll_close_peers(ctx);
+    }
+    if (ctx->broken == SYMADDR_OK &&
+        (st = symaddr_mpi_barrier(&ctx->boot, ctx->boot.node_comm,
+                                  symaddr_bootstrap_deadline(&ctx->boot, 1))) != SYMADDR_OK)
+        symaddr_context_break(ctx, st);
+    for (size_t i = 0; i < n; i++) {
+        symaddr_provider_ops(regs[i]->map.provider)->release(ctx, regs[i]);
+        free(regs[i]);
+    }
+    if (whole) {
+        symaddr_coll_fini(ctx);
+        if (ctx->has_heap)
+            symaddr_heap_fini(ctx);
+    }
+    return st;
 }
 
 symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_t bytes,
@@ -80,7 +98,8 @@ symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_
     st = symaddr_agree(ctx, SYMADDR_OP_ALLOCATE, bytes, (uint64_t)provider->kind, st, fn);
     if (st == SYMADDR_OK) {
         r->serial = ctx->seq;
-        st = provider_ops[provider->kind]->alloc(ctx, bytes, r);
+        r->allocated = true;
+        st = symaddr_provider_ops(provider->kind)->alloc(ctx, bytes, r);
     }
     if (st != SYMADDR_OK) {
         free(r);
@@ -118,6 +137,19 @@ static symaddr_status_t find_for_release(symaddr_context_t *ctx, const void *ptr
     return SYMADDR_OK;
 }
 
+/* The collective end of a registration: every rank agrees on which, then it is torn down. */
+static symaddr_status_t release_(symaddr_context_t *ctx, symaddr_registration_t *r,
+                                 symaddr_status_t st, uint64_t op, uint64_t arg1, const char *fn)
+{
+    if (st == SYMADDR_OK) /* ranks' kernels may still use the memory */
+        st = ctx->be.ops->stream_sync(&ctx->be, NULL);
+    st = symaddr_agree(ctx, op, st == SYMADDR_OK ? r->serial : 0, arg1, st, fn);
+    if (st != SYMADDR_OK)
+        return st;
+    symaddr_registry_remove(&ctx->reg, r);
+    return symaddr_teardown(ctx, &r, 1, false);
+}
+
 symaddr_status_t symaddr_free_symmetric_(symaddr_provider_t *provider, void *ptr)
 {
     static const char fn[] = "symaddr_free_symmetric";
@@ -129,21 +161,12 @@ symaddr_status_t symaddr_free_symmetric_(symaddr_provider_t *provider, void *ptr
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
     else
         st = find_for_release(ctx, ptr, &r, fn);
-    if (st == SYMADDR_OK && r->map.provider != provider->kind)
+    if (st == SYMADDR_OK && (!r->allocated || r->map.provider != provider->kind))
         st = symaddr_set_error(ctx, SYMADDR_ERR_WRONG_PROVIDER,
                                "%s: %p belongs to another provider; free it with the provider "
                                "that allocated it (imports: symaddr_unregister)",
                                fn, ptr);
-    if (st == SYMADDR_OK) /* ranks' kernels may still use the memory */
-        st = ctx->be.ops->stream_sync(&ctx->be, NULL);
-    st = symaddr_agree(ctx, SYMADDR_OP_FREE, st == SYMADDR_OK ? r->serial : 0,
-                       (uint64_t)provider->kind, st, fn);
-    if (st != SYMADDR_OK)
-        return st;
-    symaddr_registry_remove(&ctx->reg, r);
-    provider_ops[provider->kind]->free(ctx, r);
-    free(r);
-    return SYMADDR_OK;
+    return release_(ctx, r, st, SYMADDR_OP_FREE, (uint64_t)provider->kind, fn);
 }
 
 symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr)
@@ -153,58 +176,38 @@ symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr)
     GUARDED(provider->ctx, "symaddr_free_symmetric", symaddr_free_symmetric_(provider, ptr));
 }
 
-static symaddr_status_t import_(symaddr_context_t *ctx, void *ptr, size_t bytes,
-                                symaddr_map_t **map_p)
+/* Memory or a table the caller brings, through its provider's check and reg. */
+static symaddr_status_t register_(symaddr_context_t *ctx, symaddr_provider_kind_t kind,
+                                  const symaddr_register_args_t *a, symaddr_map_t **map_p,
+                                  const char *fn)
 {
-    static const char fn[] = "symaddr_import";
+    const symaddr_provider_ops_t *ops = symaddr_provider_ops(kind);
     symaddr_registration_t *r = NULL;
-    symaddr_mapping_t *m = NULL;
-    void *root = NULL;
-    size_t root_bytes = 0;
     symaddr_status_t st = SYMADDR_OK;
 
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    if (!ptr || !map_p)
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr and map_p must not be NULL",
-                               fn);
+    if (!a->ptr || !map_p)
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: the pointer and map_p must "
+                               "not be NULL", fn);
     if (st == SYMADDR_OK)
-        st = check_size(ctx, bytes, fn);
-    if (st == SYMADDR_OK && ctx->be.ops->mem_range(&ctx->be, ptr, &root, &root_bytes))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_NOT_SHAREABLE,
-                               "%s: %p is not in memory from the %s allocator; allocate it with "
-                               "%s or symaddr_mem_alloc",
-                               fn, ptr, ctx->be.ops->name,
-                               ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "symaddr_mem_alloc"
-                                                                        : "hipMalloc/cudaMalloc");
-    if (st == SYMADDR_OK && (char *)ptr + bytes > (char *)root + root_bytes)
-        st = symaddr_set_error(ctx, SYMADDR_ERR_NOT_SHAREABLE,
-                               "%s: %zu bytes at %p run past the end of their allocation "
-                               "(%zu bytes at %p)",
-                               fn, bytes, ptr, root_bytes, root);
-    if (st == SYMADDR_OK && symaddr_registry_overlaps(&ctx->reg, (uintptr_t)ptr, bytes))
+        st = check_size(ctx, a->bytes, fn);
+    if (st == SYMADDR_OK)
+        st = ops->check(ctx, a, fn);
+    if (st == SYMADDR_OK && symaddr_registry_overlaps(&ctx->reg, (uintptr_t)a->ptr, a->bytes))
         st = symaddr_set_error(ctx, SYMADDR_ERR_ALREADY_REGISTERED,
                                "%s: [%p, +%zu) overlaps a registered range; use symaddr_lookup "
                                "to find its map",
-                               fn, ptr, bytes);
+                               fn, a->ptr, a->bytes);
     if (st == SYMADDR_OK)
         st = new_registration(ctx, &r, fn);
-    if (st == SYMADDR_OK && !(m = calloc(1, sizeof(*m))))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
-    st = symaddr_agree(ctx, SYMADDR_OP_IMPORT, bytes, 0, st, fn);
+    st = symaddr_agree(ctx, SYMADDR_OP_REGISTER, a->bytes, (uint64_t)kind, st, fn);
     if (st == SYMADDR_OK) {
         r->serial = ctx->seq;
-        m->root = root;
-        m->root_bytes = root_bytes;
-        st = symaddr_mapping_open(ctx, m, (size_t)((char *)ptr - (char *)root));
+        st = ops->reg(ctx, a, r);
     }
     if (st != SYMADDR_OK) {
-        free(m);
         free(r);
         return st;
     }
-    r->mapping = m;
-    symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_IMPORT, ptr, bytes, ctx->be.ops->caps);
     *map_p = &r->map;
     return SYMADDR_OK;
 }
@@ -212,73 +215,18 @@ static symaddr_status_t import_(symaddr_context_t *ctx, void *ptr, size_t bytes,
 symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                 symaddr_map_t **map_p)
 {
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    GUARDED(ctx, "symaddr_import", import_(ctx, ptr, bytes, map_p));
-}
-
-static symaddr_status_t register_peer_table_(symaddr_context_t *ctx, void *local_ptr,
-                                             size_t bytes, const uint64_t *host_peer_addrs,
-                                             uint64_t caps, symaddr_map_t **map_p)
-{
-    static const char fn[] = "symaddr_register_peer_table";
-    symaddr_registration_t *r = NULL;
-    symaddr_mapping_t *m = NULL;
-    symaddr_status_t st = SYMADDR_OK;
-
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    if (!local_ptr || !host_peer_addrs || !map_p)
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                               "%s: local_ptr, host_peer_addrs and map_p must not be NULL", fn);
-    if (st == SYMADDR_OK)
-        st = check_size(ctx, bytes, fn);
-    if (st == SYMADDR_OK && host_peer_addrs[ctx->rank] != (uint64_t)(uintptr_t)local_ptr)
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                               "%s: host_peer_addrs[%d] is 0x%llx but must equal local_ptr %p",
-                               fn, ctx->rank, (unsigned long long)host_peer_addrs[ctx->rank],
-                               local_ptr);
-    if (st == SYMADDR_OK && symaddr_registry_overlaps(&ctx->reg, (uintptr_t)local_ptr, bytes))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_ALREADY_REGISTERED,
-                               "%s: [%p, +%zu) overlaps a registered range", fn, local_ptr,
-                               bytes);
-    if (st == SYMADDR_OK)
-        st = new_registration(ctx, &r, fn);
-    if (st == SYMADDR_OK && (!(m = calloc(1, sizeof(*m))) ||
-                             !(m->host_table = calloc((size_t)ctx->size + 1, sizeof(uint64_t)))))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
-    if (st == SYMADDR_OK) {
-        memcpy(m->host_table, host_peer_addrs, sizeof(uint64_t) * (size_t)ctx->size);
-        m->root = local_ptr;
-        m->root_bytes = bytes;
-        st = symaddr_mapping_upload(ctx, m);
-        if (st != SYMADDR_OK)
-            symaddr_set_error(ctx, st, "%s: cannot place the peer table in device memory", fn);
-    }
-    st = symaddr_agree(ctx, SYMADDR_OP_REGISTER, bytes, 0, st, fn);
-    if (st != SYMADDR_OK) {
-        if (m)
-            symaddr_mapping_release(ctx, m);
-        free(m);
-        free(r);
-        return st;
-    }
-    r->serial = ctx->seq;
-    r->mapping = m;
-    symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_FOREIGN, local_ptr, bytes,
-                                 caps & ~SYMADDR_CAP_OWNED);
-    *map_p = &r->map;
-    return SYMADDR_OK;
+    symaddr_register_args_t a = {.ptr = ptr, .bytes = bytes};
+    GUARDED(ctx, "symaddr_import",
+            register_(ctx, SYMADDR_PROVIDER_IMPORT, &a, map_p, "symaddr_import"));
 }
 
 symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local_ptr,
                                              size_t bytes, const uint64_t *host_peer_addrs,
                                              uint64_t caps, symaddr_map_t **map_p)
 {
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
+    symaddr_register_args_t a = {local_ptr, bytes, host_peer_addrs, caps};
     GUARDED(ctx, "symaddr_register_peer_table",
-            register_peer_table_(ctx, local_ptr, bytes, host_peer_addrs, caps, map_p));
+            register_(ctx, SYMADDR_PROVIDER_FOREIGN, &a, map_p, "symaddr_register_peer_table"));
 }
 
 static symaddr_status_t unregister_(symaddr_context_t *ctx, symaddr_map_t *map)
@@ -287,38 +235,52 @@ static symaddr_status_t unregister_(symaddr_context_t *ctx, symaddr_map_t *map)
     symaddr_registration_t *r = NULL;
     symaddr_status_t st = SYMADDR_OK;
 
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
     if (!map || !(r = symaddr_registry_owner(&ctx->reg, map)))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_MAP,
                                "%s: map %p is not live in this context (already unregistered, "
                                "or from another context)",
                                fn, (void *)map);
-    else if (r->map.provider != SYMADDR_PROVIDER_IMPORT &&
-             r->map.provider != SYMADDR_PROVIDER_FOREIGN)
+    else if (r->allocated)
         st = symaddr_set_error(ctx, SYMADDR_ERR_WRONG_PROVIDER,
                                "%s: this map is from symaddr_allocate_symmetric; release it "
                                "with symaddr_free_symmetric",
                                fn);
-    if (st == SYMADDR_OK)
-        st = ctx->be.ops->stream_sync(&ctx->be, NULL);
-    st = symaddr_agree(ctx, SYMADDR_OP_UNREGISTER, st == SYMADDR_OK ? r->serial : 0, 0, st, fn);
-    if (st != SYMADDR_OK)
-        return st;
-    symaddr_registry_remove(&ctx->reg, r);
-    /* Only this process's mappings of peers go; the memory itself is the owner's. */
-    symaddr_mapping_close_peers(ctx, r->mapping);
-    symaddr_mapping_release(ctx, r->mapping);
-    free(r->mapping);
-    free(r);
-    return SYMADDR_OK;
+    return release_(ctx, r, st, SYMADDR_OP_UNREGISTER, 0, fn);
 }
 
 symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map)
 {
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
     GUARDED(ctx, "symaddr_unregister", unregister_(ctx, map));
+}
+
+symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
+                                          symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
+                                          uint64_t caps, symaddr_map_t **map_p)
+{
+    uint64_t *table = calloc((size_t)ctx->size, sizeof(uint64_t));
+    if (table && fn && local_ptr) {
+        for (int r = 0; r < ctx->size; r++)
+            table[r] = r == ctx->rank ? (uint64_t)(uintptr_t)local_ptr
+                                      : (uint64_t)(uintptr_t)fn(local_ptr,
+                                                               pe_of_rank ? pe_of_rank[r] : r);
+    }
+    /* A NULL table or fn makes the registration fail on this rank, and so on every rank. */
+    symaddr_register_args_t a = {local_ptr, bytes, fn ? table : NULL, caps};
+    symaddr_status_t st = register_(ctx, SYMADDR_PROVIDER_FOREIGN, &a, map_p,
+                                    "symaddr_register_ptr_fn");
+    free(table);
+    if (!fn)
+        symaddr_set_error(ctx, st, "symaddr_register_ptr_fn: fn is NULL; pass the library's "
+                          "*_ptr(ptr, pe) function");
+    return st;
+}
+
+symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
+                                         symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
+                                         uint64_t caps, symaddr_map_t **map_p)
+{
+    GUARDED(ctx, "symaddr_register_ptr_fn",
+            symaddr_register_ptr_fn_(ctx, local_ptr, bytes, fn, pe_of_rank, caps, map_p));
 }
 
 symaddr_status_t symaddr_lookup(symaddr_context_t *ctx, const void *ptr, symaddr_map_t **map_p)
@@ -390,33 +352,3 @@ symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const symaddr_map_t *
                              (const void *)map, symaddr_strerror(st));
 }
 
-symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
-                                          symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
-                                          uint64_t caps, symaddr_map_t **map_p)
-{
-    uint64_t *table = calloc((size_t)ctx->size, sizeof(uint64_t));
-    if (table && fn && local_ptr) {
-        for (int r = 0; r < ctx->size; r++)
-            table[r] = r == ctx->rank ? (uint64_t)(uintptr_t)local_ptr
-                                      : (uint64_t)(uintptr_t)fn(local_ptr,
-                                                               pe_of_rank ? pe_of_rank[r] : r);
-    }
-    /* A NULL table or fn makes register_peer_table fail on this rank, and so on every rank. */
-    symaddr_status_t st = register_peer_table_(ctx, local_ptr, bytes, fn ? table : NULL, caps,
-                                               map_p);
-    free(table);
-    if (!fn)
-        symaddr_set_error(ctx, st, "symaddr_register_ptr_fn: fn is NULL; pass the library's "
-                          "*_ptr(ptr, pe) function");
-    return st;
-}
-
-symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
-                                         symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
-                                         uint64_t caps, symaddr_map_t **map_p)
-{
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
-    GUARDED(ctx, "symaddr_register_ptr_fn",
-            symaddr_register_ptr_fn_(ctx, local_ptr, bytes, fn, pe_of_rank, caps, map_p));
-}

@@ -21,6 +21,7 @@ typedef struct symaddr_registration {
     struct symaddr_mapping *mapping; /* the heap's for heap memory, else its own */
     size_t heap_off;                 /* heap sub-allocations only */
     uint64_t serial;                 /* number of the collective call that made it */
+    bool allocated;                  /* by its provider's alloc, not brought by the caller */
 } symaddr_registration_t;
 
 /* Freed bases remembered to name a double free, until their address is registered again. */

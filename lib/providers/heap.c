@@ -1,6 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* heap provider: sub-allocations of the context heap share its table (heap_bases). */
+/* heap provider: sub-allocations of the context's symmetric heap (lib/symheap.c), which all
+ * share its table (heap_bases); the heap's own mappings live as long as the context. */
 #include "provider.h"
+
+static symaddr_status_t heap_usable(symaddr_context_t *ctx, const char *fn)
+{
+    if (ctx->has_heap)
+        return SYMADDR_OK;
+    return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
+                             "%s: this context has no heap (heap_bytes is 0); set heap_bytes or "
+                             "SYMADDR_HEAP_SIZE",
+                             fn);
+}
 
 static symaddr_status_t heap_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r)
 {
@@ -25,7 +36,7 @@ static symaddr_status_t heap_alloc(symaddr_context_t *ctx, size_t bytes, symaddr
                                         ctx->be.ops->caps);
 }
 
-static void heap_free(symaddr_context_t *ctx, symaddr_registration_t *r)
+static void heap_release(symaddr_context_t *ctx, symaddr_registration_t *r)
 {
     symaddr_heap_release(&ctx->heap, r->heap_off, r->map.range_bytes);
 }
@@ -33,6 +44,10 @@ static void heap_free(symaddr_context_t *ctx, symaddr_registration_t *r)
 const symaddr_provider_ops_t symaddr_provider_heap_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "heap",
+    .usable = heap_usable,
     .alloc = heap_alloc,
-    .free = heap_free,
+    .check = symaddr_provider_check_unsupported,
+    .reg = symaddr_provider_reg_unsupported,
+    .detach = symaddr_provider_detach_nothing,
+    .release = heap_release,
 };

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* ipc and vmm providers: one backend allocation per call, with its own peer table. The ipc
- * one shares runtime IPC handles (memfds on cpu); the vmm one VMM memory's fds or fabric
- * handles. */
+/* ipc provider: one plain backend allocation per call, with its own peer table; peers open
+ * it through the runtime's IPC handles (memfds on the cpu backend). */
 #include "provider.h"
 
 #include <stdlib.h>
 
-static symaddr_status_t mapped_alloc(symaddr_context_t *ctx, size_t bytes,
-                                     symaddr_registration_t *r, bool vmm)
+/* Shared with the vmm provider, which differs only in how the memory is made. */
+symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t bytes,
+                                               symaddr_registration_t *r, bool vmm)
 {
     symaddr_mapping_t *m = calloc(1, sizeof(*m));
     size_t mapped = bytes;
@@ -38,37 +38,16 @@ static symaddr_status_t mapped_alloc(symaddr_context_t *ctx, size_t bytes,
 
 static symaddr_status_t ipc_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r)
 {
-    return mapped_alloc(ctx, bytes, r, false);
-}
-
-static symaddr_status_t vmm_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r)
-{
-    return mapped_alloc(ctx, bytes, r, true);
-}
-
-static void ipc_free(symaddr_context_t *ctx, symaddr_registration_t *r)
-{
-    symaddr_mapping_close_peers(ctx, r->mapping);
-    /* No rank releases memory while a peer may still have it mapped. A peer that does not
-     * come breaks the context; the memory is released all the same. */
-    if (symaddr_mpi_barrier(&ctx->boot, ctx->boot.node_comm,
-                            symaddr_bootstrap_deadline(&ctx->boot, 1)) != SYMADDR_OK)
-        symaddr_context_break(ctx, SYMADDR_ERR_TIMEOUT);
-    symaddr_mapping_release(ctx, r->mapping);
-    free(r->mapping);
-    r->mapping = NULL;
+    return symaddr_provider_mapped_alloc(ctx, bytes, r, false);
 }
 
 const symaddr_provider_ops_t symaddr_provider_ipc_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "ipc",
+    .usable = symaddr_provider_usable_always,
     .alloc = ipc_alloc,
-    .free = ipc_free,
-};
-
-const symaddr_provider_ops_t symaddr_provider_vmm_ops = {
-    .size = sizeof(symaddr_provider_ops_t),
-    .name = "vmm",
-    .alloc = vmm_alloc,
-    .free = ipc_free,
+    .check = symaddr_provider_check_unsupported,
+    .reg = symaddr_provider_reg_unsupported,
+    .detach = symaddr_provider_detach_peers,
+    .release = symaddr_provider_release_mapping,
 };

@@ -1,22 +1,67 @@
 /* SPDX-License-Identifier: MIT */
-/* Provider ops: how symaddr_allocate_symmetric gets memory and how it gives it back. */
+/* Providers: every kind of memory symaddr hands out or records comes through one of these ops
+ * tables, one file each under lib/providers/. A provider either allocates (alloc) or takes
+ * what the caller brings (check, then reg); every one detaches from its peers and releases
+ * its own. Verbs a provider lacks point to the shared stubs below, never to NULL. The core
+ * (registration.c) runs the agreement around each verb and tears down in one place. */
 #ifndef SYMADDR_LIB_PROVIDER_H
 #define SYMADDR_LIB_PROVIDER_H
 
 #include "../internal.h"
 
+/* What symaddr_import and the foreign registrations bring. */
+typedef struct symaddr_register_args {
+    void *ptr;
+    size_t bytes;
+    const uint64_t *peer_addrs; /* foreign: where this process reaches each rank's copy */
+    uint64_t caps;              /* foreign: SYMADDR_CAP_* the caller vouches for */
+} symaddr_register_args_t;
+
 typedef struct symaddr_provider_ops {
-    size_t size;
+    size_t size; /* sizeof(symaddr_provider_ops_t): callers never read past it */
     const char *name;
-    /* Collective; fills r->mapping, r->heap_off and publishes r. Every rank
-     * returns the same status; on failure nothing is left allocated. */
+    /* Local: SYMADDR_OK when this context can use the provider, else why not. */
+    symaddr_status_t (*usable)(symaddr_context_t *ctx, const char *fn);
+    /* Collective, after the ranks agreed on the call: allocate bytes on every rank, fill
+     * r->mapping and publish r. Every rank returns the same status; on failure nothing stays
+     * allocated. */
     symaddr_status_t (*alloc)(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r);
-    /* Collective, after the ranks agreed; r is already out of the registry. */
-    void (*free)(symaddr_context_t *ctx, symaddr_registration_t *r);
+    /* Local, before the agreement: whether the caller's memory or table can be registered. */
+    symaddr_status_t (*check)(symaddr_context_t *ctx, const symaddr_register_args_t *a,
+                              const char *fn);
+    /* Collective, after the agreement: build r's mapping from what the caller brought and
+     * publish r. Every rank returns the same status. */
+    symaddr_status_t (*reg)(symaddr_context_t *ctx, const symaddr_register_args_t *a,
+                            symaddr_registration_t *r);
+    /* Local: drop this process's mappings of peers' memory. */
+    void (*detach)(symaddr_context_t *ctx, symaddr_registration_t *r);
+    /* Local, once every node peer detached: free (what symaddr owns) or forget this rank's
+     * memory, and the tables. */
+    void (*release)(symaddr_context_t *ctx, symaddr_registration_t *r);
 } symaddr_provider_ops_t;
+
+/* The ops of a kind; never NULL for a kind of symaddr_provider_kind_t. */
+const symaddr_provider_ops_t *symaddr_provider_ops(symaddr_provider_kind_t kind);
+
+/* Stubs for the verbs a provider lacks. */
+symaddr_status_t symaddr_provider_usable_always(symaddr_context_t *ctx, const char *fn);
+symaddr_status_t symaddr_provider_alloc_unsupported(symaddr_context_t *ctx, size_t bytes,
+                                                    symaddr_registration_t *r);
+symaddr_status_t symaddr_provider_check_unsupported(symaddr_context_t *ctx,
+                                                    const symaddr_register_args_t *a,
+                                                    const char *fn);
+symaddr_status_t symaddr_provider_reg_unsupported(symaddr_context_t *ctx,
+                                                  const symaddr_register_args_t *a,
+                                                  symaddr_registration_t *r);
+void symaddr_provider_detach_nothing(symaddr_context_t *ctx, symaddr_registration_t *r);
+/* detach and release of a registration with a mapping of its own. */
+void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_t *r);
+void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registration_t *r);
 
 extern const symaddr_provider_ops_t symaddr_provider_heap_ops;
 extern const symaddr_provider_ops_t symaddr_provider_ipc_ops;
 extern const symaddr_provider_ops_t symaddr_provider_vmm_ops;
+extern const symaddr_provider_ops_t symaddr_provider_import_ops;
+extern const symaddr_provider_ops_t symaddr_provider_foreign_ops;
 
 #endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* foreign provider: memory another symmetric library owns, recorded from the table of where
+ * this process reaches each rank's copy. symaddr never frees or unmaps it. */
+#include "provider.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static symaddr_status_t foreign_check(symaddr_context_t *ctx, const symaddr_register_args_t *a,
+                                      const char *fn)
+{
+    if (!a->peer_addrs)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: the peer table is NULL", fn);
+    if (a->peer_addrs[ctx->rank] != (uint64_t)(uintptr_t)a->ptr)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: host_peer_addrs[%d] is 0x%llx but must equal local_ptr %p",
+                                 fn, ctx->rank, (unsigned long long)a->peer_addrs[ctx->rank],
+                                 a->ptr);
+    return SYMADDR_OK;
+}
+
+static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_register_args_t *a,
+                                    symaddr_registration_t *r)
+{
+    static const char fn[] = "symaddr_register_peer_table";
+    symaddr_mapping_t *m = calloc(1, sizeof(*m));
+    symaddr_status_t st = SYMADDR_OK;
+    if (!m || !(m->host_table = calloc((size_t)ctx->size + 1, sizeof(uint64_t))))
+        st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
+    if (st == SYMADDR_OK) {
+        memcpy(m->host_table, a->peer_addrs, sizeof(uint64_t) * (size_t)ctx->size);
+        m->root = a->ptr;
+        m->root_bytes = a->bytes;
+        if ((st = symaddr_mapping_upload(ctx, m)) != SYMADDR_OK)
+            symaddr_set_error(ctx, st, "%s: cannot place the peer table in device memory: %s", fn,
+                              ctx->be.why);
+    }
+    st = symaddr_agree_status(ctx, st, fn);
+    if (st != SYMADDR_OK) {
+        if (m)
+            symaddr_mapping_release(ctx, m);
+        free(m);
+        return st;
+    }
+    r->mapping = m;
+    return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_FOREIGN, a->ptr, a->bytes,
+                                        a->caps & ~SYMADDR_CAP_OWNED);
+}
+
+/* The memory is the other library's: only the table goes (the mapping owns nothing). */
+const symaddr_provider_ops_t symaddr_provider_foreign_ops = {
+    .size = sizeof(symaddr_provider_ops_t),
+    .name = "foreign",
+    .usable = symaddr_provider_usable_always,
+    .alloc = symaddr_provider_alloc_unsupported,
+    .check = foreign_check,
+    .reg = foreign_reg,
+    .detach = symaddr_provider_detach_nothing,
+    .release = symaddr_provider_release_mapping,
+};

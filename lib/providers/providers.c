@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* The providers of symaddr, one row per kind, and the stubs for verbs a provider lacks. */
+#include "provider.h"
+
+#include <stdlib.h>
+
+static const symaddr_provider_ops_t *const providers[SYMADDR_PROVIDER_COUNT_] = {
+    [SYMADDR_PROVIDER_HEAP] = &symaddr_provider_heap_ops,
+    [SYMADDR_PROVIDER_IPC] = &symaddr_provider_ipc_ops,
+    [SYMADDR_PROVIDER_IMPORT] = &symaddr_provider_import_ops,
+    [SYMADDR_PROVIDER_FOREIGN] = &symaddr_provider_foreign_ops,
+    [SYMADDR_PROVIDER_VMM] = &symaddr_provider_vmm_ops,
+};
+
+_Static_assert(sizeof(providers) / sizeof(providers[0]) == SYMADDR_PROVIDER_COUNT_,
+               "every provider kind has its ops");
+
+const symaddr_provider_ops_t *symaddr_provider_ops(symaddr_provider_kind_t kind)
+{
+    return providers[kind];
+}
+
+symaddr_status_t symaddr_provider_usable_always(symaddr_context_t *ctx, const char *fn)
+{
+    (void)ctx, (void)fn;
+    return SYMADDR_OK;
+}
+
+symaddr_status_t symaddr_provider_alloc_unsupported(symaddr_context_t *ctx, size_t bytes,
+                                                    symaddr_registration_t *r)
+{
+    (void)bytes, (void)r;
+    return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
+                             "this provider does not allocate; use SYMADDR_PROVIDER_HEAP, _IPC "
+                             "or _VMM");
+}
+
+symaddr_status_t symaddr_provider_check_unsupported(symaddr_context_t *ctx,
+                                                    const symaddr_register_args_t *a,
+                                                    const char *fn)
+{
+    (void)a;
+    return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
+                             "%s: this provider only allocates; register memory with "
+                             "symaddr_import or a peer table",
+                             fn);
+}
+
+symaddr_status_t symaddr_provider_reg_unsupported(symaddr_context_t *ctx,
+                                                  const symaddr_register_args_t *a,
+                                                  symaddr_registration_t *r)
+{
+    (void)a, (void)r;
+    return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED, "this provider only allocates");
+}
+
+void symaddr_provider_detach_nothing(symaddr_context_t *ctx, symaddr_registration_t *r)
+{
+    (void)ctx, (void)r;
+}
+
+void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_t *r)
+{
+    symaddr_mapping_close_peers(ctx, r->mapping);
+}
+
+void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registration_t *r)
+{
+    symaddr_mapping_release(ctx, r->mapping);
+    free(r->mapping);
+    r->mapping = NULL;
+}
