@@ -162,6 +162,7 @@ void symaddr_config_default(symaddr_config_t *cfg)
     if (!cfg)
         return;
     memset(cfg, 0, sizeof(*cfg));
+    cfg->size = sizeof(*cfg);
     cfg->backend = SYMADDR_BACKEND_AUTO;
     cfg->device = -1;
     cfg->heap_bytes = SYMADDR_DEFAULT_HEAP_BYTES;
@@ -197,6 +198,12 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
 {
     const char *var = NULL, *what = NULL;
     symaddr_status_t st = SYMADDR_ERR_INVALID_ARG;
+    if (c->size != sizeof(*c)) {
+        snprintf(why, len, "the config's size is %zu, this symaddr's is %zu: fill it with "
+                 "symaddr_config_default or SYMADDR_CONFIG_INITIALIZER from the symaddr.h the "
+                 "library was built with", c->size, sizeof(*c));
+        return SYMADDR_ERR_INVALID_ARG;
+    }
     if ((int)c->backend < 0 || c->backend > SYMADDR_BACKEND_HIP)
         var = "SYMADDR_BACKEND", what = "backend is not a symaddr_backend_kind_t";
     else if (c->node_size < 0)
@@ -221,4 +228,17 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
     if (!env_refusal(var, why, len))
         snprintf(why, len, "%s (check %s)", what, var);
     return st;
+}
+
+int symaddr_config_var(int index, const char **name_p, const char **default_p, const char **doc_p)
+{
+    if (index < 0 || (size_t)index >= NVARS)
+        return 0;
+    if (name_p)
+        *name_p = vars[index].name;
+    if (default_p)
+        *default_p = vars[index].dflt;
+    if (doc_p)
+        *doc_p = vars[index].doc;
+    return 1;
 }

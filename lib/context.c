@@ -3,6 +3,7 @@
  * finalize, the per-call guard, and the accessors. */
 #include "internal.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,10 +91,25 @@ static void context_free(symaddr_context_t *ctx)
     free(ctx);
 }
 
-/* symaddr_init's failure before a context exists to hold the text. */
-static symaddr_status_t init_refused(symaddr_status_t st, const char *why)
+/* The one place symaddr prints: the config's logger, else stderr. */
+static void log_line(const symaddr_config_t *cfg, const char *fmt, ...)
 {
-    fprintf(stderr, "symaddr_init: %s\n", why);
+    char line[SYMADDR_ERRLEN + 64];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (cfg && cfg->size == sizeof(*cfg) && cfg->logger)
+        cfg->logger(cfg->logger_cookie, line);
+    else
+        fprintf(stderr, "%s\n", line);
+}
+
+/* symaddr_init's failure before a context exists to hold the text. */
+static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status_t st,
+                                     const char *why)
+{
+    log_line(cfg, "symaddr_init: %s", why);
     return st;
 }
 
@@ -110,14 +126,14 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
     MPI_Initialized(&initialized);
     MPI_Finalized(&finalized);
     if (!initialized || finalized)
-        return init_refused(SYMADDR_ERR_MPI, "call MPI_Init before symaddr_init");
+        return init_refused(cfg, SYMADDR_ERR_MPI, "call MPI_Init before symaddr_init");
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return SYMADDR_ERR_NO_MEMORY;
     pthread_mutex_init(&ctx->err.lock, NULL);
     symaddr_registry_init(&ctx->reg);
-    if (cfg)
-        ctx->cfg = *cfg;
+    if (cfg) /* a config of another layout is read only as far as it goes, then refused */
+        memcpy(&ctx->cfg, cfg, cfg->size < sizeof(*cfg) ? cfg->size : sizeof(*cfg));
     else
         symaddr_config_default(&ctx->cfg);
     /* The communicator is split before the config is checked, so that every rank
@@ -128,7 +144,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
                                 why, sizeof(why));
     if (st != SYMADDR_OK) {
         context_free(ctx);
-        return init_refused(st, why);
+        return init_refused(cfg, st, why);
     }
     ctx->comm = ctx->boot.comm;
     ctx->rank = ctx->boot.rank;
@@ -158,7 +174,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
         st = symaddr_coll_init(ctx);
     if (st != SYMADDR_OK) {
         if (ctx->rank == 0 || ctx_p == NULL)
-            fprintf(stderr, "symaddr: %s\n", ctx->err.text);
+            log_line(&ctx->cfg, "symaddr: %s", ctx->err.text);
         if (ctx->has_heap) {
             symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
             if (ctx->broken == SYMADDR_OK)

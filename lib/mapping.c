@@ -73,11 +73,13 @@ symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_
         return st;
     }
     /* The header lets validation mode check accesses from the table alone. */
-    staged[0] = SYMADDR_TABLE_MAGIC;
-    staged[1] = (uint64_t)(uint32_t)ctx->size | ((uint64_t)(ctx->cfg.validate != 0) << 32);
-    staged[2] = m->root_bytes;
-    staged[3] = 0;
-    memcpy(staged + SYMADDR_TABLE_HEADER, m->host_table, sizeof(uint64_t) * (size_t)ctx->size);
+    uint64_t *table = staged + SYMADDR_TABLE_HEADER;
+    table[SYMADDR_HDR_MAGIC] = SYMADDR_TABLE_MAGIC;
+    table[SYMADDR_HDR_INFO] = (uint64_t)(uint32_t)ctx->size |
+                              ((uint64_t)(ctx->cfg.validate != 0) << 32);
+    table[SYMADDR_HDR_BYTES] = m->root_bytes;
+    table[SYMADDR_HDR_ERROR] = 0;
+    memcpy(table, m->host_table, sizeof(uint64_t) * (size_t)ctx->size);
     st = ctx->be.ops->memcpy(&ctx->be, dev, staged, n * sizeof(uint64_t));
     free(staged);
     if (st != SYMADDR_OK) {

@@ -42,8 +42,10 @@ class SymaddrError(RuntimeError):
 
 
 class _Config(ctypes.Structure):
-    # mirrors symaddr_config_t (include/symaddr/symaddr.h)
+    # mirrors symaddr_config_t (include/symaddr/symaddr.h); its size field says whether it
+    # still does
     _fields_ = [
+        ("size", ctypes.c_size_t),
         ("backend", ctypes.c_int),
         ("device", ctypes.c_int),
         ("heap_bytes", ctypes.c_size_t),
@@ -53,6 +55,8 @@ class _Config(ctypes.Structure):
         ("allreduce_algo", ctypes.c_int),
         ("twoshot_bytes", ctypes.c_size_t),
         ("ll_bytes", ctypes.c_size_t),
+        ("logger", ctypes.c_void_p),
+        ("logger_cookie", ctypes.c_void_p),
     ]
 
 
@@ -151,6 +155,10 @@ class Context:
         self._own = {}  # data_ptr of each tensor from empty() -> its provider
         cfg = _Config()
         self._lib.symaddr_config_default(ctypes.byref(cfg))
+        if cfg.size != ctypes.sizeof(_Config):
+            raise SymaddrError(-1, "symaddr_torch's config is %d bytes but the library's is %d: "
+                               "use the symaddr_torch of the same symaddr"
+                               % (ctypes.sizeof(_Config), cfg.size))
         cfg.backend = BACKENDS[backend]
         for k, v in config.items():
             setattr(cfg, k, v)

@@ -1,12 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /* symaddr-info: what a context sees: backend, devices, node groups, the locality map, and what
- * each provider can do here. */
+ * each provider can do here. symaddr-info -e lists the SYMADDR_* variables instead. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "symaddr/symaddr.h"
 
 static const char class_letter[] = {'S', 'G', 'N', 'F', 'R'};
+
+/* -e: every SYMADDR_* variable, its value in force here, its default and meaning. */
+static int print_env(void)
+{
+    const char *name, *dflt, *doc;
+    printf("%-22s %-14s %s\n", "variable", "set to", "default: meaning");
+    for (int i = 0; symaddr_config_var(i, &name, &dflt, &doc); i++) {
+        const char *v = getenv(name);
+        printf("%-22s %-14s %s: %s\n", name, v && *v ? v : "-", dflt, doc);
+    }
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -14,6 +27,8 @@ int main(int argc, char **argv)
     const symaddr_locality_t *loc;
     symaddr_status_t st;
 
+    if (argc > 1 && !strcmp(argv[1], "-e"))
+        return print_env(); /* needs no MPI */
     MPI_Init(&argc, &argv);
     if ((st = symaddr_init(MPI_COMM_WORLD, NULL, &ctx)) != SYMADDR_OK) {
         fprintf(stderr, "symaddr-info: %s\n", symaddr_strerror(st));

@@ -121,8 +121,15 @@ typedef enum symaddr_allreduce_algo {
 typedef struct symaddr_context symaddr_context_t;
 typedef struct symaddr_provider symaddr_provider_t;
 
-/** Context settings; fill with symaddr_config_default() first. */
+/** Receives each line symaddr would otherwise print to stderr (a failed symaddr_init's reason,
+ *  on rank 0), without its newline. */
+typedef void (*symaddr_logger_t)(void *cookie, const char *line);
+
+/** Context settings; fill with symaddr_config_default() (defaults and the SYMADDR_* variables)
+ *  or SYMADDR_CONFIG_INITIALIZER (defaults only) first, then change fields. */
 typedef struct symaddr_config {
+    size_t size;           /**< sizeof(symaddr_config_t) of the symaddr the caller was built
+                                with; set by symaddr_config_default and the initializer */
     symaddr_backend_kind_t backend; /**< default: $SYMADDR_BACKEND, else AUTO */
     int device;            /**< GPU ordinal; -1 (default) = node rank modulo device count */
     size_t heap_bytes;     /**< symmetric heap size per rank; default $SYMADDR_HEAP_SIZE (K, M, G
@@ -142,7 +149,23 @@ typedef struct symaddr_config {
                                 cpu, 256 KiB on GPUs). One-shot stages at most 256 KiB. */
     size_t ll_bytes;       /**< auto picks LL up to this many bytes (at most 32 KiB; 0: never);
                                 default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
+    symaddr_logger_t logger; /**< NULL (default): stderr */
+    void *logger_cookie;
 } symaddr_config_t;
+
+/** The built-in defaults, without the environment: symaddr_config_t cfg =
+ *  SYMADDR_CONFIG_INITIALIZER; */
+#define SYMADDR_CONFIG_INITIALIZER                                                                \
+    {sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,          \
+     SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL}
+
+/**
+ * The SYMADDR_* variables symaddr reads, one per @p index from 0: its name, default and
+ * meaning (for symaddr-info -e and the like).
+ * @return 1 and the strings; 0 past the last variable.
+ */
+SYMADDR_API int symaddr_config_var(int index, const char **name_p, const char **default_p,
+                                   const char **doc_p);
 
 /** Fill @p cfg with defaults, taking the SYMADDR_* environment variables into account. */
 SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
@@ -152,8 +175,8 @@ SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
  * @param cfg settings, or NULL for symaddr_config_default()
  * Every SYMADDR_* variable is parsed strictly: a value that does not parse is refused with a
  * message naming the variable, never replaced by a default.
- * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL or a
- *         setting is out of range; SYMADDR_ERR_INVALID_SIZE for a heap larger than the memory;
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL, a
+ *         setting is out of range or cfg->size is not this symaddr's sizeof(symaddr_config_t); SYMADDR_ERR_INVALID_SIZE for a heap larger than the memory;
  *         SYMADDR_ERR_TIMEOUT when a rank does not reach symaddr_init within the timeout;
  *         SYMADDR_ERR_UNSUPPORTED if the requested backend is not built
  *         or has no device; SYMADDR_ERR_MPI if MPI is not initialised or an MPI call failed;

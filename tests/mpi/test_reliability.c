@@ -553,6 +553,46 @@ static void test_memfd_mode(symaddr_context_t *ctx)
     free_i32(ctx, a);
 }
 
+/* ---- 13. the config's contract ----------------------------------------------------------------- */
+
+static char g_logged[1024];
+static void logger(void *cookie, const char *line)
+{
+    (*(int *)cookie)++;
+    snprintf(g_logged, sizeof(g_logged), "%s", line);
+}
+
+static void test_config_contract(void *u)
+{
+    (void)u;
+    symaddr_config_t cfg = SYMADDR_CONFIG_INITIALIZER;
+    symaddr_context_t *ctx = NULL;
+    int lines = 0;
+    T_CHECK(cfg.size == sizeof(cfg) && cfg.timeout_ms == 60000 && cfg.ll_bytes == SIZE_MAX);
+    ctx = t_context(MPI_COMM_WORLD, &cfg);
+    T_OK(ctx, symaddr_finalize(&ctx));
+    /* A config of another layout is refused, and the reason goes to the logger. */
+    cfg.size = sizeof(cfg) - 8;
+    cfg.logger = logger;
+    cfg.logger_cookie = &lines;
+    g_logged[0] = 0;
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_ARG);
+    T_CHECK(ctx == NULL);
+    cfg.size = sizeof(cfg);
+    cfg.heap_bytes = (size_t)1 << 44;
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
+    if (t_rank == 0) {
+        T_CHECK(lines == 1, "the logger got %d lines", lines);
+        T_CHECK(strstr(g_logged, "heap") != NULL, "logged: %s", g_logged);
+    }
+    const char *name, *dflt, *doc;
+    int n = 0;
+    while (symaddr_config_var(n, &name, &dflt, &doc))
+        T_CHECK(strncmp(name, "SYMADDR_", 8) == 0 && dflt && doc && n++ < 100);
+    T_CHECK(n >= 8, "%d variables listed", n);
+    T_CHECK(symaddr_config_var(-1, &name, NULL, NULL) == 0);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -568,6 +608,7 @@ int main(int argc, char **argv)
     T_RUN(test_descriptors_run_out, ctx);
     symaddr_finalize(&ctx);
     T_RUN(test_heap_past_memory, NULL);
+    T_RUN(test_config_contract, NULL);
     T_RUN(test_long_timeout, NULL);
     T_RUN(test_epoch_wrap, NULL);
     T_RUN(test_held_in_exchange, NULL);
