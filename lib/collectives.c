@@ -9,10 +9,19 @@
 
 #define SCRATCH_BYTES ((size_t)1 << 20) /* reduce-scatter between nodes, per chunk */
 
+#define DTYPE_SIZE(E, name, bytes, T) [SYMADDR_##E] = bytes,
+#define DTYPE_NAME(E, name, bytes, T) [SYMADDR_##E] = #name,
+static const size_t dtype_sizes[SYMADDR_DTYPE_COUNT_] = {SYMADDR_DTYPE_LIST(DTYPE_SIZE)};
+static const char *const dtype_names[SYMADDR_DTYPE_COUNT_] = {SYMADDR_DTYPE_LIST(DTYPE_NAME)};
+
 size_t symaddr_dtype_size(symaddr_dtype_t dtype)
 {
-    static const size_t sizes[SYMADDR_DTYPE_COUNT_] = {4, 4, 8, 8, 4, 8, 2, 2};
-    return (int)dtype >= 0 && dtype < SYMADDR_DTYPE_COUNT_ ? sizes[dtype] : 0;
+    return (int)dtype >= 0 && dtype < SYMADDR_DTYPE_COUNT_ ? dtype_sizes[dtype] : 0;
+}
+
+const char *symaddr_dtype_name(symaddr_dtype_t dtype)
+{
+    return (int)dtype >= 0 && dtype < SYMADDR_DTYPE_COUNT_ ? dtype_names[dtype] : NULL;
 }
 
 static const char *const coll_names[] = {

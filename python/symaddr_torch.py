@@ -26,11 +26,8 @@ _PROVIDER_IPC = 1  # symaddr_provider_kind_t
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "hip": 3}
 REDOPS = {"sum": 0, "prod": 1, "min": 2, "max": 3}
-# torch dtype name -> symaddr_dtype_t
-DTYPES = {
-    "int32": 0, "uint32": 1, "int64": 2, "uint64": 3,
-    "float32": 4, "float64": 5, "float16": 6, "bfloat16": 7,
-}
+# symaddr's dtype names that torch spells otherwise
+_TORCH_NAMES = {"float": "float32", "double": "float64", "half": "float16"}
 
 
 class SymaddrError(RuntimeError):
@@ -101,18 +98,26 @@ def load(path=None):
                                             ctypes.POINTER(ctypes.POINTER(_Map))]),
         "symaddr_free_symmetric": (st, [vp, vp]),
     }
+    protos["symaddr_dtype_name"] = (ctypes.c_char_p, [i])
     for name, (res, args) in protos.items():
         f = getattr(lib, name)
         f.restype, f.argtypes = res, args
+    # torch dtype name -> symaddr_dtype_t, from the library's own list
+    lib.dtypes = {}
+    while True:
+        name = lib.symaddr_dtype_name(len(lib.dtypes))
+        if not name:
+            break
+        lib.dtypes[_TORCH_NAMES.get(name.decode(), name.decode())] = len(lib.dtypes)
     return lib
 
 
-def _dtype_of(tensor):
+def _dtype_of(tensor, lib):
     name = str(tensor.dtype).replace("torch.", "")
-    if name not in DTYPES:
+    if name not in lib.dtypes:
         raise SymaddrError(-1, "symaddr has no reduction for %s; use one of %s"
-                           % (tensor.dtype, ", ".join(sorted(DTYPES))))
-    return DTYPES[name]
+                           % (tensor.dtype, ", ".join(sorted(lib.dtypes))))
+    return lib.dtypes[name]
 
 
 def _stream_of(stream):
@@ -249,7 +254,7 @@ class Context:
             raise SymaddrError(-7, "send and recv differ in size or dtype")
         self._check(self._lib.symaddr_allreduce(
             self._h, ctypes.c_void_p(send.data_ptr()), ctypes.c_void_p(recv.data_ptr()),
-            send.numel(), _dtype_of(send), REDOPS[op], _stream_of(stream)))
+            send.numel(), _dtype_of(send, self._lib), REDOPS[op], _stream_of(stream)))
         return recv
 
     def put(self, dst, src, target, stream=None):

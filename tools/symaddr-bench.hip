@@ -83,8 +83,8 @@ typedef struct opts {
 
 static const char *const coll_ops[] = {"allreduce", "allgather", "reduce_scatter", "broadcast",
                                        "alltoall"};
-static const char *const dtype_names[] = {"int32", "uint32", "int64", "uint64",
-                                          "float",  "double", "half",  "bfloat16"};
+#define DTYPE_NAME(E, name, bytes, T) #name,
+static const char *const dtype_names[] = {SYMADDR_DTYPE_LIST(DTYPE_NAME)};
 static const char *const redop_names[] = {"sum", "prod", "min", "max"};
 
 static int lookup_name(const char *const *names, int n, const char *s)
@@ -147,7 +147,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
         else if (!strcmp(a, "--compare") && v) o->compare = argv[++i];
         else if (!strcmp(a, "--backend") && v) o->backend = argv[++i];
         else if (!strcmp(a, "--dtype") && v) {
-            int k = lookup_name(dtype_names, 8, argv[++i]);
+            int k = lookup_name(dtype_names, SYMADDR_DTYPE_COUNT_, argv[++i]);
             if (k < 0)
                 return usage(rank);
             o->dtype = (symaddr_dtype_t)k;

@@ -502,6 +502,9 @@ SYMADDR_API symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *strea
 /** Size in bytes of one element of @p dtype, 0 for an invalid dtype. */
 SYMADDR_API size_t symaddr_dtype_size(symaddr_dtype_t dtype);
 
+/** Name of @p dtype ("int32", ..., "half", "bfloat16"), NULL for an invalid dtype. */
+SYMADDR_API const char *symaddr_dtype_name(symaddr_dtype_t dtype);
+
 /** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default).
  *  Also reports SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN when a collective on the context
  *  failed; the context is then broken. */

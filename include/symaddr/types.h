@@ -43,6 +43,19 @@ typedef enum symaddr_status {
                                                     peers on other nodes of the fabric could
                                                     map it too */
 
+/** Every element type, as X(SUFFIX, name, bytes, C type of its bits): one list feeds the
+ *  names, the sizes, the kernels built for each type, the benchmark and the tests. Adding a
+ *  type: a line here, an enum value below, and its traits in lib/device/coll_types.h. */
+#define SYMADDR_DTYPE_LIST(X)                                                                    \
+    X(INT32, int32, 4, int32_t)                                                                  \
+    X(UINT32, uint32, 4, uint32_t)                                                               \
+    X(INT64, int64, 8, int64_t)                                                                  \
+    X(UINT64, uint64, 8, uint64_t)                                                               \
+    X(FLOAT32, float, 4, float)                                                                  \
+    X(FLOAT64, double, 8, double)                                                                \
+    X(FLOAT16, half, 2, uint16_t)                                                                \
+    X(BFLOAT16, bfloat16, 2, uint16_t)
+
 /** Element types of collectives. f16 and bf16 accumulate in f32. */
 typedef enum symaddr_dtype {
     SYMADDR_INT32 = 0,

@@ -9,7 +9,8 @@
 
 #include <math.h>
 
-static const char *const dt_names[] = {"i32", "u32", "i64", "u64", "f32", "f64", "f16", "bf16"};
+#define DT_NAME(E, name, bytes, T) #name,
+static const char *const dt_names[] = {SYMADDR_DTYPE_LIST(DT_NAME)};
 static const char *const op_names[] = {"sum", "prod", "min", "max"};
 /* Odd counts; 70001 elements puts every dtype above the 256 KiB default switch but 16-bit. */
 static const size_t counts[] = {1, 7, 1001, 70001};

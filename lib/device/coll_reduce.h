@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* The reducing kernels: one-shot and two-shot allreduce, reduce-scatter, and the LL
+ * allreduce. Part of collectives.hip. */
+#ifndef SYMADDR_LIB_DEVICE_COLL_REDUCE_H
+#define SYMADDR_LIB_DEVICE_COLL_REDUCE_H
+
+template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    const T *src[COLL_MAX_NODE];
+    T *slot = (T *)((char *)d.sync + d.stage_offset + (e & 1) * SYMADDR_COLL_STAGE_BYTES);
+    const T *send = (const T *)d.send;
+    T *recv = (T *)d.recv;
+    if (coll_failed(d))
+        goto finish;
+    /* Each thread stages exactly the elements it reduces later, so the block's own barrier
+     * covers them. */
+    FOR_TILES(TILE_N, base, len, 0, d.count)
+    {
+        if (len == TILE_N) {
+            coll_tile_t<T, TILE_N> v;
+            tile_load<T, TILE_N>(v, send + base, d.vec);
+            tile_store<T, TILE_N>(slot + base, v, 1);
+        } else {
+            for (size_t j = 0; j < len; j++)
+                slot[base + j] = send[base + j];
+        }
+    }
+    if (!coll_barrier(d, e, 1, deadline))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++)
+        src[q] = (const T *)symaddr_translate(slot, d.node_ranks[q], d.sync_pb, d.rank);
+    FOR_TILES(TILE_N, base, len, 0, d.count)
+    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.node_size, base, len, 1, d.vec);
+finish:
+    coll_finish(d, e);
+}
+
+/* Reduce-scatter by loads fused with all-gather by stores: each rank reduces its chunk once
+ * and stores it into every peer's recv. In place is safe: an element of a chunk is read and
+ * written only by the chunk's owner, reads first. */
+template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    const T *src[COLL_MAX_NODE];
+    T *dst[COLL_MAX_NODE];
+    size_t chunk = (d.count + (size_t)d.node_size - 1) / (size_t)d.node_size;
+    chunk = (chunk + 63) / 64 * 64;
+    size_t lo = chunk * (size_t)d.node_rank, hi = lo + chunk < d.count ? lo + chunk : d.count;
+    if (coll_failed(d) || !coll_barrier(d, e, 1, deadline))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++) {
+        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
+        dst[q] = (T *)symaddr_translate(d.recv, d.node_ranks[q], d.recv_pb, d.rank);
+    }
+    /* Stores start at this rank's own slot, to spread them over the peers. */
+    FOR_TILES(TILE_N, base, len, lo, hi)
+    reduce_tile_to<DT, OP>(dst, d.node_size, d.node_rank, src, d.node_size, base, len, d.vec,
+                           d.vec);
+    coll_barrier(d, e, 2, deadline);
+finish:
+    coll_finish(d, e);
+}
+
+template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    const T *src[COLL_MAX_NODE];
+    T *recv = (T *)d.recv;
+    if (coll_failed(d) || !coll_barrier(d, e, 1, deadline))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++)
+        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank) +
+                 d.count * (size_t)d.node_rank;
+    FOR_TILES(TILE_N, base, len, 0, d.count)
+    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.node_size, base, len, d.vec, d.vec);
+    coll_barrier(d, e, 2, deadline);
+finish:
+    coll_finish(d, e);
+}
+
+
+/* LL allreduce: each rank stores its input straight into every peer's inbox as packets of 4
+ * data bytes and a 4-byte flag, and reduces from its own inboxes once this call's packets
+ * arrived. No barrier: the wait is one one-way trip. An inbox (epoch parity p) is written
+ * again only at epoch e + 2, which its writer starts after e + 1, which needed this rank's
+ * packets of e + 1, sent after this rank finished reading e. The reader clears every packet
+ * it took, so an inbox holds nothing but packets in flight, and the flag (never 0, the
+ * cleared value) cannot match a slot that was never written or already read at any epoch. */
+SYMADDR_DEVFN uint32_t ll_flag(uint64_t epoch)
+{
+    return (uint32_t)(epoch % 0xffffffffu) + 1u;
+}
+
+SYMADDR_DEVFN void ll_put(uint64_t *p, uint32_t data, uint32_t flag)
+{
+    uint64_t v = (uint64_t)flag << 32 | data;
+#if SYMADDR_ON_GPU
+    *(volatile uint64_t *)p = v;
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+/* The packet's data once its flag is @p flag, the packet then cleared; 0 in *ok when the
+ * deadline passed or a peer failed. */
+SYMADDR_DEVFN uint32_t ll_take(uint64_t *p, uint32_t flag, const symaddr_coll_desc_t &d,
+                               uint64_t deadline, int *ok)
+{
+    for (unsigned spin = 0;; spin++) {
+#if SYMADDR_ON_GPU
+        uint64_t v = *(const volatile uint64_t *)p;
+#else
+        uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+        if ((uint32_t)(v >> 32) == flag) {
+            ll_put(p, 0, 0);
+            return (uint32_t)v;
+        }
+        if ((spin & 63) == 63) {
+            if (coll_failed(d)) {
+                *ok = 0; /* a peer failed and told us */
+                return 0;
+            }
+            if (symaddr_clock_ns() > deadline) {
+                coll_fail(d, SYMADDR_ERR_TIMEOUT);
+                *ok = 0;
+                return 0;
+            }
+            symaddr_yield();
+        }
+    }
+}
+
+/* n (<= 8) bytes at p as two words, zero-padded. */
+SYMADDR_DEVFN void ll_read8(uint32_t w[2], const char *p, size_t n)
+{
+    if (n == 8 && ((uintptr_t)p & 7) == 0) {
+        uint64_t v = *(const uint64_t *)p;
+        w[0] = (uint32_t)v;
+        w[1] = (uint32_t)(v >> 32);
+        return;
+    }
+    unsigned char b[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < n; i++)
+        b[i] = (unsigned char)p[i];
+    memcpy(w, b, 8);
+}
+
+template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    enum { PER = 8 / sizeof(T) }; /* elements of a step: 8 data bytes, two packets */
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    uint32_t flag = ll_flag(e);
+    size_t bytes = d.count * sizeof(T), steps = (bytes + 7) / 8;
+    char *inboxes = (char *)d.sync + d.ll_offset +
+                    (e & 1) * (size_t)d.node_size * SYMADDR_COLL_LL_INBOX;
+    uint64_t *dst[COLL_MAX_NODE];
+    int ok = 1;
+    if (coll_failed(d))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++)
+        dst[q] = (uint64_t *)symaddr_translate(inboxes + (size_t)d.node_rank * SYMADDR_COLL_LL_INBOX,
+                                               d.node_ranks[q], d.sync_pb, d.rank);
+    for (size_t s = symaddr_grid_thread(); s < steps; s += symaddr_grid_threads()) {
+        uint32_t w[2];
+        ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
+        for (int k = 0; k < d.node_size; k++) {
+            int q = (d.node_rank + k) % d.node_size;
+            ll_put(dst[q] + 2 * s, w[0], flag);
+            ll_put(dst[q] + 2 * s + 1, w[1], flag);
+        }
+    }
+    for (size_t s = symaddr_grid_thread(); s < steps && ok; s += symaddr_grid_threads()) {
+        typename tr::A acc[PER] = {};
+        for (int q = 0; q < d.node_size && ok; q++) {
+            uint64_t *in = (uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
+            uint32_t w[2];
+            T v[PER];
+            w[0] = ll_take(in + 2 * s, flag, d, deadline, &ok);
+            w[1] = ok ? ll_take(in + 2 * s + 1, flag, d, deadline, &ok) : 0;
+            memcpy(v, w, 8);
+            for (int j = 0; j < PER; j++)
+                acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
+        }
+        size_t n = (bytes - s * 8 < 8 ? bytes - s * 8 : 8) / sizeof(T);
+        for (size_t j = 0; j < n && ok; j++)
+            ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
+    }
+finish:
+    coll_finish(d, e);
+}
+
+#endif
