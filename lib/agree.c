@@ -30,8 +30,8 @@ symaddr_status_t symaddr_context_break(symaddr_context_t *ctx, symaddr_status_t 
 
 /* The exchange of an agreement, with a deadline of its own: a call that failed earlier still
  * tells its peers so. */
-static symaddr_status_t exchange(symaddr_context_t *ctx, const void *mine, void *all,
-                                 size_t bytes, const char *opname)
+static symaddr_status_t exchange(symaddr_context_t *ctx, const void *mine, void *all, size_t bytes,
+                                 const char *opname)
 {
     symaddr_status_t st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, mine, all, bytes,
                                                 symaddr_bootstrap_deadline(&ctx->boot, 1));
@@ -39,16 +39,19 @@ static symaddr_status_t exchange(symaddr_context_t *ctx, const void *mine, void 
         return SYMADDR_OK;
     symaddr_context_break(ctx, st);
     if (st == SYMADDR_ERR_TIMEOUT)
-        return symaddr_set_error(ctx, st, "%s: timed out after %u ms waiting for every rank to "
+        return symaddr_set_error(ctx, st,
+                                 "%s: timed out after %u ms waiting for every rank to "
                                  "reach the call; a rank exited, is stopped or skipped the call. "
                                  "The context is broken: finalize it",
                                  opname, ctx->cfg.timeout_ms);
-    return symaddr_set_error(ctx, st, "%s: MPI failed while the ranks compared their results; "
-                             "the context is broken: finalize it", opname);
+    return symaddr_set_error(ctx, st,
+                             "%s: MPI failed while the ranks compared their results; "
+                             "the context is broken: finalize it",
+                             opname);
 }
 
-symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0,
-                               uint64_t arg1, symaddr_status_t local, const char *opname)
+symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0, uint64_t arg1,
+                               symaddr_status_t local, const char *opname)
 {
     symaddr_call_t mine, *all;
     symaddr_status_t st = SYMADDR_OK;
@@ -115,8 +118,8 @@ symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t l
             continue;
         st = (symaddr_status_t)all[r];
         if (r != ctx->rank && local == SYMADDR_OK)
-            symaddr_set_error(ctx, st, "%s failed on rank %d (%s); see that rank's message",
-                              opname, r, symaddr_strerror(st));
+            symaddr_set_error(ctx, st, "%s failed on rank %d (%s); see that rank's message", opname,
+                              r, symaddr_strerror(st));
         break;
     }
     free(all);

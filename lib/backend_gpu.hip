@@ -137,8 +137,8 @@ static symaddr_status_t gpu_mem_alloc(symaddr_backend_t *be, size_t bytes, void 
 {
     hipError_t e = hipMalloc(ptr_p, bytes);
     if (e != hipSuccess)
-        return fail(be, e, e == hipErrorMemoryAllocation ? SYMADDR_ERR_NO_MEMORY
-                                                         : SYMADDR_ERR_BACKEND,
+        return fail(be, e,
+                    e == hipErrorMemoryAllocation ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
                     "device allocation");
     return SYMADDR_OK;
 }
@@ -166,7 +166,6 @@ static symaddr_status_t gpu_mem_range(symaddr_backend_t *be, const void *ptr, vo
     *bytes_p = bytes;
     return SYMADDR_OK;
 }
-
 
 #if defined(SYMADDR_USE_CUDA)
 /* ---- VMM through the CUDA driver API ------------------------------------------------------- */
@@ -230,8 +229,9 @@ static symaddr_status_t gpu_vmm_alloc(symaddr_backend_t *be, size_t bytes, void 
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     prop.location.id = be->device;
-    prop.requestedHandleTypes = (CUmemAllocationHandleType)(
-        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR | (fabric ? CU_MEM_HANDLE_TYPE_FABRIC : 0));
+    prop.requestedHandleTypes =
+        (CUmemAllocationHandleType)(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
+                                    (fabric ? CU_MEM_HANDLE_TYPE_FABRIC : 0));
     size_t gran = vmm_granularity(&prop), size = (bytes + gran - 1) / gran * gran;
     CUresult r = cuMemCreate(&h, size, &prop, 0);
     if (r != CUDA_SUCCESS && fabric) { /* no fabric manager: descriptors only */
@@ -241,8 +241,8 @@ static symaddr_status_t gpu_vmm_alloc(symaddr_backend_t *be, size_t bytes, void 
     }
     if (r != CUDA_SUCCESS) {
         free(rec);
-        return fail_drv(be, r, r == CUDA_ERROR_OUT_OF_MEMORY ? SYMADDR_ERR_NO_MEMORY
-                                                             : SYMADDR_ERR_BACKEND,
+        return fail_drv(be, r,
+                        r == CUDA_ERROR_OUT_OF_MEMORY ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
                         "cuMemCreate");
     }
     if ((r = vmm_map(be, h, size, gran, &rec->ptr)) != CUDA_SUCCESS) {
@@ -280,14 +280,13 @@ static symaddr_status_t gpu_vmm_free(symaddr_backend_t *be, void *ptr)
 }
 
 /* A descriptor always travels; a fabric handle too when the driver could make one. */
-static symaddr_status_t vmm_export(symaddr_backend_t *be, vmm_rec_t *rec,
-                                   symaddr_ipc_handle_t *h)
+static symaddr_status_t vmm_export(symaddr_backend_t *be, vmm_rec_t *rec, symaddr_ipc_handle_t *h)
 {
     CUresult r = CUDA_SUCCESS;
     memset(h, 0, sizeof(*h));
-    if (rec->fd < 0 && (r = cuMemExportToShareableHandle(&rec->fd, rec->handle,
-                                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
-                                                         0)) != CUDA_SUCCESS) {
+    if (rec->fd < 0 &&
+        (r = cuMemExportToShareableHandle(
+             &rec->fd, rec->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)) != CUDA_SUCCESS) {
         rec->fd = -1;
         fail_drv(be, r, SYMADDR_ERR_NOT_SHAREABLE,
                  "exporting VMM memory as a descriptor (out of file descriptors? ulimit -n)");
@@ -297,9 +296,8 @@ static symaddr_status_t vmm_export(symaddr_backend_t *be, vmm_rec_t *rec,
     h->kind = SYMADDR_HANDLE_VMM;
     CUmemFabricHandle fh;
     static_assert(sizeof(fh) <= sizeof(h->data), "fabric handle does not fit");
-    if (rec->fabric &&
-        cuMemExportToShareableHandle(&fh, rec->handle, CU_MEM_HANDLE_TYPE_FABRIC, 0) ==
-            CUDA_SUCCESS) {
+    if (rec->fabric && cuMemExportToShareableHandle(&fh, rec->handle, CU_MEM_HANDLE_TYPE_FABRIC,
+                                                    0) == CUDA_SUCCESS) {
         memcpy(h->data, &fh, sizeof(fh));
         h->kind = SYMADDR_HANDLE_VMM_FABRIC;
     }
@@ -307,8 +305,7 @@ static symaddr_status_t vmm_export(symaddr_backend_t *be, vmm_rec_t *rec,
                                                               : SYMADDR_ERR_NOT_SHAREABLE;
 }
 
-static symaddr_status_t vmm_open(symaddr_backend_t *be, const symaddr_ipc_handle_t *h,
-                                 void **ptr_p)
+static symaddr_status_t vmm_open(symaddr_backend_t *be, const symaddr_ipc_handle_t *h, void **ptr_p)
 {
     CUmemGenericAllocationHandle mh;
     CUresult r = CUDA_ERROR_INVALID_VALUE;

@@ -55,17 +55,18 @@ static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
         mine = SYMADDR_COLL_MAX_BLOCKS;
     if (mine == 0)
         mine = 1;
-    return symaddr_mpi_allreduce(&ctx->boot, ctx->boot.node_comm, &mine, blocks_p, 1,
-                                 MPI_UNSIGNED, MPI_MIN, symaddr_bootstrap_deadline(&ctx->boot, 0));
+    return symaddr_mpi_allreduce(&ctx->boot, ctx->boot.node_comm, &mine, blocks_p, 1, MPI_UNSIGNED,
+                                 MPI_MIN, symaddr_bootstrap_deadline(&ctx->boot, 0));
 }
 
 symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
     const symaddr_bootstrap_t *b = &ctx->boot;
-    size_t stage_offset = (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS *
-                                                                        b->node_size) +
-                           255) / 256 * 256;
+    size_t stage_offset =
+        (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size) +
+         255) /
+        256 * 256;
     size_t ll_offset = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
     size_t scratch_offset = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
     size_t scratch_bytes = multi_node(ctx) ? SCRATCH_BYTES : 0;
@@ -137,7 +138,8 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
 {
     uint64_t word = 0;
     uint64_t *status = (uint64_t *)ctx->coll.sync.root + SYMADDR_SYNC_STATUS;
-    if (!ctx->coll.ready || ctx->be.ops->memcpy(&ctx->be, &word, status, sizeof(word)) != SYMADDR_OK)
+    if (!ctx->coll.ready ||
+        ctx->be.ops->memcpy(&ctx->be, &word, status, sizeof(word)) != SYMADDR_OK)
         return SYMADDR_OK;
     if (word == 0)
         return SYMADDR_OK;
@@ -149,7 +151,8 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
                                  "peer exited, is stopped, or ranks called different "
                                  "collectives. The context is broken on every rank: finalize it",
                                  ctx->cfg.timeout_ms);
-    return symaddr_set_error(ctx, st, "a rank of the node gave up on a collective after "
+    return symaddr_set_error(ctx, st,
+                             "a rank of the node gave up on a collective after "
                              "waiting %u ms for a peer (one exited, is stopped, or ranks called "
                              "different collectives): the context is broken on every rank, "
                              "finalize it",
@@ -163,8 +166,8 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
     size_t inboxes = 2 * (size_t)ctx->boot.node_size * SYMADDR_COLL_LL_INBOX;
     uint64_t *w = malloc(sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
     void *zeros = calloc(1, inboxes);
-    symaddr_status_t st = w && zeros ? ctx->be.ops->stream_sync(&ctx->be, NULL)
-                                     : SYMADDR_ERR_NO_MEMORY;
+    symaddr_status_t st =
+        w && zeros ? ctx->be.ops->stream_sync(&ctx->be, NULL) : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
         st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, symaddr_bootstrap_deadline(&ctx->boot, 1));
     if (st == SYMADDR_OK) {
@@ -239,15 +242,16 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
                         count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
     uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->size);
     if (!all)
-        return symaddr_context_break(
-            ctx, symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory",
-                                   coll_names[kind]));
+        return symaddr_context_break(ctx,
+                                     symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY,
+                                                       "%s: out of host memory", coll_names[kind]));
     st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, mine, all, sizeof(mine),
                                symaddr_bootstrap_deadline(&ctx->boot, 1));
     if (st != SYMADDR_OK) {
         free(all);
         symaddr_context_break(ctx, st);
-        return symaddr_set_error(ctx, st, "%s: the ranks could not compare their arguments "
+        return symaddr_set_error(ctx, st,
+                                 "%s: the ranks could not compare their arguments "
                                  "within %u ms; the context is broken",
                                  coll_names[kind], ctx->cfg.timeout_ms);
     }
@@ -293,8 +297,10 @@ static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t
 {
     symaddr_status_t st = ctx->be.ops->coll->launch(d, stream);
     if (st == SYMADDR_ERR_UNSUPPORTED)
-        return symaddr_set_error(ctx, st, "%s: node groups larger than 64 ranks are not "
-                                 "supported", coll_names[d->kind]);
+        return symaddr_set_error(ctx, st,
+                                 "%s: node groups larger than 64 ranks are not "
+                                 "supported",
+                                 coll_names[d->kind]);
     if (st != SYMADDR_OK)
         return symaddr_set_error(ctx, st, "%s: the %s runtime refused the launch: %s",
                                  coll_names[d->kind], ctx->be.ops->name, symaddr_launch_why);
@@ -451,11 +457,10 @@ typedef symaddr_status_t (*overlap_rule_t)(symaddr_context_t *ctx, const void *s
                                            const char *fn);
 
 static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t local,
-                                   overlap_rule_t rule, symaddr_coll_kind_t kind,
-                                   const void *send, size_t send_bytes, void *recv,
-                                   size_t recv_bytes, size_t count, symaddr_dtype_t dt,
-                                   symaddr_redop_t op, int root, size_t work_bytes,
-                                   symaddr_coll_desc_t *d)
+                                   overlap_rule_t rule, symaddr_coll_kind_t kind, const void *send,
+                                   size_t send_bytes, void *recv, size_t recv_bytes, size_t count,
+                                   symaddr_dtype_t dt, symaddr_redop_t op, int root,
+                                   size_t work_bytes, symaddr_coll_desc_t *d)
 {
     const char *fn = coll_names[kind];
     const uint64_t *spb = NULL, *rpb = NULL;
@@ -492,8 +497,8 @@ static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtyp
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: dtype %d is not a symaddr_dtype_t", fn, (int)dt);
     if (op < 0 || op >= SYMADDR_REDOP_COUNT_)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "%s: op %d is not a symaddr_redop_t", fn, op);
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: op %d is not a symaddr_redop_t",
+                                 fn, op);
     if (!symaddr_size_mul(count, es, bytes_p) ||
         !symaddr_size_mul(*bytes_p, (size_t)ctx->size, total_p) || *total_p > SYMADDR_MAX_BYTES)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
@@ -505,8 +510,7 @@ static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtyp
 
 /* The node's part of an allreduce and, across nodes, the leaders' part; d filled by the
  * caller. */
-static symaddr_status_t allreduce_run(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
-                                      void *stream)
+static symaddr_status_t allreduce_run(symaddr_context_t *ctx, symaddr_coll_desc_t *d, void *stream)
 {
     if (!multi_node(ctx))
         return launch(ctx, d, stream);
@@ -522,7 +526,7 @@ static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t b
 {
     symaddr_allreduce_algo_t algo = ctx->cfg.allreduce_algo;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
-        algo = bytes <= ctx->cfg.ll_bytes        ? SYMADDR_ALLREDUCE_LL
+        algo = bytes <= ctx->cfg.ll_bytes       ? SYMADDR_ALLREDUCE_LL
                : bytes < ctx->cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
                                                 : SYMADDR_ALLREDUCE_TWOSHOT;
     if (algo == SYMADDR_ALLREDUCE_LL && bytes > SYMADDR_COLL_LL_BYTES)

@@ -19,7 +19,7 @@
 static bool parse_bool(const char *v, int *out)
 {
     static const char *const yes[] = {"1", "yes", "true", "on"}, *const no[] = {"0", "no", "false",
-                                                                                 "off"};
+                                                                                "off"};
     for (size_t i = 0; i < 4; i++) {
         if (!strcasecmp(v, yes[i]))
             return *out = 1, true;
@@ -42,10 +42,14 @@ static bool parse_bytes(const char *v, size_t *out)
         return false;
     unsigned shift = 0;
     switch (*end) {
-    case 'k': case 'K': shift = 10; break;
-    case 'm': case 'M': shift = 20; break;
-    case 'g': case 'G': shift = 30; break;
-    case 't': case 'T': shift = 40; break;
+    case 'k':
+    case 'K': shift = 10; break;
+    case 'm':
+    case 'M': shift = 20; break;
+    case 'g':
+    case 'G': shift = 30; break;
+    case 't':
+    case 'T': shift = 40; break;
     }
     if (shift)
         end++;
@@ -136,8 +140,7 @@ static const config_var_t vars[] = {
      "backend of every context (auto: the GPU one when built and a device is present)",
      set_backend},
     {"SYMADDR_HEAP_SIZE", "64M", "a byte count with an optional K, M, G or T suffix",
-     "symmetric heap per rank (0: none); at most the memory of the node or device",
-     set_heap},
+     "symmetric heap per rank (0: none); at most the memory of the node or device", set_heap},
     {"SYMADDR_NODE_SIZE", "0", "a number of ranks, 0 for real nodes",
      "split each host into simulated nodes of this many ranks", set_node_size},
     {"SYMADDR_TIMEOUT_MS", "60000", "milliseconds, 1 to 4294967295",
@@ -199,9 +202,11 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
     const char *var = NULL, *what = NULL;
     symaddr_status_t st = SYMADDR_ERR_INVALID_ARG;
     if (c->size != sizeof(*c)) {
-        snprintf(why, len, "the config's size is %zu, this symaddr's is %zu: fill it with "
+        snprintf(why, len,
+                 "the config's size is %zu, this symaddr's is %zu: fill it with "
                  "symaddr_config_default or SYMADDR_CONFIG_INITIALIZER from the symaddr.h the "
-                 "library was built with", c->size, sizeof(*c));
+                 "library was built with",
+                 c->size, sizeof(*c));
         return SYMADDR_ERR_INVALID_ARG;
     }
     if ((int)c->backend < 0 || c->backend > SYMADDR_BACKEND_HIP)
@@ -215,7 +220,8 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
     else if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_LL)
         var = "SYMADDR_ALLREDUCE", what = "allreduce_algo is not a symaddr_allreduce_algo_t";
     else if (c->heap_bytes == BAD_SIZE)
-        var = "SYMADDR_HEAP_SIZE", what = "heap_bytes is out of range", st = SYMADDR_ERR_INVALID_SIZE;
+        var = "SYMADDR_HEAP_SIZE", what = "heap_bytes is out of range",
+        st = SYMADDR_ERR_INVALID_SIZE;
     else if (c->twoshot_bytes > ((size_t)1 << 40))
         var = "SYMADDR_TWOSHOT_BYTES", what = "twoshot_bytes is at most 1T",
         st = SYMADDR_ERR_INVALID_SIZE;

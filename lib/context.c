@@ -113,8 +113,7 @@ static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status
     return st;
 }
 
-symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
-                              symaddr_context_t **ctx_p)
+symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symaddr_context_t **ctx_p)
 {
     symaddr_context_t *ctx;
     symaddr_status_t st = SYMADDR_OK;
@@ -138,10 +137,9 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
         symaddr_config_default(&ctx->cfg);
     /* The communicator is split before the config is checked, so that every rank
      * reaches the agreement below whatever its own arguments were. */
-    st = symaddr_bootstrap_init(&ctx->boot, comm, ctx->cfg.node_size > 0 ? ctx->cfg.node_size : 0,
-                                ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms
-                                                    : SYMADDR_DEFAULT_TIMEOUT_MS,
-                                why, sizeof(why));
+    st = symaddr_bootstrap_init(
+        &ctx->boot, comm, ctx->cfg.node_size > 0 ? ctx->cfg.node_size : 0,
+        ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms : SYMADDR_DEFAULT_TIMEOUT_MS, why, sizeof(why));
     if (st != SYMADDR_OK) {
         context_free(ctx);
         return init_refused(cfg, st, why);

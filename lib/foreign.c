@@ -48,16 +48,14 @@ static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size
     int *pe_of_rank = malloc(sizeof(int) * (size_t)ctx->size);
     if (!pe_of_rank)
         local = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
-    else if ((local = symaddr_mpi_allgather(&ctx->boot, ctx->comm, &my_pe, pe_of_rank,
-                                            sizeof(int), symaddr_bootstrap_deadline(&ctx->boot,
-                                                                                    0))) !=
+    else if ((local = symaddr_mpi_allgather(&ctx->boot, ctx->comm, &my_pe, pe_of_rank, sizeof(int),
+                                            symaddr_bootstrap_deadline(&ctx->boot, 0))) !=
              SYMADDR_OK)
         symaddr_set_error(ctx, local, "%s: the ranks could not swap their PE numbers", fn);
     if ((st = symaddr_agree_status(ctx, local, fn)) == SYMADDR_OK)
-        st = symaddr_register_ptr_fn_(ctx, ptr, bytes, ptr_fn, pe_of_rank,
-                                     SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS |
-                                         SYMADDR_CAP_SYSTEM_ATOMICS,
-                                     map_p);
+        st = symaddr_register_ptr_fn_(
+            ctx, ptr, bytes, ptr_fn, pe_of_rank,
+            SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS, map_p);
     free(pe_of_rank);
     return st;
 }
@@ -122,13 +120,27 @@ static symaddr_status_t register_named(symaddr_context_t *ctx, void *ptr, size_t
 /* OpenSHMEM's heap is host memory: only the cpu backend's kernels reach it. Open MPI's
  * shmem_ptr aborts on an address off the heap, so shmem_addr_accessible asks first. */
 static const foreign_lib_t openshmem = {
-    "symaddr_register_openshmem", "OpenSHMEM", "openshmem", "shmem_malloc",
-    "shmem_ptr", "shmem_my_pe", "shmem_addr_accessible", SYMADDR_BACKEND_CPU, OPENSHMEM_BUILT,
+    "symaddr_register_openshmem",
+    "OpenSHMEM",
+    "openshmem",
+    "shmem_malloc",
+    "shmem_ptr",
+    "shmem_my_pe",
+    "shmem_addr_accessible",
+    SYMADDR_BACKEND_CPU,
+    OPENSHMEM_BUILT,
 };
 
 static const foreign_lib_t nvshmem = {
-    "symaddr_register_nvshmem", "NVSHMEM", "nvshmem", "nvshmem_malloc",
-    "nvshmem_ptr", "nvshmem_my_pe", NULL, SYMADDR_BACKEND_CUDA, NVSHMEM_BUILT,
+    "symaddr_register_nvshmem",
+    "NVSHMEM",
+    "nvshmem",
+    "nvshmem_malloc",
+    "nvshmem_ptr",
+    "nvshmem_my_pe",
+    NULL,
+    SYMADDR_BACKEND_CUDA,
+    NVSHMEM_BUILT,
 };
 
 symaddr_status_t symaddr_register_openshmem(symaddr_context_t *ctx, void *ptr, size_t bytes,

@@ -48,7 +48,7 @@ typedef struct symaddr_heap {
     size_t bytes;
     struct heap_block {
         size_t off, len;
-    } *free_list;
+    } * free_list;
     size_t nfree, cap;
 } symaddr_heap_t;
 
@@ -56,12 +56,12 @@ typedef struct symaddr_heap {
  * across nodes, the reduce-scatter scratch) and the node's ranks. */
 typedef struct symaddr_coll {
     symaddr_mapping_t sync;
-    int *node_ranks;      /* device copy of boot.node_to_rank */
-    size_t stage_offset;  /* of the one-shot staging slots in the sync area */
+    int *node_ranks;     /* device copy of boot.node_to_rank */
+    size_t stage_offset; /* of the one-shot staging slots in the sync area */
     size_t ll_offset;
     size_t scratch_offset, scratch_bytes; /* 0 bytes on one node */
-    unsigned max_blocks;  /* grid bound: what the GPU holds resident for every rank on it */
-    MPI_Comm leaders;     /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
+    unsigned max_blocks; /* grid bound: what the GPU holds resident for every rank on it */
+    MPI_Comm leaders;    /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
 } symaddr_coll_t;
 
@@ -76,12 +76,12 @@ struct symaddr_context {
     symaddr_heap_t heap;
     bool has_heap;
     symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
-    uint64_t seq;                /* collective call counter */
+    uint64_t seq;                    /* collective call counter */
     symaddr_coll_t coll;
     symaddr_locality_t loc;
     symaddr_error_t err;
-    symaddr_status_t broken; /* why the context can only be finalized; SYMADDR_OK while healthy */
-    int busy;                /* a thread is in a collective or allocation call */
+    symaddr_status_t broken;   /* why the context can only be finalized; SYMADDR_OK while healthy */
+    int busy;                  /* a thread is in a collective or allocation call */
     struct plain_alloc *plain; /* symaddr_mem_alloc's allocations, which only this context frees */
 };
 
@@ -99,16 +99,16 @@ void symaddr_call_leave(symaddr_context_t *ctx);
 
 /* The body of a public collective or allocation call, between enter and leave; bodies call
  * each other directly. */
-#define GUARDED(ctx, fn, body)                                                                    \
-    do {                                                                                          \
-        if (!(ctx))                                                                               \
-            return SYMADDR_ERR_INVALID_ARG;                                                       \
-        symaddr_status_t g_st_ = symaddr_call_enter((ctx), (fn));                                 \
-        if (g_st_ == SYMADDR_OK) {                                                                \
-            g_st_ = (body);                                                                       \
-            symaddr_call_leave(ctx);                                                              \
-        }                                                                                         \
-        return g_st_;                                                                             \
+#define GUARDED(ctx, fn, body)                                                                     \
+    do {                                                                                           \
+        if (!(ctx))                                                                                \
+            return SYMADDR_ERR_INVALID_ARG;                                                        \
+        symaddr_status_t g_st_ = symaddr_call_enter((ctx), (fn));                                  \
+        if (g_st_ == SYMADDR_OK) {                                                                 \
+            g_st_ = (body);                                                                        \
+            symaddr_call_leave(ctx);                                                               \
+        }                                                                                          \
+        return g_st_;                                                                              \
     } while (0)
 /* Mark the context broken (the first reason sticks); returns why. */
 symaddr_status_t symaddr_context_break(symaddr_context_t *ctx, symaddr_status_t why);
@@ -132,8 +132,8 @@ enum {
     SYMADDR_OP_FINALIZE,
 };
 
-symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0,
-                               uint64_t arg1, symaddr_status_t local, const char *opname);
+symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0, uint64_t arg1,
+                               symaddr_status_t local, const char *opname);
 /* Every rank learns whether all succeeded; returns the first failure. */
 symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t local,
                                       const char *opname);
@@ -143,8 +143,7 @@ symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t l
  * registered range's offset in the root; peers' tables are shifted so that
  * translation lands on the same offset of their range. Every rank returns the
  * same status; on failure nothing stays open and m->root is left to the caller. */
-symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m,
-                                      size_t offset);
+symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m, size_t offset);
 /* Drop the references to peers' roots (closing the last ones). */
 void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m);
 /* Free the tables and, if owned, the root. */
@@ -183,8 +182,8 @@ void symaddr_heap_release(symaddr_heap_t *heap, size_t off, size_t bytes);
 
 /* Detach every registration of regs (out of the registry already) from its peers, wait for
  * the node, release them all; the context's heap and sync area too when whole is set. */
-symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs,
-                                  size_t n, bool whole);
+symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs, size_t n,
+                                  bool whole);
 
 /* Fill r->map from its mapping and register it; frees nothing on failure. */
 symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,

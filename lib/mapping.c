@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 static symaddr_peer_root_t *cache_find(symaddr_context_t *ctx, int rank, uint64_t owner_base)
 {
     for (symaddr_peer_root_t *p = ctx->peer_roots; p; p = p->next)
@@ -75,8 +74,8 @@ symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_
     /* The header lets validation mode check accesses from the table alone. */
     uint64_t *table = staged + SYMADDR_TABLE_HEADER;
     table[SYMADDR_HDR_MAGIC] = SYMADDR_TABLE_MAGIC;
-    table[SYMADDR_HDR_INFO] = (uint64_t)(uint32_t)ctx->size |
-                              ((uint64_t)(ctx->cfg.validate != 0) << 32);
+    table[SYMADDR_HDR_INFO] =
+        (uint64_t)(uint32_t)ctx->size | ((uint64_t)(ctx->cfg.validate != 0) << 32);
     table[SYMADDR_HDR_BYTES] = m->root_bytes;
     table[SYMADDR_HDR_ERROR] = 0;
     memcpy(table, m->host_table, sizeof(uint64_t) * (size_t)ctx->size);
@@ -91,8 +90,8 @@ symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_
 }
 
 /* Local part of mapping_open once every node peer's record and descriptor are in. */
-static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m,
-                                   const exch_t *all, int *fds, size_t offset)
+static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m, const exch_t *all,
+                                   int *fds, size_t offset)
 {
     const symaddr_bootstrap_t *b = &ctx->boot;
     symaddr_status_t st = SYMADDR_OK;
@@ -109,7 +108,8 @@ static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m,
         if (symaddr_exch_check(&all[q], fds[q] >= 0) != SYMADDR_OK) {
             st = symaddr_set_error(ctx, SYMADDR_ERR_PEER,
                                    "rank %d sent a malformed handle record; are all ranks "
-                                   "running the same symaddr?", r);
+                                   "running the same symaddr?",
+                                   r);
             continue;
         }
         symaddr_peer_root_t *p = cache_find(ctx, r, all[q].root);
@@ -142,8 +142,7 @@ static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m,
     return st;
 }
 
-symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m,
-                                      size_t offset)
+symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m, size_t offset)
 {
     const symaddr_bootstrap_t *b = &ctx->boot;
     exch_t mine, *all = NULL;
@@ -168,8 +167,9 @@ symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t 
         symaddr_set_error(ctx, st, "cannot export %zu bytes at %p to node peers", m->root_bytes,
                           m->root);
     /* Both exchanges run even after a local failure, so that no peer is left waiting. */
-    if (all && symaddr_bootstrap_node_allgather(&ctx->boot, &mine, all, sizeof(mine)) !=
-                   SYMADDR_OK && st == SYMADDR_OK)
+    if (all &&
+        symaddr_bootstrap_node_allgather(&ctx->boot, &mine, all, sizeof(mine)) != SYMADDR_OK &&
+        st == SYMADDR_OK)
         st = symaddr_set_error(ctx, SYMADDR_ERR_MPI, "MPI_Allgather of handles failed");
     if (fds) {
         symaddr_status_t fst = symaddr_bootstrap_fd_alltoall(

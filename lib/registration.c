@@ -23,8 +23,7 @@ static symaddr_status_t check_size(symaddr_context_t *ctx, size_t bytes, const c
 static symaddr_status_t new_registration(symaddr_context_t *ctx, symaddr_registration_t **r_p,
                                          const char *fn)
 {
-    if (symaddr_registry_reserve(&ctx->reg) != SYMADDR_OK ||
-        !(*r_p = calloc(1, sizeof(**r_p))))
+    if (symaddr_registry_reserve(&ctx->reg) != SYMADDR_OK || !(*r_p = calloc(1, sizeof(**r_p))))
         return symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
     return SYMADDR_OK;
 }
@@ -53,8 +52,8 @@ symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx, symaddr_provider_k
  * registry already; the whole context (its heap and sync area) goes too when whole is set. A
  * broken context, or a peer that does not come, skips the wait: this rank releases all the
  * same. */
-symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs,
-                                  size_t n, bool whole)
+symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs, size_t n,
+                                  bool whole)
 {
     symaddr_status_t st = SYMADDR_OK;
     for (size_t i = 0; i < n; i++)
@@ -89,8 +88,10 @@ symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_
     symaddr_status_t st = SYMADDR_OK;
 
     if (!ptr_p || !map_p)
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr_p and map_p must not be "
-                               "NULL", fn);
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                               "%s: ptr_p and map_p must not be "
+                               "NULL",
+                               fn);
     if (st == SYMADDR_OK)
         st = check_size(ctx, bytes, fn);
     if (st == SYMADDR_OK)
@@ -127,8 +128,10 @@ static symaddr_status_t find_for_release(symaddr_context_t *ctx, const void *ptr
     if (st == SYMADDR_ERR_DOUBLE_FREE)
         return symaddr_set_error(ctx, st, "%s: %p was already freed", fn, ptr);
     if (st != SYMADDR_OK)
-        return symaddr_set_error(ctx, st, "%s: %p was not allocated or registered by this "
-                                 "context", fn, ptr);
+        return symaddr_set_error(ctx, st,
+                                 "%s: %p was not allocated or registered by this "
+                                 "context",
+                                 fn, ptr);
     if ((*r_p)->map.range_base != (uint64_t)(uintptr_t)ptr)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: %p points inside an allocation; pass the pointer "
@@ -186,8 +189,10 @@ static symaddr_status_t register_(symaddr_context_t *ctx, symaddr_provider_kind_
     symaddr_status_t st = SYMADDR_OK;
 
     if (!a->ptr || !map_p)
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: the pointer and map_p must "
-                               "not be NULL", fn);
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                               "%s: the pointer and map_p must "
+                               "not be NULL",
+                               fn);
     if (st == SYMADDR_OK)
         st = check_size(ctx, a->bytes, fn);
     if (st == SYMADDR_OK)
@@ -220,9 +225,9 @@ symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, size_t bytes,
             register_(ctx, SYMADDR_PROVIDER_IMPORT, &a, map_p, "symaddr_import"));
 }
 
-symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local_ptr,
-                                             size_t bytes, const uint64_t *host_peer_addrs,
-                                             uint64_t caps, symaddr_map_t **map_p)
+symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
+                                             const uint64_t *host_peer_addrs, uint64_t caps,
+                                             symaddr_map_t **map_p)
 {
     symaddr_register_args_t a = {local_ptr, bytes, host_peer_addrs, caps};
     GUARDED(ctx, "symaddr_register_peer_table",
@@ -260,17 +265,18 @@ symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_pt
     uint64_t *table = calloc((size_t)ctx->size, sizeof(uint64_t));
     if (table && fn && local_ptr) {
         for (int r = 0; r < ctx->size; r++)
-            table[r] = r == ctx->rank ? (uint64_t)(uintptr_t)local_ptr
-                                      : (uint64_t)(uintptr_t)fn(local_ptr,
-                                                               pe_of_rank ? pe_of_rank[r] : r);
+            table[r] = r == ctx->rank
+                           ? (uint64_t)(uintptr_t)local_ptr
+                           : (uint64_t)(uintptr_t)fn(local_ptr, pe_of_rank ? pe_of_rank[r] : r);
     }
     /* A NULL table or fn makes the registration fail on this rank, and so on every rank. */
     symaddr_register_args_t a = {local_ptr, bytes, fn ? table : NULL, caps};
-    symaddr_status_t st = register_(ctx, SYMADDR_PROVIDER_FOREIGN, &a, map_p,
-                                    "symaddr_register_ptr_fn");
+    symaddr_status_t st =
+        register_(ctx, SYMADDR_PROVIDER_FOREIGN, &a, map_p, "symaddr_register_ptr_fn");
     free(table);
     if (!fn)
-        symaddr_set_error(ctx, st, "symaddr_register_ptr_fn: fn is NULL; pass the library's "
+        symaddr_set_error(ctx, st,
+                          "symaddr_register_ptr_fn: fn is NULL; pass the library's "
                           "*_ptr(ptr, pe) function");
     return st;
 }
@@ -351,4 +357,3 @@ symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const symaddr_map_t *
                              "check that each pointer is translated with its own map's table",
                              (const void *)map, symaddr_strerror(st));
 }
-

@@ -9,10 +9,10 @@ struct symaddr_registry_snapshot {
     size_t count, cap;
     uint64_t retired_at;                    /* the epoch it was replaced in */
     struct symaddr_registry_snapshot *next; /* retired list */
-    uint64_t *bases;                   /* by_addr[i]->map.range_base, searched without chasing
-                                          pointers */
-    symaddr_registration_t **by_addr;  /* sorted by range */
-    symaddr_registration_t **by_map;   /* sorted by the registration's address */
+    uint64_t *bases;                        /* by_addr[i]->map.range_base, searched without chasing
+                                               pointers */
+    symaddr_registration_t **by_addr;       /* sorted by range */
+    symaddr_registration_t **by_map;        /* sorted by the registration's address */
 };
 
 static symaddr_registry_snapshot_t *snap_alloc(size_t cap)

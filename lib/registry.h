@@ -41,7 +41,7 @@ typedef struct symaddr_registry {
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
     size_t nfreed, capfreed;
-    size_t count;          /* live registrations (writers only) */
+    size_t count; /* live registrations (writers only) */
 } symaddr_registry_t;
 
 int symaddr_registry_init(symaddr_registry_t *reg);

@@ -81,8 +81,8 @@ symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr)
                                  fn, ptr);
     if (symaddr_registry_overlaps(&ctx->reg, (uintptr_t)ptr, a->bytes))
         return symaddr_set_error(ctx, SYMADDR_ERR_ALREADY_REGISTERED,
-                                 "%s: %p is still imported; symaddr_unregister its maps first",
-                                 fn, ptr);
+                                 "%s: %p is still imported; symaddr_unregister its maps first", fn,
+                                 ptr);
     symaddr_status_t st = ctx->be.ops->mem_free(&ctx->be, ptr);
     free(a);
     if (st != SYMADDR_OK)
@@ -116,8 +116,10 @@ symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream)
         return SYMADDR_ERR_INVALID_ARG;
     symaddr_status_t st = ctx->be.ops->stream_sync(&ctx->be, stream);
     if (st != SYMADDR_OK)
-        return symaddr_set_error(ctx, st, "symaddr_stream_sync: the %s runtime reported an "
-                                 "error on the stream: %s", ctx->be.ops->name, runtime_says(ctx));
+        return symaddr_set_error(ctx, st,
+                                 "symaddr_stream_sync: the %s runtime reported an "
+                                 "error on the stream: %s",
+                                 ctx->be.ops->name, runtime_says(ctx));
     return symaddr_coll_status(ctx);
 }
 
@@ -144,8 +146,8 @@ static symaddr_status_t rma_map(symaddr_context_t *ctx, const void *sym, const v
                                  bytes, local);
     if (target < 0 || target >= ctx->size)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "%s: target %d is not a rank of this context (0..%d)", fn,
-                                 target, ctx->size - 1);
+                                 "%s: target %d is not a rank of this context (0..%d)", fn, target,
+                                 ctx->size - 1);
     if (symaddr_registry_lookup(&ctx->reg, sym, &r) != SYMADDR_OK)
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
                                  "%s: %p is not symmetric memory of this context; allocate it "
@@ -172,8 +174,9 @@ symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, const void *src,
     symaddr_status_t st = rma_map(ctx, dst, src, bytes, target, &m, "symaddr_put");
     if (st != SYMADDR_OK || bytes == 0)
         return st;
-    return launched(ctx, ctx->be.ops->kernels->put_bytes(stream, dst, src, bytes, target,
-                                                         m->peer_bases, m->local_rank),
+    return launched(ctx,
+                    ctx->be.ops->kernels->put_bytes(stream, dst, src, bytes, target, m->peer_bases,
+                                                    m->local_rank),
                     "symaddr_put");
 }
 
@@ -186,31 +189,32 @@ symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src,
     symaddr_status_t st = rma_map(ctx, src, dst, bytes, target, &m, "symaddr_get");
     if (st != SYMADDR_OK || bytes == 0)
         return st;
-    return launched(ctx, ctx->be.ops->kernels->get_bytes(stream, dst, src, bytes, target,
-                                                         m->peer_bases, m->local_rank),
+    return launched(ctx,
+                    ctx->be.ops->kernels->get_bytes(stream, dst, src, bytes, target, m->peer_bases,
+                                                    m->local_rank),
                     "symaddr_get");
 }
 
-#define DEFINE_HOST_ATOMIC_ADD(T, U, sfx, usfx)                                                   \
-    symaddr_status_t symaddr_stream_atomic_add_##sfx(symaddr_context_t *ctx, T *ptr, T value,           \
-                                              int target, void *stream)                          \
-    {                                                                                            \
-        const symaddr_map_t *m;                                                                  \
-        if (!ctx)                                                                                \
-            return SYMADDR_ERR_INVALID_ARG;                                                      \
-        if ((uintptr_t)ptr % sizeof(T))                                                          \
-            return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,                               \
-                                     "symaddr_stream_atomic_add_" #sfx ": %p is not %zu-byte aligned",  \
-                                     (void *)ptr, sizeof(T));                                    \
-        symaddr_status_t st =                                                                    \
-            rma_map(ctx, ptr, ptr, sizeof(T), target, &m, "symaddr_stream_atomic_add_" #sfx);           \
-        if (st != SYMADDR_OK)                                                                    \
-            return st;                                                                           \
-        return launched(ctx,                                                                     \
-                        ctx->be.ops->kernels->atomic_add_##usfx(stream, (U *)ptr, (U)value,      \
-                                                                target, m->peer_bases,           \
-                                                                m->local_rank),                  \
-                        "symaddr_stream_atomic_add_" #sfx);                                      \
+#define DEFINE_HOST_ATOMIC_ADD(T, U, sfx, usfx)                                                    \
+    symaddr_status_t symaddr_stream_atomic_add_##sfx(symaddr_context_t *ctx, T *ptr, T value,      \
+                                                     int target, void *stream)                     \
+    {                                                                                              \
+        const symaddr_map_t *m;                                                                    \
+        if (!ctx)                                                                                  \
+            return SYMADDR_ERR_INVALID_ARG;                                                        \
+        if ((uintptr_t)ptr % sizeof(T))                                                            \
+            return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,                                 \
+                                     "symaddr_stream_atomic_add_" #sfx                             \
+                                     ": %p is not %zu-byte aligned",                               \
+                                     (void *)ptr, sizeof(T));                                      \
+        symaddr_status_t st =                                                                      \
+            rma_map(ctx, ptr, ptr, sizeof(T), target, &m, "symaddr_stream_atomic_add_" #sfx);      \
+        if (st != SYMADDR_OK)                                                                      \
+            return st;                                                                             \
+        return launched(ctx,                                                                       \
+                        ctx->be.ops->kernels->atomic_add_##usfx(                                   \
+                            stream, (U *)ptr, (U)value, target, m->peer_bases, m->local_rank),     \
+                        "symaddr_stream_atomic_add_" #sfx);                                        \
     }
 
 DEFINE_HOST_ATOMIC_ADD(int32_t, uint32_t, i32, u32)

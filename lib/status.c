@@ -27,8 +27,7 @@ static const char *const status_text[] = {
     [-SYMADDR_ERR_UNREACHABLE] = "SYMADDR_ERR_UNREACHABLE: target rank has no load/store path",
     [-SYMADDR_ERR_WRONG_PROVIDER] =
         "SYMADDR_ERR_WRONG_PROVIDER: memory belongs to another provider",
-    [-SYMADDR_ERR_NOT_SHAREABLE] =
-        "SYMADDR_ERR_NOT_SHAREABLE: memory cannot be exported to peers",
+    [-SYMADDR_ERR_NOT_SHAREABLE] = "SYMADDR_ERR_NOT_SHAREABLE: memory cannot be exported to peers",
     [-SYMADDR_ERR_BROKEN] = "SYMADDR_ERR_BROKEN: a collective on this context timed out or failed "
                             "on some rank earlier; finalize the context and create a new one",
 };

@@ -28,8 +28,8 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
     h->free_list = malloc(sizeof(*h->free_list) * h->cap);
     if (st == SYMADDR_OK && !h->free_list)
         st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory");
-    if (st == SYMADDR_OK && (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->mapping.root)) !=
-                                SYMADDR_OK)
+    if (st == SYMADDR_OK &&
+        (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->mapping.root)) != SYMADDR_OK)
         symaddr_set_error(ctx, st,
                           "symaddr_init: cannot allocate a %zu-byte symmetric heap (%s); lower "
                           "heap_bytes or SYMADDR_HEAP_SIZE",
@@ -95,8 +95,7 @@ void symaddr_heap_release(symaddr_heap_t *h, size_t off, size_t bytes)
     bool merge_next = i < h->nfree && off + len == h->free_list[i].off;
     if (merge_prev && merge_next) {
         h->free_list[i - 1].len += len + h->free_list[i].len;
-        memmove(&h->free_list[i], &h->free_list[i + 1],
-                (h->nfree - i - 1) * sizeof(*h->free_list));
+        memmove(&h->free_list[i], &h->free_list[i + 1], (h->nfree - i - 1) * sizeof(*h->free_list));
         h->nfree--;
     } else if (merge_prev) {
         h->free_list[i - 1].len += len;

@@ -64,13 +64,13 @@ __global__ void k_put_grid(void *dst, const void *src, size_t bytes, int target,
     symaddr_put_grid(dst, src, bytes, target, peer_bases, me);
 }
 
-#define CK(x)                                                                                     \
-    do {                                                                                          \
-        cudaError_t e_ = (x);                                                                     \
-        if (e_ != cudaSuccess) {                                                                  \
-            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));           \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                         \
-        }                                                                                         \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));             \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                          \
+        }                                                                                          \
     } while (0)
 
 template <typename F> static double gbps(F launch, size_t bytes, cudaStream_t s)
@@ -133,17 +133,16 @@ int main(int argc, char **argv)
         ROW("3 + four 16-byte loads in flight",
             (k_unrolled<int4><<<528, 512, 0, s>>>((int4 *)dst, (const int4 *)src, n, 1, pb, me)));
         ROW("4   the same with 0.1.0's 8-byte aligned pack",
-            (k_unrolled<pack8><<<528, 512, 0, s>>>((pack8 *)dst, (const pack8 *)src, n, 1, pb,
-                                                   me)));
+            (k_unrolled<pack8>
+             <<<528, 512, 0, s>>>((pack8 *)dst, (const pack8 *)src, n, 1, pb, me)));
         ROW("5 symaddr's grid (1024x256), 16-byte pack",
             (k_unrolled<int4><<<1024, 256, 0, s>>>((int4 *)dst, (const int4 *)src, n, 1, pb, me)));
         ROW("5b  the same with the 8-byte pack",
-            (k_unrolled<pack8><<<1024, 256, 0, s>>>((pack8 *)dst, (const pack8 *)src, n, 1, pb,
-                                                    me)));
+            (k_unrolled<pack8>
+             <<<1024, 256, 0, s>>>((pack8 *)dst, (const pack8 *)src, n, 1, pb, me)));
         ROW("6 device.h symaddr_put_grid, 1024x256",
             k_put_grid<<<1024, 256, 0, s>>>(dst, src, bytes, 1, pb, me));
-        ROW("7 symaddr_put on the stream",
-            symaddr_put(ctx, dst, src, bytes, 1, (void *)s));
+        ROW("7 symaddr_put on the stream", symaddr_put(ctx, dst, src, bytes, 1, (void *)s));
         ROW("- copy engine (cudaMemcpyPeerAsync)",
             cudaMemcpyPeerAsync(raw, loc->device[1], src, loc->device[0], bytes, s));
         /* As symaddr-bench times it: NULL stream, host clock around 10 calls and a sync. */

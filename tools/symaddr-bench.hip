@@ -100,9 +100,12 @@ static size_t parse_size(const char *s)
     char *end;
     double v = strtod(s, &end);
     switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024 * 1024 * 1024; break;
+    case 'K':
+    case 'k': v *= 1024; break;
+    case 'M':
+    case 'm': v *= 1024 * 1024; break;
+    case 'G':
+    case 'g': v *= 1024 * 1024 * 1024; break;
     }
     return (size_t)v;
 }
@@ -135,17 +138,28 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
     o->redop = SYMADDR_SUM;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-b") && v) o->min = parse_size(argv[++i]);
-        else if (!strcmp(a, "-e") && v) o->max = parse_size(argv[++i]);
-        else if (!strcmp(a, "-f") && v) o->factor = atof(argv[++i]);
-        else if (!strcmp(a, "--iters") && v) o->iters = atoi(argv[++i]);
-        else if (!strcmp(a, "--warmup") && v) o->warmup = atoi(argv[++i]);
-        else if (!strcmp(a, "--json") && v) o->json = argv[++i];
-        else if (!strcmp(a, "--check")) o->check = 1;
-        else if (!strcmp(a, "--graph")) o->graph = 1;
-        else if (!strcmp(a, "--one-pair")) o->one_pair = 1;
-        else if (!strcmp(a, "--compare") && v) o->compare = argv[++i];
-        else if (!strcmp(a, "--backend") && v) o->backend = argv[++i];
+        if (!strcmp(a, "-b") && v)
+            o->min = parse_size(argv[++i]);
+        else if (!strcmp(a, "-e") && v)
+            o->max = parse_size(argv[++i]);
+        else if (!strcmp(a, "-f") && v)
+            o->factor = atof(argv[++i]);
+        else if (!strcmp(a, "--iters") && v)
+            o->iters = atoi(argv[++i]);
+        else if (!strcmp(a, "--warmup") && v)
+            o->warmup = atoi(argv[++i]);
+        else if (!strcmp(a, "--json") && v)
+            o->json = argv[++i];
+        else if (!strcmp(a, "--check"))
+            o->check = 1;
+        else if (!strcmp(a, "--graph"))
+            o->graph = 1;
+        else if (!strcmp(a, "--one-pair"))
+            o->one_pair = 1;
+        else if (!strcmp(a, "--compare") && v)
+            o->compare = argv[++i];
+        else if (!strcmp(a, "--backend") && v)
+            o->backend = argv[++i];
         else if (!strcmp(a, "--dtype") && v) {
             int k = lookup_name(dtype_names, SYMADDR_DTYPE_COUNT_, argv[++i]);
             if (k < 0)
@@ -162,18 +176,23 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             if (k < 0)
                 return usage(rank);
             o->algo = (symaddr_allreduce_algo_t)k;
-        }
-        else if (!strcmp(a, "--provider") && v) {
+        } else if (!strcmp(a, "--provider") && v) {
             v = argv[++i];
-            if (!strcmp(v, "heap")) o->provider = SYMADDR_PROVIDER_HEAP;
-            else if (!strcmp(v, "ipc")) o->provider = SYMADDR_PROVIDER_IPC;
-            else if (!strcmp(v, "vmm")) o->provider = SYMADDR_PROVIDER_VMM;
-            else return usage(rank);
-        } else if (!o->op && (!strcmp(a, "put") || !strcmp(a, "get") || !strcmp(a, "translate") ||
-                              !strcmp(a, "latency") || !strcmp(a, "atomic") || !strcmp(a, "alloc") ||
-                              !strcmp(a, "lookup") || lookup_name(coll_ops, 5, a) >= 0))
+            if (!strcmp(v, "heap"))
+                o->provider = SYMADDR_PROVIDER_HEAP;
+            else if (!strcmp(v, "ipc"))
+                o->provider = SYMADDR_PROVIDER_IPC;
+            else if (!strcmp(v, "vmm"))
+                o->provider = SYMADDR_PROVIDER_VMM;
+            else
+                return usage(rank);
+        } else if (!o->op &&
+                   (!strcmp(a, "put") || !strcmp(a, "get") || !strcmp(a, "translate") ||
+                    !strcmp(a, "latency") || !strcmp(a, "atomic") || !strcmp(a, "alloc") ||
+                    !strcmp(a, "lookup") || lookup_name(coll_ops, 5, a) >= 0))
             o->op = a;
-        else return usage(rank);
+        else
+            return usage(rank);
     }
     if (!o->op || o->min == 0 || o->max < o->min || o->factor <= 1 || o->iters <= 0)
         return usage(rank);
@@ -238,11 +257,15 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
 #if !defined(SYMADDR_KERNELS_CPU)
         case MODE_PEER_PUT:
             st = hipMemcpyPeerAsync(raw, peer_dev, src, symaddr_device(ctx), bytes, NULL) ==
-                         hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+                         hipSuccess
+                     ? SYMADDR_OK
+                     : SYMADDR_ERR_BACKEND;
             break;
         case MODE_PEER_GET:
             st = hipMemcpyPeerAsync(dst, symaddr_device(ctx), raw, peer_dev, bytes, NULL) ==
-                         hipSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+                         hipSuccess
+                     ? SYMADDR_OK
+                     : SYMADDR_ERR_BACKEND;
             break;
 #endif
         default:
@@ -260,8 +283,8 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
     return worst;
 }
 
-
-/* ---- collectives ------------------------------------------------------------------------------ */
+/* ---- collectives ------------------------------------------------------------------------------
+ */
 
 enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_BROADCAST, C_ALLTOALL };
 
@@ -294,8 +317,8 @@ static symaddr_status_t do_coll(symaddr_context_t *ctx, const opts_t *o, int c, 
 
 static MPI_Datatype mpi_dtype(symaddr_dtype_t dt)
 {
-    static const MPI_Datatype t[] = {MPI_INT32_T, MPI_UINT32_T, MPI_INT64_T, MPI_UINT64_T,
-                                     MPI_FLOAT,   MPI_DOUBLE};
+    static const MPI_Datatype t[] = {MPI_INT32_T,  MPI_UINT32_T, MPI_INT64_T,
+                                     MPI_UINT64_T, MPI_FLOAT,    MPI_DOUBLE};
     return dt < SYMADDR_FLOAT16 ? t[dt] : MPI_DATATYPE_NULL;
 }
 
@@ -358,10 +381,10 @@ static int nccl_open(symaddr_context_t *ctx, char *why, size_t len)
     if (!h)
         snprintf(why, len, "cannot load libnccl.so.2 (%s); add its folder to LD_LIBRARY_PATH",
                  dlerror());
-#define NCCL_SYM(field, name)                                                                    \
-    if (ok && !(*(void **)&nccl.field = dlsym(h, #name))) {                                      \
-        snprintf(why, len, "libnccl.so.2 has no %s: too old for this build", #name);             \
-        ok = 0;                                                                                  \
+#define NCCL_SYM(field, name)                                                                      \
+    if (ok && !(*(void **)&nccl.field = dlsym(h, #name))) {                                        \
+        snprintf(why, len, "libnccl.so.2 has no %s: too old for this build", #name);               \
+        ok = 0;                                                                                    \
     }
     NCCL_SYM(get_unique_id, ncclGetUniqueId)
     NCCL_SYM(comm_init_rank, ncclCommInitRank)
@@ -389,8 +412,8 @@ static int nccl_open(symaddr_context_t *ctx, char *why, size_t len)
     ok = r == ncclSuccess;
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
     if (!all_ok) {
-        snprintf(why, len, "ncclCommInitRank failed: %s", ok ? "on another rank"
-                                                             : nccl.error_string(r));
+        snprintf(why, len, "ncclCommInitRank failed: %s",
+                 ok ? "on another rank" : nccl.error_string(r));
         return 1;
     }
     return 0;
@@ -463,8 +486,8 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
  * reference library. Returns the first failing call's status, SYMADDR_ERR_BACKEND when the
  * graph cannot be made, else the final stream sync's. */
 template <typename Call>
-static symaddr_status_t time_calls(symaddr_context_t *ctx, const opts_t *o, void *stream,
-                                   Call call, double *seconds_p)
+static symaddr_status_t time_calls(symaddr_context_t *ctx, const opts_t *o, void *stream, Call call,
+                                   double *seconds_p)
 {
     symaddr_status_t st = SYMADDR_OK;
     double t0 = 0;
@@ -563,7 +586,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s%s%s\n", o->op, n,
                symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
                redop_names[o->redop], o->graph ? ", graph" : "",
-               with_nccl ? ", reference: NCCL on the same buffers and stream"
+               with_nccl  ? ", reference: NCCL on the same buffers and stream"
                : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
                                  : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
                           : "");
@@ -605,8 +628,8 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         }
         double t = 0, worst, tm = 0, tm_worst = 0;
         if (st == SYMADDR_OK)
-            st = time_calls(ctx, o, stream,
-                            [&] { return do_coll(ctx, o, c, send, recv, count, stream); }, &t);
+            st = time_calls(
+                ctx, o, stream, [&] { return do_coll(ctx, o, c, send, recv, count, stream); }, &t);
         if (st != SYMADDR_OK) {
             fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
                     symaddr_last_error(ctx));
@@ -616,13 +639,14 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         int mpi_ok = 1;
         if (with_nccl) {
 #if defined(SYMADDR_BENCH_NCCL)
-            mpi_ok = time_calls(ctx, o, stream,
-                                [&] {
-                                    return nccl_coll(o, c, send, recv, count, stream)
-                                               ? SYMADDR_OK
-                                               : SYMADDR_ERR_BACKEND;
-                                },
-                                &tm) == SYMADDR_OK;
+            mpi_ok = time_calls(
+                         ctx, o, stream,
+                         [&] {
+                             return nccl_coll(o, c, send, recv, count, stream)
+                                        ? SYMADDR_OK
+                                        : SYMADDR_ERR_BACKEND;
+                         },
+                         &tm) == SYMADDR_OK;
 #endif
             MPI_Allreduce(&tm, &tm_worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
         } else if (with_mpi) {
@@ -651,8 +675,8 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
             else if (o->check)
                 snprintf(wrong_s, sizeof(wrong_s), "n/a");
             printf("%12zu %12zu %8s %6s %10.2f %9.2f %9.2f %7s", (size_t)s, count,
-                   dtype_names[o->dtype], c == C_ALLREDUCE || c == C_REDUCE_SCATTER
-                                              ? redop_names[o->redop] : "none",
+                   dtype_names[o->dtype],
+                   c == C_ALLREDUCE || c == C_REDUCE_SCATTER ? redop_names[o->redop] : "none",
                    worst * 1e6, algbw, algbw * busbw_factor(c, n), wrong_s);
             if (with_mpi && mpi_ok)
                 printf(" %10.2f %9.2f %8.2f", tm_worst * 1e6,
@@ -662,11 +686,12 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
             printf("\n");
             fflush(stdout);
             if (json) {
-                fprintf(json,
-                        "%s\n  {\"bytes\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, "
-                        "\"busbw\": %.4f, \"wrong\": %ld",
-                        first ? "" : ",", (size_t)s, count, worst * 1e6, algbw,
-                        algbw * busbw_factor(c, n), wrong);
+                fprintf(
+                    json,
+                    "%s\n  {\"bytes\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, "
+                    "\"busbw\": %.4f, \"wrong\": %ld",
+                    first ? "" : ",", (size_t)s, count, worst * 1e6, algbw,
+                    algbw * busbw_factor(c, n), wrong);
                 if (with_mpi && mpi_ok)
                     fprintf(json, ", \"ref_time_us\": %.3f, \"ref_busbw\": %.4f", tm_worst * 1e6,
                             (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n));
@@ -698,15 +723,15 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     return 0;
 }
 
-
 /* Ops that launch this tool's own kernels need the backend they were built for. */
 static int kernels_match(symaddr_context_t *ctx, const opts_t *o)
 {
     if (symaddr_backend(ctx) == BENCH_BACKEND)
         return 1;
     if (symaddr_rank(ctx) == 0)
-        fprintf(stderr, "symaddr-bench: '%s' runs its own kernels, built for the %s backend, "
-                        "but the context runs on %s; run %s with SYMADDR_BACKEND=%s\n",
+        fprintf(stderr,
+                "symaddr-bench: '%s' runs its own kernels, built for the %s backend, "
+                "but the context runs on %s; run %s with SYMADDR_BACKEND=%s\n",
                 o->op, symaddr_backend_name(BENCH_BACKEND),
                 symaddr_backend_name(symaddr_backend(ctx)),
                 BENCH_BACKEND == SYMADDR_BACKEND_CPU ? "symaddr-bench-cpu" : "symaddr-bench",
@@ -714,7 +739,8 @@ static int kernels_match(symaddr_context_t *ctx, const opts_t *o)
     return 0;
 }
 
-/* ---- atomics, allocation, lookup ---------------------------------------------------------------- */
+/* ---- atomics, allocation, lookup ----------------------------------------------------------------
+ */
 
 __global__ void atomic_loop(uint64_t *ctr, int target, int n, const uint64_t *pb, int me)
 {
@@ -942,7 +968,7 @@ int main(int argc, char **argv)
     if (rank == 0) {
         printf("# symaddr-bench %s: %d ranks, backend %s, provider %s\n", o.op, size,
                symaddr_backend_name(symaddr_backend(ctx)),
-               o.provider == SYMADDR_PROVIDER_HEAP ? "heap"
+               o.provider == SYMADDR_PROVIDER_HEAP  ? "heap"
                : o.provider == SYMADDR_PROVIDER_VMM ? "vmm"
                                                     : "ipc");
         if (o.json && !(json = fopen(o.json, "w")))
@@ -981,7 +1007,8 @@ int main(int argc, char **argv)
         }
         symaddr_mem_free(ctx, status);
     } else {
-        int peer_ref = (mode == MODE_PUT || mode == MODE_GET) && BENCH_BACKEND != SYMADDR_BACKEND_CPU;
+        int peer_ref =
+            (mode == MODE_PUT || mode == MODE_GET) && BENCH_BACKEND != SYMADDR_BACKEND_CPU;
         if (rank == 0) {
             if (o.one_pair)
                 printf("# one pair: rank 0 %s rank 1, the other ranks idle\n",
@@ -1022,10 +1049,10 @@ int main(int argc, char **argv)
             }
             double t_ref = mode < 0 ? time_loop(ctx, &o, MODE_RAW, 1, b, a, bytes, m2)
                                     : time_loop(ctx, &o, mode, 0, b, a, bytes, m2);
-            double t_peer = peer_ref ? time_loop(ctx, &o, mode == MODE_PUT ? MODE_PEER_PUT
-                                                                            : MODE_PEER_GET,
-                                                 1, b, a, bytes, m2)
-                                     : 0;
+            double t_peer =
+                peer_ref ? time_loop(ctx, &o, mode == MODE_PUT ? MODE_PEER_PUT : MODE_PEER_GET, 1,
+                                     b, a, bytes, m2)
+                         : 0;
             if (rank == 0) {
                 char wrong_s[24] = "-";
                 if (o.check)
@@ -1039,8 +1066,9 @@ int main(int argc, char **argv)
                            t_peer / t_sym);
                 printf("\n");
                 if (json) {
-                    fprintf(json, "%s\n  {\"bytes\": %zu, \"time_us\": %.3f, \"ref_time_us\": %.3f, "
-                                  "\"wrong\": %ld",
+                    fprintf(json,
+                            "%s\n  {\"bytes\": %zu, \"time_us\": %.3f, \"ref_time_us\": %.3f, "
+                            "\"wrong\": %ld",
                             first ? "" : ",", bytes, t_sym * 1e6, t_ref * 1e6, all_wrong);
                     if (peer_ref)
                         fprintf(json, ", \"peer_time_us\": %.3f", t_peer * 1e6);

@@ -204,7 +204,8 @@ SYMADDR_DEVFN int symaddr_validate_(const void *ptr, int target, const uint64_t 
 SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uint64_t *peer_bases,
                                           int local_rank)
 {
-#if SYMADDR_VALIDATE && (SYMADDR_ON_GPU ? defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__) : 1)
+#if SYMADDR_VALIDATE &&                                                                            \
+    (SYMADDR_ON_GPU ? defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__) : 1)
     if (symaddr_validate_(ptr, target, peer_bases, local_rank))
         return NULL;
 #endif
@@ -290,8 +291,7 @@ SYMADDR_DEVFN void symaddr_get_grid(void *dst, const void *src, size_t bytes, in
 SYMADDR_DEVFN void symaddr_buffer_put_block(symaddr_buffer_t dst, size_t offset, const void *src,
                                             size_t bytes, int target)
 {
-    symaddr_put_block((char *)dst.ptr + offset, src, bytes, target, dst.peer_bases,
-                      dst.local_rank);
+    symaddr_put_block((char *)dst.ptr + offset, src, bytes, target, dst.peer_bases, dst.local_rank);
 }
 
 SYMADDR_DEVFN void symaddr_buffer_get_block(void *dst, symaddr_buffer_t src, size_t offset,
@@ -304,42 +304,41 @@ SYMADDR_DEVFN void symaddr_buffer_get_block(void *dst, symaddr_buffer_t src, siz
 /* ---- typed load / store / put / get of one element ---------------------------------------- */
 
 /* load returns 0 when validation refused the access. */
-#define SYMADDR_DEFINE_ELEMENT_(T, sfx)                                                          \
-    SYMADDR_DEVFN T symaddr_load_##sfx(const T *ptr, int target, const uint64_t *peer_bases,     \
-                                       int local_rank)                                           \
-    {                                                                                            \
-        const volatile T *r =                                                                    \
-            (const volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);          \
-        return r ? *r : (T)0;                                                                    \
-    }                                                                                            \
-    SYMADDR_DEVFN void symaddr_store_##sfx(T *ptr, T value, int target,                          \
-                                           const uint64_t *peer_bases, int local_rank)           \
-    {                                                                                            \
-        volatile T *r = (volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);    \
-        if (r)                                                                                   \
-            *r = value;                                                                          \
-    }                                                                                            \
-    /** put: local *src to rank target's *dst; get: rank target's *src to local *dst. */         \
-    SYMADDR_DEVFN void symaddr_put_##sfx(T *dst, const T *src, int target,                       \
-                                         const uint64_t *peer_bases, int local_rank)             \
-    {                                                                                            \
-        symaddr_store_##sfx(dst, *src, target, peer_bases, local_rank);                          \
-    }                                                                                            \
-    SYMADDR_DEVFN void symaddr_get_##sfx(T *dst, const T *src, int target,                       \
-                                         const uint64_t *peer_bases, int local_rank)             \
-    {                                                                                            \
-        *dst = symaddr_load_##sfx(src, target, peer_bases, local_rank);                          \
-    }                                                                                            \
-    SYMADDR_DEVFN T symaddr_buffer_load_##sfx(symaddr_buffer_t buf, size_t index, int target)    \
-    {                                                                                            \
-        return symaddr_load_##sfx((const T *)buf.ptr + index, target, buf.peer_bases,            \
-                                  buf.local_rank);                                               \
-    }                                                                                            \
-    SYMADDR_DEVFN void symaddr_buffer_store_##sfx(symaddr_buffer_t buf, size_t index, T value,   \
-                                                  int target)                                    \
-    {                                                                                            \
-        symaddr_store_##sfx((T *)buf.ptr + index, value, target, buf.peer_bases,                 \
-                            buf.local_rank);                                                     \
+#define SYMADDR_DEFINE_ELEMENT_(T, sfx)                                                            \
+    SYMADDR_DEVFN T symaddr_load_##sfx(const T *ptr, int target, const uint64_t *peer_bases,       \
+                                       int local_rank)                                             \
+    {                                                                                              \
+        const volatile T *r =                                                                      \
+            (const volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);            \
+        return r ? *r : (T)0;                                                                      \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_store_##sfx(T *ptr, T value, int target,                            \
+                                           const uint64_t *peer_bases, int local_rank)             \
+    {                                                                                              \
+        volatile T *r = (volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);      \
+        if (r)                                                                                     \
+            *r = value;                                                                            \
+    }                                                                                              \
+    /** put: local *src to rank target's *dst; get: rank target's *src to local *dst. */           \
+    SYMADDR_DEVFN void symaddr_put_##sfx(T *dst, const T *src, int target,                         \
+                                         const uint64_t *peer_bases, int local_rank)               \
+    {                                                                                              \
+        symaddr_store_##sfx(dst, *src, target, peer_bases, local_rank);                            \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_get_##sfx(T *dst, const T *src, int target,                         \
+                                         const uint64_t *peer_bases, int local_rank)               \
+    {                                                                                              \
+        *dst = symaddr_load_##sfx(src, target, peer_bases, local_rank);                            \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_buffer_load_##sfx(symaddr_buffer_t buf, size_t index, int target)      \
+    {                                                                                              \
+        return symaddr_load_##sfx((const T *)buf.ptr + index, target, buf.peer_bases,              \
+                                  buf.local_rank);                                                 \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_buffer_store_##sfx(symaddr_buffer_t buf, size_t index, T value,     \
+                                                  int target)                                      \
+    {                                                                                              \
+        symaddr_store_##sfx((T *)buf.ptr + index, value, target, buf.peer_bases, buf.local_rank);  \
     }
 
 SYMADDR_DEFINE_ELEMENT_(int32_t, i32)
@@ -356,67 +355,68 @@ SYMADDR_DEFINE_ELEMENT_(symaddr_bf16_t, bf16)
  * integer ones work on unsigned bits; signed min/max compare as signed. */
 
 #if SYMADDR_ON_GPU
-#define SYMADDR_GPU_ATOMIC_(fn, sys, p, ...) ((sys) ? fn##_system(p, __VA_ARGS__) : fn(p, __VA_ARGS__))
+#define SYMADDR_GPU_ATOMIC_(fn, sys, p, ...)                                                       \
+    ((sys) ? fn##_system(p, __VA_ARGS__) : fn(p, __VA_ARGS__))
 
-#define SYMADDR_DEFINE_PRIM_(U, GU, usfx)                                                        \
-    SYMADDR_DEVFN U symaddr_prim_add_##usfx(U *p, U v, int sys)                                  \
-    {                                                                                            \
-        return (U)SYMADDR_GPU_ATOMIC_(atomicAdd, sys, (GU *)p, (GU)v);                           \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_cas_##usfx(U *p, U cmp, U v, int sys)                           \
-    {                                                                                            \
-        return (U)SYMADDR_GPU_ATOMIC_(atomicCAS, sys, (GU *)p, (GU)cmp, (GU)v);                  \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_swap_##usfx(U *p, U v, int sys)                                 \
-    {                                                                                            \
-        return (U)SYMADDR_GPU_ATOMIC_(atomicExch, sys, (GU *)p, (GU)v);                          \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_and_##usfx(U *p, U v, int sys)                                  \
-    {                                                                                            \
-        return (U)SYMADDR_GPU_ATOMIC_(atomicAnd, sys, (GU *)p, (GU)v);                           \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_or_##usfx(U *p, U v, int sys)                                   \
-    {                                                                                            \
-        return (U)SYMADDR_GPU_ATOMIC_(atomicOr, sys, (GU *)p, (GU)v);                            \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_xor_##usfx(U *p, U v, int sys)                                  \
-    {                                                                                            \
-        return (U)SYMADDR_GPU_ATOMIC_(atomicXor, sys, (GU *)p, (GU)v);                           \
+#define SYMADDR_DEFINE_PRIM_(U, GU, usfx)                                                          \
+    SYMADDR_DEVFN U symaddr_prim_add_##usfx(U *p, U v, int sys)                                    \
+    {                                                                                              \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicAdd, sys, (GU *)p, (GU)v);                             \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_cas_##usfx(U *p, U cmp, U v, int sys)                             \
+    {                                                                                              \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicCAS, sys, (GU *)p, (GU)cmp, (GU)v);                    \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_swap_##usfx(U *p, U v, int sys)                                   \
+    {                                                                                              \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicExch, sys, (GU *)p, (GU)v);                            \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_and_##usfx(U *p, U v, int sys)                                    \
+    {                                                                                              \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicAnd, sys, (GU *)p, (GU)v);                             \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_or_##usfx(U *p, U v, int sys)                                     \
+    {                                                                                              \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicOr, sys, (GU *)p, (GU)v);                              \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_xor_##usfx(U *p, U v, int sys)                                    \
+    {                                                                                              \
+        return (U)SYMADDR_GPU_ATOMIC_(atomicXor, sys, (GU *)p, (GU)v);                             \
     }
 SYMADDR_DEFINE_PRIM_(uint32_t, unsigned int, u32)
 SYMADDR_DEFINE_PRIM_(uint64_t, unsigned long long, u64)
 #else
-#define SYMADDR_DEFINE_PRIM_(U, usfx)                                                            \
-    SYMADDR_DEVFN U symaddr_prim_add_##usfx(U *p, U v, int sys)                                  \
-    {                                                                                            \
-        (void)sys;                                                                               \
-        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);                                       \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_cas_##usfx(U *p, U cmp, U v, int sys)                           \
-    {                                                                                            \
-        (void)sys;                                                                               \
-        __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);         \
-        return cmp;                                                                              \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_swap_##usfx(U *p, U v, int sys)                                 \
-    {                                                                                            \
-        (void)sys;                                                                               \
-        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);                                      \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_and_##usfx(U *p, U v, int sys)                                  \
-    {                                                                                            \
-        (void)sys;                                                                               \
-        return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);                                       \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_or_##usfx(U *p, U v, int sys)                                   \
-    {                                                                                            \
-        (void)sys;                                                                               \
-        return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);                                        \
-    }                                                                                            \
-    SYMADDR_DEVFN U symaddr_prim_xor_##usfx(U *p, U v, int sys)                                  \
-    {                                                                                            \
-        (void)sys;                                                                               \
-        return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);                                       \
+#define SYMADDR_DEFINE_PRIM_(U, usfx)                                                              \
+    SYMADDR_DEVFN U symaddr_prim_add_##usfx(U *p, U v, int sys)                                    \
+    {                                                                                              \
+        (void)sys;                                                                                 \
+        return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);                                         \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_cas_##usfx(U *p, U cmp, U v, int sys)                             \
+    {                                                                                              \
+        (void)sys;                                                                                 \
+        __atomic_compare_exchange_n(p, &cmp, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);            \
+        return cmp;                                                                                \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_swap_##usfx(U *p, U v, int sys)                                   \
+    {                                                                                              \
+        (void)sys;                                                                                 \
+        return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST);                                        \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_and_##usfx(U *p, U v, int sys)                                    \
+    {                                                                                              \
+        (void)sys;                                                                                 \
+        return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST);                                         \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_or_##usfx(U *p, U v, int sys)                                     \
+    {                                                                                              \
+        (void)sys;                                                                                 \
+        return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST);                                          \
+    }                                                                                              \
+    SYMADDR_DEVFN U symaddr_prim_xor_##usfx(U *p, U v, int sys)                                    \
+    {                                                                                              \
+        (void)sys;                                                                                 \
+        return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST);                                         \
     }
 SYMADDR_DEFINE_PRIM_(uint32_t, u32)
 SYMADDR_DEFINE_PRIM_(uint64_t, u64)
@@ -424,64 +424,62 @@ SYMADDR_DEFINE_PRIM_(uint64_t, u64)
 
 /* Remote atomics on type T (bits in U), explicit form at system scope and buffer form at the
  * scope the map's capabilities allow. Each returns the old value (0 if validation refused). */
-#define SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, op)                                           \
-    SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,               \
-                                                      const uint64_t *peer_bases,                \
-                                                      int local_rank)                            \
-    {                                                                                            \
-        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                      \
-        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value, 1) : (T)0;                         \
-    }                                                                                            \
-    SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                  \
-                                                   const uint64_t *peer_bases, int local_rank)   \
-    {                                                                                            \
-        (void)symaddr_atomic_fetch_##op##_##sfx(ptr, value, target, peer_bases, local_rank);     \
-    }                                                                                            \
-    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_##op##_##sfx(symaddr_buffer_t buf, size_t index, \
-                                                             T value, int target)                \
-    {                                                                                            \
-        U *r = (U *)symaddr_translate((T *)buf.ptr + index, target, buf.peer_bases,              \
-                                      buf.local_rank);                                           \
-        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value,                                    \
-                                                 (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)   \
-                 : (T)0;                                                                         \
+#define SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, op)                                             \
+    SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
+                                                      const uint64_t *peer_bases, int local_rank)  \
+    {                                                                                              \
+        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                        \
+        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value, 1) : (T)0;                           \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                    \
+                                                   const uint64_t *peer_bases, int local_rank)     \
+    {                                                                                              \
+        (void)symaddr_atomic_fetch_##op##_##sfx(ptr, value, target, peer_bases, local_rank);       \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_##op##_##sfx(symaddr_buffer_t buf, size_t index,   \
+                                                             T value, int target)                  \
+    {                                                                                              \
+        U *r =                                                                                     \
+            (U *)symaddr_translate((T *)buf.ptr + index, target, buf.peer_bases, buf.local_rank);  \
+        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value,                                      \
+                                                 (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)     \
+                 : (T)0;                                                                           \
     }
 
 /* min/max by compare-and-swap, so that signed and unsigned compare correctly everywhere. */
-#define SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, op, better)                               \
-    SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,               \
-                                                      const uint64_t *peer_bases,                \
-                                                      int local_rank)                            \
-    {                                                                                            \
-        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                      \
-        if (!r)                                                                                  \
-            return (T)0;                                                                         \
-        U old = *(volatile U *)r, seen;                                                          \
-        while ((T)value better(T) old &&                                                         \
-               (seen = symaddr_prim_cas_##usfx(r, old, (U)value, 1)) != old)                     \
-            old = seen;                                                                          \
-        return (T)old;                                                                           \
-    }                                                                                            \
-    SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                  \
-                                                   const uint64_t *peer_bases, int local_rank)   \
-    {                                                                                            \
-        (void)symaddr_atomic_fetch_##op##_##sfx(ptr, value, target, peer_bases, local_rank);     \
+#define SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, op, better)                                 \
+    SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
+                                                      const uint64_t *peer_bases, int local_rank)  \
+    {                                                                                              \
+        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                        \
+        if (!r)                                                                                    \
+            return (T)0;                                                                           \
+        U old = *(volatile U *)r, seen;                                                            \
+        while ((T)value better(T) old &&                                                           \
+               (seen = symaddr_prim_cas_##usfx(r, old, (U)value, 1)) != old)                       \
+            old = seen;                                                                            \
+        return (T)old;                                                                             \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                    \
+                                                   const uint64_t *peer_bases, int local_rank)     \
+    {                                                                                              \
+        (void)symaddr_atomic_fetch_##op##_##sfx(ptr, value, target, peer_bases, local_rank);       \
     }
 
-#define SYMADDR_DEFINE_ATOMICS_(T, U, sfx, usfx)                                                 \
-    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, add)                                              \
-    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, swap)                                             \
-    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, and)                                              \
-    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, or)                                               \
-    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, xor)                                              \
-    SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, min, <)                                       \
-    SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, max, >)                                       \
-    /** Compare-and-swap: stores value if *ptr == compare; returns the old value. */             \
-    SYMADDR_DEVFN T symaddr_atomic_cas_##sfx(T *ptr, T compare, T value, int target,             \
-                                             const uint64_t *peer_bases, int local_rank)         \
-    {                                                                                            \
-        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                      \
-        return r ? (T)symaddr_prim_cas_##usfx(r, (U)compare, (U)value, 1) : (T)0;                \
+#define SYMADDR_DEFINE_ATOMICS_(T, U, sfx, usfx)                                                   \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, add)                                                \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, swap)                                               \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, and)                                                \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, or)                                                 \
+    SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, xor)                                                \
+    SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, min, <)                                         \
+    SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, max, >)                                         \
+    /** Compare-and-swap: stores value if *ptr == compare; returns the old value. */               \
+    SYMADDR_DEVFN T symaddr_atomic_cas_##sfx(T *ptr, T compare, T value, int target,               \
+                                             const uint64_t *peer_bases, int local_rank)           \
+    {                                                                                              \
+        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                        \
+        return r ? (T)symaddr_prim_cas_##usfx(r, (U)compare, (U)value, 1) : (T)0;                  \
     }
 
 SYMADDR_DEFINE_ATOMICS_(int32_t, uint32_t, i32, u32)

@@ -94,16 +94,16 @@ typedef enum symaddr_provider_kind {
  * freed or unregistered.
  */
 typedef struct symaddr_map {
-    uint64_t *peer_bases;            /**< device-resident, world_size entries */
-    const uint64_t *host_peer_bases; /**< host copy of peer_bases */
-    int local_rank;                  /**< rank in the context's communicator */
-    int world_size;                  /**< size of the context's communicator */
-    uint64_t allocation_base;        /**< backing allocation (root) on this rank */
-    uint64_t allocation_bytes;       /**< size of the backing allocation */
-    uint64_t capabilities;           /**< SYMADDR_CAP_* bits */
-    uint64_t range_base;             /**< the range the caller registered or got */
-    uint64_t range_bytes;            /**< its size */
-    uint32_t *error_flag; /**< device-resident; validation mode stores a status here */
+    uint64_t *peer_bases;             /**< device-resident, world_size entries */
+    const uint64_t *host_peer_bases;  /**< host copy of peer_bases */
+    int local_rank;                   /**< rank in the context's communicator */
+    int world_size;                   /**< size of the context's communicator */
+    uint64_t allocation_base;         /**< backing allocation (root) on this rank */
+    uint64_t allocation_bytes;        /**< size of the backing allocation */
+    uint64_t capabilities;            /**< SYMADDR_CAP_* bits */
+    uint64_t range_base;              /**< the range the caller registered or got */
+    uint64_t range_bytes;             /**< its size */
+    uint32_t *error_flag;             /**< device-resident; validation mode stores a status here */
     symaddr_provider_kind_t provider; /**< who owns the memory */
 } symaddr_map_t;
 
@@ -128,36 +128,38 @@ typedef void (*symaddr_logger_t)(void *cookie, const char *line);
 /** Context settings; fill with symaddr_config_default() (defaults and the SYMADDR_* variables)
  *  or SYMADDR_CONFIG_INITIALIZER (defaults only) first, then change fields. */
 typedef struct symaddr_config {
-    size_t size;           /**< sizeof(symaddr_config_t) of the symaddr the caller was built
-                                with; set by symaddr_config_default and the initializer */
+    size_t size; /**< sizeof(symaddr_config_t) of the symaddr the caller was built
+                      with; set by symaddr_config_default and the initializer */
     symaddr_backend_kind_t backend; /**< default: $SYMADDR_BACKEND, else AUTO */
-    int device;            /**< GPU ordinal; -1 (default) = node rank modulo device count */
-    size_t heap_bytes;     /**< symmetric heap size per rank; default $SYMADDR_HEAP_SIZE (K, M, G
-                                or T suffix) or 64 MiB; at most the node's (cpu) or the device's
-                                memory, or symaddr_init refuses it */
-    int node_size;         /**< >0 splits each host into simulated nodes of this many ranks;
-                                default $SYMADDR_NODE_SIZE or 0 (real nodes) */
-    int validate;          /**< device functions built with SYMADDR_VALIDATE check every access
-                                through this context's tables; default $SYMADDR_VALIDATE, else
-                                the -Dvalidate build option */
-    unsigned timeout_ms;   /**< deadline of every wait on a peer, MPI's and kernels'; default
-                                $SYMADDR_TIMEOUT_MS or 60000 */
+    int device;          /**< GPU ordinal; -1 (default) = node rank modulo device count */
+    size_t heap_bytes;   /**< symmetric heap size per rank; default $SYMADDR_HEAP_SIZE (K, M, G
+                              or T suffix) or 64 MiB; at most the node's (cpu) or the device's
+                              memory, or symaddr_init refuses it */
+    int node_size;       /**< >0 splits each host into simulated nodes of this many ranks;
+                              default $SYMADDR_NODE_SIZE or 0 (real nodes) */
+    int validate;        /**< device functions built with SYMADDR_VALIDATE check every access
+                              through this context's tables; default $SYMADDR_VALIDATE, else
+                              the -Dvalidate build option */
+    unsigned timeout_ms; /**< deadline of every wait on a peer, MPI's and kernels'; default
+                              $SYMADDR_TIMEOUT_MS or 60000 */
     symaddr_allreduce_algo_t allreduce_algo; /**< default $SYMADDR_ALLREDUCE (auto, oneshot,
                                                   twoshot, ll), else auto */
-    size_t twoshot_bytes;  /**< auto picks two-shot from this many bytes on; default
-                                $SYMADDR_TWOSHOT_BYTES, else 0: the backend's own (2 KiB on
-                                cpu, 256 KiB on GPUs). One-shot stages at most 256 KiB. */
-    size_t ll_bytes;       /**< auto picks LL up to this many bytes (at most 32 KiB; 0: never);
-                                default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
+    size_t twoshot_bytes;    /**< auto picks two-shot from this many bytes on; default
+                                  $SYMADDR_TWOSHOT_BYTES, else 0: the backend's own (2 KiB on
+                                  cpu, 256 KiB on GPUs). One-shot stages at most 256 KiB. */
+    size_t ll_bytes;         /**< auto picks LL up to this many bytes (at most 32 KiB; 0: never);
+                                  default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
     symaddr_logger_t logger; /**< NULL (default): stderr */
     void *logger_cookie;
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =
  *  SYMADDR_CONFIG_INITIALIZER; */
-#define SYMADDR_CONFIG_INITIALIZER                                                                \
-    {sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,          \
-     SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL}
+#define SYMADDR_CONFIG_INITIALIZER                                                                 \
+    {                                                                                              \
+        sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,        \
+            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL                                        \
+    }
 
 /**
  * The SYMADDR_* variables symaddr reads, one per @p index from 0: its name, default and
@@ -176,10 +178,10 @@ SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
  * Every SYMADDR_* variable is parsed strictly: a value that does not parse is refused with a
  * message naming the variable, never replaced by a default.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL, a
- *         setting is out of range or cfg->size is not this symaddr's sizeof(symaddr_config_t); SYMADDR_ERR_INVALID_SIZE for a heap larger than the memory;
- *         SYMADDR_ERR_TIMEOUT when a rank does not reach symaddr_init within the timeout;
- *         SYMADDR_ERR_UNSUPPORTED if the requested backend is not built
- *         or has no device; SYMADDR_ERR_MPI if MPI is not initialised or an MPI call failed;
+ *         setting is out of range or cfg->size is not this symaddr's sizeof(symaddr_config_t);
+ * SYMADDR_ERR_INVALID_SIZE for a heap larger than the memory; SYMADDR_ERR_TIMEOUT when a rank does
+ * not reach symaddr_init within the timeout; SYMADDR_ERR_UNSUPPORTED if the requested backend is
+ * not built or has no device; SYMADDR_ERR_MPI if MPI is not initialised or an MPI call failed;
  *         SYMADDR_ERR_BACKEND / SYMADDR_ERR_NO_MEMORY when the heap cannot be set up;
  *         SYMADDR_ERR_PEER when another rank failed. @p ctx_p is written only on success.
  */
@@ -236,12 +238,12 @@ typedef enum symaddr_peer_class {
 typedef struct symaddr_locality {
     int world_size, local_rank;
     int node_size, node_rank;
-    const int *node_ranks;          /**< ranks of this rank's node group, in node-rank order */
-    int rank_stride;                /**< constant step between consecutive node_ranks; 0 if none */
-    const uint8_t *peer_class;      /**< world_size entries of symaddr_peer_class_t */
-    const uint8_t *direct_access;   /**< world_size entries: load/store reachable */
-    const uint8_t *system_atomics;  /**< world_size entries: system-scope atomics work */
-    const int *device;              /**< world_size entries: GPU ordinal, -1 on cpu */
+    const int *node_ranks;         /**< ranks of this rank's node group, in node-rank order */
+    int rank_stride;               /**< constant step between consecutive node_ranks; 0 if none */
+    const uint8_t *peer_class;     /**< world_size entries of symaddr_peer_class_t */
+    const uint8_t *direct_access;  /**< world_size entries: load/store reachable */
+    const uint8_t *system_atomics; /**< world_size entries: system-scope atomics work */
+    const int *device;             /**< world_size entries: GPU ordinal, -1 on cpu */
 } symaddr_locality_t;
 
 /** The context's locality map (owned by the context). @return SYMADDR_OK;
@@ -394,8 +396,7 @@ SYMADDR_API uint64_t *symaddr_get_heap_bases(symaddr_context_t *ctx);
 /** Plain, non-symmetric device memory (hipMalloc/cudaMalloc; shared memory on cpu). Only the
  *  context that allocated it frees it: symaddr_mem_free on another context returns
  *  SYMADDR_ERR_NOT_FOUND and leaves the memory alone. */
-SYMADDR_API symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes,
-                                               void **ptr_p);
+SYMADDR_API symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **ptr_p);
 SYMADDR_API symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr);
 
 /** Copy between any host or device pointers (peer mappings included); blocks until done. */
@@ -423,15 +424,16 @@ SYMADDR_API symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, cons
  * symaddr_atomic_add_<type>). Immediate on the cpu backend.
  * @return as symaddr_put; SYMADDR_ERR_INVALID_ARG also when @p ptr is not aligned to its type.
  */
-SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_i32(symaddr_context_t *ctx,
-                                                           int32_t *ptr,
-                                                    int32_t value, int target, void *stream);
+SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_i32(symaddr_context_t *ctx, int32_t *ptr,
+                                                           int32_t value, int target, void *stream);
 SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_u32(symaddr_context_t *ctx, uint32_t *ptr,
-                                                    uint32_t value, int target, void *stream);
+                                                           uint32_t value, int target,
+                                                           void *stream);
 SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_i64(symaddr_context_t *ctx, int64_t *ptr,
-                                                    int64_t value, int target, void *stream);
+                                                           int64_t value, int target, void *stream);
 SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_u64(symaddr_context_t *ctx, uint64_t *ptr,
-                                                    uint64_t value, int target, void *stream);
+                                                           uint64_t value, int target,
+                                                           void *stream);
 
 /**
  * Bind @p ptr to @p map for the device library's buffer form.
@@ -476,26 +478,23 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  */
 
 /** recv[i] = op over ranks of send[i], i < count. send == recv is in place. */
-SYMADDR_API symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send,
-                                               void *recv, size_t count, symaddr_dtype_t dtype,
+SYMADDR_API symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
+                                               size_t count, symaddr_dtype_t dtype,
                                                symaddr_redop_t op, void *stream);
 /** recv[r * count + i] = rank r's send[i]. */
-SYMADDR_API symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send,
-                                               void *recv, size_t count, symaddr_dtype_t dtype,
-                                               void *stream);
+SYMADDR_API symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
+                                               size_t count, symaddr_dtype_t dtype, void *stream);
 /** recv[i] = op over ranks of send[rank * count + i]: count is the per-rank result. */
 SYMADDR_API symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send,
-                                                    void *recv, size_t count,
-                                                    symaddr_dtype_t dtype, symaddr_redop_t op,
-                                                    void *stream);
+                                                    void *recv, size_t count, symaddr_dtype_t dtype,
+                                                    symaddr_redop_t op, void *stream);
 /** recv[i] = root's send[i] on every rank (root's recv too). */
-SYMADDR_API symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send,
-                                               void *recv, size_t count, symaddr_dtype_t dtype,
-                                               int root, void *stream);
+SYMADDR_API symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
+                                               size_t count, symaddr_dtype_t dtype, int root,
+                                               void *stream);
 /** recv[r * count + i] = rank r's send[rank * count + i]. send and recv must not overlap. */
-SYMADDR_API symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send,
-                                              void *recv, size_t count, symaddr_dtype_t dtype,
-                                              void *stream);
+SYMADDR_API symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
+                                              size_t count, symaddr_dtype_t dtype, void *stream);
 /** No rank leaves before every rank has entered (stream-ordered on the GPU). */
 SYMADDR_API symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream);
 

@@ -11,49 +11,49 @@
 /** Status codes. SYMADDR_OK is zero, errors are negative. */
 typedef enum symaddr_status {
     SYMADDR_OK = 0,
-    SYMADDR_ERR_INVALID_ARG = -1,        /**< NULL or out-of-range argument */
-    SYMADDR_ERR_INVALID_SIZE = -2,       /**< zero or overflowing size */
-    SYMADDR_ERR_NO_MEMORY = -3,          /**< host or device allocation failed */
-    SYMADDR_ERR_NOT_FOUND = -4,          /**< pointer is not inside any registration */
-    SYMADDR_ERR_DOUBLE_FREE = -5,        /**< pointer was already freed */
-    SYMADDR_ERR_INVALID_MAP = -6,        /**< map was freed or belongs to another context */
-    SYMADDR_ERR_MISMATCH = -7,           /**< ranks disagreed on a collective call */
-    SYMADDR_ERR_BACKEND = -8,            /**< the GPU runtime or the OS refused a call */
-    SYMADDR_ERR_UNSUPPORTED = -9,        /**< not available on this backend or build */
-    SYMADDR_ERR_TIMEOUT = -10,           /**< a wait ran past its timeout */
-    SYMADDR_ERR_MPI = -11,               /**< an MPI call failed */
-    SYMADDR_ERR_PEER = -12,              /**< another rank failed its part of a collective */
+    SYMADDR_ERR_INVALID_ARG = -1,         /**< NULL or out-of-range argument */
+    SYMADDR_ERR_INVALID_SIZE = -2,        /**< zero or overflowing size */
+    SYMADDR_ERR_NO_MEMORY = -3,           /**< host or device allocation failed */
+    SYMADDR_ERR_NOT_FOUND = -4,           /**< pointer is not inside any registration */
+    SYMADDR_ERR_DOUBLE_FREE = -5,         /**< pointer was already freed */
+    SYMADDR_ERR_INVALID_MAP = -6,         /**< map was freed or belongs to another context */
+    SYMADDR_ERR_MISMATCH = -7,            /**< ranks disagreed on a collective call */
+    SYMADDR_ERR_BACKEND = -8,             /**< the GPU runtime or the OS refused a call */
+    SYMADDR_ERR_UNSUPPORTED = -9,         /**< not available on this backend or build */
+    SYMADDR_ERR_TIMEOUT = -10,            /**< a wait ran past its timeout */
+    SYMADDR_ERR_MPI = -11,                /**< an MPI call failed */
+    SYMADDR_ERR_PEER = -12,               /**< another rank failed its part of a collective */
     SYMADDR_ERR_ALREADY_REGISTERED = -13, /**< range overlaps a registered range */
-    SYMADDR_ERR_OUT_OF_BOUNDS = -14,     /**< pointer outside its map (validation mode) */
-    SYMADDR_ERR_UNREACHABLE = -15,       /**< target rank has no load/store path */
-    SYMADDR_ERR_WRONG_PROVIDER = -16,    /**< pointer belongs to another provider */
-    SYMADDR_ERR_NOT_SHAREABLE = -17,     /**< memory cannot be exported to peers */
-    SYMADDR_ERR_BROKEN = -18,            /**< an earlier collective timed out or failed on some
-                                              rank: the context can only be finalized */
-    SYMADDR_ERR_LAST_ = -19,             /**< one past the last status, for range checks */
+    SYMADDR_ERR_OUT_OF_BOUNDS = -14,      /**< pointer outside its map (validation mode) */
+    SYMADDR_ERR_UNREACHABLE = -15,        /**< target rank has no load/store path */
+    SYMADDR_ERR_WRONG_PROVIDER = -16,     /**< pointer belongs to another provider */
+    SYMADDR_ERR_NOT_SHAREABLE = -17,      /**< memory cannot be exported to peers */
+    SYMADDR_ERR_BROKEN = -18,             /**< an earlier collective timed out or failed on some
+                                               rank: the context can only be finalized */
+    SYMADDR_ERR_LAST_ = -19,              /**< one past the last status, for range checks */
 } symaddr_status_t;
-
 
 /** Capability bits of a map. */
 #define SYMADDR_CAP_LOAD_STORE (1ull << 0)     /**< peers are load/store reachable */
 #define SYMADDR_CAP_ATOMICS (1ull << 1)        /**< remote atomics work */
 #define SYMADDR_CAP_SYSTEM_ATOMICS (1ull << 2) /**< system-scope atomics work */
 #define SYMADDR_CAP_OWNED (1ull << 3)          /**< symaddr frees the memory on free */
-#define SYMADDR_CAP_FABRIC (1ull << 4)         /**< shared through a fabric handle (VMM), so
-                                                    peers on other nodes of the fabric could
-                                                    map it too */
+#define SYMADDR_CAP_FABRIC                                                                         \
+    (1ull << 4) /**< shared through a fabric handle (VMM), so                                      \
+                     peers on other nodes of the fabric could                                      \
+                     map it too */
 
 /** Every element type, as X(SUFFIX, name, bytes, C type of its bits): one list feeds the
  *  names, the sizes, the kernels built for each type, the benchmark and the tests. Adding a
  *  type: a line here, an enum value below, and its traits in lib/device/coll_types.h. */
-#define SYMADDR_DTYPE_LIST(X)                                                                    \
-    X(INT32, int32, 4, int32_t)                                                                  \
-    X(UINT32, uint32, 4, uint32_t)                                                               \
-    X(INT64, int64, 8, int64_t)                                                                  \
-    X(UINT64, uint64, 8, uint64_t)                                                               \
-    X(FLOAT32, float, 4, float)                                                                  \
-    X(FLOAT64, double, 8, double)                                                                \
-    X(FLOAT16, half, 2, uint16_t)                                                                \
+#define SYMADDR_DTYPE_LIST(X)                                                                      \
+    X(INT32, int32, 4, int32_t)                                                                    \
+    X(UINT32, uint32, 4, uint32_t)                                                                 \
+    X(INT64, int64, 8, int64_t)                                                                    \
+    X(UINT64, uint64, 8, uint64_t)                                                                 \
+    X(FLOAT32, float, 4, float)                                                                    \
+    X(FLOAT64, double, 8, double)                                                                  \
+    X(FLOAT16, half, 2, uint16_t)                                                                  \
     X(BFLOAT16, bfloat16, 2, uint16_t)
 
 /** Element types of collectives. f16 and bf16 accumulate in f32. */
@@ -83,7 +83,7 @@ typedef struct symaddr_buffer {
     void *ptr;                  /**< local pointer inside the map's allocation */
     const uint64_t *peer_bases; /**< the map's device table */
     int local_rank;
-    uint64_t caps;              /**< SYMADDR_CAP_* of the map */
+    uint64_t caps; /**< SYMADDR_CAP_* of the map */
 } symaddr_buffer_t;
 
 #endif /* SYMADDR_TYPES_H */

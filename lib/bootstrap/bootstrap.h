@@ -25,9 +25,9 @@ typedef struct symaddr_bootstrap {
     MPI_Comm node_comm; /* ranks that share memory (maybe a simulated node) */
     int rank, size;
     int node_rank, node_size;
-    int *node_to_rank;  /* node rank -> rank in comm */
-    int *socks;         /* connected socket per node peer; -1 for self; NULL until needed */
-    uint64_t fd_seq;    /* fd exchanges so far; stale messages carry smaller numbers */
+    int *node_to_rank; /* node rank -> rank in comm */
+    int *socks;        /* connected socket per node peer; -1 for self; NULL until needed */
+    uint64_t fd_seq;   /* fd exchanges so far; stale messages carry smaller numbers */
     unsigned timeout_ms;
     uint64_t deadline_ns; /* of the public call in progress (symaddr_now_ns's clock) */
     symaddr_mpi_parked_t *parked;
@@ -63,8 +63,8 @@ symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, co
 symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,
                                        void *out, int count, MPI_Datatype type, MPI_Op op,
                                        uint64_t deadline_ns);
-symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf,
-                                   size_t bytes, int root, uint64_t deadline_ns);
+symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf, size_t bytes,
+                                   int root, uint64_t deadline_ns);
 symaddr_status_t symaddr_mpi_barrier(symaddr_bootstrap_t *b, MPI_Comm comm, uint64_t deadline_ns);
 
 /* Collective over the node: every rank sends my_fd (may be -1) to every node peer;

@@ -171,10 +171,11 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
     if (mst == SYMADDR_OK)
         mst = symaddr_bootstrap_node_allgather(b, &mine, peers, sizeof(mine));
     if (mst != SYMADDR_OK) {
-        snprintf(why, why_len, mst == SYMADDR_ERR_TIMEOUT
-                                   ? "timed out after %u ms exchanging socket names with the "
-                                     "node; did a rank exit?"
-                                   : "MPI failed exchanging socket names with the node (%u ms)",
+        snprintf(why, why_len,
+                 mst == SYMADDR_ERR_TIMEOUT
+                     ? "timed out after %u ms exchanging socket names with the "
+                       "node; did a rank exit?"
+                     : "MPI failed exchanging socket names with the node (%u ms)",
                  b->timeout_ms);
         st = mst;
         goto out;
@@ -322,7 +323,9 @@ static symaddr_status_t recv_fd(int sock, uint64_t seq, int *fd_p, uint64_t dead
             char buf[CMSG_SPACE(sizeof(int))];
             struct cmsghdr align;
         } u;
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+        struct msghdr msg = {.msg_iov = &iov,
+                             .msg_iovlen = 1,
+                             .msg_control = u.buf,
                              .msg_controllen = sizeof(u.buf)};
         int fd = -1;
         ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
@@ -376,8 +379,10 @@ symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd
         if (p == b->node_rank || (st = send_fd(b->socks[p], seq, my_fd, deadline)) == SYMADDR_OK)
             continue;
         if (st == SYMADDR_ERR_TIMEOUT)
-            snprintf(why, why_len, "timed out after %u ms sending a descriptor to node rank %d; "
-                     "is it stopped?", b->timeout_ms, p);
+            snprintf(why, why_len,
+                     "timed out after %u ms sending a descriptor to node rank %d; "
+                     "is it stopped?",
+                     b->timeout_ms, p);
         else
             snprintf(why, why_len, "cannot send a descriptor to node rank %d: it is gone", p);
     }
@@ -390,8 +395,10 @@ symaddr_status_t symaddr_bootstrap_fd_alltoall(symaddr_bootstrap_t *b, int my_fd
                      "timed out after %u ms waiting for node rank %d's descriptor; did it exit?",
                      b->timeout_ms, p);
         else if (st == SYMADDR_ERR_NO_MEMORY)
-            snprintf(why, why_len, "out of file descriptors: could not receive node rank %d's "
-                     "descriptor; raise the limit (ulimit -n)", p);
+            snprintf(why, why_len,
+                     "out of file descriptors: could not receive node rank %d's "
+                     "descriptor; raise the limit (ulimit -n)",
+                     p);
         else if (st != SYMADDR_OK)
             snprintf(why, why_len, "node rank %d sent a malformed descriptor message", p);
     }

@@ -83,26 +83,26 @@ static symaddr_status_t wait_req(symaddr_bootstrap_t *b, MPI_Request req, void *
 }
 
 /* Runs start(send copy, recv copy) on buffers of the operation's own, then copies out. */
-#define RUN_OWNED(b, send, send_bytes, recv, recv_bytes, deadline, start)                        \
-    do {                                                                                          \
-        MPI_Request req_;                                                                         \
-        char *buf_ = malloc((send_bytes) + (recv_bytes) + 1);                                     \
-        if (!buf_)                                                                                \
-            return SYMADDR_ERR_NO_MEMORY;                                                         \
-        char *s_ = buf_, *r_ = buf_ + (send_bytes);                                               \
-        (void)s_;                                                                                 \
-        if ((send_bytes) > 0)                                                                     \
-            memcpy(s_, (send), (send_bytes));                                                     \
-        if ((start) != MPI_SUCCESS) {                                                             \
-            free(buf_);                                                                           \
-            return SYMADDR_ERR_MPI;                                                               \
-        }                                                                                         \
-        symaddr_status_t st_ = wait_req((b), req_, buf_, (deadline));                             \
-        if (st_ == SYMADDR_OK && (recv_bytes) > 0)                                                \
-            memcpy((recv), r_, (recv_bytes));                                                     \
-        if (st_ != SYMADDR_ERR_TIMEOUT)                                                           \
-            free(buf_);                                                                           \
-        return st_;                                                                               \
+#define RUN_OWNED(b, send, send_bytes, recv, recv_bytes, deadline, start)                          \
+    do {                                                                                           \
+        MPI_Request req_;                                                                          \
+        char *buf_ = malloc((send_bytes) + (recv_bytes) + 1);                                      \
+        if (!buf_)                                                                                 \
+            return SYMADDR_ERR_NO_MEMORY;                                                          \
+        char *s_ = buf_, *r_ = buf_ + (send_bytes);                                                \
+        (void)s_;                                                                                  \
+        if ((send_bytes) > 0)                                                                      \
+            memcpy(s_, (send), (send_bytes));                                                      \
+        if ((start) != MPI_SUCCESS) {                                                              \
+            free(buf_);                                                                            \
+            return SYMADDR_ERR_MPI;                                                                \
+        }                                                                                          \
+        symaddr_status_t st_ = wait_req((b), req_, buf_, (deadline));                              \
+        if (st_ == SYMADDR_OK && (recv_bytes) > 0)                                                 \
+            memcpy((recv), r_, (recv_bytes));                                                      \
+        if (st_ != SYMADDR_ERR_TIMEOUT)                                                            \
+            free(buf_);                                                                            \
+        return st_;                                                                                \
     } while (0)
 
 symaddr_status_t symaddr_mpi_allgather(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
@@ -128,8 +128,7 @@ symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, c
         if ((size_t)displs[i] + (size_t)counts[i] > total)
             total = (size_t)displs[i] + (size_t)counts[i];
     RUN_OWNED(b, mine, (size_t)mine_bytes, all, total, deadline_ns,
-              MPI_Iallgatherv(s_, mine_bytes, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm,
-                              &req_));
+              MPI_Iallgatherv(s_, mine_bytes, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm, &req_));
 }
 
 symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *send,
@@ -142,9 +141,9 @@ symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, co
     for (int i = 0; i < n; i++)
         if ((size_t)displs[i] + (size_t)counts[i] > total)
             total = (size_t)displs[i] + (size_t)counts[i];
-    RUN_OWNED(b, send, total, recv, total, deadline_ns,
-              MPI_Ialltoallv(s_, counts, displs, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm,
-                             &req_));
+    RUN_OWNED(
+        b, send, total, recv, total, deadline_ns,
+        MPI_Ialltoallv(s_, counts, displs, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm, &req_));
 }
 
 symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,
@@ -158,8 +157,8 @@ symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, co
               MPI_Iallreduce(s_, r_, count, type, op, comm, &req_));
 }
 
-symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf,
-                                   size_t bytes, int root, uint64_t deadline_ns)
+symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf, size_t bytes,
+                                   int root, uint64_t deadline_ns)
 {
     if (bytes > (size_t)0x7fffffff)
         return SYMADDR_ERR_INVALID_SIZE;
@@ -202,7 +201,8 @@ symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_co
     st = wait_req(b, req, dup, symaddr_now_ns() + (uint64_t)timeout_ms * 1000000u);
     if (st != SYMADDR_OK) {
         if (st == SYMADDR_ERR_TIMEOUT)
-            snprintf(why, why_len, "timed out after %u ms waiting for every rank of the "
+            snprintf(why, why_len,
+                     "timed out after %u ms waiting for every rank of the "
                      "communicator to call symaddr_init; did a rank exit or skip it?",
                      timeout_ms);
         else

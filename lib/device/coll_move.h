@@ -18,8 +18,8 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
     case SYMADDR_COLL_ALLGATHER:
         for (int k = 0; k < d.node_size; k++) {
             int q = (d.node_rank + k) % d.node_size;
-            void *dst = symaddr_translate(recv + bytes * (size_t)d.rank, d.node_ranks[q],
-                                          d.recv_pb, d.rank);
+            void *dst = symaddr_translate(recv + bytes * (size_t)d.rank, d.node_ranks[q], d.recv_pb,
+                                          d.rank);
             if (dst != (const void *)send)
                 symaddr_copy_bytes_(dst, send, bytes, t, nt);
         }
@@ -33,13 +33,12 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
     case SYMADDR_COLL_ALLTOALL:
         for (int k = 0; k < d.node_size; k++) {
             int q = (d.node_rank + k) % d.node_size;
-            symaddr_copy_bytes_(symaddr_translate(recv + bytes * (size_t)d.rank,
-                                                  d.node_ranks[q], d.recv_pb, d.rank),
+            symaddr_copy_bytes_(symaddr_translate(recv + bytes * (size_t)d.rank, d.node_ranks[q],
+                                                  d.recv_pb, d.rank),
                                 send + bytes * (size_t)d.node_ranks[q], bytes, t, nt);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     if (d.kind != SYMADDR_COLL_BARRIER)
         coll_barrier(d, e, 2, deadline);

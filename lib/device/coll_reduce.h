@@ -85,7 +85,6 @@ finish:
     coll_finish(d, e);
 }
 
-
 /* LL allreduce: each rank stores its input straight into every peer's inbox as packets of 4
  * data bytes and a 4-byte flag, and reduces from its own inboxes once this call's packets
  * arrived. No barrier: the wait is one one-way trip. An inbox (epoch parity p) is written
@@ -93,10 +92,7 @@ finish:
  * packets of e + 1, sent after this rank finished reading e. The reader clears every packet
  * it took, so an inbox holds nothing but packets in flight, and the flag (never 0, the
  * cleared value) cannot match a slot that was never written or already read at any epoch. */
-SYMADDR_DEVFN uint32_t ll_flag(uint64_t epoch)
-{
-    return (uint32_t)(epoch % 0xffffffffu) + 1u;
-}
+SYMADDR_DEVFN uint32_t ll_flag(uint64_t epoch) { return (uint32_t)(epoch % 0xffffffffu) + 1u; }
 
 SYMADDR_DEVFN void ll_put(uint64_t *p, uint32_t data, uint32_t flag)
 {
@@ -161,15 +157,16 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
     uint32_t flag = ll_flag(e);
     size_t bytes = d.count * sizeof(T), steps = (bytes + 7) / 8;
-    char *inboxes = (char *)d.sync + d.ll_offset +
-                    (e & 1) * (size_t)d.node_size * SYMADDR_COLL_LL_INBOX;
+    char *inboxes =
+        (char *)d.sync + d.ll_offset + (e & 1) * (size_t)d.node_size * SYMADDR_COLL_LL_INBOX;
     uint64_t *dst[COLL_MAX_NODE];
     int ok = 1;
     if (coll_failed(d))
         goto finish;
     for (int q = 0; q < d.node_size; q++)
-        dst[q] = (uint64_t *)symaddr_translate(inboxes + (size_t)d.node_rank * SYMADDR_COLL_LL_INBOX,
-                                               d.node_ranks[q], d.sync_pb, d.rank);
+        dst[q] =
+            (uint64_t *)symaddr_translate(inboxes + (size_t)d.node_rank * SYMADDR_COLL_LL_INBOX,
+                                          d.node_ranks[q], d.sync_pb, d.rank);
     for (size_t s = symaddr_grid_thread(); s < steps; s += symaddr_grid_threads()) {
         uint32_t w[2];
         ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);

@@ -31,14 +31,14 @@ SYMADDR_DEVFN int coll_failed(const symaddr_coll_desc_t &d)
  * returns OK from this collective or any later one. */
 SYMADDR_DEVFN void coll_fail(const symaddr_coll_desc_t &d, symaddr_status_t st)
 {
-    symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0, (uint64_t)-(int64_t)st, 1);
+    symaddr_prim_cas_u64(&d.sync[SYMADDR_SYNC_STATUS], 0, (uint64_t) - (int64_t)st, 1);
     for (int q = 0; q < d.node_size; q++) {
         if (q == d.node_rank)
             continue;
         uint64_t *peer = (uint64_t *)symaddr_translate(&d.sync[SYMADDR_SYNC_STATUS],
                                                        d.node_ranks[q], d.sync_pb, d.rank);
         if (peer)
-            symaddr_prim_cas_u64(peer, 0, (uint64_t)-(int64_t)SYMADDR_ERR_BROKEN, 1);
+            symaddr_prim_cas_u64(peer, 0, (uint64_t) - (int64_t)SYMADDR_ERR_BROKEN, 1);
     }
 }
 
@@ -96,8 +96,8 @@ SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int
     for (int q = (int)symaddr_block_thread(); q < d.node_size; q += (int)symaddr_block_threads()) {
         if (q == d.node_rank)
             continue;
-        uint64_t *r = (uint64_t *)symaddr_translate(&flags[d.node_rank], d.node_ranks[q],
-                                                    d.sync_pb, d.rank);
+        uint64_t *r =
+            (uint64_t *)symaddr_translate(&flags[d.node_rank], d.node_ranks[q], d.sync_pb, d.rank);
         symaddr_fence();
         if (symaddr_prim_swap_u64(r, value, 1) == COLL_POISON) {
             coll_fail(d, SYMADDR_ERR_BROKEN); /* that peer gave up on this rank */

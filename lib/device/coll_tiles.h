@@ -5,10 +5,10 @@
 #define SYMADDR_LIB_DEVICE_COLL_TILES_H
 
 /* Tiles of N elements of a range, spread over every thread of the grid. */
-#define FOR_TILES(N, base, len, lo, hi)                                                          \
-    for (size_t base = (lo) + symaddr_grid_thread() * (N); base < (hi);                          \
-         base += symaddr_grid_threads() * (N))                                                   \
-        for (size_t len = (hi) - base < (N) ? (hi) - base : (N), once_ = 1; once_; once_ = 0)
+#define FOR_TILES(N, base, len, lo, hi)                                                            \
+    for (size_t base = (lo) + symaddr_grid_thread() * (N); base < (hi);                            \
+         base += symaddr_grid_threads() * (N))                                                     \
+        for (size_t len = (hi)-base < (N) ? (hi)-base : (N), once_ = 1; once_; once_ = 0)
 
 struct alignas(16) coll_pack_t {
     uint64_t a, b;
@@ -37,30 +37,31 @@ template <typename T, int N> SYMADDR_DEVFN void tile_load(coll_tile_t<T, N> &t, 
 {
 #if !defined(SYMADDR_KERNELS_CPU)
     if (vec) {
-COLL_UNROLL
+        COLL_UNROLL
         for (int k = 0; k < (int)(N * sizeof(T) / 16); k++)
             t.p[k] = ((const coll_pack_t *)p)[k];
         return;
     }
 #endif
     (void)vec;
-COLL_UNROLL
+    COLL_UNROLL
     for (int j = 0; j < N; j++)
         t.v[j] = p[j];
 }
 
-template <typename T, int N> SYMADDR_DEVFN void tile_store(T *p, const coll_tile_t<T, N> &t, int vec)
+template <typename T, int N>
+SYMADDR_DEVFN void tile_store(T *p, const coll_tile_t<T, N> &t, int vec)
 {
 #if !defined(SYMADDR_KERNELS_CPU)
     if (vec) {
-COLL_UNROLL
+        COLL_UNROLL
         for (int k = 0; k < (int)(N * sizeof(T) / 16); k++)
             pack_store((coll_pack_t *)p + k, t.p[k]);
         return;
     }
 #endif
     (void)vec;
-COLL_UNROLL
+    COLL_UNROLL
     for (int j = 0; j < N; j++)
         p[j] = t.v[j];
 }
@@ -69,22 +70,23 @@ COLL_UNROLL
  * rank gets the same bits. */
 template <int DT, int OP, int N>
 SYMADDR_DEVFN void reduce_tile(coll_tile_t<typename traits<DT>::T, N> &out,
-                               const typename traits<DT>::T *const *src, int n, size_t base, int vec)
+                               const typename traits<DT>::T *const *src, int n, size_t base,
+                               int vec)
 {
     typedef traits<DT> tr;
     coll_tile_t<typename tr::T, N> in;
     typename tr::A acc[N];
     tile_load<typename tr::T, N>(in, src[0] + base, vec);
-COLL_UNROLL
+    COLL_UNROLL
     for (int j = 0; j < N; j++)
         acc[j] = tr::load(in.v[j]);
     for (int q = 1; q < n; q++) {
         tile_load<typename tr::T, N>(in, src[q] + base, vec);
-COLL_UNROLL
+        COLL_UNROLL
         for (int j = 0; j < N; j++)
             acc[j] = apply<OP>(acc[j], tr::load(in.v[j]));
     }
-COLL_UNROLL
+    COLL_UNROLL
     for (int j = 0; j < N; j++)
         out.v[j] = tr::store(acc[j]);
 }

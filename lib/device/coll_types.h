@@ -74,12 +74,12 @@ SYMADDR_HOSTDEVFN uint16_t f32_to_bf16(float f)
 
 /* T: how it is stored; A: what it accumulates in. */
 template <int DT> struct traits;
-#define SYMADDR_PLAIN_TRAITS_(DT, TYPE)                                                          \
-    template <> struct traits<DT> {                                                              \
-        typedef TYPE T;                                                                          \
-        typedef TYPE A;                                                                          \
-        SYMADDR_HOSTDEVFN A load(T v) { return v; }                                              \
-        SYMADDR_HOSTDEVFN T store(A v) { return v; }                                             \
+#define SYMADDR_PLAIN_TRAITS_(DT, TYPE)                                                            \
+    template <> struct traits<DT> {                                                                \
+        typedef TYPE T;                                                                            \
+        typedef TYPE A;                                                                            \
+        SYMADDR_HOSTDEVFN A load(T v) { return v; }                                                \
+        SYMADDR_HOSTDEVFN T store(A v) { return v; }                                               \
     };
 SYMADDR_PLAIN_TRAITS_(SYMADDR_INT32, int32_t)
 SYMADDR_PLAIN_TRAITS_(SYMADDR_UINT32, uint32_t)

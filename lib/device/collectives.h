@@ -47,18 +47,18 @@ typedef struct symaddr_coll_desc {
     const uint64_t *send_pb; /* send's table (world-indexed) */
     void *recv;
     const uint64_t *recv_pb;
-    size_t stage_offset;     /* byte offset of the two staging slots in the sync area */
-    size_t ll_offset;        /* byte offset of the LL inboxes in the sync area */
-    size_t count;            /* elements: total (allreduce), per rank (others) */
-    int root;                /* node rank of the broadcast root */
+    size_t stage_offset; /* byte offset of the two staging slots in the sync area */
+    size_t ll_offset;    /* byte offset of the LL inboxes in the sync area */
+    size_t count;        /* elements: total (allreduce), per rank (others) */
+    int root;            /* node rank of the broadcast root */
     /* allgather and alltoall place blocks by rank in the context's communicator */
     /* The node group the kernel runs over. */
-    uint64_t *sync;          /* this rank's sync area */
+    uint64_t *sync; /* this rank's sync area */
     const uint64_t *sync_pb;
-    const int *node_ranks;   /* device array: node rank -> world rank */
+    const int *node_ranks; /* device array: node rank -> world rank */
     int node_size, node_rank, rank;
     unsigned blocks;
-    int vec;                 /* every buffer and peer base is 16-byte aligned */
+    int vec; /* every buffer and peer base is 16-byte aligned */
     uint64_t timeout_ns;
 } symaddr_coll_desc_t;
 

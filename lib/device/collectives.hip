@@ -40,7 +40,8 @@
 
 /* The launchers stay visible to the device pass of a GPU compile: that is what instantiates the
  * template kernels there. Only the table, which points at host code, is host-pass only. */
-namespace {
+namespace
+{
 
 [[maybe_unused]] size_t dtype_size(symaddr_dtype_t dt)
 {
@@ -89,11 +90,10 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
     case SYMADDR_COLL_ALLTOALL:
         return SYMADDR_LAUNCH(k_move, d->blocks, COLL_THREADS, stream, *d,
                               d->count * dtype_size(d->dtype));
-    default:
-        break;
+    default: break;
     }
     switch (d->dtype) {
-#define DT_LAUNCH(E, name, bytes, T)                                                             \
+#define DT_LAUNCH(E, name, bytes, T)                                                               \
     case SYMADDR_##E: return launch_dt<SYMADDR_##E>(*d, stream);
         SYMADDR_DTYPE_LIST(DT_LAUNCH)
     default: return SYMADDR_ERR_INVALID_ARG;
@@ -172,7 +172,7 @@ template <int DT> void host_reduce_dt(symaddr_redop_t op, void *inout, const voi
 void host_reduce(symaddr_dtype_t dt, symaddr_redop_t op, void *inout, const void *in, size_t n)
 {
     switch (dt) {
-#define DT_HOST_REDUCE(E, name, bytes, T)                                                        \
+#define DT_HOST_REDUCE(E, name, bytes, T)                                                          \
     case SYMADDR_##E: host_reduce_dt<SYMADDR_##E>(op, inout, in, n); break;
         SYMADDR_DTYPE_LIST(DT_HOST_REDUCE)
     default: break;
@@ -199,4 +199,3 @@ extern "C" const symaddr_coll_ops_t symaddr_coll_gpu = {
 };
 #endif
 #endif
-

@@ -39,7 +39,8 @@ __global__ void symaddr_k_atomic_add_u64(uint64_t *ptr, uint64_t value, int targ
 }
 
 #if SYMADDR_HOST_PASS
-namespace {
+namespace
+{
 
 constexpr unsigned kThreads = 256;
 
@@ -51,14 +52,15 @@ unsigned blocks_for(size_t work)
 
 symaddr_status_t fill_u32(void *stream, uint32_t *dst, size_t count, uint32_t value)
 {
-    return SYMADDR_LAUNCH(symaddr_k_fill_u32, blocks_for(count), kThreads, stream, dst, count, value);
+    return SYMADDR_LAUNCH(symaddr_k_fill_u32, blocks_for(count), kThreads, stream, dst, count,
+                          value);
 }
 
 symaddr_status_t put_bytes(void *stream, void *dst, const void *src, size_t bytes, int target,
                            const uint64_t *peer_bases, int local_rank)
 {
-    return SYMADDR_LAUNCH(symaddr_k_put_bytes, blocks_for(bytes / 16), kThreads, stream, dst, src, bytes,
-                          target, peer_bases, local_rank);
+    return SYMADDR_LAUNCH(symaddr_k_put_bytes, blocks_for(bytes / 16), kThreads, stream, dst, src,
+                          bytes, target, peer_bases, local_rank);
 }
 
 symaddr_status_t get_bytes(void *stream, void *dst, const void *src, size_t bytes, int target,
@@ -87,11 +89,6 @@ symaddr_status_t atomic_add_u64(void *stream, uint64_t *ptr, uint64_t value, int
 
 #if SYMADDR_HOST_PASS
 extern "C" const symaddr_kernels_t SYMADDR_KERNELS_TABLE = {
-    sizeof(symaddr_kernels_t),
-    fill_u32,
-    put_bytes,
-    get_bytes,
-    atomic_add_u32,
-    atomic_add_u64,
+    sizeof(symaddr_kernels_t), fill_u32, put_bytes, get_bytes, atomic_add_u32, atomic_add_u64,
 };
 #endif

@@ -9,7 +9,7 @@
 
 #if defined(SYMADDR_KERNELS_CPU)
 #define __global__ static
-#define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                     \
+#define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                       \
     ((void)(blocks), (void)(threads), (void)(stream), kernel(__VA_ARGS__), SYMADDR_OK)
 #define SYMADDR_KERNELS_TABLE symaddr_kernels_cpu
 #else
@@ -29,8 +29,8 @@ static inline symaddr_status_t symaddr_launch_status(hipError_t e)
              hipGetErrorName(e));
     return SYMADDR_ERR_BACKEND;
 }
-#define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                     \
-    (kernel<<<dim3(blocks), dim3(threads), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),             \
+#define SYMADDR_LAUNCH(kernel, blocks, threads, stream, ...)                                       \
+    (kernel<<<dim3(blocks), dim3(threads), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),               \
      symaddr_launch_status(hipGetLastError()))
 #define SYMADDR_KERNELS_TABLE symaddr_kernels_gpu
 #endif

@@ -31,8 +31,8 @@ static symaddr_status_t import_reg(symaddr_context_t *ctx, const symaddr_registe
     symaddr_mapping_t *m = calloc(1, sizeof(*m));
     void *root = NULL;
     size_t root_bytes = 0;
-    symaddr_status_t st = m ? ctx->be.ops->mem_range(&ctx->be, a->ptr, &root, &root_bytes)
-                            : SYMADDR_ERR_NO_MEMORY;
+    symaddr_status_t st =
+        m ? ctx->be.ops->mem_range(&ctx->be, a->ptr, &root, &root_bytes) : SYMADDR_ERR_NO_MEMORY;
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_import: out of host memory");
     st = symaddr_agree_status(ctx, st, "symaddr_import");

@@ -15,9 +15,10 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
                           : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, &mapped)
                                 : ctx->be.ops->mem_alloc(&ctx->be, bytes, &m->root);
     if (st != SYMADDR_OK)
-        symaddr_set_error(ctx, st, "symaddr_allocate_symmetric: cannot allocate %zu bytes of %s "
-                          "%smemory: %s", bytes, ctx->be.ops->name, vmm ? "VMM " : "",
-                          ctx->be.why);
+        symaddr_set_error(ctx, st,
+                          "symaddr_allocate_symmetric: cannot allocate %zu bytes of %s "
+                          "%smemory: %s",
+                          bytes, ctx->be.ops->name, vmm ? "VMM " : "", ctx->be.why);
     st = symaddr_agree_status(ctx, st, "symaddr_allocate_symmetric");
     if (st == SYMADDR_OK) {
         m->root_bytes = mapped;

@@ -11,8 +11,8 @@ static symaddr_status_t vmm_usable(symaddr_context_t *ctx, const char *fn)
     if (ctx->be.ops->vmm_alloc)
         return SYMADDR_OK;
     return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
-                             "%s: the %s backend has no VMM memory%s; use SYMADDR_PROVIDER_IPC",
-                             fn, ctx->be.ops->name,
+                             "%s: the %s backend has no VMM memory%s; use SYMADDR_PROVIDER_IPC", fn,
+                             ctx->be.ops->name,
                              ctx->be.ops->kind == SYMADDR_BACKEND_HIP
                                  ? " in this build (it needs a ROCm with hipMemCreate)"
                                  : "");

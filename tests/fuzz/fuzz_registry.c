@@ -45,9 +45,9 @@ static void fuzz_registry(reader_t *in)
             r->map.range_base = base;
             r->map.range_bytes = len;
             symaddr_status_t st = symaddr_registry_insert(&reg, r);
-            symaddr_status_t want = clash < 0  ? SYMADDR_ERR_INVALID_SIZE
-                                    : clash    ? SYMADDR_ERR_ALREADY_REGISTERED
-                                               : SYMADDR_OK;
+            symaddr_status_t want = clash < 0 ? SYMADDR_ERR_INVALID_SIZE
+                                    : clash   ? SYMADDR_ERR_ALREADY_REGISTERED
+                                              : SYMADDR_OK;
             if (st != want)
                 abort();
             if (st == SYMADDR_OK)
@@ -111,10 +111,10 @@ static void fuzz_validation(reader_t *in)
     uint64_t ptr = pb[me] + take(in, 3) - 0x1000;
     int target = (int)(int8_t)take(in, 1);
     void *out = symaddr_translate((void *)(uintptr_t)ptr, target, pb, me);
-    int want = ptr - pb[me] >= bytes             ? SYMADDR_ERR_OUT_OF_BOUNDS
-               : target < 0 || target >= world   ? SYMADDR_ERR_INVALID_ARG
-               : pb[target] == 0                 ? SYMADDR_ERR_UNREACHABLE
-                                                 : SYMADDR_OK;
+    int want = ptr - pb[me] >= bytes           ? SYMADDR_ERR_OUT_OF_BOUNDS
+               : target < 0 || target >= world ? SYMADDR_ERR_INVALID_ARG
+               : pb[target] == 0               ? SYMADDR_ERR_UNREACHABLE
+                                               : SYMADDR_OK;
     uint32_t flag = (uint32_t)words[3];
     if ((want == SYMADDR_OK) != (out != NULL) || (uint32_t)-want != flag)
         abort();

@@ -30,30 +30,30 @@ static inline void t_fail(const char *file, int line, const char *fmt, ...)
     t_fails++;
 }
 
-#define T_CHECK(cond, ...)                                                                        \
-    do {                                                                                          \
-        t_checks++;                                                                               \
-        if (!(cond))                                                                              \
-            t_fail(__FILE__, __LINE__, "check failed: " #cond " " __VA_ARGS__);                  \
+#define T_CHECK(cond, ...)                                                                         \
+    do {                                                                                           \
+        t_checks++;                                                                                \
+        if (!(cond))                                                                               \
+            t_fail(__FILE__, __LINE__, "check failed: " #cond " " __VA_ARGS__);                    \
     } while (0)
 
 /* Status check with the context's error text on failure. */
-#define T_STATUS(ctx, expr, want)                                                                 \
-    do {                                                                                          \
-        symaddr_status_t t_st_ = (expr);                                                          \
-        t_checks++;                                                                               \
-        if (t_st_ != (want))                                                                      \
-            t_fail(__FILE__, __LINE__, "%s returned %s, wanted %s (%s)", #expr,                  \
-                   symaddr_strerror(t_st_), symaddr_strerror(want), symaddr_last_error(ctx));     \
+#define T_STATUS(ctx, expr, want)                                                                  \
+    do {                                                                                           \
+        symaddr_status_t t_st_ = (expr);                                                           \
+        t_checks++;                                                                                \
+        if (t_st_ != (want))                                                                       \
+            t_fail(__FILE__, __LINE__, "%s returned %s, wanted %s (%s)", #expr,                    \
+                   symaddr_strerror(t_st_), symaddr_strerror(want), symaddr_last_error(ctx));      \
     } while (0)
 
 #define T_OK(ctx, expr) T_STATUS(ctx, expr, SYMADDR_OK)
 
 /* Skip the current case with a reason; every rank must agree to skip. */
-#define T_SKIP(...)                                                                               \
-    do {                                                                                          \
-        t_skipped_case = 1;                                                                       \
-        snprintf(t_skip_reason, sizeof(t_skip_reason), __VA_ARGS__);                              \
+#define T_SKIP(...)                                                                                \
+    do {                                                                                           \
+        t_skipped_case = 1;                                                                        \
+        snprintf(t_skip_reason, sizeof(t_skip_reason), __VA_ARGS__);                               \
     } while (0)
 
 static inline void t_run(const char *name, void (*fn)(void *), void *arg)

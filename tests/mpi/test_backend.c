@@ -119,8 +119,8 @@ int main(int argc, char **argv)
     if (all_ndev <= 0) {
         if (t_rank == 0)
             printf("skip   - all: backend '%s' is %s\n0 passed, 0 failed, 1 skipped\n",
-                   symaddr_backend_name(cfg.backend), e.ops ? "built but sees no device"
-                                                            : "not built into this library");
+                   symaddr_backend_name(cfg.backend),
+                   e.ops ? "built but sees no device" : "not built into this library");
         MPI_Finalize();
         return 77;
     }

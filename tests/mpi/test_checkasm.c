@@ -60,8 +60,8 @@ static void fill(void *h, symaddr_dtype_t dt, size_t n, unsigned seed)
 
 /* Run one collective (c) on both sides with the same input and compare the outputs. */
 enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BROADCAST, C_ALLTOALL, C_PUT, C_GET };
-static const char *const cname[] = {"allreduce", "reduce_scatter", "allgather", "broadcast",
-                                    "alltoall",  "put",            "get"};
+static const char *const cname[] = {
+    "allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall", "put", "get"};
 
 static symaddr_status_t run(side_t *s, int c, size_t n, symaddr_dtype_t dt, symaddr_redop_t op)
 {
@@ -143,15 +143,15 @@ static void test_movement(void *u)
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
-    symaddr_backend_kind_t gpu = symaddr_backend_built(SYMADDR_BACKEND_CUDA)  ? SYMADDR_BACKEND_CUDA
-                                 : symaddr_backend_built(SYMADDR_BACKEND_HIP) ? SYMADDR_BACKEND_HIP
-                                                                              : SYMADDR_BACKEND_AUTO;
+    symaddr_backend_kind_t gpu = symaddr_backend_built(SYMADDR_BACKEND_CUDA) ? SYMADDR_BACKEND_CUDA
+                                 : symaddr_backend_built(SYMADDR_BACKEND_HIP)
+                                     ? SYMADDR_BACKEND_HIP
+                                     : SYMADDR_BACKEND_AUTO;
     symaddr_config_t cfg;
     symaddr_context_t *probe = NULL;
     symaddr_config_default(&cfg);
     cfg.backend = gpu;
-    if (gpu == SYMADDR_BACKEND_AUTO ||
-        symaddr_init(MPI_COMM_WORLD, &cfg, &probe) != SYMADDR_OK) {
+    if (gpu == SYMADDR_BACKEND_AUTO || symaddr_init(MPI_COMM_WORLD, &cfg, &probe) != SYMADDR_OK) {
         if (t_rank == 0)
             printf("skip   - all: no GPU backend %s; the cpu reference has nothing to check\n"
                    "0 passed, 0 failed, 1 skipped\n",

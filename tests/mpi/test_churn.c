@@ -111,8 +111,8 @@ static void churn(symaddr_context_t *ctx, symaddr_provider_kind_t kind, const ch
     for (int k = 0; k < LIVE; k++)
         T_OK(ctx, symaddr_free_symmetric(heap, s.ptr[k]));
     if (t_rank == 0)
-        printf("# %s: %d cycles, %ld concurrent lookups, fds %d -> %d, rss %ld -> %ld KiB\n",
-               name, CYCLES, done, fd0, fd1, rss0, rss1);
+        printf("# %s: %d cycles, %ld concurrent lookups, fds %d -> %d, rss %ld -> %ld KiB\n", name,
+               CYCLES, done, fd0, fd1, rss0, rss1);
 }
 
 static void test_churn_heap(symaddr_context_t *ctx) { churn(ctx, SYMADDR_PROVIDER_HEAP, "heap"); }

@@ -101,8 +101,8 @@ static double gen(symaddr_dtype_t dt, int op, int rank, size_t i)
 
 static MPI_Datatype mpi_type(symaddr_dtype_t dt)
 {
-    static const MPI_Datatype t[] = {MPI_INT32_T, MPI_UINT32_T, MPI_INT64_T, MPI_UINT64_T,
-                                     MPI_FLOAT, MPI_DOUBLE};
+    static const MPI_Datatype t[] = {MPI_INT32_T,  MPI_UINT32_T, MPI_INT64_T,
+                                     MPI_UINT64_T, MPI_FLOAT,    MPI_DOUBLE};
     return dt < SYMADDR_FLOAT16 ? t[dt] : MPI_DATATYPE_NULL;
 }
 
@@ -125,8 +125,10 @@ static double apply(int op, double a, double b)
 /* Elements of got that differ from want beyond the dtype's tolerance. */
 static long mismatches(symaddr_dtype_t dt, const void *got, const void *want, size_t n)
 {
-    double tol = dt == SYMADDR_FLOAT16 ? 1e-3 : dt == SYMADDR_BFLOAT16 ? 1e-2
-                 : dt >= SYMADDR_FLOAT32 ? 1e-6 : 0;
+    double tol = dt == SYMADDR_FLOAT16    ? 1e-3
+                 : dt == SYMADDR_BFLOAT16 ? 1e-2
+                 : dt >= SYMADDR_FLOAT32  ? 1e-6
+                                          : 0;
     long bad = 0;
     for (size_t i = 0; i < n; i++) {
         double g = get_value(dt, got, i), w = get_value(dt, want, i);
@@ -148,8 +150,8 @@ static void seq_reduce(symaddr_dtype_t dt, int op, const void *mine, void *out, 
 {
     size_t esz = symaddr_dtype_size(dt), bytes = n * esz;
     char *all = malloc(bytes * (size_t)t_size);
-    MPI_Allgather((const char *)mine + stride_off, (int)bytes, MPI_BYTE, all, (int)bytes,
-                  MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Allgather((const char *)mine + stride_off, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                  MPI_COMM_WORLD);
     for (size_t i = 0; i < n; i++) {
         double acc = get_value(dt, all, i);
         for (int r = 1; r < t_size; r++)
@@ -164,7 +166,7 @@ static void seq_reduce(symaddr_dtype_t dt, int op, const void *mine, void *out, 
 typedef struct fix {
     symaddr_context_t *ctx;
     symaddr_provider_t *heap, *ipc;
-    char *a, *b;     /* symmetric, from two providers, MAXCOUNT * size * 8 bytes + a view offset */
+    char *a, *b; /* symmetric, from two providers, MAXCOUNT * size * 8 bytes + a view offset */
     char *h_in, *h_out, *h_ref;
     size_t cap;
 } fix_t;
@@ -243,10 +245,26 @@ static void allreduce_matrix(symaddr_allreduce_algo_t algo)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-static void test_allreduce_auto(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_AUTO); }
-static void test_allreduce_oneshot(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_ONESHOT); }
-static void test_allreduce_twoshot(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT); }
-static void test_allreduce_ll(void *u) { (void)u; allreduce_matrix(SYMADDR_ALLREDUCE_LL); }
+static void test_allreduce_auto(void *u)
+{
+    (void)u;
+    allreduce_matrix(SYMADDR_ALLREDUCE_AUTO);
+}
+static void test_allreduce_oneshot(void *u)
+{
+    (void)u;
+    allreduce_matrix(SYMADDR_ALLREDUCE_ONESHOT);
+}
+static void test_allreduce_twoshot(void *u)
+{
+    (void)u;
+    allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT);
+}
+static void test_allreduce_ll(void *u)
+{
+    (void)u;
+    allreduce_matrix(SYMADDR_ALLREDUCE_LL);
+}
 
 /* ---- the other collectives ------------------------------------------------------------------ */
 
@@ -467,23 +485,24 @@ static void test_bad_arguments(void *u)
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
     fix_init(&f, ctx);
     int last = t_size - 1;
-    T_STATUS(ctx, symaddr_allreduce(ctx, t_rank == last ? (void *)plain : f.a, f.b, 8,
-                                    SYMADDR_INT32, SYMADDR_SUM, NULL),
+    T_STATUS(ctx,
+             symaddr_allreduce(ctx, t_rank == last ? (void *)plain : f.a, f.b, 8, SYMADDR_INT32,
+                               SYMADDR_SUM, NULL),
              SYMADDR_ERR_NOT_FOUND);
-    T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, t_rank == 0 ? 9 : 8, SYMADDR_INT32,
-                                    SYMADDR_SUM, NULL),
-             SYMADDR_ERR_MISMATCH);
-    T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, 8, t_rank == 1 ? (symaddr_dtype_t)42
-                                                                   : SYMADDR_INT32,
-                                    SYMADDR_SUM, NULL),
+    T_STATUS(
+        ctx,
+        symaddr_allreduce(ctx, f.a, f.b, t_rank == 0 ? 9 : 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
+        SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx,
+             symaddr_allreduce(ctx, f.a, f.b, 8, t_rank == 1 ? (symaddr_dtype_t)42 : SYMADDR_INT32,
+                               SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, f.cap, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_OUT_OF_BOUNDS);
     T_STATUS(ctx, symaddr_broadcast(ctx, f.a, f.b, 8, SYMADDR_INT32, t_size, NULL),
              SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_allgather(ctx, f.a, f.b, 8, SYMADDR_INT32, NULL), SYMADDR_OK);
-    T_STATUS(ctx, symaddr_alltoall(ctx, f.a, f.a, 8, SYMADDR_INT32, NULL),
-             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_alltoall(ctx, f.a, f.a, 8, SYMADDR_INT32, NULL), SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_allreduce(NULL, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_ARG);
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
@@ -512,8 +531,8 @@ static void test_validate_mismatch(void *u)
     }
     T_STATUS(ctx, symaddr_reduce_scatter(ctx, f.a, f.b, 8, SYMADDR_INT32, op, NULL),
              SYMADDR_ERR_MISMATCH);
-    T_STATUS(ctx, symaddr_allgather(ctx, f.a, f.b, 8, t_rank % 2 ? SYMADDR_UINT32 : SYMADDR_INT32,
-                                    NULL),
+    T_STATUS(ctx,
+             symaddr_allgather(ctx, f.a, f.b, 8, t_rank % 2 ? SYMADDR_UINT32 : SYMADDR_INT32, NULL),
              SYMADDR_ERR_MISMATCH);
     T_STATUS(ctx, symaddr_broadcast(ctx, f.a, f.b, 8, SYMADDR_INT32, t_rank % 2, NULL),
              t_size > 1 ? SYMADDR_ERR_MISMATCH : SYMADDR_OK);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* A rank dies (SIGKILL) at a chosen point; the survivors must come back with an error within
  * twice the timeout, not hang. Points: before symaddr_init, while symaddr_init builds the
- * descriptor mesh, during an allocation's descriptor exchange, before a free, before finalize, and mid-
- * collective (then also a signal wait). Each survivor writes "<what> <status> <milliseconds>"
+ * descriptor mesh, during an allocation's descriptor exchange, before a free, before finalize, and
+ * mid- collective (then also a signal wait). Each survivor writes "<what> <status> <milliseconds>"
  * to DIR/rank-N; tests/fault.sh checks the files and that nothing of symaddr's outlives the
  * job. Run as: test_fault DIR POINT. */
 #include <signal.h>

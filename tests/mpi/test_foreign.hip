@@ -36,7 +36,7 @@ static const char *g_name;
 #if FOREIGN_SOURCE == FOREIGN_WINDOW
 static MPI_Win g_win;
 static char *g_win_base;
-static MPI_Comm g_node;   /* the ranks that share the windows */
+static MPI_Comm g_node; /* the ranks that share the windows */
 static int *g_win_rank; /* world rank -> window rank */
 
 static void *win_ptr(const void *ptr, int pe)

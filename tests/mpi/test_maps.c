@@ -147,8 +147,8 @@ static void test_shared_window(symaddr_context_t *ctx)
 
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     MPI_Comm_size(node, &node_size);
-    MPI_Win_allocate_shared(COUNT * sizeof(uint32_t), sizeof(uint32_t), MPI_INFO_NULL, node,
-                            &mine, &win);
+    MPI_Win_allocate_shared(COUNT * sizeof(uint32_t), sizeof(uint32_t), MPI_INFO_NULL, node, &mine,
+                            &win);
     for (int i = 0; i < COUNT; i++)
         mine[i] = (uint32_t)(rank + 1) * 100000u + (uint32_t)i;
     world_of = malloc(sizeof(int) * (size_t)node_size);
@@ -407,8 +407,8 @@ int main(int argc, char **argv)
     t_init(&argc, &argv);
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
     if (t_rank == 0)
-        printf("# backend %s, %d ranks, %d per node\n",
-               symaddr_backend_name(symaddr_backend(ctx)), t_size, symaddr_node_size(ctx));
+        printf("# backend %s, %d ranks, %d per node\n", symaddr_backend_name(symaddr_backend(ctx)),
+               t_size, symaddr_node_size(ctx));
     T_RUN(test_ipc_and_heap, ctx);
     T_RUN(test_heap_shares_table, ctx);
     T_RUN(test_import_views, ctx);

@@ -18,7 +18,10 @@
 #include "bootstrap/bootstrap.h"
 #include "internal.h"
 
-static int gpu_backend(symaddr_context_t *ctx) { return symaddr_backend(ctx) != SYMADDR_BACKEND_CPU; }
+static int gpu_backend(symaddr_context_t *ctx)
+{
+    return symaddr_backend(ctx) != SYMADDR_BACKEND_CPU;
+}
 
 /* An ipc allocation of n int32 holding rank-distinct values base + i. */
 static int32_t *alloc_i32(symaddr_context_t *ctx, size_t n, int32_t base)
@@ -44,8 +47,7 @@ static void free_i32(symaddr_context_t *ctx, int32_t *p)
 }
 
 /* Elements of p that differ from want(i); p has n int32. */
-static int count_wrong(symaddr_context_t *ctx, const int32_t *p, size_t n, int32_t mul,
-                       int32_t add)
+static int count_wrong(symaddr_context_t *ctx, const int32_t *p, size_t n, int32_t mul, int32_t add)
 {
     int32_t *h = malloc(n * sizeof(int32_t));
     int bad = 0;
@@ -71,8 +73,7 @@ static void test_overlap(symaddr_context_t *ctx)
              SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_broadcast(ctx, s, s + 1, n, SYMADDR_INT32, 0, NULL),
              SYMADDR_ERR_INVALID_ARG);
-    T_STATUS(ctx, symaddr_alltoall(ctx, s, s + 2, 8, SYMADDR_INT32, NULL),
-             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_alltoall(ctx, s, s + 2, 8, SYMADDR_INT32, NULL), SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_reduce_scatter(ctx, s, s + 1, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_ARG);
     /* Nothing ran: the data is what it was. */
@@ -87,7 +88,8 @@ static void test_overlap(symaddr_context_t *ctx)
     free_i32(ctx, s);
 }
 
-/* ---- 2. counts that overflow ------------------------------------------------------------------ */
+/* ---- 2. counts that overflow ------------------------------------------------------------------
+ */
 
 static void test_count_overflow(symaddr_context_t *ctx)
 {
@@ -97,8 +99,7 @@ static void test_count_overflow(symaddr_context_t *ctx)
              SYMADDR_ERR_INVALID_SIZE);
     T_CHECK(strstr(symaddr_last_error(ctx), "count") != NULL, "message: %s",
             symaddr_last_error(ctx));
-    T_STATUS(ctx, symaddr_reduce_scatter(ctx, a, a + 4096, huge, SYMADDR_INT32, SYMADDR_SUM,
-                                         NULL),
+    T_STATUS(ctx, symaddr_reduce_scatter(ctx, a, a + 4096, huge, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_SIZE);
     T_STATUS(ctx, symaddr_allgather(ctx, a, a + 4096, huge, SYMADDR_INT32, NULL),
              SYMADDR_ERR_INVALID_SIZE);
@@ -122,18 +123,19 @@ static void test_count_overflow(symaddr_context_t *ctx)
     free_i32(ctx, a);
 }
 
-/* ---- 3. alignment ----------------------------------------------------------------------------- */
+/* ---- 3. alignment -----------------------------------------------------------------------------
+ */
 
 static void test_misaligned(symaddr_context_t *ctx)
 {
     int32_t *a = alloc_i32(ctx, 4096, t_rank + 1);
-    T_STATUS(ctx, symaddr_allreduce(ctx, (char *)a + 1, (char *)a + 8195, 100, SYMADDR_INT32,
-                                    SYMADDR_SUM, NULL),
+    T_STATUS(ctx,
+             symaddr_allreduce(ctx, (char *)a + 1, (char *)a + 8195, 100, SYMADDR_INT32,
+                               SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_ARG);
     T_CHECK(strstr(symaddr_last_error(ctx), "aligned") != NULL, "message: %s",
             symaddr_last_error(ctx));
-    T_STATUS(ctx, symaddr_allgather(ctx, (char *)a + 2, (char *)a + 8192, 10, SYMADDR_INT32,
-                                    NULL),
+    T_STATUS(ctx, symaddr_allgather(ctx, (char *)a + 2, (char *)a + 8192, 10, SYMADDR_INT32, NULL),
              SYMADDR_ERR_INVALID_ARG);
     /* 2-byte elements at a 2-byte offset are aligned: exact f16 sums of small integers. */
     uint16_t h[64], got[64];
@@ -149,7 +151,8 @@ static void test_misaligned(symaddr_context_t *ctx)
     free_i32(ctx, a);
 }
 
-/* ---- 4. a late rank --------------------------------------------------------------------------- */
+/* ---- 4. a late rank ---------------------------------------------------------------------------
+ */
 
 /* The last rank is stopped for 3 timeouts in the middle of a loop of small allreduces. No
  * rank may return OK with wrong data, nor OK for the call in which some rank timed out, nor
@@ -221,7 +224,8 @@ static void late_rank(symaddr_allreduce_algo_t algo)
             first_fail);
     if (t_rank == 0)
         printf("# late rank, algorithm %d: first failure at call %d, first timeout at %d, of "
-               "%d calls\n", (int)algo, lo[0], lo[1], calls);
+               "%d calls\n",
+               (int)algo, lo[0], lo[1], calls);
     MPI_Barrier(MPI_COMM_WORLD);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
@@ -238,7 +242,8 @@ static void test_late_rank(void *u)
     late_rank(SYMADDR_ALLREDUCE_LL);
 }
 
-/* ---- 5. epochs near every wrap point ---------------------------------------------------------- */
+/* ---- 5. epochs near every wrap point ----------------------------------------------------------
+ */
 
 static void check_collectives(symaddr_context_t *ctx, const char *what)
 {
@@ -269,9 +274,8 @@ static void test_epoch_wrap(void *u)
 {
     static const uint64_t starts[] = {((uint64_t)1 << 32) - 3, ((uint64_t)1 << 62) - 3,
                                       ((uint64_t)1 << 63) - 3, ~(uint64_t)0 - 3};
-    static const symaddr_allreduce_algo_t algos[] = {SYMADDR_ALLREDUCE_LL,
-                                                     SYMADDR_ALLREDUCE_ONESHOT,
-                                                     SYMADDR_ALLREDUCE_TWOSHOT};
+    static const symaddr_allreduce_algo_t algos[] = {
+        SYMADDR_ALLREDUCE_LL, SYMADDR_ALLREDUCE_ONESHOT, SYMADDR_ALLREDUCE_TWOSHOT};
     (void)u;
     for (int a = 0; a < 3; a++) {
         symaddr_config_t cfg;
@@ -289,7 +293,8 @@ static void test_epoch_wrap(void *u)
     }
 }
 
-/* ---- 6. one deadline per LL call -------------------------------------------------------------- */
+/* ---- 6. one deadline per LL call --------------------------------------------------------------
+ */
 
 static void test_ll_one_deadline(void *u)
 {
@@ -307,8 +312,8 @@ static void test_ll_one_deadline(void *u)
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank != 0) { /* rank 0 stays away */
         double t0 = MPI_Wtime();
-        symaddr_status_t st = symaddr_allreduce(ctx, a, a + 32, 5, SYMADDR_INT32, SYMADDR_SUM,
-                                                NULL);
+        symaddr_status_t st =
+            symaddr_allreduce(ctx, a, a + 32, 5, SYMADDR_INT32, SYMADDR_SUM, NULL);
         if (st == SYMADDR_OK)
             st = symaddr_stream_sync(ctx, NULL);
         double ms = (MPI_Wtime() - t0) * 1e3;
@@ -323,7 +328,8 @@ static void test_ll_one_deadline(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-/* ---- 7. two threads on one context ------------------------------------------------------------ */
+/* ---- 7. two threads on one context ------------------------------------------------------------
+ */
 
 typedef struct {
     symaddr_context_t *ctx;
@@ -377,7 +383,8 @@ static void test_threads(symaddr_context_t *ctx)
     free_i32(ctx, a);
 }
 
-/* ---- 8. double free long after ---------------------------------------------------------------- */
+/* ---- 8. double free long after ----------------------------------------------------------------
+ */
 
 static void test_double_free_late(symaddr_context_t *ctx)
 {
@@ -398,7 +405,8 @@ static void test_double_free_late(symaddr_context_t *ctx)
             symaddr_last_error(ctx));
 }
 
-/* ---- 9. a heap past the memory ---------------------------------------------------------------- */
+/* ---- 9. a heap past the memory ----------------------------------------------------------------
+ */
 
 static void test_heap_past_memory(void *u)
 {
@@ -411,7 +419,8 @@ static void test_heap_past_memory(void *u)
     T_CHECK(ctx == NULL);
 }
 
-/* ---- 10. descriptors run out, or a rank is held inside an exchange ---------------------------- */
+/* ---- 10. descriptors run out, or a rank is held inside an exchange ----------------------------
+ */
 
 /* Neighbours' exact values through a fresh allocation: the mesh works. */
 static void check_exchange(symaddr_context_t *ctx)
@@ -505,7 +514,8 @@ static void test_held_in_exchange(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-/* ---- 11. a timeout past 2^31 ms --------------------------------------------------------------- */
+/* ---- 11. a timeout past 2^31 ms ---------------------------------------------------------------
+ */
 
 static void test_long_timeout(void *u)
 {
@@ -523,7 +533,8 @@ static void test_long_timeout(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-/* ---- 12. shared memory is the owner's --------------------------------------------------------- */
+/* ---- 12. shared memory is the owner's ---------------------------------------------------------
+ */
 
 static void test_memfd_mode(symaddr_context_t *ctx)
 {
@@ -553,7 +564,8 @@ static void test_memfd_mode(symaddr_context_t *ctx)
     free_i32(ctx, a);
 }
 
-/* ---- 13. the config's contract ----------------------------------------------------------------- */
+/* ---- 13. the config's contract -----------------------------------------------------------------
+ */
 
 static char g_logged[1024];
 static void logger(void *cookie, const char *line)

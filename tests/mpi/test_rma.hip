@@ -77,14 +77,14 @@ static void test_put_kernel(void *unused)
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_allocate_symmetric(ipc, N * sizeof(float), (void **)&src, &ms));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, (size_t)t_size * N * sizeof(float), (void **)&dst,
-                                           &md));
+    T_OK(g_ctx,
+         symaddr_allocate_symmetric(ipc, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
     fill_f32(src, t_rank, N);
     sync_all();
     for (int t = 0; t < t_size; t++)
         if (t != t_rank)
-            launched(SYMADDR_LAUNCH(put_kernel, 4, 256, NULL, dst + (size_t)t_rank * N, src, N,
-                                    t, md->peer_bases, md->local_rank));
+            launched(SYMADDR_LAUNCH(put_kernel, 4, 256, NULL, dst + (size_t)t_rank * N, src, N, t,
+                                    md->peer_bases, md->local_rank));
     sync_all();
     check_slots(dst, t_rank, N, 0);
     sync_all();
@@ -111,8 +111,8 @@ static void test_get_block_and_host_calls(void *unused)
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_HEAP, &heap));
     T_OK(g_ctx, symaddr_allocate_symmetric(heap, N * sizeof(float), (void **)&src, &ms));
-    T_OK(g_ctx, symaddr_allocate_symmetric(heap, (size_t)t_size * N * sizeof(float),
-                                           (void **)&dst, &md));
+    T_OK(g_ctx,
+         symaddr_allocate_symmetric(heap, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
     fill_f32(src, t_rank, N);
     sync_all();
     launched(SYMADDR_LAUNCH(get_all_kernel, 1, 128, NULL, dst, src, N, t_size, ms->peer_bases,
@@ -177,8 +177,7 @@ static typed_t typed_of(int rank)
 }
 
 /* Store my values into target's slot; then (second launch) load them back from there. */
-__global__ void typed_store_kernel(typed_t *slot, typed_t v, int target, const uint64_t *pb,
-                                   int me)
+__global__ void typed_store_kernel(typed_t *slot, typed_t v, int target, const uint64_t *pb, int me)
 {
     symaddr_store_i32(&slot->i32, v.i32, target, pb, me);
     symaddr_store_u32(&slot->u32, v.u32, target, pb, me);
@@ -506,16 +505,16 @@ static void test_heap_bases(void *unused)
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_HEAP, &heap));
     T_OK(g_ctx, symaddr_allocate_symmetric(heap, N * sizeof(float), (void **)&src, &ms));
-    T_OK(g_ctx, symaddr_allocate_symmetric(heap, (size_t)t_size * N * sizeof(float),
-                                           (void **)&dst, &md));
+    T_OK(g_ctx,
+         symaddr_allocate_symmetric(heap, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
     const uint64_t *heap_bases = symaddr_get_heap_bases(g_ctx);
     T_CHECK(heap_bases != NULL && heap_bases == md->peer_bases);
     fill_f32(src, t_rank, N);
     sync_all();
     for (int t = 0; t < t_size; t++)
         if (t != t_rank)
-            launched(SYMADDR_LAUNCH(put_kernel, 2, 256, NULL, dst + (size_t)t_rank * N, src, N,
-                                    t, heap_bases, t_rank));
+            launched(SYMADDR_LAUNCH(put_kernel, 2, 256, NULL, dst + (size_t)t_rank * N, src, N, t,
+                                    heap_bases, t_rank));
     sync_all();
     check_slots(dst, t_rank, N, 0);
     sync_all();
@@ -535,8 +534,7 @@ __global__ void signal_kernel(uint32_t *data, uint64_t *sig, int round, int righ
     *status = symaddr_signal_wait_until(sig, (uint64_t)round, 30ull * 1000000000ull);
 }
 
-__global__ void wait_kernel(const uint64_t *sig, uint64_t value, uint64_t timeout_ns,
-                            int *status)
+__global__ void wait_kernel(const uint64_t *sig, uint64_t value, uint64_t timeout_ns, int *status)
 {
     *status = symaddr_signal_wait_until(sig, value, timeout_ns);
 }
@@ -565,7 +563,8 @@ static void test_signals(void *unused)
         T_OK(g_ctx, symaddr_memcpy(g_ctx, host, data, sizeof(host)));
         int bad = 0;
         for (size_t i = 0; i < N; i++)
-            bad += host[i] != (uint32_t)(left + 1) * 100000u + (uint32_t)round * 1000u + (uint32_t)i;
+            bad +=
+                host[i] != (uint32_t)(left + 1) * 100000u + (uint32_t)round * 1000u + (uint32_t)i;
         T_CHECK(bad == 0, "round %d: %d values not from rank %d", round, bad, left);
         MPI_Barrier(MPI_COMM_WORLD); /* the next round overwrites the data */
     }
@@ -620,8 +619,8 @@ static void test_mispairing(void *unused)
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
     T_OK(ctx, symaddr_memcpy(ctx, host, a, sizeof(host)));
-    T_CHECK(host[0] == 11 && host[1] == 7 && host[2] == 33 && host[3] == 44,
-            "a = {%u, %u, %u, %u}", host[0], host[1], host[2], host[3]);
+    T_CHECK(host[0] == 11 && host[1] == 7 && host[2] == 33 && host[3] == 44, "a = {%u, %u, %u, %u}",
+            host[0], host[1], host[2], host[3]);
     T_OK(ctx, symaddr_memcpy(ctx, host, b, sizeof(host)));
     T_CHECK(memcmp(host, init, sizeof(init)) == 0, "b was written");
     MPI_Barrier(MPI_COMM_WORLD);

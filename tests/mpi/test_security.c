@@ -97,8 +97,10 @@ static void test_intruder_refused(void *unused)
         char verdict = '?';
         T_CHECK(g_child > 0, "no intruder was started");
         T_CHECK(read(g_report[0], &verdict, 1) == 1);
-        T_CHECK(verdict == 'r', "the intruder saw '%c' (r: refused, F: got a descriptor, "
-                                "m: got a message, t: left waiting)", verdict);
+        T_CHECK(verdict == 'r',
+                "the intruder saw '%c' (r: refused, F: got a descriptor, "
+                "m: got a message, t: left waiting)",
+                verdict);
         waitpid(g_child, NULL, 0);
         /* After the mesh is built nobody can even connect. */
         int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
@@ -134,8 +136,8 @@ static void hold_silent(void)
         size_t n = strlen(at + 1);
         memcpy(sa.sun_path + 1, at + 1, n);
         int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-        if (connect(s, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-                                                           1 + n)) == 0)
+        if (connect(s, (struct sockaddr *)&sa,
+                    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) == 0)
             held++;
     }
     if (f)
@@ -215,8 +217,7 @@ static void test_unguessable_names(void *unused)
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
     symaddr_bootstrap_listen_hook = NULL;
     char *all = malloc(sizeof(g_name) * (size_t)t_size);
-    MPI_Allgather(g_name, sizeof(g_name), MPI_CHAR, all, sizeof(g_name), MPI_CHAR,
-                  MPI_COMM_WORLD);
+    MPI_Allgather(g_name, sizeof(g_name), MPI_CHAR, all, sizeof(g_name), MPI_CHAR, MPI_COMM_WORLD);
     const char *mine = all + sizeof(g_name) * (size_t)t_rank;
     T_CHECK(strncmp(mine, "symaddr-", 8) == 0 && strlen(mine) >= 8 + 32, "name '%s'", mine);
     /* Apart from the prefix no two names share even their first random byte pair... by

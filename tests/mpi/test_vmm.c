@@ -4,7 +4,6 @@
  * allocate/free cycles, and the peer classes for one node and for a simulated 2-node split. */
 #include "harness.h"
 
-
 #define COUNT 1001
 
 /* The vmm provider, or a SKIP with the backend's reason. */
@@ -30,7 +29,8 @@ static void test_vmm_values(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_allocate_symmetric(vmm, COUNT * sizeof(uint32_t), (void **)&ptr, &m));
     T_CHECK(m->provider == SYMADDR_PROVIDER_VMM);
     T_CHECK(m->host_peer_bases[t_rank] == m->allocation_base &&
-            m->allocation_bytes >= COUNT * sizeof(uint32_t), "invariant");
+                m->allocation_bytes >= COUNT * sizeof(uint32_t),
+            "invariant");
     for (int i = 0; i < COUNT; i++)
         host[i] = (uint32_t)(t_rank + 1) * 100000u + (uint32_t)i;
     T_OK(ctx, symaddr_memcpy(ctx, ptr, host, sizeof(host)));

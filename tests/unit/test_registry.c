@@ -33,13 +33,16 @@ static void test_insert_lookup(void **state)
     }
     for (int i = 0; i < 5; i++) {
         uint64_t last = bases[i] + 0x800 + (uint64_t)i - 1;
-        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)bases[i], &found), SYMADDR_OK);
+        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)bases[i], &found),
+                         SYMADDR_OK);
         assert_ptr_equal(found, r[i]);
-        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)(bases[i] + 0x3ff), &found), SYMADDR_OK);
+        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)(bases[i] + 0x3ff), &found),
+                         SYMADDR_OK);
         assert_ptr_equal(found, r[i]);
         assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)last, &found), SYMADDR_OK);
         assert_ptr_equal(found, r[i]);
-        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)(last + 1), &found), SYMADDR_ERR_NOT_FOUND);
+        assert_int_equal(symaddr_registry_find(&reg, (void *)(uintptr_t)(last + 1), &found),
+                         SYMADDR_ERR_NOT_FOUND);
         assert_ptr_equal(symaddr_registry_owner(&reg, &r[i]->map), r[i]);
     }
     assert_int_equal(symaddr_registry_find(&reg, (void *)0x10, &found), SYMADDR_ERR_NOT_FOUND);
@@ -232,12 +235,9 @@ static void test_writers_not_starved(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_insert_lookup),
-        cmocka_unit_test(test_overlap_refused),
-        cmocka_unit_test(test_double_free_named),
-        cmocka_unit_test(test_many_concurrent),
-        cmocka_unit_test(test_double_free_late),
-        cmocka_unit_test(test_writers_not_starved),
+        cmocka_unit_test(test_insert_lookup),     cmocka_unit_test(test_overlap_refused),
+        cmocka_unit_test(test_double_free_named), cmocka_unit_test(test_many_concurrent),
+        cmocka_unit_test(test_double_free_late),  cmocka_unit_test(test_writers_not_starved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

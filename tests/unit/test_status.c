@@ -72,18 +72,18 @@ static void test_config_refusals(void **state)
         const char *name, *value;
         int ok;
     } cases[] = {
-        {"SYMADDR_VALIDATE", "no", 1},         {"SYMADDR_VALIDATE", "false", 1},
-        {"SYMADDR_VALIDATE", "off", 1},        {"SYMADDR_VALIDATE", "0", 1},
-        {"SYMADDR_VALIDATE", "YES", 1},        {"SYMADDR_VALIDATE", "on", 1},
-        {"SYMADDR_VALIDATE", "garbage", 0},    {"SYMADDR_VALIDATE", "2", 0},
-        {"SYMADDR_LL_BYTES", "garbage", 0},    {"SYMADDR_LL_BYTES", "4K", 1},
-        {"SYMADDR_LL_BYTES", "64K", 0},        {"SYMADDR_HEAP_SIZE", "17179869184G", 0},
-        {"SYMADDR_HEAP_SIZE", "16777216T", 0}, {"SYMADDR_HEAP_SIZE", "1T", 1},
-        {"SYMADDR_HEAP_SIZE", "-1", 0},        {"SYMADDR_TIMEOUT_MS", "2147483648", 1},
+        {"SYMADDR_VALIDATE", "no", 1},           {"SYMADDR_VALIDATE", "false", 1},
+        {"SYMADDR_VALIDATE", "off", 1},          {"SYMADDR_VALIDATE", "0", 1},
+        {"SYMADDR_VALIDATE", "YES", 1},          {"SYMADDR_VALIDATE", "on", 1},
+        {"SYMADDR_VALIDATE", "garbage", 0},      {"SYMADDR_VALIDATE", "2", 0},
+        {"SYMADDR_LL_BYTES", "garbage", 0},      {"SYMADDR_LL_BYTES", "4K", 1},
+        {"SYMADDR_LL_BYTES", "64K", 0},          {"SYMADDR_HEAP_SIZE", "17179869184G", 0},
+        {"SYMADDR_HEAP_SIZE", "16777216T", 0},   {"SYMADDR_HEAP_SIZE", "1T", 1},
+        {"SYMADDR_HEAP_SIZE", "-1", 0},          {"SYMADDR_TIMEOUT_MS", "2147483648", 1},
         {"SYMADDR_TIMEOUT_MS", "4294967295", 1}, {"SYMADDR_TIMEOUT_MS", "4294967296", 0},
-        {"SYMADDR_TIMEOUT_MS", "0", 0},        {"SYMADDR_TIMEOUT_MS", "10s", 0},
-        {"SYMADDR_NODE_SIZE", "-4", 0},        {"SYMADDR_TWOSHOT_BYTES", "1M", 1},
-        {"SYMADDR_TWOSHOT_BYTES", "fast", 0},  {"SYMADDR_ALLREDUCE", "LL", 1},
+        {"SYMADDR_TIMEOUT_MS", "0", 0},          {"SYMADDR_TIMEOUT_MS", "10s", 0},
+        {"SYMADDR_NODE_SIZE", "-4", 0},          {"SYMADDR_TWOSHOT_BYTES", "1M", 1},
+        {"SYMADDR_TWOSHOT_BYTES", "fast", 0},    {"SYMADDR_ALLREDUCE", "LL", 1},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -100,8 +100,8 @@ static void test_config_refusals(void **state)
             if (st == SYMADDR_OK)
                 fail_msg("%s=%s accepted", cases[i].name, cases[i].value);
             if (!strstr(why, cases[i].name))
-                fail_msg("%s=%s: the refusal does not name it: %s", cases[i].name,
-                         cases[i].value, why);
+                fail_msg("%s=%s: the refusal does not name it: %s", cases[i].name, cases[i].value,
+                         why);
         }
     }
     symaddr_config_t cfg;
