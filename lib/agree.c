@@ -11,8 +11,8 @@
 static const char *op_name(uint64_t op)
 {
     static const char *const names[] = {
-        [SYMADDR_OP_ALLOCATE] = "symaddr_allocate_symmetric",
-        [SYMADDR_OP_FREE] = "symaddr_free_symmetric",
+        [SYMADDR_OP_ALLOCATE] = "symaddr_symmetric_alloc",
+        [SYMADDR_OP_FREE] = "symaddr_symmetric_free",
         [SYMADDR_OP_IMPORT] = "symaddr_import",
         [SYMADDR_OP_UNREGISTER] = "symaddr_unregister",
         [SYMADDR_OP_REGISTER] = "symaddr_register_peer_table",

@@ -103,7 +103,7 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     if (st == SYMADDR_OK) {
         c->sync.root_bytes = sync_bytes;
         c->sync.owned = true;
-        st = symaddr_mapping_open(ctx, &c->sync, 0);
+        st = symaddr_backing_open(ctx, &c->sync, 0);
     }
     if (st != SYMADDR_OK) {
         symaddr_coll_fini(ctx);
@@ -116,14 +116,14 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 void symaddr_coll_close_peers(symaddr_context_t *ctx)
 {
     if (ctx->coll.ready)
-        symaddr_mapping_close_peers(ctx, &ctx->coll.sync);
+        symaddr_backing_close_peers(ctx, &ctx->coll.sync);
 }
 
 void symaddr_coll_fini(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
     if (c->sync.dev_table)
-        symaddr_mapping_release(ctx, &c->sync);
+        symaddr_backing_release(ctx, &c->sync);
     else if (c->sync.root)
         ctx->be.ops->mem_free(&ctx->be, c->sync.root);
     if (c->node_ranks)
@@ -205,7 +205,7 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
     if (symaddr_registry_lookup(&ctx->reg, ptr, &r) != SYMADDR_OK)
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
                                  "%s: %s %p is not symmetric memory of this context; allocate it "
-                                 "with symaddr_allocate_symmetric or register it",
+                                 "with symaddr_symmetric_alloc or register it",
                                  fn, what, ptr);
     if (bytes > r->map.range_bytes - ((uint64_t)(uintptr_t)ptr - r->map.range_base))
         return symaddr_set_error(ctx, SYMADDR_ERR_OUT_OF_BOUNDS,

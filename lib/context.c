@@ -174,7 +174,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         if (ctx->rank == 0 || ctx_p == NULL)
             log_line(&ctx->cfg, "symaddr: %s", ctx->err.text);
         if (ctx->has_heap) {
-            symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
+            symaddr_backing_close_peers(ctx, &ctx->heap.backing);
             if (ctx->broken == SYMADDR_OK)
                 symaddr_mpi_barrier(&ctx->boot, ctx->comm,
                                     symaddr_bootstrap_deadline(&ctx->boot, 1));

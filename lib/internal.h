@@ -25,7 +25,7 @@ typedef struct symaddr_peer_root {
 } symaddr_peer_root_t;
 
 /* The memory behind one or more registrations: the local root and the peers'. */
-typedef struct symaddr_mapping {
+typedef struct symaddr_backing {
     void *root;
     size_t root_bytes;
     bool owned;                  /* symaddr allocated root and frees it */
@@ -34,7 +34,7 @@ typedef struct symaddr_mapping {
     symaddr_peer_root_t **peers; /* world_size entries; NULL for self and other nodes */
     uint64_t *dev_table;         /* peer_bases, then the validation error flag */
     uint64_t *host_table;
-} symaddr_mapping_t;
+} symaddr_backing_t;
 
 struct symaddr_provider {
     symaddr_context_t *ctx;
@@ -44,7 +44,7 @@ struct symaddr_provider {
 /* Sub-allocator of the symmetric heap: deterministic, so every rank computes
  * the same offsets from the same sequence of collective calls. */
 typedef struct symaddr_heap {
-    symaddr_mapping_t mapping; /* its table is the legacy heap_bases */
+    symaddr_backing_t backing; /* its table is the legacy heap_bases */
     size_t bytes;
     struct heap_block {
         size_t off, len;
@@ -55,7 +55,7 @@ typedef struct symaddr_heap {
 /* Collective state: a symmetric sync area (epoch, status, flags, staging, LL inboxes and,
  * across nodes, the reduce-scatter scratch) and the node's ranks. */
 typedef struct symaddr_coll {
-    symaddr_mapping_t sync;
+    symaddr_backing_t sync;
     int *node_ranks;     /* device copy of boot.node_to_rank */
     size_t stage_offset; /* of the one-shot staging slots in the sync area */
     size_t ll_offset;
@@ -143,19 +143,19 @@ symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t l
  * registered range's offset in the root; peers' tables are shifted so that
  * translation lands on the same offset of their range. Every rank returns the
  * same status; on failure nothing stays open and m->root is left to the caller. */
-symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m, size_t offset);
+symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t *m, size_t offset);
 /* Drop the references to peers' roots (closing the last ones). */
-void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m);
+void symaddr_backing_close_peers(symaddr_context_t *ctx, symaddr_backing_t *m);
 /* Free the tables and, if owned, the root. */
-void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m);
+void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m);
 
 /* Tables for a mapping whose host_table is filled in: device copy and error flag. */
-symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m);
+symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);
 
 /* The bodies of public calls, for callers already inside symaddr_call_enter. */
-symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_t bytes,
+symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes,
                                              void **ptr_p, symaddr_map_t **map_p);
-symaddr_status_t symaddr_free_symmetric_(symaddr_provider_t *provider, void *ptr);
+symaddr_status_t symaddr_symmetric_free_(symaddr_provider_t *provider, void *ptr);
 symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
                                           symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
                                           uint64_t caps, symaddr_map_t **map_p);

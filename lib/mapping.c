@@ -30,7 +30,7 @@ static void peer_root_put(symaddr_context_t *ctx, symaddr_peer_root_t *p)
     free(p);
 }
 
-void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m)
+void symaddr_backing_close_peers(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     if (!m->peers)
         return;
@@ -42,7 +42,7 @@ void symaddr_mapping_close_peers(symaddr_context_t *ctx, symaddr_mapping_t *m)
 }
 
 /* The tables and the peer list; the root stays. */
-static void release_tables(symaddr_context_t *ctx, symaddr_mapping_t *m)
+static void release_tables(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     if (m->dev_table)
         ctx->be.ops->local_free(&ctx->be, m->dev_table - SYMADDR_TABLE_HEADER);
@@ -52,7 +52,7 @@ static void release_tables(symaddr_context_t *ctx, symaddr_mapping_t *m)
     m->peers = NULL;
 }
 
-void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
+void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     release_tables(ctx, m);
     if (m->owned && m->root)
@@ -60,7 +60,7 @@ void symaddr_mapping_release(symaddr_context_t *ctx, symaddr_mapping_t *m)
     m->root = NULL;
 }
 
-symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_t *m)
+symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     size_t n = SYMADDR_TABLE_HEADER + (size_t)ctx->size;
     uint64_t *staged = malloc(n * sizeof(uint64_t));
@@ -90,7 +90,7 @@ symaddr_status_t symaddr_mapping_upload(symaddr_context_t *ctx, symaddr_mapping_
 }
 
 /* Local part of mapping_open once every node peer's record and descriptor are in. */
-static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m, const exch_t *all,
+static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_backing_t *m, const exch_t *all,
                                    int *fds, size_t offset)
 {
     const symaddr_bootstrap_t *b = &ctx->boot;
@@ -142,7 +142,7 @@ static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_mapping_t *m,
     return st;
 }
 
-symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t *m, size_t offset)
+symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t *m, size_t offset)
 {
     const symaddr_bootstrap_t *b = &ctx->boot;
     exch_t mine, *all = NULL;
@@ -182,7 +182,7 @@ symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t 
     if (m->host_table)
         m->host_table[ctx->rank] = (uint64_t)(uintptr_t)m->root;
     if (st == SYMADDR_OK)
-        st = symaddr_mapping_upload(ctx, m);
+        st = symaddr_backing_upload(ctx, m);
     for (int q = 0; fds && q < b->node_size; q++)
         if (fds[q] >= 0)
             close(fds[q]);
@@ -190,7 +190,7 @@ symaddr_status_t symaddr_mapping_open(symaddr_context_t *ctx, symaddr_mapping_t 
     free(all);
     st = symaddr_agree_status(ctx, st, "handle exchange");
     if (st != SYMADDR_OK) { /* the caller frees its root */
-        symaddr_mapping_close_peers(ctx, m);
+        symaddr_backing_close_peers(ctx, m);
         release_tables(ctx, m);
     }
     return st;
@@ -200,7 +200,7 @@ symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_re
                                               symaddr_provider_kind_t kind, void *range_base,
                                               size_t range_bytes, uint64_t caps)
 {
-    symaddr_mapping_t *m = r->mapping;
+    symaddr_backing_t *m = r->backing;
     symaddr_map_t *map = &r->map;
 
     map->peer_bases = m->dev_table;

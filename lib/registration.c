@@ -60,7 +60,7 @@ symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t
         symaddr_provider_ops(regs[i]->map.provider)->detach(ctx, regs[i]);
     if (whole) {
         if (ctx->has_heap)
-            symaddr_mapping_close_peers(ctx, &ctx->heap.mapping);
+            symaddr_backing_close_peers(ctx, &ctx->heap.backing);
         symaddr_coll_close_peers(ctx);
     }
     if (ctx->broken == SYMADDR_OK &&
@@ -79,10 +79,10 @@ symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t
     return st;
 }
 
-symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_t bytes,
+symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes,
                                              void **ptr_p, symaddr_map_t **map_p)
 {
-    static const char fn[] = "symaddr_allocate_symmetric";
+    static const char fn[] = "symaddr_symmetric_alloc";
     symaddr_registration_t *r = NULL;
     symaddr_context_t *ctx = provider->ctx;
     symaddr_status_t st = SYMADDR_OK;
@@ -111,13 +111,13 @@ symaddr_status_t symaddr_allocate_symmetric_(symaddr_provider_t *provider, size_
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes,
+symaddr_status_t symaddr_symmetric_alloc(symaddr_provider_t *provider, size_t bytes,
                                             void **ptr_p, symaddr_map_t **map_p)
 {
     if (!provider)
         return SYMADDR_ERR_INVALID_ARG;
-    GUARDED(provider->ctx, "symaddr_allocate_symmetric",
-            symaddr_allocate_symmetric_(provider, bytes, ptr_p, map_p));
+    GUARDED(provider->ctx, "symaddr_symmetric_alloc",
+            symaddr_symmetric_alloc_(provider, bytes, ptr_p, map_p));
 }
 
 /* Local checks shared by free and unregister. */
@@ -135,7 +135,7 @@ static symaddr_status_t find_for_release(symaddr_context_t *ctx, const void *ptr
     if ((*r_p)->map.range_base != (uint64_t)(uintptr_t)ptr)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: %p points inside an allocation; pass the pointer "
-                                 "symaddr_allocate_symmetric returned",
+                                 "symaddr_symmetric_alloc returned",
                                  fn, ptr);
     return SYMADDR_OK;
 }
@@ -153,9 +153,9 @@ static symaddr_status_t release_(symaddr_context_t *ctx, symaddr_registration_t 
     return symaddr_teardown(ctx, &r, 1, false);
 }
 
-symaddr_status_t symaddr_free_symmetric_(symaddr_provider_t *provider, void *ptr)
+symaddr_status_t symaddr_symmetric_free_(symaddr_provider_t *provider, void *ptr)
 {
-    static const char fn[] = "symaddr_free_symmetric";
+    static const char fn[] = "symaddr_symmetric_free";
     symaddr_registration_t *r = NULL;
     symaddr_context_t *ctx = provider->ctx;
     symaddr_status_t st;
@@ -172,11 +172,11 @@ symaddr_status_t symaddr_free_symmetric_(symaddr_provider_t *provider, void *ptr
     return release_(ctx, r, st, SYMADDR_OP_FREE, (uint64_t)provider->kind, fn);
 }
 
-symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr)
+symaddr_status_t symaddr_symmetric_free(symaddr_provider_t *provider, void *ptr)
 {
     if (!provider)
         return SYMADDR_ERR_INVALID_ARG;
-    GUARDED(provider->ctx, "symaddr_free_symmetric", symaddr_free_symmetric_(provider, ptr));
+    GUARDED(provider->ctx, "symaddr_symmetric_free", symaddr_symmetric_free_(provider, ptr));
 }
 
 /* Memory or a table the caller brings, through its provider's check and reg. */
@@ -247,8 +247,8 @@ static symaddr_status_t unregister_(symaddr_context_t *ctx, symaddr_map_t *map)
                                fn, (void *)map);
     else if (r->allocated)
         st = symaddr_set_error(ctx, SYMADDR_ERR_WRONG_PROVIDER,
-                               "%s: this map is from symaddr_allocate_symmetric; release it "
-                               "with symaddr_free_symmetric",
+                               "%s: this map is from symaddr_symmetric_alloc; release it "
+                               "with symaddr_symmetric_free",
                                fn);
     return release_(ctx, r, st, SYMADDR_OP_UNREGISTER, 0, fn);
 }
@@ -315,9 +315,9 @@ symaddr_status_t symaddr_translate_host(const symaddr_map_t *map, const void *pt
     return SYMADDR_OK;
 }
 
-uint64_t *symaddr_get_heap_bases(symaddr_context_t *ctx)
+uint64_t *symaddr_heap_bases_get(symaddr_context_t *ctx)
 {
-    return ctx && ctx->has_heap ? ctx->heap.mapping.dev_table : NULL;
+    return ctx && ctx->has_heap ? ctx->heap.backing.dev_table : NULL;
 }
 
 symaddr_status_t symaddr_buffer_bind(const symaddr_map_t *map, void *ptr, symaddr_buffer_t *buf_p)

@@ -14,11 +14,11 @@
 
 #include "symaddr/symaddr.h"
 
-struct symaddr_mapping;
+struct symaddr_backing;
 
 typedef struct symaddr_registration {
     symaddr_map_t map;               /* handed to the user; first member */
-    struct symaddr_mapping *mapping; /* the heap's for heap memory, else its own */
+    struct symaddr_backing *backing; /* the heap's for heap memory, else its own */
     size_t heap_off;                 /* heap sub-allocations only */
     uint64_t serial;                 /* number of the collective call that made it */
     bool allocated;                  /* by its provider's alloc, not brought by the caller */

@@ -151,7 +151,7 @@ static symaddr_status_t rma_map(symaddr_context_t *ctx, const void *sym, const v
     if (symaddr_registry_lookup(&ctx->reg, sym, &r) != SYMADDR_OK)
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
                                  "%s: %p is not symmetric memory of this context; allocate it "
-                                 "with symaddr_allocate_symmetric or symaddr_import it",
+                                 "with symaddr_symmetric_alloc or symaddr_import it",
                                  fn, sym);
     uint64_t off = (uint64_t)(uintptr_t)sym - r->map.range_base;
     if (bytes > r->map.range_bytes - off)

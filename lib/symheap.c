@@ -29,20 +29,20 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
     if (st == SYMADDR_OK && !h->free_list)
         st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory");
     if (st == SYMADDR_OK &&
-        (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->mapping.root)) != SYMADDR_OK)
+        (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->backing.root)) != SYMADDR_OK)
         symaddr_set_error(ctx, st,
                           "symaddr_init: cannot allocate a %zu-byte symmetric heap (%s); lower "
                           "heap_bytes or SYMADDR_HEAP_SIZE",
                           bytes, ctx->be.why);
     st = symaddr_agree_status(ctx, st, "symaddr_init (heap)");
     if (st == SYMADDR_OK) {
-        h->mapping.root_bytes = bytes;
-        h->mapping.owned = true;
-        st = symaddr_mapping_open(ctx, &h->mapping, 0);
+        h->backing.root_bytes = bytes;
+        h->backing.owned = true;
+        st = symaddr_backing_open(ctx, &h->backing, 0);
     }
     if (st != SYMADDR_OK) {
-        if (h->mapping.root)
-            ctx->be.ops->mem_free(&ctx->be, h->mapping.root);
+        if (h->backing.root)
+            ctx->be.ops->mem_free(&ctx->be, h->backing.root);
         free(h->free_list);
         memset(h, 0, sizeof(*h));
         return st;
@@ -56,7 +56,7 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
 
 void symaddr_heap_fini(symaddr_context_t *ctx)
 {
-    symaddr_mapping_release(ctx, &ctx->heap.mapping);
+    symaddr_backing_release(ctx, &ctx->heap.backing);
     free(ctx->heap.free_list);
     memset(&ctx->heap, 0, sizeof(ctx->heap));
     ctx->has_heap = false;

@@ -94,9 +94,9 @@ def load(path=None):
         "symaddr_put": (st, [vp, vp, vp, sz, i, vp]),
         "symaddr_stream_sync": (st, [vp, vp]),
         "symaddr_provider_get": (st, [vp, i, ctypes.POINTER(vp)]),
-        "symaddr_allocate_symmetric": (st, [vp, sz, ctypes.POINTER(vp),
+        "symaddr_symmetric_alloc": (st, [vp, sz, ctypes.POINTER(vp),
                                             ctypes.POINTER(ctypes.POINTER(_Map))]),
-        "symaddr_free_symmetric": (st, [vp, vp]),
+        "symaddr_symmetric_free": (st, [vp, vp]),
     }
     protos["symaddr_dtype_name"] = (ctypes.c_char_p, [i])
     for name, (res, args) in protos.items():
@@ -229,7 +229,7 @@ class Context:
         esz = torch.empty(0, dtype=dtype).element_size()
         prov, ptr, m = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.POINTER(_Map)()
         self._check(self._lib.symaddr_provider_get(self._h, _PROVIDER_IPC, ctypes.byref(prov)))
-        self._check(self._lib.symaddr_allocate_symmetric(prov, numel * esz, ctypes.byref(ptr),
+        self._check(self._lib.symaddr_symmetric_alloc(prov, numel * esz, ctypes.byref(ptr),
                                                          ctypes.byref(m)))
 
         class _Raw:  # hands the pointer to torch as bytes, without copying
@@ -243,7 +243,7 @@ class Context:
     def free(self, tensor):
         """Free a tensor from empty() (collective)."""
         prov = self._own.pop(tensor.data_ptr())
-        self._check(self._lib.symaddr_free_symmetric(prov, ctypes.c_void_p(tensor.data_ptr())))
+        self._check(self._lib.symaddr_symmetric_free(prov, ctypes.c_void_p(tensor.data_ptr())))
 
     # ---- operations ---------------------------------------------------------------------
 

@@ -104,8 +104,8 @@ int main(int argc, char **argv)
     size_t bytes = (argc > 2 ? (size_t)atoll(argv[2]) : 1024) << 20;
     if (symaddr_init(MPI_COMM_WORLD, NULL, &ctx) != SYMADDR_OK ||
         symaddr_provider_get(ctx, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC, &prov) ||
-        symaddr_allocate_symmetric(prov, bytes, &dst, &dm) ||
-        symaddr_allocate_symmetric(prov, bytes, &src, &sm)) {
+        symaddr_symmetric_alloc(prov, bytes, &dst, &dm) ||
+        symaddr_symmetric_alloc(prov, bytes, &src, &sm)) {
         fprintf(stderr, "put-bisect: setup failed\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -158,8 +158,8 @@ int main(int argc, char **argv)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     cudaStreamDestroy(s);
-    symaddr_free_symmetric(prov, src);
-    symaddr_free_symmetric(prov, dst);
+    symaddr_symmetric_free(prov, src);
+    symaddr_symmetric_free(prov, dst);
     symaddr_finalize(&ctx);
     MPI_Finalize();
     return 0;

@@ -547,8 +547,8 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     }
     size_t max = o->max < esz * (size_t)n ? esz * (size_t)n : o->max;
     if (symaddr_provider_get(ctx, o->provider, &prov) != SYMADDR_OK ||
-        symaddr_allocate_symmetric(prov, max, (void **)&send, &m) != SYMADDR_OK ||
-        symaddr_allocate_symmetric(prov, max, (void **)&recv, &m) != SYMADDR_OK) {
+        symaddr_symmetric_alloc(prov, max, (void **)&send, &m) != SYMADDR_OK ||
+        symaddr_symmetric_alloc(prov, max, (void **)&recv, &m) != SYMADDR_OK) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
         return 1;
@@ -714,8 +714,8 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     free(hs);
     free(hr);
     free(hm);
-    symaddr_free_symmetric(prov, send);
-    symaddr_free_symmetric(prov, recv);
+    symaddr_symmetric_free(prov, send);
+    symaddr_symmetric_free(prov, recv);
 #if defined(SYMADDR_BENCH_NCCL)
     if (with_nccl && nccl.comm)
         nccl.comm_destroy(nccl.comm);
@@ -764,7 +764,7 @@ static int run_atomic(symaddr_context_t *ctx, const opts_t *o)
     if (!kernels_match(ctx, o))
         return 2;
     if (symaddr_provider_get(ctx, o->provider, &prov) ||
-        symaddr_allocate_symmetric(prov, 2 * sizeof(uint64_t), (void **)&ctr, &m))
+        symaddr_symmetric_alloc(prov, 2 * sizeof(uint64_t), (void **)&ctr, &m))
         return 1;
     double t[2];
     for (int k = 0; k < 2; k++) { /* 0: every rank adds to rank 0's counter; 1: its own */
@@ -794,7 +794,7 @@ static int run_atomic(symaddr_context_t *ctx, const opts_t *o)
         printf("%22s %12.3f %12.3f %8.2f %7ld\n", "all ranks -> rank 0", t[0] * 1e6, t[1] * 1e6,
                t[0] / t[1], all);
     }
-    symaddr_free_symmetric(prov, ctr);
+    symaddr_symmetric_free(prov, ctr);
     return 0;
 }
 
@@ -820,9 +820,9 @@ static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
             MPI_Barrier(symaddr_comm(ctx));
             double t0 = MPI_Wtime();
             for (int i = 0; i < o->iters && st == SYMADDR_OK; i++) {
-                st = symaddr_allocate_symmetric(prov, bytes, &p, &m);
+                st = symaddr_symmetric_alloc(prov, bytes, &p, &m);
                 if (st == SYMADDR_OK)
-                    st = symaddr_free_symmetric(prov, p);
+                    st = symaddr_symmetric_free(prov, p);
             }
             double t = now_max(ctx, (MPI_Wtime() - t0) / o->iters);
             MPI_Barrier(symaddr_comm(ctx));
@@ -859,7 +859,7 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     int live[2] = {1, LIVE}, n = 0;
     for (int k = 0; k < 2; k++) {
         while (n < live[k] && ok)
-            ok = symaddr_allocate_symmetric(heap, 256, &p[n++], &m) == SYMADDR_OK;
+            ok = symaddr_symmetric_alloc(heap, 256, &p[n++], &m) == SYMADDR_OK;
         if (!ok)
             break;
         unsigned x = 12345;
@@ -883,7 +883,7 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     }
     for (int i = 0; i < n; i++)
         if (p[i])
-            symaddr_free_symmetric(heap, p[i]);
+            symaddr_symmetric_free(heap, p[i]);
     free(p);
     return ok ? 0 : 1;
 }
@@ -949,9 +949,9 @@ int main(int argc, char **argv)
     }
     st = symaddr_provider_get(ctx, o.provider, &prov);
     if (st == SYMADDR_OK)
-        st = symaddr_allocate_symmetric(prov, o.max, (void **)&a, &m1);
+        st = symaddr_symmetric_alloc(prov, o.max, (void **)&a, &m1);
     if (st == SYMADDR_OK)
-        st = symaddr_allocate_symmetric(prov, o.max, (void **)&b, &m2);
+        st = symaddr_symmetric_alloc(prov, o.max, (void **)&b, &m2);
     if (st != SYMADDR_OK) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
@@ -1085,8 +1085,8 @@ int main(int argc, char **argv)
         fclose(json);
     }
     free(host);
-    symaddr_free_symmetric(prov, a);
-    symaddr_free_symmetric(prov, b);
+    symaddr_symmetric_free(prov, a);
+    symaddr_symmetric_free(prov, b);
     symaddr_finalize(&ctx);
     MPI_Finalize();
     return 0;

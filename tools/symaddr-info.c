@@ -54,7 +54,7 @@ int main(int argc, char **argv)
         void *ptr;
         st = symaddr_provider_get(ctx, kinds[k], &p);
         if (st == SYMADDR_OK &&
-            (st = symaddr_allocate_symmetric(p, 4096, &ptr, &m)) == SYMADDR_OK) {
+            (st = symaddr_symmetric_alloc(p, 4096, &ptr, &m)) == SYMADDR_OK) {
             snprintf(prov_line[k], sizeof(prov_line[k]),
                      "yes  caps 0x%llx%s%s%s%s%s, 4096 B maps %llu B",
                      (unsigned long long)m->capabilities,
@@ -64,7 +64,7 @@ int main(int argc, char **argv)
                      m->capabilities & SYMADDR_CAP_OWNED ? " owned" : "",
                      m->capabilities & SYMADDR_CAP_FABRIC ? " fabric-handle" : "",
                      (unsigned long long)m->allocation_bytes);
-            symaddr_free_symmetric(p, ptr);
+            symaddr_symmetric_free(p, ptr);
         } else {
             snprintf(prov_line[k], sizeof(prov_line[k]), "no   (%s)", symaddr_last_error(ctx));
         }

@@ -65,6 +65,11 @@ extern "C" {
 #else
 #define SYMADDR_API
 #endif
+#if defined(__GNUC__)
+#define SYMADDR_DEPRECATED(use) __attribute__((deprecated("use " use)))
+#else
+#define SYMADDR_DEPRECATED(use)
+#endif
 
 /** Backends. AUTO picks the GPU backend when one is built and a device is present. */
 typedef enum symaddr_backend_kind {
@@ -270,11 +275,11 @@ SYMADDR_API symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx,
  *         when memory (or heap space) runs out; SYMADDR_ERR_BACKEND when export or open fails.
  *         Every rank returns the same status; on error nothing is allocated anywhere.
  */
-SYMADDR_API symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes,
-                                                        void **ptr_p, symaddr_map_t **map_p);
+SYMADDR_API symaddr_status_t symaddr_symmetric_alloc(symaddr_provider_t *provider, size_t bytes,
+                                                     void **ptr_p, symaddr_map_t **map_p);
 
 /**
- * Free memory from symaddr_allocate_symmetric (collective). Peers' mappings are closed before
+ * Free memory from symaddr_symmetric_alloc (collective). Peers' mappings are closed before
  * any rank releases its memory.
  * A pointer is the only handle: once its address is handed out again by a later allocation,
  * freeing the old pointer frees the new allocation; symaddr cannot tell the two apart. Until
@@ -286,7 +291,7 @@ SYMADDR_API symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *prov
  *         SYMADDR_ERR_MISMATCH if ranks free different allocations; SYMADDR_ERR_BROKEN on a
  *         broken context; SYMADDR_ERR_TIMEOUT when a peer did not come (the context then breaks).
  */
-SYMADDR_API symaddr_status_t symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr);
+SYMADDR_API symaddr_status_t symaddr_symmetric_free(symaddr_provider_t *provider, void *ptr);
 
 /**
  * Register @p bytes at @p ptr, memory someone else allocated with the backend's plain allocator
@@ -366,7 +371,7 @@ SYMADDR_API symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, vo
  * map of the same registration).
  * Imported roots are closed when their last view goes; foreign memory is never unmapped.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_MAP if @p map is not live in @p ctx;
- *         SYMADDR_ERR_WRONG_PROVIDER for a map from symaddr_allocate_symmetric.
+ *         SYMADDR_ERR_WRONG_PROVIDER for a map from symaddr_symmetric_alloc.
  */
 SYMADDR_API symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map);
 
@@ -391,7 +396,7 @@ SYMADDR_API symaddr_status_t symaddr_translate_host(const symaddr_map_t *map, co
  * Legacy context-wide table of the symmetric heap (device-resident, one entry per rank).
  * @return NULL when the context has no heap.
  */
-SYMADDR_API uint64_t *symaddr_get_heap_bases(symaddr_context_t *ctx);
+SYMADDR_API uint64_t *symaddr_heap_bases_get(symaddr_context_t *ctx);
 
 /** Plain, non-symmetric device memory (hipMalloc/cudaMalloc; shared memory on cpu). Only the
  *  context that allocated it frees it: symaddr_mem_free on another context returns
@@ -508,6 +513,21 @@ SYMADDR_API const char *symaddr_dtype_name(symaddr_dtype_t dtype);
  *  Also reports SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN when a collective on the context
  *  failed; the context is then broken. */
 SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream);
+
+/* ---- names of 0.1.0, kept for one release ---------------------------------------------------
+ * One verb per act: memory is alloc'ed and freed (symaddr_mem_alloc, symaddr_symmetric_alloc),
+ * getters end in _get, and symaddr_unregister ends both symaddr_import and every register. */
+
+/** Deprecated: symaddr_symmetric_alloc. */
+SYMADDR_API SYMADDR_DEPRECATED("symaddr_symmetric_alloc") symaddr_status_t
+    symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes, void **ptr_p,
+                               symaddr_map_t **map_p);
+/** Deprecated: symaddr_symmetric_free. */
+SYMADDR_API SYMADDR_DEPRECATED("symaddr_symmetric_free") symaddr_status_t
+    symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr);
+/** Deprecated: symaddr_heap_bases_get. */
+SYMADDR_API SYMADDR_DEPRECATED("symaddr_heap_bases_get") uint64_t *symaddr_get_heap_bases(
+    symaddr_context_t *ctx);
 
 #ifdef __cplusplus
 }

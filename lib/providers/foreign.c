@@ -23,7 +23,7 @@ static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_regist
                                     symaddr_registration_t *r)
 {
     static const char fn[] = "symaddr_register_peer_table";
-    symaddr_mapping_t *m = calloc(1, sizeof(*m));
+    symaddr_backing_t *m = calloc(1, sizeof(*m));
     symaddr_status_t st = SYMADDR_OK;
     if (!m || !(m->host_table = calloc((size_t)ctx->size + 1, sizeof(uint64_t))))
         st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
@@ -31,18 +31,18 @@ static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_regist
         memcpy(m->host_table, a->peer_addrs, sizeof(uint64_t) * (size_t)ctx->size);
         m->root = a->ptr;
         m->root_bytes = a->bytes;
-        if ((st = symaddr_mapping_upload(ctx, m)) != SYMADDR_OK)
+        if ((st = symaddr_backing_upload(ctx, m)) != SYMADDR_OK)
             symaddr_set_error(ctx, st, "%s: cannot place the peer table in device memory: %s", fn,
                               ctx->be.why);
     }
     st = symaddr_agree_status(ctx, st, fn);
     if (st != SYMADDR_OK) {
         if (m)
-            symaddr_mapping_release(ctx, m);
+            symaddr_backing_release(ctx, m);
         free(m);
         return st;
     }
-    r->mapping = m;
+    r->backing = m;
     return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_FOREIGN, a->ptr, a->bytes,
                                         a->caps & ~SYMADDR_CAP_OWNED);
 }

@@ -19,20 +19,20 @@ static symaddr_status_t heap_alloc(symaddr_context_t *ctx, size_t bytes, symaddr
     symaddr_status_t local = symaddr_heap_reserve(h, bytes, &r->heap_off), st = local;
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st,
-                          "symaddr_allocate_symmetric: the %zu-byte heap has no room for %zu "
+                          "symaddr_symmetric_alloc: the %zu-byte heap has no room for %zu "
                           "bytes; raise heap_bytes (SYMADDR_HEAP_SIZE) or use the ipc provider",
                           h->bytes, bytes);
     /* Same inputs on every rank give the same outcome; agree anyway in case a rank's
      * heap state diverged. */
-    st = symaddr_agree_status(ctx, st, "symaddr_allocate_symmetric");
+    st = symaddr_agree_status(ctx, st, "symaddr_symmetric_alloc");
     if (st != SYMADDR_OK) {
         if (local == SYMADDR_OK)
             symaddr_heap_release(h, r->heap_off, bytes);
         return st;
     }
-    r->mapping = &h->mapping;
+    r->backing = &h->backing;
     return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_HEAP,
-                                        (char *)h->mapping.root + r->heap_off, bytes,
+                                        (char *)h->backing.root + r->heap_off, bytes,
                                         ctx->be.ops->caps);
 }
 

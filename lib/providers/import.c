@@ -28,7 +28,7 @@ static symaddr_status_t import_check(symaddr_context_t *ctx, const symaddr_regis
 static symaddr_status_t import_reg(symaddr_context_t *ctx, const symaddr_register_args_t *a,
                                    symaddr_registration_t *r)
 {
-    symaddr_mapping_t *m = calloc(1, sizeof(*m));
+    symaddr_backing_t *m = calloc(1, sizeof(*m));
     void *root = NULL;
     size_t root_bytes = 0;
     symaddr_status_t st =
@@ -39,13 +39,13 @@ static symaddr_status_t import_reg(symaddr_context_t *ctx, const symaddr_registe
     if (st == SYMADDR_OK) {
         m->root = root;
         m->root_bytes = root_bytes;
-        st = symaddr_mapping_open(ctx, m, (size_t)((char *)a->ptr - (char *)root));
+        st = symaddr_backing_open(ctx, m, (size_t)((char *)a->ptr - (char *)root));
     }
     if (st != SYMADDR_OK) {
         free(m);
         return st;
     }
-    r->mapping = m;
+    r->backing = m;
     return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_IMPORT, a->ptr, a->bytes,
                                         ctx->be.ops->caps);
 }

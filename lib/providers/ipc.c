@@ -9,22 +9,22 @@
 symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t bytes,
                                                symaddr_registration_t *r, bool vmm)
 {
-    symaddr_mapping_t *m = calloc(1, sizeof(*m));
+    symaddr_backing_t *m = calloc(1, sizeof(*m));
     size_t mapped = bytes;
     symaddr_status_t st = !m    ? SYMADDR_ERR_NO_MEMORY
                           : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, &mapped)
                                 : ctx->be.ops->mem_alloc(&ctx->be, bytes, &m->root);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st,
-                          "symaddr_allocate_symmetric: cannot allocate %zu bytes of %s "
+                          "symaddr_symmetric_alloc: cannot allocate %zu bytes of %s "
                           "%smemory: %s",
                           bytes, ctx->be.ops->name, vmm ? "VMM " : "", ctx->be.why);
-    st = symaddr_agree_status(ctx, st, "symaddr_allocate_symmetric");
+    st = symaddr_agree_status(ctx, st, "symaddr_symmetric_alloc");
     if (st == SYMADDR_OK) {
         m->root_bytes = mapped;
         m->owned = true;
         m->vmm = vmm;
-        st = symaddr_mapping_open(ctx, m, 0);
+        st = symaddr_backing_open(ctx, m, 0);
     }
     if (st != SYMADDR_OK) {
         if (m && m->root)
@@ -32,7 +32,7 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
         free(m);
         return st;
     }
-    r->mapping = m;
+    r->backing = m;
     return symaddr_registration_publish(ctx, r, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC,
                                         m->root, bytes, ctx->be.ops->caps);
 }

@@ -61,12 +61,12 @@ void symaddr_provider_detach_nothing(symaddr_context_t *ctx, symaddr_registratio
 
 void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_t *r)
 {
-    symaddr_mapping_close_peers(ctx, r->mapping);
+    symaddr_backing_close_peers(ctx, r->backing);
 }
 
 void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registration_t *r)
 {
-    symaddr_mapping_release(ctx, r->mapping);
-    free(r->mapping);
-    r->mapping = NULL;
+    symaddr_backing_release(ctx, r->backing);
+    free(r->backing);
+    r->backing = NULL;
 }

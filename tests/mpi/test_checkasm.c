@@ -25,14 +25,14 @@ static void side_init(side_t *s, symaddr_backend_kind_t kind)
     cfg.backend = kind;
     s->ctx = t_context(MPI_COMM_WORLD, &cfg);
     T_OK(s->ctx, symaddr_provider_get(s->ctx, SYMADDR_PROVIDER_IPC, &s->ipc));
-    T_OK(s->ctx, symaddr_allocate_symmetric(s->ipc, MAXBYTES, (void **)&s->a, &m));
-    T_OK(s->ctx, symaddr_allocate_symmetric(s->ipc, MAXBYTES, (void **)&s->b, &m));
+    T_OK(s->ctx, symaddr_symmetric_alloc(s->ipc, MAXBYTES, (void **)&s->a, &m));
+    T_OK(s->ctx, symaddr_symmetric_alloc(s->ipc, MAXBYTES, (void **)&s->b, &m));
 }
 
 static void side_fini(side_t *s)
 {
-    T_OK(s->ctx, symaddr_free_symmetric(s->ipc, s->a));
-    T_OK(s->ctx, symaddr_free_symmetric(s->ipc, s->b));
+    T_OK(s->ctx, symaddr_symmetric_free(s->ipc, s->a));
+    T_OK(s->ctx, symaddr_symmetric_free(s->ipc, s->b));
     T_OK(s->ctx, symaddr_finalize(&s->ctx));
 }
 

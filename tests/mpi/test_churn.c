@@ -71,13 +71,13 @@ static void churn(symaddr_context_t *ctx, symaddr_provider_kind_t kind, const ch
     memset(&s, 0, sizeof(s));
     s.ctx = ctx;
     for (int k = 0; k < LIVE; k++)
-        T_OK(ctx, symaddr_allocate_symmetric(heap, 1000, &s.ptr[k], &s.map[k]));
+        T_OK(ctx, symaddr_symmetric_alloc(heap, 1000, &s.ptr[k], &s.map[k]));
     /* A first round settles caches (MPI's, the allocator's) before measuring. */
     for (int i = 0; i < 100; i++) {
         void *p;
         symaddr_map_t *m;
-        T_OK(ctx, symaddr_allocate_symmetric(prov, 4096, &p, &m));
-        T_OK(ctx, symaddr_free_symmetric(prov, p));
+        T_OK(ctx, symaddr_symmetric_alloc(prov, 4096, &p, &m));
+        T_OK(ctx, symaddr_symmetric_free(prov, p));
     }
     int fd0 = t_count_entries("/proc/self/fd");
     long rss0 = resident_kib();
@@ -88,9 +88,9 @@ static void churn(symaddr_context_t *ctx, symaddr_provider_kind_t kind, const ch
     for (int i = 0; i < CYCLES && st == SYMADDR_OK; i++) {
         void *p;
         symaddr_map_t *m;
-        st = symaddr_allocate_symmetric(prov, 64 + (size_t)(i % 97) * 64, &p, &m);
+        st = symaddr_symmetric_alloc(prov, 64 + (size_t)(i % 97) * 64, &p, &m);
         if (st == SYMADDR_OK)
-            st = symaddr_free_symmetric(prov, p);
+            st = symaddr_symmetric_free(prov, p);
     }
     T_OK(ctx, st);
     s.stop = 1;
@@ -109,7 +109,7 @@ static void churn(symaddr_context_t *ctx, symaddr_provider_kind_t kind, const ch
     T_CHECK(rss1 - rss0 < 2048, "%s: resident memory grew by %ld KiB over %d cycles", name,
             rss1 - rss0, CYCLES);
     for (int k = 0; k < LIVE; k++)
-        T_OK(ctx, symaddr_free_symmetric(heap, s.ptr[k]));
+        T_OK(ctx, symaddr_symmetric_free(heap, s.ptr[k]));
     if (t_rank == 0)
         printf("# %s: %d cycles, %ld concurrent lookups, fds %d -> %d, rss %ld -> %ld KiB\n", name,
                CYCLES, done, fd0, fd1, rss0, rss1);

@@ -178,8 +178,8 @@ static void fix_init(fix_t *f, symaddr_context_t *ctx)
     f->cap = (MAXCOUNT + VIEW) * sizeof(double) * (size_t)t_size;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &f->heap));
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &f->ipc));
-    T_OK(ctx, symaddr_allocate_symmetric(f->ipc, f->cap, (void **)&f->a, &m));
-    T_OK(ctx, symaddr_allocate_symmetric(f->ipc, f->cap, (void **)&f->b, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(f->ipc, f->cap, (void **)&f->a, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(f->ipc, f->cap, (void **)&f->b, &m));
     f->h_in = malloc(f->cap);
     f->h_out = malloc(f->cap);
     f->h_ref = malloc(f->cap);
@@ -187,8 +187,8 @@ static void fix_init(fix_t *f, symaddr_context_t *ctx)
 
 static void fix_fini(fix_t *f)
 {
-    T_OK(f->ctx, symaddr_free_symmetric(f->ipc, f->a));
-    T_OK(f->ctx, symaddr_free_symmetric(f->ipc, f->b));
+    T_OK(f->ctx, symaddr_symmetric_free(f->ipc, f->a));
+    T_OK(f->ctx, symaddr_symmetric_free(f->ipc, f->b));
     free(f->h_in);
     free(f->h_out);
     free(f->h_ref);
@@ -385,7 +385,7 @@ static void test_mixed_providers(void *u)
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
     symaddr_provider_t *heap;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
-    T_OK(ctx, symaddr_allocate_symmetric(heap, n * sizeof(float), (void **)&hs, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(heap, n * sizeof(float), (void **)&hs, &m));
     T_OK(ctx, symaddr_mem_alloc(ctx, (n + 8) * sizeof(float), (void **)&root));
     T_OK(ctx, symaddr_import(ctx, root + 1, n * sizeof(float), &mi));
     for (size_t i = 0; i < n; i++)
@@ -585,7 +585,7 @@ static void test_timeout(void *u)
     }
     /* Freeing is collective too: refused; finalize releases the memory. */
     if (t_size > 1)
-        T_STATUS(ctx, symaddr_free_symmetric(f.ipc, f.a), SYMADDR_ERR_BROKEN);
+        T_STATUS(ctx, symaddr_symmetric_free(f.ipc, f.a), SYMADDR_ERR_BROKEN);
     MPI_Barrier(MPI_COMM_WORLD);
     free(f.h_in);
     free(f.h_out);

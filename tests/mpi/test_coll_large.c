@@ -12,7 +12,7 @@ static void *alloc(symaddr_context_t *ctx, size_t bytes)
 {
     symaddr_map_t *m;
     void *p = NULL;
-    T_OK(ctx, symaddr_allocate_symmetric(g_ipc, bytes, &p, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(g_ipc, bytes, &p, &m));
     return p;
 }
 
@@ -121,8 +121,8 @@ static void test_allreduce(symaddr_context_t *ctx)
     }
     free(g);
     MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(ctx, symaddr_free_symmetric(g_ipc, s));
-    T_OK(ctx, symaddr_free_symmetric(g_ipc, r));
+    T_OK(ctx, symaddr_symmetric_free(g_ipc, s));
+    T_OK(ctx, symaddr_symmetric_free(g_ipc, r));
 }
 
 static void test_others(symaddr_context_t *ctx)
@@ -143,8 +143,8 @@ static void test_others(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_barrier(ctx, NULL));
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(ctx, symaddr_free_symmetric(g_ipc, s));
-    T_OK(ctx, symaddr_free_symmetric(g_ipc, r));
+    T_OK(ctx, symaddr_symmetric_free(g_ipc, s));
+    T_OK(ctx, symaddr_symmetric_free(g_ipc, r));
 }
 
 int main(int argc, char **argv)

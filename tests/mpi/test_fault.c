@@ -92,11 +92,11 @@ int main(int argc, char **argv)
         _exit(0);
     }
     if (st != SYMADDR_OK || symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc) != SYMADDR_OK ||
-        symaddr_allocate_symmetric(ipc, 4096, (void **)&buf, &m) != SYMADDR_OK)
+        symaddr_symmetric_alloc(ipc, 4096, (void **)&buf, &m) != SYMADDR_OK)
         return 1;
     memset(buf, 0, 4096);
     point(at, "alloc");
-    st = symaddr_allocate_symmetric(ipc, 8192, (void **)&more, &m);
+    st = symaddr_symmetric_alloc(ipc, 8192, (void **)&more, &m);
     if (!strcmp(at, "alloc")) {
         report("allocate", st);
         _exit(0);
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     if (st != SYMADDR_OK)
         return 1;
     point(at, "free");
-    st = symaddr_free_symmetric(ipc, more);
+    st = symaddr_symmetric_free(ipc, more);
     if (!strcmp(at, "free")) {
         report("free", st);
         _exit(0);

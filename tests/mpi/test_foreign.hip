@@ -181,7 +181,7 @@ static void test_mixed_kernel(void *unused)
     T_CHECK(fm->provider == SYMADDR_PROVIDER_FOREIGN && !(fm->capabilities & SYMADDR_CAP_OWNED));
     T_CHECK(fm->host_peer_bases[t_rank] == (uintptr_t)foreign, "peer_bases[me] != the buffer");
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, bytes, &own, &om));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, bytes, &own, &om));
     T_OK(g_ctx, symaddr_buffer_bind(fm, foreign, &fb));
     T_OK(g_ctx, symaddr_buffer_bind(om, own, &ob));
     int right = (t_rank + 1) % t_size, left = (t_rank + t_size - 1) % t_size;
@@ -210,7 +210,7 @@ static void test_mixed_kernel(void *unused)
     /* Forgetting the table left the foreign memory alone. */
     T_OK(g_ctx, symaddr_memcpy(g_ctx, got, foreign, bytes));
     T_CHECK(memcmp(got, host, bytes) == 0, "unregister changed the foreign buffer");
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, own));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, own));
     MPI_Barrier(MPI_COMM_WORLD);
     source_free(foreign);
     free(host);
@@ -233,7 +233,7 @@ static void test_allreduce_foreign_to_own(void *unused)
     T_OK(g_ctx, symaddr_memcpy(g_ctx, foreign, host, bytes));
     T_OK(g_ctx, source_register(foreign, bytes, &fm));
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, bytes, &own, &om));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, bytes, &own, &om));
     int reach = 1, all;
     for (int r = 0; r < t_size; r++)
         reach &= fm->host_peer_bases[r] != 0;
@@ -254,7 +254,7 @@ static void test_allreduce_foreign_to_own(void *unused)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     T_OK(g_ctx, symaddr_unregister(g_ctx, fm));
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, own));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, own));
     MPI_Barrier(MPI_COMM_WORLD);
     source_free(foreign);
     free(host);

@@ -57,7 +57,7 @@ static void test_ipc_and_heap(symaddr_context_t *ctx)
         symaddr_map_t *m, *found;
         void *ptr;
         T_OK(ctx, symaddr_provider_get(ctx, kind, &prov));
-        T_OK(ctx, symaddr_allocate_symmetric(prov, COUNT * sizeof(uint32_t), &ptr, &m));
+        T_OK(ctx, symaddr_symmetric_alloc(prov, COUNT * sizeof(uint32_t), &ptr, &m));
         check_invariant(m, rank, size);
         T_CHECK(m->provider == kind && m->range_base == (uintptr_t)ptr);
         fill(ctx, ptr, (uint32_t)rank + 1);
@@ -68,7 +68,7 @@ static void test_ipc_and_heap(symaddr_context_t *ctx)
         T_CHECK(found == m);
         check_peers(ctx, m, (uint32_t *)ptr + 333, 333);
         MPI_Barrier(MPI_COMM_WORLD);
-        T_OK(ctx, symaddr_free_symmetric(prov, ptr));
+        T_OK(ctx, symaddr_symmetric_free(prov, ptr));
     }
 }
 
@@ -78,13 +78,13 @@ static void test_heap_shares_table(symaddr_context_t *ctx)
     symaddr_map_t *m1, *m2;
     void *p1, *p2;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
-    T_OK(ctx, symaddr_allocate_symmetric(heap, 12345, &p1, &m1));
-    T_OK(ctx, symaddr_allocate_symmetric(heap, 77, &p2, &m2));
+    T_OK(ctx, symaddr_symmetric_alloc(heap, 12345, &p1, &m1));
+    T_OK(ctx, symaddr_symmetric_alloc(heap, 77, &p2, &m2));
     T_CHECK(m1 != m2 && m1->peer_bases == m2->peer_bases);
-    T_CHECK(m1->peer_bases == symaddr_get_heap_bases(ctx));
+    T_CHECK(m1->peer_bases == symaddr_heap_bases_get(ctx));
     T_CHECK((char *)p2 >= (char *)p1 + 12345, "heap ranges overlap");
-    T_OK(ctx, symaddr_free_symmetric(heap, p1));
-    T_OK(ctx, symaddr_free_symmetric(heap, p2));
+    T_OK(ctx, symaddr_symmetric_free(heap, p1));
+    T_OK(ctx, symaddr_symmetric_free(heap, p2));
 }
 
 static void test_import_views(symaddr_context_t *ctx)
@@ -255,7 +255,7 @@ static void test_simulated_nodes(void *unused)
         return;
     T_CHECK(symaddr_node_size(ctx) == t_size / 2);
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, COUNT * sizeof(uint32_t), &ptr, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, COUNT * sizeof(uint32_t), &ptr, &m));
     check_invariant(m, t_rank, t_size);
     fill(ctx, ptr, (uint32_t)t_rank + 1);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -271,7 +271,7 @@ static void test_simulated_nodes(void *unused)
     }
     check_peers(ctx, m, ptr, 0);
     MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(ctx, symaddr_free_symmetric(ipc, ptr));
+    T_OK(ctx, symaddr_symmetric_free(ipc, ptr));
     T_OK(ctx, symaddr_finalize(&ctx));
     T_CHECK(ctx == NULL);
 }
@@ -290,7 +290,7 @@ static void test_subcommunicator(void *unused)
     int expect = (t_size + 1 - t_rank % 2) / 2;
     T_CHECK(symaddr_size(ctx) == expect && symaddr_rank(ctx) == t_rank / 2);
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
-    T_OK(ctx, symaddr_allocate_symmetric(heap, COUNT * sizeof(uint32_t), &ptr, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(heap, COUNT * sizeof(uint32_t), &ptr, &m));
     fill(ctx, ptr, (uint32_t)symaddr_rank(ctx) + 1);
     MPI_Barrier(half);
     check_peers(ctx, m, ptr, 0);
@@ -311,44 +311,44 @@ static void test_bad_inputs(symaddr_context_t *ctx)
     T_STATUS(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_FOREIGN, &ipc),
              SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_provider_get(NULL, SYMADDR_PROVIDER_IPC, &ipc), SYMADDR_ERR_INVALID_ARG);
-    T_STATUS(ctx, symaddr_allocate_symmetric(NULL, 64, &ptr, &m), SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_symmetric_alloc(NULL, 64, &ptr, &m), SYMADDR_ERR_INVALID_ARG);
     /* Each bad argument on one rank only: every rank must return the same error. */
-    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, 64, rank == 1 % t_size ? NULL : &ptr, &m),
+    T_STATUS(ctx, symaddr_symmetric_alloc(ipc, 64, rank == 1 % t_size ? NULL : &ptr, &m),
              SYMADDR_ERR_INVALID_ARG);
-    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, rank == 2 % t_size ? 0 : 64, &ptr, &m),
+    T_STATUS(ctx, symaddr_symmetric_alloc(ipc, rank == 2 % t_size ? 0 : 64, &ptr, &m),
              SYMADDR_ERR_INVALID_SIZE);
-    T_STATUS(ctx, symaddr_allocate_symmetric(heap, rank == 0 ? SIZE_MAX : 64, &ptr, &m),
+    T_STATUS(ctx, symaddr_symmetric_alloc(heap, rank == 0 ? SIZE_MAX : 64, &ptr, &m),
              SYMADDR_ERR_INVALID_SIZE);
-    T_STATUS(ctx, symaddr_allocate_symmetric(ipc, rank == t_size - 1 ? 96 : 64, &ptr, &m),
+    T_STATUS(ctx, symaddr_symmetric_alloc(ipc, rank == t_size - 1 ? 96 : 64, &ptr, &m),
              SYMADDR_ERR_MISMATCH);
-    T_STATUS(ctx, symaddr_allocate_symmetric(rank == 0 ? heap : ipc, 64, &ptr, &m),
+    T_STATUS(ctx, symaddr_symmetric_alloc(rank == 0 ? heap : ipc, 64, &ptr, &m),
              SYMADDR_ERR_MISMATCH);
-    T_STATUS(ctx, symaddr_allocate_symmetric(heap, (size_t)1 << 40, &ptr, &m),
+    T_STATUS(ctx, symaddr_symmetric_alloc(heap, (size_t)1 << 40, &ptr, &m),
              SYMADDR_ERR_NO_MEMORY);
     T_CHECK(strstr(symaddr_last_error(ctx), "SYMADDR_HEAP_SIZE") != NULL, "message: %s",
             symaddr_last_error(ctx));
 
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, 64, &ptr, &m));
-    T_OK(ctx, symaddr_allocate_symmetric(heap, 64, &p2, &m2));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, 64, &ptr, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(heap, 64, &p2, &m2));
     /* Calls in a different order: rank 0 frees while the others allocate. */
     if (rank == 0)
-        T_STATUS(ctx, symaddr_free_symmetric(ipc, ptr), SYMADDR_ERR_MISMATCH);
+        T_STATUS(ctx, symaddr_symmetric_free(ipc, ptr), SYMADDR_ERR_MISMATCH);
     else
-        T_STATUS(ctx, symaddr_allocate_symmetric(ipc, 64, &p2, &m2), SYMADDR_ERR_MISMATCH);
+        T_STATUS(ctx, symaddr_symmetric_alloc(ipc, 64, &p2, &m2), SYMADDR_ERR_MISMATCH);
     /* Ranks free different allocations. */
-    T_STATUS(ctx, symaddr_free_symmetric(rank == 0 ? heap : ipc, rank == 0 ? p2 : ptr),
+    T_STATUS(ctx, symaddr_symmetric_free(rank == 0 ? heap : ipc, rank == 0 ? p2 : ptr),
              SYMADDR_ERR_MISMATCH);
-    T_STATUS(ctx, symaddr_free_symmetric(heap, ptr), SYMADDR_ERR_WRONG_PROVIDER);
-    T_STATUS(ctx, symaddr_free_symmetric(ipc, (char *)ptr + 8), SYMADDR_ERR_INVALID_ARG);
-    T_STATUS(ctx, symaddr_free_symmetric(ipc, rank == 3 % t_size ? NULL : ptr),
+    T_STATUS(ctx, symaddr_symmetric_free(heap, ptr), SYMADDR_ERR_WRONG_PROVIDER);
+    T_STATUS(ctx, symaddr_symmetric_free(ipc, (char *)ptr + 8), SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_symmetric_free(ipc, rank == 3 % t_size ? NULL : ptr),
              SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_unregister(ctx, m), SYMADDR_ERR_WRONG_PROVIDER);
-    T_OK(ctx, symaddr_free_symmetric(ipc, ptr));
-    T_OK(ctx, symaddr_free_symmetric(heap, p2));
-    T_STATUS(ctx, symaddr_free_symmetric(ipc, ptr), SYMADDR_ERR_DOUBLE_FREE);
+    T_OK(ctx, symaddr_symmetric_free(ipc, ptr));
+    T_OK(ctx, symaddr_symmetric_free(heap, p2));
+    T_STATUS(ctx, symaddr_symmetric_free(ipc, ptr), SYMADDR_ERR_DOUBLE_FREE);
     T_CHECK(strstr(symaddr_last_error(ctx), "already freed") != NULL);
     static char never;
-    T_STATUS(ctx, symaddr_free_symmetric(ipc, &never), SYMADDR_ERR_NOT_FOUND);
+    T_STATUS(ctx, symaddr_symmetric_free(ipc, &never), SYMADDR_ERR_NOT_FOUND);
     T_STATUS(ctx, symaddr_unregister(ctx, m), SYMADDR_ERR_INVALID_MAP);
     T_STATUS(ctx, symaddr_lookup(ctx, NULL, &m), SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_lookup(ctx, &never, &m), SYMADDR_ERR_NOT_FOUND);
@@ -392,10 +392,10 @@ static void test_no_fd_leak(symaddr_context_t *unused)
         void *ptr;
         T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
         for (int k = 0; k < 10; k++) {
-            T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096 + 17 * (size_t)k, &ptr, &m));
-            T_OK(ctx, symaddr_free_symmetric(ipc, ptr));
+            T_OK(ctx, symaddr_symmetric_alloc(ipc, 4096 + 17 * (size_t)k, &ptr, &m));
+            T_OK(ctx, symaddr_symmetric_free(ipc, ptr));
         }
-        T_OK(ctx, symaddr_allocate_symmetric(ipc, 333, &ptr, &m)); /* left for finalize */
+        T_OK(ctx, symaddr_symmetric_alloc(ipc, 333, &ptr, &m)); /* left for finalize */
         T_OK(ctx, symaddr_finalize(&ctx));
     }
     int after = t_count_entries("/proc/self/fd");

@@ -30,7 +30,7 @@ static int32_t *alloc_i32(symaddr_context_t *ctx, size_t n, int32_t base)
     symaddr_map_t *m;
     int32_t *p = NULL, *h = malloc(n * sizeof(int32_t));
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, n * sizeof(int32_t), (void **)&p, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, n * sizeof(int32_t), (void **)&p, &m));
     for (size_t i = 0; i < n; i++)
         h[i] = base + (int32_t)i;
     if (p)
@@ -43,7 +43,7 @@ static void free_i32(symaddr_context_t *ctx, int32_t *p)
 {
     symaddr_provider_t *ipc;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_free_symmetric(ipc, p));
+    T_OK(ctx, symaddr_symmetric_free(ipc, p));
 }
 
 /* Elements of p that differ from want(i); p has n int32. */
@@ -344,7 +344,7 @@ static void *alloc_thread(void *p)
     symaddr_map_t *m;
     b->st = symaddr_provider_get(b->ctx, SYMADDR_PROVIDER_IPC, &ipc);
     if (b->st == SYMADDR_OK)
-        b->st = symaddr_allocate_symmetric(ipc, 4096, &b->ptr, &m);
+        b->st = symaddr_symmetric_alloc(ipc, 4096, &b->ptr, &m);
     return NULL;
 }
 
@@ -393,14 +393,14 @@ static void test_double_free_late(symaddr_context_t *ctx)
     void *p, *q;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
-    T_OK(ctx, symaddr_allocate_symmetric(heap, 4096, &p, &m));
-    T_OK(ctx, symaddr_free_symmetric(heap, p));
+    T_OK(ctx, symaddr_symmetric_alloc(heap, 4096, &p, &m));
+    T_OK(ctx, symaddr_symmetric_free(heap, p));
     /* 100 other frees; the heap hands out p's offset again only for a heap allocation */
     for (int i = 0; i < 100; i++) {
-        T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096 + (size_t)i * 64, &q, &m));
-        T_OK(ctx, symaddr_free_symmetric(ipc, q));
+        T_OK(ctx, symaddr_symmetric_alloc(ipc, 4096 + (size_t)i * 64, &q, &m));
+        T_OK(ctx, symaddr_symmetric_free(ipc, q));
     }
-    T_STATUS(ctx, symaddr_free_symmetric(heap, p), SYMADDR_ERR_DOUBLE_FREE);
+    T_STATUS(ctx, symaddr_symmetric_free(heap, p), SYMADDR_ERR_DOUBLE_FREE);
     T_CHECK(strstr(symaddr_last_error(ctx), "already freed") != NULL, "message: %s",
             symaddr_last_error(ctx));
 }
@@ -430,7 +430,7 @@ static void check_exchange(symaddr_context_t *ctx)
     int32_t *p, v = 0;
     const int32_t mine = 7000 + t_rank;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096, (void **)&p, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, 4096, (void **)&p, &m));
     if (!p)
         return;
     T_OK(ctx, symaddr_memcpy(ctx, p, &mine, sizeof(mine)));
@@ -441,7 +441,7 @@ static void check_exchange(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_memcpy(ctx, &v, remote, sizeof(v)));
     T_CHECK(v == 7000 + right, "read %d from rank %d, want %d", v, right, 7000 + right);
     MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(ctx, symaddr_free_symmetric(ipc, p));
+    T_OK(ctx, symaddr_symmetric_free(ipc, p));
 }
 
 static void test_descriptors_run_out(symaddr_context_t *ctx)
@@ -462,7 +462,7 @@ static void test_descriptors_run_out(symaddr_context_t *ctx)
         low.rlim_cur = (rlim_t)t_count_entries("/proc/self/fd") + 3;
         T_CHECK(setrlimit(RLIMIT_NOFILE, &low) == 0);
     }
-    symaddr_status_t st = symaddr_allocate_symmetric(ipc, 4096, &p, &m);
+    symaddr_status_t st = symaddr_symmetric_alloc(ipc, 4096, &p, &m);
     if (t_rank == 1)
         setrlimit(RLIMIT_NOFILE, &old);
     T_CHECK(st == SYMADDR_ERR_NO_MEMORY, "allocate with 4 descriptors free returned %s",
@@ -505,7 +505,7 @@ static void test_held_in_exchange(void *u)
     /* Held past the exchange's deadline, back within the agreement's. */
     held_ms = 1500;
     symaddr_bootstrap_fd_hook = hold_once;
-    symaddr_status_t st = symaddr_allocate_symmetric(ipc, 4096, &p, &m);
+    symaddr_status_t st = symaddr_symmetric_alloc(ipc, 4096, &p, &m);
     symaddr_bootstrap_fd_hook = NULL;
     T_CHECK(st == SYMADDR_ERR_TIMEOUT, "allocate with rank 1 held returned %s (%s)",
             symaddr_strerror(st), symaddr_last_error(ctx));

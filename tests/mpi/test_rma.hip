@@ -76,9 +76,9 @@ static void test_put_kernel(void *unused)
     float *src, *dst;
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, N * sizeof(float), (void **)&src, &ms));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, N * sizeof(float), (void **)&src, &ms));
     T_OK(g_ctx,
-         symaddr_allocate_symmetric(ipc, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
+         symaddr_symmetric_alloc(ipc, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
     fill_f32(src, t_rank, N);
     sync_all();
     for (int t = 0; t < t_size; t++)
@@ -88,8 +88,8 @@ static void test_put_kernel(void *unused)
     sync_all();
     check_slots(dst, t_rank, N, 0);
     sync_all();
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, src));
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, dst));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, src));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, dst));
 }
 
 /* ---- block-cooperative get, and the host-launched put/get ------------------------------- */
@@ -110,9 +110,9 @@ static void test_get_block_and_host_calls(void *unused)
     float *src, *dst;
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_HEAP, &heap));
-    T_OK(g_ctx, symaddr_allocate_symmetric(heap, N * sizeof(float), (void **)&src, &ms));
+    T_OK(g_ctx, symaddr_symmetric_alloc(heap, N * sizeof(float), (void **)&src, &ms));
     T_OK(g_ctx,
-         symaddr_allocate_symmetric(heap, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
+         symaddr_symmetric_alloc(heap, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
     fill_f32(src, t_rank, N);
     sync_all();
     launched(SYMADDR_LAUNCH(get_all_kernel, 1, 128, NULL, dst, src, N, t_size, ms->peer_bases,
@@ -145,8 +145,8 @@ static void test_get_block_and_host_calls(void *unused)
     T_STATUS(g_ctx, symaddr_put(g_ctx, dst, src, 4, t_size, NULL), SYMADDR_ERR_INVALID_ARG);
     T_STATUS(g_ctx, symaddr_put(g_ctx, &bad, src, 4, 0, NULL), SYMADDR_ERR_NOT_FOUND);
     sync_all();
-    T_OK(g_ctx, symaddr_free_symmetric(heap, src));
-    T_OK(g_ctx, symaddr_free_symmetric(heap, dst));
+    T_OK(g_ctx, symaddr_symmetric_free(heap, src));
+    T_OK(g_ctx, symaddr_symmetric_free(heap, dst));
 }
 
 /* ---- typed load/store and one-element put/get for every type ----------------------------- */
@@ -222,7 +222,7 @@ static void test_typed(void *unused)
     int right = (t_rank + 1) % t_size, left = (t_rank + t_size - 1) % t_size;
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, 4 * sizeof(typed_t), (void **)&slots, &m));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, 4 * sizeof(typed_t), (void **)&slots, &m));
     sync_all();
     launched(SYMADDR_LAUNCH(typed_store_kernel, 1, 1, NULL, slots + 1, typed_of(t_rank), right,
                             m->peer_bases, m->local_rank));
@@ -248,7 +248,7 @@ static void test_typed(void *unused)
     T_OK(g_ctx, symaddr_memcpy(g_ctx, d, slots + 2, sizeof(double) * 4));
     T_CHECK(d[3] == left + 0.125);
     sync_all();
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, slots));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, slots));
     T_OK(g_ctx, symaddr_mem_free(g_ctx, out));
 }
 
@@ -311,7 +311,7 @@ static void test_atomics(void *unused)
     uint64_t hold[ITERS + 1];
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, sizeof(counters_t), (void **)&c, &m));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, sizeof(counters_t), (void **)&c, &m));
     memset(&init, 0, sizeof(init));
     init.and32 = 0xffffffffu;
     init.min32 = INT32_MAX;
@@ -378,7 +378,7 @@ static void test_atomics(void *unused)
     }
     free(all);
     sync_all();
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, c));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, c));
     T_OK(g_ctx, symaddr_mem_free(g_ctx, olds));
 }
 
@@ -427,10 +427,10 @@ static void test_mixed_providers(void *unused)
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_HEAP, &heap));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, (N + 16) * sizeof(float), (void **)&src, &ms));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, (N + 16) * sizeof(float), (void **)&src, &ms));
     fill_f32(src, t_rank, N + 16);
     /* ipc -> heap, with the source read through a view at an odd offset. */
-    T_OK(g_ctx, symaddr_allocate_symmetric(heap, N * sizeof(float), (void **)&hdst, &mh));
+    T_OK(g_ctx, symaddr_symmetric_alloc(heap, N * sizeof(float), (void **)&hdst, &mh));
     run_mixed(src, ms, hdst, mh, 0);
     run_mixed(src, ms, hdst, mh, 7);
     /* g_kind -> ipc: with vmm, one kernel reads vmm memory and writes ipc memory. */
@@ -438,17 +438,17 @@ static void test_mixed_providers(void *unused)
     symaddr_map_t *mp;
     float *pdst;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &plain_ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(plain_ipc, N * sizeof(float), (void **)&pdst, &mp));
+    T_OK(g_ctx, symaddr_symmetric_alloc(plain_ipc, N * sizeof(float), (void **)&pdst, &mp));
     run_mixed(src, ms, pdst, mp, 5);
-    T_OK(g_ctx, symaddr_free_symmetric(plain_ipc, pdst));
+    T_OK(g_ctx, symaddr_symmetric_free(plain_ipc, pdst));
     /* ipc -> import: a plain allocation registered at an interior pointer. */
     root = (float *)dev_alloc((N + 64) * sizeof(float));
     T_OK(g_ctx, symaddr_import(g_ctx, root + 5, N * sizeof(float), &mi));
     run_mixed(src, ms, root + 5, mi, 0);
     T_OK(g_ctx, symaddr_unregister(g_ctx, mi));
     T_OK(g_ctx, symaddr_mem_free(g_ctx, root));
-    T_OK(g_ctx, symaddr_free_symmetric(heap, hdst));
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, src));
+    T_OK(g_ctx, symaddr_symmetric_free(heap, hdst));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, src));
 }
 
 /* MPI shared windows are host memory: only the cpu backend's kernels can reach them. */
@@ -485,11 +485,11 @@ static void test_mixed_foreign(void *unused)
     T_OK(g_ctx, symaddr_register_peer_table(g_ctx, mine, N * sizeof(float), table,
                                             SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS, &mw));
     T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, N * sizeof(float), (void **)&src, &ms));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, N * sizeof(float), (void **)&src, &ms));
     fill_f32(src, t_rank, N);
     run_mixed(src, ms, mine, mw, 0);
     T_OK(g_ctx, symaddr_unregister(g_ctx, mw));
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, src));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, src));
     MPI_Win_free(&win);
     MPI_Comm_free(&node);
     free(table);
@@ -504,10 +504,10 @@ static void test_heap_bases(void *unused)
     float *src, *dst;
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_HEAP, &heap));
-    T_OK(g_ctx, symaddr_allocate_symmetric(heap, N * sizeof(float), (void **)&src, &ms));
+    T_OK(g_ctx, symaddr_symmetric_alloc(heap, N * sizeof(float), (void **)&src, &ms));
     T_OK(g_ctx,
-         symaddr_allocate_symmetric(heap, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
-    const uint64_t *heap_bases = symaddr_get_heap_bases(g_ctx);
+         symaddr_symmetric_alloc(heap, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
+    const uint64_t *heap_bases = symaddr_heap_bases_get(g_ctx);
     T_CHECK(heap_bases != NULL && heap_bases == md->peer_bases);
     fill_f32(src, t_rank, N);
     sync_all();
@@ -518,8 +518,8 @@ static void test_heap_bases(void *unused)
     sync_all();
     check_slots(dst, t_rank, N, 0);
     sync_all();
-    T_OK(g_ctx, symaddr_free_symmetric(heap, src));
-    T_OK(g_ctx, symaddr_free_symmetric(heap, dst));
+    T_OK(g_ctx, symaddr_symmetric_free(heap, src));
+    T_OK(g_ctx, symaddr_symmetric_free(heap, dst));
 }
 
 /* ---- signals ------------------------------------------------------------------------------ */
@@ -549,8 +549,8 @@ static void test_signals(void *unused)
     int right = (t_rank + 1) % t_size, left = (t_rank + t_size - 1) % t_size;
     (void)unused;
     T_OK(g_ctx, symaddr_provider_get(g_ctx, g_kind, &ipc));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, N * sizeof(uint32_t), (void **)&data, &md));
-    T_OK(g_ctx, symaddr_allocate_symmetric(ipc, sizeof(uint64_t), (void **)&sig, &msig));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, N * sizeof(uint32_t), (void **)&data, &md));
+    T_OK(g_ctx, symaddr_symmetric_alloc(ipc, sizeof(uint64_t), (void **)&sig, &msig));
     uint64_t zero = 0;
     T_OK(g_ctx, symaddr_memcpy(g_ctx, sig, &zero, sizeof(zero)));
     sync_all();
@@ -574,8 +574,8 @@ static void test_signals(void *unused)
     T_OK(g_ctx, symaddr_memcpy(g_ctx, &st, status, sizeof(st)));
     T_CHECK(st == SYMADDR_ERR_TIMEOUT, "wait returned %d", st);
     sync_all();
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, data));
-    T_OK(g_ctx, symaddr_free_symmetric(ipc, sig));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, data));
+    T_OK(g_ctx, symaddr_symmetric_free(ipc, sig));
     T_OK(g_ctx, symaddr_mem_free(g_ctx, status));
 }
 
@@ -600,8 +600,8 @@ static void test_mispairing(void *unused)
     cfg.validate = 1;
     T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx));
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, sizeof(init), (void **)&a, &ma));
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, sizeof(init), (void **)&b, &mb));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, sizeof(init), (void **)&a, &ma));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, sizeof(init), (void **)&b, &mb));
     T_OK(ctx, symaddr_memcpy(ctx, a, init, sizeof(init)));
     T_OK(ctx, symaddr_memcpy(ctx, b, init, sizeof(init)));
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));

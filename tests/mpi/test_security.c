@@ -91,8 +91,8 @@ static void test_intruder_refused(void *unused)
     void *p;
     /* A full exchange works for the real ranks. */
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096, &p, &m));
-    T_OK(ctx, symaddr_free_symmetric(ipc, p));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, 4096, &p, &m));
+    T_OK(ctx, symaddr_symmetric_free(ipc, p));
     if (t_rank == 0 && t_size > 1) {
         char verdict = '?';
         T_CHECK(g_child > 0, "no intruder was started");
@@ -190,8 +190,8 @@ static void test_silent_stranger(void *unused)
     symaddr_map_t *m;
     void *p;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_allocate_symmetric(ipc, 4096, &p, &m));
-    T_OK(ctx, symaddr_free_symmetric(ipc, p));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, 4096, &p, &m));
+    T_OK(ctx, symaddr_symmetric_free(ipc, p));
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 

@@ -26,7 +26,7 @@ static void test_vmm_values(symaddr_context_t *ctx)
     uint32_t *ptr, host[COUNT];
     if (!vmm)
         return;
-    T_OK(ctx, symaddr_allocate_symmetric(vmm, COUNT * sizeof(uint32_t), (void **)&ptr, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(vmm, COUNT * sizeof(uint32_t), (void **)&ptr, &m));
     T_CHECK(m->provider == SYMADDR_PROVIDER_VMM);
     T_CHECK(m->host_peer_bases[t_rank] == m->allocation_base &&
                 m->allocation_bytes >= COUNT * sizeof(uint32_t),
@@ -47,7 +47,7 @@ static void test_vmm_values(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_lookup(ctx, ptr + 500, &found));
     T_CHECK(found == m);
     MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(ctx, symaddr_free_symmetric(vmm, ptr));
+    T_OK(ctx, symaddr_symmetric_free(vmm, ptr));
 }
 
 /* Host memory to and from this rank's vmm memory, on every rank: sizes from one byte to
@@ -62,7 +62,7 @@ static void test_vmm_host_copies(symaddr_context_t *ctx)
         return;
     size_t cap = sizes[3] + 64;
     unsigned char *in = malloc(cap), *out = malloc(cap);
-    T_OK(ctx, symaddr_allocate_symmetric(vmm, cap, (void **)&ptr, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(vmm, cap, (void **)&ptr, &m));
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         size_t n = sizes[k], off = 2 * k + 1;
         for (size_t i = 0; i < n; i++)
@@ -73,7 +73,7 @@ static void test_vmm_host_copies(symaddr_context_t *ctx)
         T_CHECK(memcmp(in, out, n) == 0, "%zu bytes at offset %zu did not come back", n, off);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(ctx, symaddr_free_symmetric(vmm, ptr));
+    T_OK(ctx, symaddr_symmetric_free(vmm, ptr));
     free(in);
     free(out);
 }
@@ -88,9 +88,9 @@ static void test_vmm_no_fd_leak(symaddr_context_t *ctx)
         return;
     int before = t_count_entries("/proc/self/fd");
     for (int i = 0; i < 1000 && st == SYMADDR_OK; i++) {
-        st = symaddr_allocate_symmetric(vmm, 4096 + (size_t)i, &ptr, &m);
+        st = symaddr_symmetric_alloc(vmm, 4096 + (size_t)i, &ptr, &m);
         if (st == SYMADDR_OK)
-            st = symaddr_free_symmetric(vmm, ptr);
+            st = symaddr_symmetric_free(vmm, ptr);
     }
     T_OK(ctx, st);
     int after = t_count_entries("/proc/self/fd");
