@@ -153,8 +153,8 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m);
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);
 
 /* The bodies of public calls, for callers already inside symaddr_call_enter. */
-symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes,
-                                             void **ptr_p, symaddr_map_t **map_p);
+symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes, void **ptr_p,
+                                          symaddr_map_t **map_p);
 symaddr_status_t symaddr_symmetric_free_(symaddr_provider_t *provider, void *ptr);
 symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
                                           symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,

@@ -79,8 +79,8 @@ symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t
     return st;
 }
 
-symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes,
-                                             void **ptr_p, symaddr_map_t **map_p)
+symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes, void **ptr_p,
+                                          symaddr_map_t **map_p)
 {
     static const char fn[] = "symaddr_symmetric_alloc";
     symaddr_registration_t *r = NULL;
@@ -111,8 +111,8 @@ symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t b
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_symmetric_alloc(symaddr_provider_t *provider, size_t bytes,
-                                            void **ptr_p, symaddr_map_t **map_p)
+symaddr_status_t symaddr_symmetric_alloc(symaddr_provider_t *provider, size_t bytes, void **ptr_p,
+                                         symaddr_map_t **map_p)
 {
     if (!provider)
         return SYMADDR_ERR_INVALID_ARG;

@@ -53,8 +53,7 @@ int main(int argc, char **argv)
         symaddr_map_t *m;
         void *ptr;
         st = symaddr_provider_get(ctx, kinds[k], &p);
-        if (st == SYMADDR_OK &&
-            (st = symaddr_symmetric_alloc(p, 4096, &ptr, &m)) == SYMADDR_OK) {
+        if (st == SYMADDR_OK && (st = symaddr_symmetric_alloc(p, 4096, &ptr, &m)) == SYMADDR_OK) {
             snprintf(prov_line[k], sizeof(prov_line[k]),
                      "yes  caps 0x%llx%s%s%s%s%s, 4096 B maps %llu B",
                      (unsigned long long)m->capabilities,

@@ -323,8 +323,7 @@ static void test_bad_inputs(symaddr_context_t *ctx)
              SYMADDR_ERR_MISMATCH);
     T_STATUS(ctx, symaddr_symmetric_alloc(rank == 0 ? heap : ipc, 64, &ptr, &m),
              SYMADDR_ERR_MISMATCH);
-    T_STATUS(ctx, symaddr_symmetric_alloc(heap, (size_t)1 << 40, &ptr, &m),
-             SYMADDR_ERR_NO_MEMORY);
+    T_STATUS(ctx, symaddr_symmetric_alloc(heap, (size_t)1 << 40, &ptr, &m), SYMADDR_ERR_NO_MEMORY);
     T_CHECK(strstr(symaddr_last_error(ctx), "SYMADDR_HEAP_SIZE") != NULL, "message: %s",
             symaddr_last_error(ctx));
 
