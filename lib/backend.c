@@ -2,6 +2,7 @@
 /* The backends of this build, one row per kind: names, symaddr_backend_built and the choice
  * of symaddr_init all come from this table. */
 #include "backend.h"
+#include "config.h"
 
 /* Filled by a refused kernel launch (lib/device/runtime.h), read by the message about it. */
 __thread char symaddr_launch_why[192];
@@ -19,13 +20,6 @@ static const symaddr_backend_ops_t *const backends[] = {
 
 #define NKINDS (sizeof(backends) / sizeof(backends[0]))
 
-static const char *const names[] = {
-    [SYMADDR_BACKEND_AUTO] = "auto",
-    [SYMADDR_BACKEND_CPU] = "cpu",
-    [SYMADDR_BACKEND_CUDA] = "cuda",
-    [SYMADDR_BACKEND_HIP] = "hip",
-};
-
 const symaddr_backend_ops_t *symaddr_backend_ops_get(symaddr_backend_kind_t kind)
 {
     return (unsigned)kind < NKINDS ? backends[kind] : NULL;
@@ -41,7 +35,8 @@ const symaddr_backend_ops_t *symaddr_backend_gpu(void)
 
 const char *symaddr_backend_name(symaddr_backend_kind_t kind)
 {
-    return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+    const char *name = symaddr_config_backend_name(kind);
+    return name ? name : "unknown";
 }
 
 int symaddr_backend_built(symaddr_backend_kind_t kind)

@@ -72,11 +72,24 @@ static bool parse_uint(const char *v, unsigned long long max, unsigned long long
     return true;
 }
 
+/* The one list of backend names, by kind (symaddr_backend_name reads it too). */
+static const char *const backend_names[] = {
+    [SYMADDR_BACKEND_AUTO] = "auto",
+    [SYMADDR_BACKEND_CPU] = "cpu",
+    [SYMADDR_BACKEND_CUDA] = "cuda",
+    [SYMADDR_BACKEND_HIP] = "hip",
+};
+
+const char *symaddr_config_backend_name(symaddr_backend_kind_t kind)
+{
+    return (unsigned)kind < sizeof(backend_names) / sizeof(backend_names[0]) ? backend_names[kind]
+                                                                             : NULL;
+}
+
 static bool set_backend(const char *v, symaddr_config_t *c)
 {
-    static const char *const names[] = {"auto", "cpu", "cuda", "hip"};
-    for (int k = 0; k < 4; k++)
-        if (!strcasecmp(v, names[k]))
+    for (unsigned k = 0; k < sizeof(backend_names) / sizeof(backend_names[0]); k++)
+        if (!strcasecmp(v, backend_names[k]))
             return c->backend = (symaddr_backend_kind_t)k, true;
     c->backend = (symaddr_backend_kind_t)-1;
     return false;

@@ -11,6 +11,9 @@
 #define SYMADDR_DEFAULT_HEAP_BYTES ((size_t)64 << 20)
 #define SYMADDR_DEFAULT_TIMEOUT_MS 60000u
 
+/* The name of a backend kind ("auto", "cpu", ...), NULL past the last. */
+const char *symaddr_config_backend_name(symaddr_backend_kind_t kind);
+
 /* SYMADDR_OK, or the status and a message naming the setting (and its variable, when the
  * environment gave a value that does not parse) that symaddr_init refuses. */
 symaddr_status_t symaddr_config_check(const symaddr_config_t *cfg, char *why, size_t len);
