@@ -36,6 +36,8 @@ typedef CUdeviceptr hipDeviceptr_t;
 #define hipIpcCloseMemHandle cudaIpcCloseMemHandle
 #define hipGetLastError cudaGetLastError
 #define hipStreamCreate cudaStreamCreate
+#define hipStreamCreateWithFlags cudaStreamCreateWithFlags
+#define hipStreamNonBlocking cudaStreamNonBlocking
 #define hipStreamDestroy cudaStreamDestroy
 #define hipGetErrorString cudaGetErrorString
 #define hipGetErrorName cudaGetErrorName

@@ -628,6 +628,72 @@ static void test_mispairing(void *unused)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* ---- collectives between nodes, consumed on the caller's stream --------------------------- */
+
+__global__ void copy_kernel(float *dst, const float *src, size_t n)
+{
+    for (size_t i = symaddr_grid_thread(); i < n; i += symaddr_grid_threads())
+        dst[i] = src[i];
+}
+
+/* Across two (simulated) nodes every step of allreduce, allgather and broadcast, the last node
+ * broadcast included, runs on the caller's stream: a kernel queued right after on that stream,
+ * a non-blocking one on GPUs, reads the finished result. */
+static void test_stream_across_nodes(void *unused)
+{
+    (void)unused;
+    symaddr_context_t *ctx = t_two_node_context();
+    if (!ctx)
+        return;
+    const size_t n = (size_t)1 << 20; /* large enough that a missed ordering shows */
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    float *a, *b, *out;
+    void *stream = NULL;
+#if !defined(SYMADDR_KERNELS_CPU)
+    hipStream_t s;
+    T_CHECK(hipStreamCreateWithFlags(&s, hipStreamNonBlocking) == hipSuccess);
+    stream = s;
+#endif
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, n * (size_t)t_size * sizeof(float), (void **)&a, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, n * (size_t)t_size * sizeof(float), (void **)&b, &m));
+    T_OK(ctx, symaddr_mem_alloc(ctx, n * (size_t)t_size * sizeof(float), (void **)&out));
+    float *h = (float *)malloc(n * (size_t)t_size * sizeof(float));
+    for (int c = 0; c < 3; c++) {
+        size_t count = c == 1 ? n / (size_t)t_size : n, total = c == 1 ? count * t_size : count;
+        for (size_t i = 0; i < count; i++)
+            h[i] = value_of(t_rank, i % 4096);
+        T_OK(ctx, symaddr_memcpy(ctx, a, h, count * sizeof(float)));
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (c == 0)
+            T_OK(ctx, symaddr_allreduce(ctx, a, b, count, SYMADDR_FLOAT32, SYMADDR_MAX, stream));
+        else if (c == 1)
+            T_OK(ctx, symaddr_allgather(ctx, a, b, count, SYMADDR_FLOAT32, stream));
+        else
+            T_OK(ctx, symaddr_broadcast(ctx, a, b, count, SYMADDR_FLOAT32, 0, stream));
+        launched(SYMADDR_LAUNCH(copy_kernel, 256, 256, stream, out, b, total));
+        T_OK(ctx, symaddr_stream_sync(ctx, stream)); /* this stream only */
+        T_OK(ctx, symaddr_memcpy(ctx, h, out, total * sizeof(float)));
+        int bad = 0;
+        for (size_t i = 0; i < total; i++) {
+            int from = c == 0 ? t_size - 1 : c == 1 ? (int)(i / count) : 0;
+            bad += h[i] != value_of(from, (c == 1 ? i % count : i) % 4096);
+        }
+        static const char *const what[] = {"allreduce", "allgather", "broadcast"};
+        T_CHECK(bad == 0, "%s between nodes, read on its stream: %d wrong", what[c], bad);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    free(h);
+    T_OK(ctx, symaddr_mem_free(ctx, out));
+    T_OK(ctx, symaddr_symmetric_free(ipc, a));
+    T_OK(ctx, symaddr_symmetric_free(ipc, b));
+#if !defined(SYMADDR_KERNELS_CPU)
+    T_CHECK(hipStreamDestroy(s) == hipSuccess);
+#endif
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -658,6 +724,7 @@ int main(int argc, char **argv)
     T_RUN(test_heap_bases, NULL);
     T_RUN(test_signals, NULL);
     T_RUN(test_mispairing, NULL);
+    T_RUN(test_stream_across_nodes, NULL);
     symaddr_finalize(&g_ctx);
     return t_finish();
 }
