@@ -41,13 +41,12 @@ static bool multi_node(const symaddr_context_t *ctx) { return ctx->boot.node_siz
 
 /* The grid of every collective kernel is bounded so that the blocks of all the ranks sharing
  * a GPU are resident at once: a block that waits for a peer's block never holds the SM that
- * block needs. The bound is agreed on the node, since block b waits for the peers' block b. */
+ * block needs. Ranks of other node groups on the same GPU (simulated nodes) count too, since
+ * their kernels run at the same time. The bound is agreed on the node, since block b waits for
+ * the peers' block b. One context's collectives at a time per GPU keep within it. */
 static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
 {
-    int sharing = 0;
-    for (int r = 0; r < ctx->size; r++)
-        sharing += ctx->loc.peer_class[r] == SYMADDR_PEER_SELF ||
-                   ctx->loc.peer_class[r] == SYMADDR_PEER_SAME_GPU;
+    int sharing = ctx->gpu_sharers;
     unsigned resident = ctx->be.ops->coll->resident_blocks(ctx->be.device);
     unsigned mine = resident == UINT_MAX ? SYMADDR_COLL_MAX_BLOCKS
                                          : resident / (unsigned)(sharing > 0 ? sharing : 1);

@@ -79,6 +79,7 @@ struct symaddr_context {
     uint64_t seq;                    /* collective call counter */
     symaddr_coll_t coll;
     symaddr_locality_t loc;
+    int gpu_sharers; /* ranks of the context on this rank's GPU, across node groups too */
     symaddr_error_t err;
     symaddr_status_t broken;   /* why the context can only be finalized; SYMADDR_OK while healthy */
     int busy;                  /* a thread is in a collective or allocation call */

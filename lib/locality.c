@@ -5,10 +5,12 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 typedef struct loc_rec {
     int32_t device;
     char pci[28];
+    char host[64];
 } loc_rec_t;
 
 symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
@@ -24,6 +26,7 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
     memset(&mine, 0, sizeof(mine));
     mine.device = gpu ? ctx->be.device : -1;
     ctx->be.ops->device_id(&ctx->be, mine.pci, sizeof(mine.pci));
+    gethostname(mine.host, sizeof(mine.host) - 1);
     symaddr_status_t st = all && cls && dev ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
         st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, &mine, all, sizeof(mine),
@@ -35,9 +38,13 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
         return symaddr_set_error(ctx, st, "symaddr_init: cannot build the locality map");
     }
     uint8_t *direct = cls + n, *atomics = cls + 2 * n;
+    /* Ranks whose kernels share this rank's processor, whatever node group they are in: the
+     * same GPU of the same host (every rank of the host on the cpu backend). */
+    ctx->gpu_sharers = 0;
     for (size_t r = 0; r < n; r++) {
         dev[r] = all[r].device;
         cls[r] = SYMADDR_PEER_REMOTE;
+        ctx->gpu_sharers += !strcmp(all[r].host, mine.host) && !strcmp(all[r].pci, mine.pci);
     }
     for (int q = 0; q < b->node_size; q++) {
         int r = b->node_to_rank[q];

@@ -30,6 +30,11 @@
  * reason (a bad argument, out of memory, a descriptor exchange that ran out of time while the
  * agreement did not) leaves the context usable.
  *
+ * Several ranks on one GPU. Every collective kernel's grid is bounded so that the kernels of
+ * all of the context's ranks on a GPU are resident at once (their blocks wait for each other).
+ * The bound counts the context's own ranks: run one context's collectives at a time on a GPU,
+ * and give the GPU to the collective while it waits (MPS, or the runtime's time slicing).
+ *
  * Threads. symaddr_lookup, symaddr_translate_host, symaddr_buffer_bind, symaddr_last_error,
  * the accessors, and symaddr_mem_alloc/symaddr_mem_free/symaddr_memcpy may be called from
  * any thread at any time. The collective calls (collectives, allocate and free, import,
