@@ -117,16 +117,23 @@ symaddr_status_t symaddr_mpi_allgather(symaddr_bootstrap_t *b, MPI_Comm comm, co
               MPI_Iallgather(s_, (int)bytes, MPI_BYTE, r_, (int)bytes, MPI_BYTE, comm, &req_));
 }
 
+/* Bytes a vector collective's buffer spans: the end of its last block. */
+static size_t extent(MPI_Comm comm, const int *counts, const int *displs)
+{
+    int n;
+    size_t end = 0;
+    MPI_Comm_size(comm, &n);
+    for (int i = 0; i < n; i++)
+        if ((size_t)displs[i] + (size_t)counts[i] > end)
+            end = (size_t)displs[i] + (size_t)counts[i];
+    return end;
+}
+
 symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
                                         int mine_bytes, void *all, const int *counts,
                                         const int *displs, uint64_t deadline_ns)
 {
-    int n;
-    size_t total = 0;
-    MPI_Comm_size(comm, &n);
-    for (int i = 0; i < n; i++)
-        if ((size_t)displs[i] + (size_t)counts[i] > total)
-            total = (size_t)displs[i] + (size_t)counts[i];
+    size_t total = extent(comm, counts, displs);
     RUN_OWNED(b, mine, (size_t)mine_bytes, all, total, deadline_ns,
               MPI_Iallgatherv(s_, mine_bytes, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm, &req_));
 }
@@ -135,12 +142,7 @@ symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, co
                                        const int *counts, const int *displs, void *recv,
                                        uint64_t deadline_ns)
 {
-    int n;
-    size_t total = 0;
-    MPI_Comm_size(comm, &n);
-    for (int i = 0; i < n; i++)
-        if ((size_t)displs[i] + (size_t)counts[i] > total)
-            total = (size_t)displs[i] + (size_t)counts[i];
+    size_t total = extent(comm, counts, displs);
     RUN_OWNED(
         b, send, total, recv, total, deadline_ns,
         MPI_Ialltoallv(s_, counts, displs, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm, &req_));
