@@ -507,12 +507,12 @@ static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtyp
     return SYMADDR_OK;
 }
 
-/* The node's part of an allreduce and, across nodes, the leaders' part; d filled by the
- * caller. */
-static symaddr_status_t allreduce_run(symaddr_context_t *ctx, symaddr_coll_desc_t *d, void *stream)
+/* ---- between nodes: each collective's step, after the node's kernel ---------------------- */
+
+/* allreduce: the leaders combine their nodes' results, then every node broadcasts the total. */
+static symaddr_status_t allreduce_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                        void *stream)
 {
-    if (!multi_node(ctx))
-        return launch(ctx, d, stream);
     symaddr_status_t st = settle(ctx, launch(ctx, d, stream), stream, "symaddr_allreduce");
     return st == SYMADDR_OK
                ? leaders_allreduce(ctx, d->recv, d->recv_pb, d->count, d->dtype, d->op, stream)
@@ -541,31 +541,6 @@ static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t b
                                                : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
 }
 
-static symaddr_status_t allreduce_(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
-                                   void *stream)
-{
-    static const char fn[] = "symaddr_allreduce";
-    symaddr_coll_desc_t d;
-    size_t bytes, total, work = 0;
-    symaddr_status_t st = sizes(ctx, count, dtype, op, &bytes, &total, fn);
-    symaddr_coll_kind_t kind = allreduce_kind(ctx, bytes, &work);
-    if (st == SYMADDR_OK && multi_node(ctx))
-        st = mpi_fits(ctx, bytes, fn);
-    if ((st = coll_begin(ctx, st, in_place_or_apart, kind, send, bytes, recv, bytes, count, dtype,
-                         op, 0, work, &d)) != SYMADDR_OK ||
-        count == 0)
-        return st;
-    return allreduce_run(ctx, &d, stream);
-}
-
-symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
-                                   void *stream)
-{
-    GUARDED(ctx, "symaddr_allreduce", allreduce_(ctx, send, recv, count, dtype, op, stream));
-}
-
 /* Between nodes: every rank's block in turn is allreduced, a chunk at a time, into the sync
  * area's scratch (the same buffer on every rank, as a collective needs), and its owner copies
  * the chunk out to recv. */
@@ -588,7 +563,7 @@ static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symad
             d.recv = scratch;
             d.recv_pb = c->sync.dev_table;
             d.vec = d0->vec && ((uintptr_t)d.send & 15) == 0;
-            st = allreduce_run(ctx, &d, stream);
+            st = allreduce_nodes(ctx, &d, stream);
             if (st == SYMADDR_OK && b == ctx->rank)
                 st = ctx->be.ops->stream_sync(&ctx->be, stream);
             if (st == SYMADDR_OK && b == ctx->rank)
@@ -596,31 +571,6 @@ static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symad
         }
     }
     return st;
-}
-
-static symaddr_status_t reduce_scatter_(symaddr_context_t *ctx, const void *send, void *recv,
-                                        size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
-                                        void *stream)
-{
-    static const char fn[] = "symaddr_reduce_scatter";
-    symaddr_coll_desc_t d;
-    size_t bytes, total;
-    symaddr_status_t st = sizes(ctx, count, dtype, op, &bytes, &total, fn);
-    if (st == SYMADDR_OK && multi_node(ctx))
-        st = mpi_fits(ctx, bytes, fn);
-    if ((st = coll_begin(ctx, st, rs_rule, SYMADDR_COLL_REDUCE_SCATTER, send, total, recv, bytes,
-                         count, dtype, op, 0, bytes, &d)) != SYMADDR_OK ||
-        count == 0)
-        return st;
-    return multi_node(ctx) ? reduce_scatter_nodes(ctx, &d, stream) : launch(ctx, &d, stream);
-}
-
-symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send, void *recv,
-                                        size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
-                                        void *stream)
-{
-    GUARDED(ctx, "symaddr_reduce_scatter",
-            reduce_scatter_(ctx, send, recv, count, dtype, op, stream));
 }
 
 /* Leaders swap their nodes' blocks as (rank, block) records through MPI. */
@@ -664,34 +614,20 @@ static symaddr_status_t leaders_allgather(symaddr_context_t *ctx, void *recv, si
     return st;
 }
 
-static symaddr_status_t allgather_(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, void *stream)
+static symaddr_status_t allgather_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                        void *stream)
 {
     static const char fn[] = "symaddr_allgather";
-    symaddr_coll_desc_t d;
-    size_t bytes, total;
-    symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
-    if ((st = coll_begin(ctx, st, ag_rule, SYMADDR_COLL_ALLGATHER, send, bytes, recv, total, count,
-                         dtype, SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
-            SYMADDR_OK ||
-        count == 0)
-        return st;
-    if (!multi_node(ctx))
-        return launch(ctx, &d, stream);
-    if ((st = settle(ctx, launch(ctx, &d, stream), stream, fn)) != SYMADDR_OK)
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype);
+    symaddr_status_t st = settle(ctx, launch(ctx, d, stream), stream, fn);
+    if (st != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
-        st = leaders_allgather(ctx, recv, bytes);
+        st = leaders_allgather(ctx, d->recv, bytes);
     st = symaddr_agree_status(ctx, st, fn);
-    return st == SYMADDR_OK
-               ? node_bcast(ctx, recv, d.recv_pb, count * (size_t)ctx->size, dtype, 0, stream)
-               : st;
-}
-
-symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, void *stream)
-{
-    GUARDED(ctx, "symaddr_allgather", allgather_(ctx, send, recv, count, dtype, stream));
+    return st == SYMADDR_OK ? node_bcast(ctx, d->recv, d->recv_pb, d->count * (size_t)ctx->size,
+                                         d->dtype, 0, stream)
+                            : st;
 }
 
 /* The root node's leader holds the data; leaders pass it on through MPI. */
@@ -719,70 +655,36 @@ static symaddr_status_t leaders_broadcast(symaddr_context_t *ctx, void *recv, si
     return st;
 }
 
-static symaddr_status_t broadcast_(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, int root, void *stream)
+/* broadcast: the root's node runs its kernel, the leaders pass the data on, the other nodes
+ * broadcast it from their leader. */
+static symaddr_status_t broadcast_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                        void *stream)
 {
     static const char fn[] = "symaddr_broadcast";
-    symaddr_coll_desc_t d;
-    size_t bytes, total;
-    symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
-    if (st == SYMADDR_OK && (root < 0 || root >= ctx->size))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
-                               fn, root, ctx->size - 1);
-    if (st == SYMADDR_OK && multi_node(ctx))
-        st = mpi_fits(ctx, bytes, fn);
-    /* The kernel takes the root's node rank; -1 when it is on another node. */
-    int root_q = -1;
-    for (int q = 0; q < ctx->boot.node_size; q++)
-        if (ctx->boot.node_to_rank[q] == root)
-            root_q = q;
-    if ((st = coll_begin(ctx, st, in_place_or_apart, SYMADDR_COLL_BROADCAST, send, bytes, recv,
-                         bytes, count, dtype, SYMADDR_SUM, root, bytes, &d)) != SYMADDR_OK ||
-        count == 0)
-        return st;
-    d.root = root_q;
-    if (!multi_node(ctx))
-        return launch(ctx, &d, stream);
-    if (root_q >= 0)
-        st = launch(ctx, &d, stream);
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype);
+    symaddr_status_t st = d->root >= 0 ? launch(ctx, d, stream) : SYMADDR_OK;
     if ((st = settle(ctx, st, stream, fn)) != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
-        st = leaders_broadcast(ctx, recv, bytes, root_q >= 0);
+        st = leaders_broadcast(ctx, d->recv, bytes, d->root >= 0);
     st = symaddr_agree_status(ctx, st, fn);
-    if (st == SYMADDR_OK && root_q < 0)
-        st = node_bcast(ctx, recv, d.recv_pb, count, dtype, 0, stream);
+    if (st == SYMADDR_OK && d->root < 0)
+        st = node_bcast(ctx, d->recv, d->recv_pb, d->count, d->dtype, 0, stream);
     return st;
 }
 
-symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, int root, void *stream)
-{
-    GUARDED(ctx, "symaddr_broadcast", broadcast_(ctx, send, recv, count, dtype, root, stream));
-}
-
-static symaddr_status_t alltoall_(symaddr_context_t *ctx, const void *send, void *recv,
-                                  size_t count, symaddr_dtype_t dtype, void *stream)
+/* alltoall: the blocks for other nodes go through MPI; the node's own moved in the kernel. */
+static symaddr_status_t alltoall_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                       void *stream)
 {
     static const char fn[] = "symaddr_alltoall";
-    symaddr_coll_desc_t d;
-    size_t bytes, total;
-    symaddr_status_t st = sizes(ctx, count, dtype, SYMADDR_SUM, &bytes, &total, fn);
-    if (st == SYMADDR_OK && multi_node(ctx))
-        st = mpi_fits(ctx, total, fn);
-    if ((st = coll_begin(ctx, st, a2a_rule, SYMADDR_COLL_ALLTOALL, send, total, recv, total, count,
-                         dtype, SYMADDR_SUM, 0, bytes * (size_t)ctx->boot.node_size, &d)) !=
-            SYMADDR_OK ||
-        count == 0)
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype), total = bytes * (size_t)ctx->size;
+    symaddr_status_t st = settle(ctx, launch(ctx, d, stream), stream, fn);
+    if (st != SYMADDR_OK)
         return st;
-    if (!multi_node(ctx))
-        return launch(ctx, &d, stream);
-    if ((st = settle(ctx, launch(ctx, &d, stream), stream, fn)) != SYMADDR_OK)
-        return st;
-    /* Blocks for other nodes go through MPI; the node's own already moved. */
     int *counts = calloc((size_t)ctx->size, sizeof(int));
     int *displs = calloc((size_t)ctx->size, sizeof(int));
-    char *hs = stage_out(ctx, send, total), *hr = malloc(total);
+    char *hs = stage_out(ctx, d->send, total), *hr = malloc(total);
     st = counts && displs && hs && hr ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     for (int r = 0; st == SYMADDR_OK && r < ctx->size; r++) {
         displs[r] = (int)(bytes * (size_t)r);
@@ -795,7 +697,7 @@ static symaddr_status_t alltoall_(symaddr_context_t *ctx, const void *send, void
                                    symaddr_bootstrap_deadline(&ctx->boot, 0));
     for (int r = 0; st == SYMADDR_OK && r < ctx->size; r++)
         if (counts[r])
-            st = ctx->be.ops->memcpy(&ctx->be, (char *)recv + displs[r], hr + displs[r], bytes);
+            st = ctx->be.ops->memcpy(&ctx->be, (char *)d->recv + displs[r], hr + displs[r], bytes);
     free(counts);
     free(displs);
     free(hs);
@@ -803,10 +705,117 @@ static symaddr_status_t alltoall_(symaddr_context_t *ctx, const void *send, void
     return symaddr_agree_status(ctx, st, fn);
 }
 
+/* ---- the calls: one row per collective, one driver --------------------------------------------
+ */
+
+/* The kernel kind for a message of bytes per rank, and the bytes of work that size its grid. */
+typedef symaddr_coll_kind_t (*kind_fn_t)(const symaddr_context_t *ctx, size_t bytes,
+                                         size_t *work_p);
+
+#define FIXED_KIND(name, kind, work)                                                               \
+    static symaddr_coll_kind_t name(const symaddr_context_t *ctx, size_t bytes, size_t *work_p)    \
+    {                                                                                              \
+        (void)ctx;                                                                                 \
+        *work_p = (work);                                                                          \
+        return kind;                                                                               \
+    }
+FIXED_KIND(rs_kind, SYMADDR_COLL_REDUCE_SCATTER, bytes)
+FIXED_KIND(ag_kind, SYMADDR_COLL_ALLGATHER, bytes *(size_t)ctx->boot.node_size)
+FIXED_KIND(bc_kind, SYMADDR_COLL_BROADCAST, bytes)
+FIXED_KIND(a2a_kind, SYMADDR_COLL_ALLTOALL, bytes *(size_t)ctx->boot.node_size)
+
+typedef struct coll_row {
+    const char *name;
+    bool send_all, recv_all; /* the buffer holds a block per rank (count each) */
+    bool reduces, rooted;    /* takes op; takes root */
+    bool mpi_all;            /* between nodes, MPI carries every rank's block at once */
+    overlap_rule_t rule;     /* which overlaps of send and recv are legal */
+    kind_fn_t kind;
+    symaddr_status_t (*nodes)(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                              void *stream); /* the node's kernel and the step between nodes */
+} coll_row_t;
+
+enum { ROW_ALLREDUCE, ROW_REDUCE_SCATTER, ROW_ALLGATHER, ROW_BROADCAST, ROW_ALLTOALL };
+
+static const coll_row_t rows[] = {
+    [ROW_ALLREDUCE] = {"symaddr_allreduce", false, false, true, false, false, in_place_or_apart,
+                       allreduce_kind, allreduce_nodes},
+    [ROW_REDUCE_SCATTER] = {"symaddr_reduce_scatter", true, false, true, false, false, rs_rule,
+                            rs_kind, reduce_scatter_nodes},
+    [ROW_ALLGATHER] = {"symaddr_allgather", false, true, false, false, false, ag_rule, ag_kind,
+                       allgather_nodes},
+    [ROW_BROADCAST] = {"symaddr_broadcast", false, false, false, true, false, in_place_or_apart,
+                       bc_kind, broadcast_nodes},
+    [ROW_ALLTOALL] = {"symaddr_alltoall", true, true, false, false, true, a2a_rule, a2a_kind,
+                      alltoall_nodes},
+};
+
+/* Every collective: sizes and arguments checked, the agreement (validation mode), then the
+ * node's kernel on the caller's stream and, across nodes, the row's step. */
+static symaddr_status_t coll_run(symaddr_context_t *ctx, const coll_row_t *row, const void *send,
+                                 void *recv, size_t count, symaddr_dtype_t dt, symaddr_redop_t op,
+                                 int root, void *stream)
+{
+    symaddr_coll_desc_t d;
+    size_t bytes, total, work = 0;
+    symaddr_status_t st =
+        sizes(ctx, count, dt, row->reduces ? (int)op : SYMADDR_SUM, &bytes, &total, row->name);
+    if (st == SYMADDR_OK && row->rooted && (root < 0 || root >= ctx->size))
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
+                               row->name, root, ctx->size - 1);
+    if (st == SYMADDR_OK && multi_node(ctx))
+        st = mpi_fits(ctx, row->mpi_all ? total : bytes, row->name);
+    symaddr_coll_kind_t kind = row->kind(ctx, bytes, &work);
+    if ((st = coll_begin(ctx, st, row->rule, kind, send, row->send_all ? total : bytes, recv,
+                         row->recv_all ? total : bytes, count, dt, row->reduces ? op : SYMADDR_SUM,
+                         row->rooted ? root : 0, work, &d)) != SYMADDR_OK ||
+        count == 0)
+        return st;
+    if (row->rooted) { /* the kernel takes the root's node rank; -1 on another node */
+        d.root = -1;
+        for (int q = 0; q < ctx->boot.node_size; q++)
+            if (ctx->boot.node_to_rank[q] == root)
+                d.root = q;
+    }
+    return multi_node(ctx) ? row->nodes(ctx, &d, stream) : launch(ctx, &d, stream);
+}
+
+symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                   void *stream)
+{
+    GUARDED(ctx, rows[ROW_ALLREDUCE].name,
+            coll_run(ctx, &rows[ROW_ALLREDUCE], send, recv, count, dtype, op, 0, stream));
+}
+
+symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send, void *recv,
+                                        size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                        void *stream)
+{
+    GUARDED(ctx, rows[ROW_REDUCE_SCATTER].name,
+            coll_run(ctx, &rows[ROW_REDUCE_SCATTER], send, recv, count, dtype, op, 0, stream));
+}
+
+symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, void *stream)
+{
+    GUARDED(ctx, rows[ROW_ALLGATHER].name,
+            coll_run(ctx, &rows[ROW_ALLGATHER], send, recv, count, dtype, SYMADDR_SUM, 0, stream));
+}
+
+symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, int root, void *stream)
+{
+    GUARDED(
+        ctx, rows[ROW_BROADCAST].name,
+        coll_run(ctx, &rows[ROW_BROADCAST], send, recv, count, dtype, SYMADDR_SUM, root, stream));
+}
+
 symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
                                   size_t count, symaddr_dtype_t dtype, void *stream)
 {
-    GUARDED(ctx, "symaddr_alltoall", alltoall_(ctx, send, recv, count, dtype, stream));
+    GUARDED(ctx, rows[ROW_ALLTOALL].name,
+            coll_run(ctx, &rows[ROW_ALLTOALL], send, recv, count, dtype, SYMADDR_SUM, 0, stream));
 }
 
 static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
