@@ -81,8 +81,8 @@ typedef struct opts {
     const char *backend;
 } opts_t;
 
-static const char *const coll_ops[] = {"allreduce", "allgather", "reduce_scatter", "broadcast",
-                                       "alltoall"};
+/* Whether name is a collective of the bench (bench_colls, below). */
+static int is_coll(const char *name);
 #define DTYPE_NAME(E, name, bytes, T) #name,
 static const char *const dtype_names[] = {SYMADDR_DTYPE_LIST(DTYPE_NAME)};
 static const char *const redop_names[] = {"sum", "prod", "min", "max"};
@@ -186,10 +186,9 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                 o->provider = SYMADDR_PROVIDER_VMM;
             else
                 return usage(rank);
-        } else if (!o->op &&
-                   (!strcmp(a, "put") || !strcmp(a, "get") || !strcmp(a, "translate") ||
-                    !strcmp(a, "latency") || !strcmp(a, "atomic") || !strcmp(a, "alloc") ||
-                    !strcmp(a, "lookup") || lookup_name(coll_ops, 5, a) >= 0))
+        } else if (!o->op && (!strcmp(a, "put") || !strcmp(a, "get") || !strcmp(a, "translate") ||
+                              !strcmp(a, "latency") || !strcmp(a, "atomic") ||
+                              !strcmp(a, "alloc") || !strcmp(a, "lookup") || is_coll(a)))
             o->op = a;
         else
             return usage(rank);
@@ -283,37 +282,84 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
     return worst;
 }
 
+/* ---- the --json file: one writer for every table ------------------------------------------ */
+
+/* {"key": value, ..., "rows": [{"key": number, ...}, ...]}; inactive when f is NULL. */
+typedef struct json_out {
+    FILE *f;
+    int fields, rows, in_row;
+} json_out_t;
+
+static void json_open(json_out_t *j, const char *path)
+{
+    memset(j, 0, sizeof(*j));
+    if (path && !(j->f = fopen(path, "w")))
+        fprintf(stderr, "symaddr-bench: cannot write %s\n", path);
+    if (j->f)
+        fputc('{', j->f);
+}
+
+static void json_key(json_out_t *j, const char *key)
+{
+    fprintf(j->f, "%s\"%s\": ", j->fields++ ? ", " : "", key);
+}
+
+static void json_str(json_out_t *j, const char *key, const char *v)
+{
+    if (j->f) {
+        json_key(j, key);
+        fprintf(j->f, "\"%s\"", v);
+    }
+}
+
+/* A number with prec digits after the point (0 for integers). */
+static void json_num(json_out_t *j, const char *key, double v, int prec)
+{
+    if (j->f) {
+        json_key(j, key);
+        fprintf(j->f, "%.*f", prec, v);
+    }
+}
+
+static void json_row(json_out_t *j)
+{
+    if (!j->f)
+        return;
+    if (!j->rows++ && !j->in_row)
+        fprintf(j->f, "%s\"rows\": [", j->fields ? ", " : "");
+    fprintf(j->f, "%s\n  {", j->rows > 1 ? "," : "");
+    j->fields = 0;
+}
+
+static void json_row_end(json_out_t *j)
+{
+    if (j->f)
+        fputc('}', j->f);
+}
+
+static void json_close(json_out_t *j)
+{
+    if (!j->f)
+        return;
+    fprintf(j->f, "%s\n]}\n", j->rows ? "" : (j->fields ? ", \"rows\": [" : "\"rows\": ["));
+    fclose(j->f);
+    j->f = NULL;
+}
+
 /* ---- collectives ------------------------------------------------------------------------------
  */
 
-enum { C_ALLREDUCE, C_ALLGATHER, C_REDUCE_SCATTER, C_BROADCAST, C_ALLTOALL };
-
-static double busbw_factor(int c, int n)
-{
-    return c == C_ALLREDUCE ? 2.0 * (n - 1) / n : c == C_BROADCAST ? 1.0 : (double)(n - 1) / n;
-}
-
-/* size S is the larger of the two buffers, as nccl-tests reports it. */
-static void coll_shape(int c, size_t S, size_t esz, int n, size_t *count, size_t *sb, size_t *rb)
-{
-    size_t per = c == C_ALLREDUCE || c == C_BROADCAST ? S / esz : S / esz / (size_t)n;
-    *count = per;
-    *sb = c == C_REDUCE_SCATTER || c == C_ALLTOALL ? per * esz * (size_t)n : per * esz;
-    *rb = c == C_ALLGATHER || c == C_ALLTOALL ? per * esz * (size_t)n : per * esz;
-}
-
-static symaddr_status_t do_coll(symaddr_context_t *ctx, const opts_t *o, int c, void *send,
-                                void *recv, size_t count, void *stream)
-{
-    switch (c) {
-    case C_ALLREDUCE: return symaddr_allreduce(ctx, send, recv, count, o->dtype, o->redop, stream);
-    case C_ALLGATHER: return symaddr_allgather(ctx, send, recv, count, o->dtype, stream);
-    case C_REDUCE_SCATTER:
-        return symaddr_reduce_scatter(ctx, send, recv, count, o->dtype, o->redop, stream);
-    case C_BROADCAST: return symaddr_broadcast(ctx, send, recv, count, o->dtype, 0, stream);
-    default: return symaddr_alltoall(ctx, send, recv, count, o->dtype, stream);
-    }
-}
+/* One row per collective: how the bench sizes it, calls it, and calls the references. */
+typedef struct bench_coll {
+    const char *name;
+    bool send_all, recv_all; /* the buffer holds a block of count per rank */
+    bool reduces;            /* takes --op */
+    double busbw_num;        /* bus bandwidth = algbw * busbw_num * (n - 1) / n, or algbw when 0 */
+    symaddr_status_t (*run)(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
+                            size_t count, void *stream);
+    /* MPI's own collective on host buffers; 0 when MPI has no such reduction (16-bit floats) */
+    int (*mpi)(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count);
+} bench_coll_t;
 
 static MPI_Datatype mpi_dtype(symaddr_dtype_t dt)
 {
@@ -322,39 +368,109 @@ static MPI_Datatype mpi_dtype(symaddr_dtype_t dt)
     return dt < SYMADDR_FLOAT16 ? t[dt] : MPI_DATATYPE_NULL;
 }
 
-/* MPI's own collective on host buffers; 0 when MPI has no such reduction (16-bit floats). */
-static int mpi_coll(const opts_t *o, int c, MPI_Comm comm, const void *send, void *recv,
-                    size_t count)
+static const MPI_Op mpi_ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
+
+static symaddr_status_t run_allreduce(symaddr_context_t *ctx, const opts_t *o, void *send,
+                                      void *recv, size_t count, void *stream)
 {
-    static const MPI_Op ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
-    size_t esz = symaddr_dtype_size(o->dtype);
+    return symaddr_allreduce(ctx, send, recv, count, o->dtype, o->redop, stream);
+}
+
+static int mpi_allreduce(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
+{
     MPI_Datatype t = mpi_dtype(o->dtype);
-    switch (c) {
-    case C_ALLREDUCE:
-        if (t == MPI_DATATYPE_NULL)
-            return 0;
-        MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, t, ops[o->redop], comm);
-        return 1;
-    case C_REDUCE_SCATTER:
-        if (t == MPI_DATATYPE_NULL)
-            return 0;
-        MPI_Reduce_scatter_block(send, recv, (int)count, t, ops[o->redop], comm);
-        return 1;
-    case C_ALLGATHER:
-        MPI_Allgather(send, (int)(count * esz), MPI_BYTE, recv, (int)(count * esz), MPI_BYTE, comm);
-        return 1;
-    case C_BROADCAST: {
-        int rank;
-        MPI_Comm_rank(comm, &rank);
-        if (rank == 0 && send != recv)
-            memcpy(recv, send, count * esz);
-        MPI_Bcast(recv, (int)(count * esz), MPI_BYTE, 0, comm);
-        return 1;
-    }
-    default:
-        MPI_Alltoall(send, (int)(count * esz), MPI_BYTE, recv, (int)(count * esz), MPI_BYTE, comm);
-        return 1;
-    }
+    return t != MPI_DATATYPE_NULL &&
+           MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, t, mpi_ops[o->redop],
+                         comm) == MPI_SUCCESS;
+}
+
+static symaddr_status_t run_allgather(symaddr_context_t *ctx, const opts_t *o, void *send,
+                                      void *recv, size_t count, void *stream)
+{
+    return symaddr_allgather(ctx, send, recv, count, o->dtype, stream);
+}
+
+static int mpi_allgather(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
+{
+    int b = (int)(count * symaddr_dtype_size(o->dtype));
+    return MPI_Allgather(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm) == MPI_SUCCESS;
+}
+
+static symaddr_status_t run_reduce_scatter(symaddr_context_t *ctx, const opts_t *o, void *send,
+                                           void *recv, size_t count, void *stream)
+{
+    return symaddr_reduce_scatter(ctx, send, recv, count, o->dtype, o->redop, stream);
+}
+
+static int mpi_reduce_scatter(const opts_t *o, MPI_Comm comm, const void *send, void *recv,
+                              size_t count)
+{
+    MPI_Datatype t = mpi_dtype(o->dtype);
+    return t != MPI_DATATYPE_NULL &&
+           MPI_Reduce_scatter_block(send, recv, (int)count, t, mpi_ops[o->redop], comm) ==
+               MPI_SUCCESS;
+}
+
+static symaddr_status_t run_broadcast(symaddr_context_t *ctx, const opts_t *o, void *send,
+                                      void *recv, size_t count, void *stream)
+{
+    return symaddr_broadcast(ctx, send, recv, count, o->dtype, 0, stream);
+}
+
+static int mpi_broadcast(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
+{
+    int rank;
+    size_t b = count * symaddr_dtype_size(o->dtype);
+    MPI_Comm_rank(comm, &rank);
+    if (rank == 0 && send != recv)
+        memcpy(recv, send, b);
+    return MPI_Bcast(recv, (int)b, MPI_BYTE, 0, comm) == MPI_SUCCESS;
+}
+
+static symaddr_status_t run_alltoall(symaddr_context_t *ctx, const opts_t *o, void *send,
+                                     void *recv, size_t count, void *stream)
+{
+    return symaddr_alltoall(ctx, send, recv, count, o->dtype, stream);
+}
+
+static int mpi_alltoall(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
+{
+    int b = (int)(count * symaddr_dtype_size(o->dtype));
+    return MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm) == MPI_SUCCESS;
+}
+
+static const bench_coll_t bench_colls[] = {
+    {"allreduce", false, false, true, 2, run_allreduce, mpi_allreduce},
+    {"allgather", false, true, false, 1, run_allgather, mpi_allgather},
+    {"reduce_scatter", true, false, true, 1, run_reduce_scatter, mpi_reduce_scatter},
+    {"broadcast", false, false, false, 0, run_broadcast, mpi_broadcast},
+    {"alltoall", true, true, false, 1, run_alltoall, mpi_alltoall},
+};
+#define NCOLLS (int)(sizeof(bench_colls) / sizeof(bench_colls[0]))
+
+static const bench_coll_t *find_coll(const char *name)
+{
+    for (int i = 0; i < NCOLLS; i++)
+        if (!strcmp(bench_colls[i].name, name))
+            return &bench_colls[i];
+    return NULL;
+}
+
+static int is_coll(const char *name) { return find_coll(name) != NULL; }
+
+static double busbw_factor(const bench_coll_t *c, int n)
+{
+    return c->busbw_num ? c->busbw_num * (n - 1) / n : 1.0;
+}
+
+/* size S is the larger of the two buffers, as nccl-tests reports it. */
+static void coll_shape(const bench_coll_t *c, size_t S, size_t esz, int n, size_t *count,
+                       size_t *sb, size_t *rb)
+{
+    size_t per = c->send_all || c->recv_all ? S / esz / (size_t)n : S / esz;
+    *count = per;
+    *sb = c->send_all ? per * esz * (size_t)n : per * esz;
+    *rb = c->recv_all ? per * esz * (size_t)n : per * esz;
 }
 
 /* ---- NCCL as the reference: loaded at run time, on the same buffers and stream ------------ */
@@ -419,8 +535,9 @@ static int nccl_open(symaddr_context_t *ctx, char *why, size_t len)
     return 0;
 }
 
-static int nccl_coll(const opts_t *o, int c, const void *send, void *recv, size_t count,
-                     void *stream)
+/* NCCL's collective of the row named c->name, on the same buffers and stream. */
+static int nccl_coll(const opts_t *o, const bench_coll_t *c, const void *send, void *recv,
+                     size_t count, void *stream)
 {
     static const ncclDataType_t types[] = {ncclInt32,   ncclUint32,  ncclInt64,   ncclUint64,
                                            ncclFloat32, ncclFloat64, ncclFloat16, ncclBfloat16};
@@ -428,15 +545,16 @@ static int nccl_coll(const opts_t *o, int c, const void *send, void *recv, size_
     ncclDataType_t t = types[o->dtype];
     cudaStream_t s = (cudaStream_t)stream;
     ncclResult_t r;
-    switch (c) {
-    case C_ALLREDUCE: r = nccl.all_reduce(send, recv, count, t, ops[o->redop], nccl.comm, s); break;
-    case C_ALLGATHER: r = nccl.all_gather(send, recv, count, t, nccl.comm, s); break;
-    case C_REDUCE_SCATTER:
+    if (!strcmp(c->name, "allreduce"))
+        r = nccl.all_reduce(send, recv, count, t, ops[o->redop], nccl.comm, s);
+    else if (!strcmp(c->name, "allgather"))
+        r = nccl.all_gather(send, recv, count, t, nccl.comm, s);
+    else if (!strcmp(c->name, "reduce_scatter"))
         r = nccl.reduce_scatter(send, recv, count, t, ops[o->redop], nccl.comm, s);
-        break;
-    case C_BROADCAST: r = nccl.broadcast(send, recv, count, t, 0, nccl.comm, s); break;
-    default: r = nccl.all_to_all(send, recv, count, t, nccl.comm, s); break;
-    }
+    else if (!strcmp(c->name, "broadcast"))
+        r = nccl.broadcast(send, recv, count, t, 0, nccl.comm, s);
+    else
+        r = nccl.all_to_all(send, recv, count, t, nccl.comm, s);
     return r == ncclSuccess;
 }
 #endif
@@ -530,7 +648,8 @@ static symaddr_status_t time_calls(symaddr_context_t *ctx, const opts_t *o, void
 
 static int run_collective(symaddr_context_t *ctx, const opts_t *o)
 {
-    int c = lookup_name(coll_ops, 5, o->op), rank = symaddr_rank(ctx), n = symaddr_size(ctx);
+    const bench_coll_t *c = find_coll(o->op);
+    int rank = symaddr_rank(ctx), n = symaddr_size(ctx);
     size_t esz = symaddr_dtype_size(o->dtype);
     int cpu = symaddr_backend(ctx) == SYMADDR_BACKEND_CPU, with_mpi = o->compare != NULL;
     int with_nccl = with_mpi && !strcmp(o->compare, "nccl");
@@ -581,7 +700,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     if (o->graph)
         cudaStreamCreate((cudaStream_t *)&stream);
 #endif
-    FILE *json = NULL;
+    json_out_t json = {};
     if (rank == 0) {
         printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s%s%s\n", o->op, n,
                symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
@@ -595,17 +714,16 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         if (with_mpi)
             printf(" %10s %9s %8s", with_nccl ? "nccl(us)" : "mpi(us)", "busbw", "speedup");
         printf("\n");
-        if (o->json && !(json = fopen(o->json, "w")))
-            fprintf(stderr, "symaddr-bench: cannot write %s\n", o->json);
-        if (json)
-            fprintf(json,
-                    "{\"op\": \"%s\", \"ranks\": %d, \"backend\": \"%s\", \"dtype\": \"%s\", "
-                    "\"redop\": \"%s\", \"graph\": %d, \"reference\": \"%s\", \"rows\": [",
-                    o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
-                    redop_names[o->redop], o->graph, with_mpi ? o->compare : "");
+        json_open(&json, o->json);
+        json_str(&json, "op", o->op);
+        json_num(&json, "ranks", n, 0);
+        json_str(&json, "backend", symaddr_backend_name(symaddr_backend(ctx)));
+        json_str(&json, "dtype", dtype_names[o->dtype]);
+        json_str(&json, "redop", redop_names[o->redop]);
+        json_num(&json, "graph", o->graph, 0);
+        json_str(&json, "reference", with_mpi ? o->compare : "");
     }
     double start = MPI_Wtime();
-    int first = 1;
     for (double s = (double)o->min; s <= (double)max; s *= o->factor) {
         size_t count, sb, rb;
         coll_shape(c, (size_t)s, esz, n, &count, &sb, &rb);
@@ -615,11 +733,11 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         /* Correctness first: symaddr against MPI on the same input. */
         long wrong = -1;
         if (o->check) {
-            st = do_coll(ctx, o, c, send, recv, count, NULL);
+            st = c->run(ctx, o, send, recv, count, NULL);
             if (st == SYMADDR_OK)
                 st = symaddr_stream_sync(ctx, NULL);
             symaddr_memcpy(ctx, hr, recv, rb);
-            if (mpi_coll(o, c, symaddr_comm(ctx), hs, hm, count)) {
+            if (c->mpi(o, symaddr_comm(ctx), hs, hm, count)) {
                 long w = 0;
                 for (size_t i = 0; i < rb; i += esz)
                     w += memcmp(hr + i, hm + i, esz) != 0;
@@ -629,7 +747,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         double t = 0, worst, tm = 0, tm_worst = 0;
         if (st == SYMADDR_OK)
             st = time_calls(
-                ctx, o, stream, [&] { return do_coll(ctx, o, c, send, recv, count, stream); }, &t);
+                ctx, o, stream, [&] { return c->run(ctx, o, send, recv, count, stream); }, &t);
         if (st != SYMADDR_OK) {
             fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
                     symaddr_last_error(ctx));
@@ -660,7 +778,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                 }
                 if (!cpu)
                     symaddr_memcpy(ctx, hs, send, sb);
-                mpi_ok = mpi_coll(o, c, symaddr_comm(ctx), ms, mr, count);
+                mpi_ok = c->mpi(o, symaddr_comm(ctx), ms, mr, count);
                 if (!cpu)
                     symaddr_memcpy(ctx, recv, hm, rb);
             }
@@ -675,9 +793,8 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
             else if (o->check)
                 snprintf(wrong_s, sizeof(wrong_s), "n/a");
             printf("%12zu %12zu %8s %6s %10.2f %9.2f %9.2f %7s", (size_t)s, count,
-                   dtype_names[o->dtype],
-                   c == C_ALLREDUCE || c == C_REDUCE_SCATTER ? redop_names[o->redop] : "none",
-                   worst * 1e6, algbw, algbw * busbw_factor(c, n), wrong_s);
+                   dtype_names[o->dtype], c->reduces ? redop_names[o->redop] : "none", worst * 1e6,
+                   algbw, algbw * busbw_factor(c, n), wrong_s);
             if (with_mpi && mpi_ok)
                 printf(" %10.2f %9.2f %8.2f", tm_worst * 1e6,
                        (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n), tm_worst / worst);
@@ -685,28 +802,25 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                 printf(" %10s %9s %8s", "n/a", "n/a", "n/a");
             printf("\n");
             fflush(stdout);
-            if (json) {
-                fprintf(
-                    json,
-                    "%s\n  {\"bytes\": %zu, \"count\": %zu, \"time_us\": %.3f, \"algbw\": %.4f, "
-                    "\"busbw\": %.4f, \"wrong\": %ld",
-                    first ? "" : ",", (size_t)s, count, worst * 1e6, algbw,
-                    algbw * busbw_factor(c, n), wrong);
-                if (with_mpi && mpi_ok)
-                    fprintf(json, ", \"ref_time_us\": %.3f, \"ref_busbw\": %.4f", tm_worst * 1e6,
-                            (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n));
-                fprintf(json, "}");
+            json_row(&json);
+            json_num(&json, "bytes", (double)(size_t)s, 0);
+            json_num(&json, "count", (double)count, 0);
+            json_num(&json, "time_us", worst * 1e6, 3);
+            json_num(&json, "algbw", algbw, 4);
+            json_num(&json, "busbw", algbw * busbw_factor(c, n), 4);
+            json_num(&json, "wrong", (double)wrong, 0);
+            if (with_mpi && mpi_ok) {
+                json_num(&json, "ref_time_us", tm_worst * 1e6, 3);
+                json_num(&json, "ref_busbw",
+                         (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n), 4);
             }
+            json_row_end(&json);
             if (MPI_Wtime() - start > 3)
                 fprintf(stderr, "symaddr-bench: %s %zu bytes done (%.0f s)\n", o->op, (size_t)s,
                         MPI_Wtime() - start);
-            first = 0;
         }
     }
-    if (json) {
-        fprintf(json, "\n]}\n");
-        fclose(json);
-    }
+    json_close(&json);
 #if defined(SYMADDR_USE_CUDA)
     if (stream)
         cudaStreamDestroy((cudaStream_t)stream);
@@ -923,7 +1037,7 @@ int main(int argc, char **argv)
         return 1;
     }
     int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
-    if (lookup_name(coll_ops, 5, o.op) >= 0 || !strcmp(o.op, "alloc") || !strcmp(o.op, "lookup") ||
+    if (is_coll(o.op) || !strcmp(o.op, "alloc") || !strcmp(o.op, "lookup") ||
         !strcmp(o.op, "atomic")) {
         int rc = !strcmp(o.op, "alloc")    ? run_alloc(ctx, &o)
                  : !strcmp(o.op, "lookup") ? run_lookup(ctx, &o)
@@ -964,18 +1078,17 @@ int main(int argc, char **argv)
         host[i] = (unsigned char)(rank * 31 + i * 7 + 1);
     symaddr_memcpy(ctx, a, host, o.max);
 
-    FILE *json = NULL;
+    json_out_t json = {};
     if (rank == 0) {
         printf("# symaddr-bench %s: %d ranks, backend %s, provider %s\n", o.op, size,
                symaddr_backend_name(symaddr_backend(ctx)),
                o.provider == SYMADDR_PROVIDER_HEAP  ? "heap"
                : o.provider == SYMADDR_PROVIDER_VMM ? "vmm"
                                                     : "ipc");
-        if (o.json && !(json = fopen(o.json, "w")))
-            fprintf(stderr, "symaddr-bench: cannot write %s\n", o.json);
-        if (json)
-            fprintf(json, "{\"op\": \"%s\", \"ranks\": %d, \"backend\": \"%s\", \"rows\": [", o.op,
-                    size, symaddr_backend_name(symaddr_backend(ctx)));
+        json_open(&json, o.json);
+        json_str(&json, "op", o.op);
+        json_num(&json, "ranks", size, 0);
+        json_str(&json, "backend", symaddr_backend_name(symaddr_backend(ctx)));
     }
     if (latency) {
         /* a holds the 8-byte payloads, b the signal: both start at zero. */
@@ -1001,9 +1114,11 @@ int main(int argc, char **argv)
             printf("# ranks 0 and 1: 8-byte put + signal, %d round trips in one kernel\n", o.iters);
             printf("%12s %14s %8s\n", "size(B)", "one-way(us)", "status");
             printf("%12d %14.3f %8s\n", 8, worst * 1e6, all_bad ? "TIMEOUT" : "ok");
-            if (json)
-                fprintf(json, "\n  {\"bytes\": 8, \"time_us\": %.3f, \"wrong\": %d}", worst * 1e6,
-                        all_bad);
+            json_row(&json);
+            json_num(&json, "bytes", 8, 0);
+            json_num(&json, "time_us", worst * 1e6, 3);
+            json_num(&json, "wrong", all_bad, 0);
+            json_row_end(&json);
         }
         symaddr_mem_free(ctx, status);
     } else {
@@ -1026,7 +1141,6 @@ int main(int argc, char **argv)
                 printf(" %10s %10s %8s", "peer(us)", "GB/s", "peer/sym");
             printf("\n");
         }
-        int first = 1;
         for (double s = (double)o.min; s <= (double)o.max; s *= o.factor) {
             size_t bytes = mode < 0 ? (size_t)s / 16 * 16 : (size_t)s;
             if (bytes == 0)
@@ -1065,25 +1179,20 @@ int main(int argc, char **argv)
                     printf(" %10.2f %10.2f %8.3f", t_peer * 1e6, bytes / t_peer / 1e9,
                            t_peer / t_sym);
                 printf("\n");
-                if (json) {
-                    fprintf(json,
-                            "%s\n  {\"bytes\": %zu, \"time_us\": %.3f, \"ref_time_us\": %.3f, "
-                            "\"wrong\": %ld",
-                            first ? "" : ",", bytes, t_sym * 1e6, t_ref * 1e6, all_wrong);
-                    if (peer_ref)
-                        fprintf(json, ", \"peer_time_us\": %.3f", t_peer * 1e6);
-                    fprintf(json, "}");
-                }
-                first = 0;
+                json_row(&json);
+                json_num(&json, "bytes", (double)bytes, 0);
+                json_num(&json, "time_us", t_sym * 1e6, 3);
+                json_num(&json, "ref_time_us", t_ref * 1e6, 3);
+                json_num(&json, "wrong", (double)all_wrong, 0);
+                if (peer_ref)
+                    json_num(&json, "peer_time_us", t_peer * 1e6, 3);
+                json_row_end(&json);
             }
             if (all_wrong)
                 break;
         }
     }
-    if (json) {
-        fprintf(json, "\n]}\n");
-        fclose(json);
-    }
+    json_close(&json);
     free(host);
     symaddr_symmetric_free(prov, a);
     symaddr_symmetric_free(prov, b);
