@@ -86,6 +86,12 @@ struct symaddr_context {
     struct plain_alloc *plain; /* symaddr_mem_alloc's allocations, which only this context frees */
 };
 
+/* Whether the context spans more than one node group. */
+static inline bool symaddr_multi_node(const symaddr_context_t *ctx)
+{
+    return ctx->boot.node_size < ctx->size;
+}
+
 /* Largest allocation or registration symaddr accepts. */
 #define SYMADDR_MAX_BYTES ((size_t)1 << 48)
 
@@ -161,7 +167,10 @@ symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_pt
                                           symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
                                           uint64_t caps, symaddr_map_t **map_p);
 
-/* Free what symaddr_mem_alloc handed out and was not freed. */
+/* symaddr_mem_alloc's allocations of this context (plain.c): record one, take one back (NULL
+ * when ptr is not one, or while a registration overlaps it: *overlap_p), free what is left. */
+symaddr_status_t symaddr_plain_add(symaddr_context_t *ctx, void *ptr, size_t bytes);
+void *symaddr_plain_take(symaddr_context_t *ctx, void *ptr, bool *overlap_p);
 void symaddr_plain_fini(symaddr_context_t *ctx);
 
 symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx);

@@ -6,23 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* symaddr_mem_alloc's allocations: a context frees only its own, on every backend. */
-struct plain_alloc {
-    void *ptr;
-    size_t bytes;
-    struct plain_alloc *next;
-};
-
-void symaddr_plain_fini(symaddr_context_t *ctx)
-{
-    while (ctx->plain) {
-        struct plain_alloc *a = ctx->plain;
-        ctx->plain = a->next;
-        ctx->be.ops->mem_free(&ctx->be, a->ptr);
-        free(a);
-    }
-}
-
 /* Runtime text of the backend's last refusal, as a suffix of a message. */
 static const char *runtime_says(symaddr_context_t *ctx)
 {
@@ -40,51 +23,38 @@ symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                  "%s: size %zu is %s; pass 1 to 2^48 bytes", fn, bytes,
                                  bytes ? "too large" : "zero");
-    struct plain_alloc *a = malloc(sizeof(*a));
-    if (!a)
-        return symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
-    symaddr_status_t st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &a->ptr);
-    if (st != SYMADDR_OK) {
-        free(a);
+    void *ptr = NULL;
+    symaddr_status_t st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &ptr);
+    if (st != SYMADDR_OK)
         return symaddr_set_error(ctx, st, "%s: cannot allocate %zu bytes: %s", fn, bytes,
                                  runtime_says(ctx));
+    if (symaddr_plain_add(ctx, ptr, bytes) != SYMADDR_OK) {
+        ctx->be.ops->mem_free(&ctx->be, ptr);
+        return symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
     }
-    a->bytes = bytes;
-    pthread_mutex_lock(&ctx->err.lock);
-    a->next = ctx->plain;
-    ctx->plain = a;
-    pthread_mutex_unlock(&ctx->err.lock);
-    *ptr_p = a->ptr;
+    *ptr_p = ptr;
     return SYMADDR_OK;
 }
 
 symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr)
 {
     static const char fn[] = "symaddr_mem_free";
-    struct plain_alloc *a = NULL;
+    bool overlap = false;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
     if (!ptr)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr is NULL", fn);
-    pthread_mutex_lock(&ctx->err.lock);
-    struct plain_alloc **pa = &ctx->plain;
-    while (*pa && (*pa)->ptr != ptr)
-        pa = &(*pa)->next;
-    a = *pa;
-    if (a && !symaddr_registry_overlaps(&ctx->reg, (uintptr_t)ptr, a->bytes))
-        *pa = a->next;
-    pthread_mutex_unlock(&ctx->err.lock);
-    if (!a)
-        return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
-                                 "%s: %p is not from symaddr_mem_alloc on this context (or was "
-                                 "freed already); free it with the context that allocated it",
-                                 fn, ptr);
-    if (symaddr_registry_overlaps(&ctx->reg, (uintptr_t)ptr, a->bytes))
-        return symaddr_set_error(ctx, SYMADDR_ERR_ALREADY_REGISTERED,
-                                 "%s: %p is still imported; symaddr_unregister its maps first", fn,
-                                 ptr);
+    if (!symaddr_plain_take(ctx, ptr, &overlap))
+        return overlap ? symaddr_set_error(ctx, SYMADDR_ERR_ALREADY_REGISTERED,
+                                           "%s: %p is still imported; symaddr_unregister its "
+                                           "maps first",
+                                           fn, ptr)
+                       : symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
+                                           "%s: %p is not from symaddr_mem_alloc on this context "
+                                           "(or was freed already); free it with the context "
+                                           "that allocated it",
+                                           fn, ptr);
     symaddr_status_t st = ctx->be.ops->mem_free(&ctx->be, ptr);
-    free(a);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "%s: %s", fn, runtime_says(ctx));
     return st;

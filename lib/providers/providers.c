@@ -70,3 +70,35 @@ void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registrati
     free(r->backing);
     r->backing = NULL;
 }
+
+/* Teardown, written once: every registration drops its mappings of peers' memory, then (the
+ * node's ranks having done the same) every one releases its own. regs are out of the
+ * registry already; the whole context (its heap and sync area) goes too when whole is set. A
+ * broken context, or a peer that does not come, skips the wait: this rank releases all the
+ * same. */
+symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs, size_t n,
+                                  bool whole)
+{
+    symaddr_status_t st = SYMADDR_OK;
+    for (size_t i = 0; i < n; i++)
+        symaddr_provider_ops(regs[i]->map.provider)->detach(ctx, regs[i]);
+    if (whole) {
+        if (ctx->has_heap)
+            symaddr_backing_close_peers(ctx, &ctx->heap.backing);
+        symaddr_coll_close_peers(ctx);
+    }
+    if (ctx->broken == SYMADDR_OK &&
+        (st = symaddr_mpi_barrier(&ctx->boot, ctx->boot.node_comm,
+                                  symaddr_bootstrap_deadline(&ctx->boot, 1))) != SYMADDR_OK)
+        symaddr_context_break(ctx, st);
+    for (size_t i = 0; i < n; i++) {
+        symaddr_provider_ops(regs[i]->map.provider)->release(ctx, regs[i]);
+        free(regs[i]);
+    }
+    if (whole) {
+        symaddr_coll_fini(ctx);
+        if (ctx->has_heap)
+            symaddr_heap_fini(ctx);
+    }
+    return st;
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/* The collectives' sync area, set up with the context: epochs, status, barrier flags, staging,
+ * LL inboxes and, across nodes, the reduce-scatter scratch; the grid bound; and the status the
+ * kernels record. The calls themselves are in collectives.c. */
+#include "internal.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCRATCH_BYTES ((size_t)1 << 20) /* reduce-scatter between nodes, per chunk */
+
+/* The grid of every collective kernel is bounded so that the blocks of all the ranks sharing
+ * a GPU are resident at once: a block that waits for a peer's block never holds the SM that
+ * block needs. Ranks of other node groups on the same GPU (simulated nodes) count too, since
+ * their kernels run at the same time. The bound is agreed on the node, since block b waits for
+ * the peers' block b. One context's collectives at a time per GPU keep within it. */
+static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
+{
+    int sharing = ctx->gpu_sharers;
+    unsigned resident = ctx->be.ops->coll->resident_blocks(ctx->be.device);
+    unsigned mine = resident == UINT_MAX ? SYMADDR_COLL_MAX_BLOCKS
+                                         : resident / (unsigned)(sharing > 0 ? sharing : 1);
+    if (mine > SYMADDR_COLL_MAX_BLOCKS)
+        mine = SYMADDR_COLL_MAX_BLOCKS;
+    if (mine == 0)
+        mine = 1;
+    return symaddr_mpi_allreduce(&ctx->boot, ctx->boot.node_comm, &mine, blocks_p, 1, MPI_UNSIGNED,
+                                 MPI_MIN, symaddr_bootstrap_deadline(&ctx->boot, 0));
+}
+
+symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
+{
+    symaddr_coll_t *c = &ctx->coll;
+    const symaddr_bootstrap_t *b = &ctx->boot;
+    size_t stage_offset =
+        (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size) +
+         255) /
+        256 * 256;
+    size_t ll_offset = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
+    size_t scratch_offset = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
+    size_t scratch_bytes = symaddr_multi_node(ctx) ? SCRATCH_BYTES : 0;
+    size_t sync_bytes = scratch_offset + scratch_bytes;
+    void *zeros = calloc(1, sync_bytes);
+    symaddr_status_t st = zeros ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+
+    c->leaders = MPI_COMM_NULL;
+    if (st == SYMADDR_OK)
+        st = grid_bound(ctx, &c->max_blocks);
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->mem_alloc(&ctx->be, sync_bytes, &c->sync.root);
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, zeros, sync_bytes);
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->local_alloc(&ctx->be, sizeof(int) * (size_t)b->node_size,
+                                      (void **)&c->node_ranks);
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->memcpy(&ctx->be, c->node_ranks, b->node_to_rank,
+                                 sizeof(int) * (size_t)b->node_size);
+    c->stage_offset = stage_offset;
+    c->ll_offset = ll_offset;
+    c->scratch_offset = scratch_offset;
+    c->scratch_bytes = scratch_bytes;
+    free(zeros);
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area: %s",
+                          ctx->be.why[0] ? ctx->be.why : symaddr_strerror(st));
+    st = symaddr_agree_status(ctx, st, "symaddr_init (collectives)");
+    /* MPI has no nonblocking split: every rank just agreed, so none is missing. */
+    if (st == SYMADDR_OK && MPI_Comm_split(ctx->comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED,
+                                           ctx->rank, &c->leaders) != MPI_SUCCESS)
+        st = symaddr_context_break(ctx, SYMADDR_ERR_MPI);
+    if (st == SYMADDR_OK) {
+        c->sync.root_bytes = sync_bytes;
+        c->sync.owned = true;
+        st = symaddr_backing_open(ctx, &c->sync, 0);
+    }
+    if (st != SYMADDR_OK) {
+        symaddr_coll_fini(ctx);
+        return st;
+    }
+    c->ready = true;
+    return SYMADDR_OK;
+}
+
+void symaddr_coll_close_peers(symaddr_context_t *ctx)
+{
+    if (ctx->coll.ready)
+        symaddr_backing_close_peers(ctx, &ctx->coll.sync);
+}
+
+void symaddr_coll_fini(symaddr_context_t *ctx)
+{
+    symaddr_coll_t *c = &ctx->coll;
+    if (c->sync.dev_table)
+        symaddr_backing_release(ctx, &c->sync);
+    else if (c->sync.root)
+        ctx->be.ops->mem_free(&ctx->be, c->sync.root);
+    if (c->node_ranks)
+        ctx->be.ops->local_free(&ctx->be, c->node_ranks);
+    if (c->leaders != MPI_COMM_NULL && !ctx->boot.parked)
+        MPI_Comm_free(&c->leaders);
+    memset(c, 0, sizeof(*c));
+    c->leaders = MPI_COMM_NULL;
+}
+
+symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
+{
+    uint64_t word = 0;
+    uint64_t *status = (uint64_t *)ctx->coll.sync.root + SYMADDR_SYNC_STATUS;
+    if (!ctx->coll.ready ||
+        ctx->be.ops->memcpy(&ctx->be, &word, status, sizeof(word)) != SYMADDR_OK)
+        return SYMADDR_OK;
+    if (word == 0)
+        return SYMADDR_OK;
+    symaddr_status_t st = (symaddr_status_t) - (int64_t)word;
+    symaddr_context_break(ctx, st);
+    if (st == SYMADDR_ERR_TIMEOUT)
+        return symaddr_set_error(ctx, st,
+                                 "a collective waited more than %u ms for a rank of its node: a "
+                                 "peer exited, is stopped, or ranks called different "
+                                 "collectives. The context is broken on every rank: finalize it",
+                                 ctx->cfg.timeout_ms);
+    return symaddr_set_error(ctx, st,
+                             "a rank of the node gave up on a collective after "
+                             "waiting %u ms for a peer (one exited, is stopped, or ranks called "
+                             "different collectives): the context is broken on every rank, "
+                             "finalize it",
+                             ctx->cfg.timeout_ms);
+}
+
+symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
+{
+    const symaddr_coll_t *c = &ctx->coll;
+    size_t flags = (size_t)SYMADDR_COLL_MAX_BLOCKS * (size_t)ctx->boot.node_size;
+    size_t inboxes = 2 * (size_t)ctx->boot.node_size * SYMADDR_COLL_LL_INBOX;
+    uint64_t *w = malloc(sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
+    void *zeros = calloc(1, inboxes);
+    symaddr_status_t st =
+        w && zeros ? ctx->be.ops->stream_sync(&ctx->be, NULL) : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, symaddr_bootstrap_deadline(&ctx->boot, 1));
+    if (st == SYMADDR_OK) {
+        memset(w, 0, sizeof(uint64_t) * SYMADDR_SYNC_WORDS);
+        w[SYMADDR_SYNC_EPOCH] = next - 1;
+        for (size_t i = 0; i < flags; i++)
+            w[SYMADDR_SYNC_WORDS + i] = (next - 1) * 4 + 2; /* every phase of next - 1 passed */
+        st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, w,
+                                 sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
+    }
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->memcpy(&ctx->be, (char *)c->sync.root + c->ll_offset, zeros, inboxes);
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, symaddr_bootstrap_deadline(&ctx->boot, 1));
+    free(w);
+    free(zeros);
+    return st;
+}
