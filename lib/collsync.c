@@ -64,7 +64,7 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     free(zeros);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area: %s",
-                          ctx->be.why[0] ? ctx->be.why : symaddr_strerror(st));
+                          symaddr_runtime_says(ctx));
     st = symaddr_agree_status(ctx, st, "symaddr_init (collectives)");
     /* MPI has no nonblocking split: every rank just agreed, so none is missing. */
     if (st == SYMADDR_OK && MPI_Comm_split(ctx->comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED,

@@ -29,6 +29,7 @@ symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
                                  fn, symaddr_strerror(ctx->broken));
     }
     symaddr_bootstrap_call_begin(&ctx->boot);
+    ctx->be.why[0] = 0; /* a message of this call quotes only this call's refusals */
     return SYMADDR_OK;
 }
 

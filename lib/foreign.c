@@ -77,8 +77,6 @@ static symaddr_status_t register_named(symaddr_context_t *ctx, void *ptr, size_t
     pe_fn_t pe_fn = NULL;
     accessible_fn_t accessible = NULL;
     symaddr_status_t local = SYMADDR_OK;
-    if (!ctx)
-        return SYMADDR_ERR_INVALID_ARG;
     if (!l->built)
         local = symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
                                   "%s: symaddr was built without %s; reconfigure with "

@@ -92,6 +92,12 @@ static inline bool symaddr_multi_node(const symaddr_context_t *ctx)
     return ctx->boot.node_size < ctx->size;
 }
 
+/* The runtime's words for the backend's last refusal in this call, for a message. */
+static inline const char *symaddr_runtime_says(const symaddr_context_t *ctx)
+{
+    return ctx->be.why[0] ? ctx->be.why : "no detail from the runtime";
+}
+
 /* Largest allocation or registration symaddr accepts. */
 #define SYMADDR_MAX_BYTES ((size_t)1 << 48)
 

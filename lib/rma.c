@@ -6,12 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Runtime text of the backend's last refusal, as a suffix of a message. */
-static const char *runtime_says(symaddr_context_t *ctx)
-{
-    return ctx->be.why[0] ? ctx->be.why : "no detail from the runtime";
-}
-
 symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **ptr_p)
 {
     static const char fn[] = "symaddr_mem_alloc";
@@ -27,7 +21,7 @@ symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **
     symaddr_status_t st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &ptr);
     if (st != SYMADDR_OK)
         return symaddr_set_error(ctx, st, "%s: cannot allocate %zu bytes: %s", fn, bytes,
-                                 runtime_says(ctx));
+                                 symaddr_runtime_says(ctx));
     if (symaddr_plain_add(ctx, ptr, bytes) != SYMADDR_OK) {
         ctx->be.ops->mem_free(&ctx->be, ptr);
         return symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
@@ -56,7 +50,7 @@ symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr)
                                            fn, ptr);
     symaddr_status_t st = ctx->be.ops->mem_free(&ctx->be, ptr);
     if (st != SYMADDR_OK)
-        symaddr_set_error(ctx, st, "%s: %s", fn, runtime_says(ctx));
+        symaddr_set_error(ctx, st, "%s: %s", fn, symaddr_runtime_says(ctx));
     return st;
 }
 
@@ -76,7 +70,7 @@ symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, const void *s
     symaddr_status_t st = ctx->be.ops->memcpy(&ctx->be, dst, src, bytes);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_memcpy: the %s runtime refused the copy: %s",
-                          ctx->be.ops->name, runtime_says(ctx));
+                          ctx->be.ops->name, symaddr_runtime_says(ctx));
     return st;
 }
 
@@ -89,7 +83,7 @@ symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream)
         return symaddr_set_error(ctx, st,
                                  "symaddr_stream_sync: the %s runtime reported an "
                                  "error on the stream: %s",
-                                 ctx->be.ops->name, runtime_says(ctx));
+                                 ctx->be.ops->name, symaddr_runtime_says(ctx));
     return symaddr_coll_status(ctx);
 }
 

@@ -33,7 +33,7 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
         symaddr_set_error(ctx, st,
                           "symaddr_init: cannot allocate a %zu-byte symmetric heap (%s); lower "
                           "heap_bytes or SYMADDR_HEAP_SIZE",
-                          bytes, ctx->be.why);
+                          bytes, symaddr_runtime_says(ctx));
     st = symaddr_agree_status(ctx, st, "symaddr_init (heap)");
     if (st == SYMADDR_OK) {
         h->backing.root_bytes = bytes;

@@ -33,7 +33,7 @@ static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_regist
         m->root_bytes = a->bytes;
         if ((st = symaddr_backing_upload(ctx, m)) != SYMADDR_OK)
             symaddr_set_error(ctx, st, "%s: cannot place the peer table in device memory: %s", fn,
-                              ctx->be.why);
+                              symaddr_runtime_says(ctx));
     }
     st = symaddr_agree_status(ctx, st, fn);
     if (st != SYMADDR_OK) {
