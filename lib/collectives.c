@@ -33,8 +33,6 @@ static const char *const coll_names[] = {
     [SYMADDR_COLL_ALLTOALL] = "symaddr_alltoall",
 };
 
-static bool multi_node(const symaddr_context_t *ctx) { return symaddr_multi_node(ctx); }
-
 /* ---- argument checks ---------------------------------------------------------------------- */
 
 /* *bits_p collects the address bits of ptr and of every peer's copy (for d->vec). */
@@ -260,28 +258,31 @@ static symaddr_status_t in_place_or_apart(symaddr_context_t *ctx, const void *se
     return SYMADDR_OK;
 }
 
-/* reduce-scatter: recv apart from send, or this rank's block of it (send + rank * count). */
-static symaddr_status_t rs_rule(symaddr_context_t *ctx, const void *send, const void *recv,
-                                size_t bytes, size_t total, const char *fn)
+/* part apart from whole, or this rank's block of it (whole + rank * count), the only in-place
+ * form of reduce-scatter (recv a block of send) and allgather (send a block of recv). */
+static symaddr_status_t block_rule(symaddr_context_t *ctx, const void *part, const char *part_name,
+                                   const void *whole, const char *whole_name, size_t bytes,
+                                   size_t total, const char *fn)
 {
-    if (recv != (const char *)send + bytes * (size_t)ctx->rank && overlap(recv, bytes, send, total))
+    if (part != (const char *)whole + bytes * (size_t)ctx->rank &&
+        overlap(part, bytes, whole, total))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "%s: recv overlaps send other than at this rank's block (send + "
+                                 "%s: %s overlaps %s other than at this rank's block (%s + "
                                  "rank * count), the only in-place form",
-                                 fn);
+                                 fn, part_name, whole_name, whole_name);
     return SYMADDR_OK;
 }
 
-/* allgather: send apart from recv, or this rank's block of it (recv + rank * count). */
+static symaddr_status_t rs_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                size_t bytes, size_t total, const char *fn)
+{
+    return block_rule(ctx, recv, "recv", send, "send", bytes, total, fn);
+}
+
 static symaddr_status_t ag_rule(symaddr_context_t *ctx, const void *send, const void *recv,
                                 size_t bytes, size_t total, const char *fn)
 {
-    if (send != (const char *)recv + bytes * (size_t)ctx->rank && overlap(send, bytes, recv, total))
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "%s: send overlaps recv other than at this rank's block "
-                                 "(recv + rank * count), the only in-place form",
-                                 fn);
-    return SYMADDR_OK;
+    return block_rule(ctx, send, "send", recv, "recv", bytes, total, fn);
 }
 
 /* alltoall: no in-place form. */
@@ -612,7 +613,7 @@ static symaddr_status_t coll_run(symaddr_context_t *ctx, const coll_row_t *row, 
     if (st == SYMADDR_OK && row->rooted && (root < 0 || root >= ctx->size))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
                                row->name, root, ctx->size - 1);
-    if (st == SYMADDR_OK && multi_node(ctx))
+    if (st == SYMADDR_OK && symaddr_multi_node(ctx))
         st = mpi_fits(ctx, row->mpi_all ? total : bytes, row->name);
     symaddr_coll_kind_t kind = row->kind(ctx, bytes, &work);
     if ((st = coll_begin(ctx, st, row->rule, kind, send, row->send_all ? total : bytes, recv,
@@ -626,7 +627,7 @@ static symaddr_status_t coll_run(symaddr_context_t *ctx, const coll_row_t *row, 
             if (ctx->boot.node_to_rank[q] == root)
                 d.root = q;
     }
-    return multi_node(ctx) ? row->nodes(ctx, &d, stream) : launch(ctx, &d, stream);
+    return symaddr_multi_node(ctx) ? row->nodes(ctx, &d, stream) : launch(ctx, &d, stream);
 }
 
 symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
@@ -675,7 +676,7 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
         SYMADDR_OK)
         return st;
     desc_init(ctx, &d, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
-    if (!multi_node(ctx))
+    if (!symaddr_multi_node(ctx))
         return launch(ctx, &d, stream);
     if ((st = settle(ctx, launch(ctx, &d, stream), stream, "symaddr_barrier")) != SYMADDR_OK)
         return st;
