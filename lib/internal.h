@@ -104,6 +104,17 @@ static inline const char *symaddr_runtime_says(const symaddr_context_t *ctx)
 /* Record the error text on ctx and return status. */
 #define symaddr_set_error(ctx, status, ...) symaddr_error_set(&(ctx)->err, (status), __VA_ARGS__)
 
+/* The size of an allocation or registration: 1 to SYMADDR_MAX_BYTES. */
+static inline symaddr_status_t symaddr_check_size(symaddr_context_t *ctx, size_t bytes,
+                                                  const char *fn)
+{
+    if (bytes == 0 || bytes > SYMADDR_MAX_BYTES)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                                 "%s: size %zu is %s; pass 1 to 2^48 bytes", fn, bytes,
+                                 bytes ? "too large" : "zero");
+    return SYMADDR_OK;
+}
+
 /* Start of a collective or allocation call: SYMADDR_ERR_BROKEN when the context is broken,
  * SYMADDR_ERR_INVALID_ARG when another thread is in such a call; else the call's deadline
  * starts and symaddr_call_leave must end it. */

@@ -9,15 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static symaddr_status_t check_size(symaddr_context_t *ctx, size_t bytes, const char *fn)
-{
-    if (bytes == 0 || bytes > SYMADDR_MAX_BYTES)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                                 "%s: size %zu is %s; pass 1 to 2^48 bytes", fn, bytes,
-                                 bytes ? "too large" : "zero");
-    return SYMADDR_OK;
-}
-
 /* Reserve a registry slot and a registration up front, so that publishing after
  * the collective part cannot fail on memory. */
 static symaddr_status_t new_registration(symaddr_context_t *ctx, symaddr_registration_t **r_p,
@@ -61,7 +52,7 @@ symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t b
                                "NULL",
                                fn);
     if (st == SYMADDR_OK)
-        st = check_size(ctx, bytes, fn);
+        st = symaddr_check_size(ctx, bytes, fn);
     if (st == SYMADDR_OK)
         st = new_registration(ctx, &r, fn);
     st = symaddr_agree(ctx, SYMADDR_OP_ALLOCATE, bytes, (uint64_t)provider->kind, st, fn);
@@ -162,7 +153,7 @@ static symaddr_status_t register_(symaddr_context_t *ctx, symaddr_provider_kind_
                                "not be NULL",
                                fn);
     if (st == SYMADDR_OK)
-        st = check_size(ctx, a->bytes, fn);
+        st = symaddr_check_size(ctx, a->bytes, fn);
     if (st == SYMADDR_OK)
         st = ops->check(ctx, a, fn);
     if (st == SYMADDR_OK && symaddr_registry_overlaps(&ctx->reg, (uintptr_t)a->ptr, a->bytes))

@@ -13,12 +13,11 @@ symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **
         return SYMADDR_ERR_INVALID_ARG;
     if (!ptr_p)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr_p is NULL", fn);
-    if (bytes == 0 || bytes > SYMADDR_MAX_BYTES)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                                 "%s: size %zu is %s; pass 1 to 2^48 bytes", fn, bytes,
-                                 bytes ? "too large" : "zero");
+    symaddr_status_t st = symaddr_check_size(ctx, bytes, fn);
+    if (st != SYMADDR_OK)
+        return st;
     void *ptr = NULL;
-    symaddr_status_t st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &ptr);
+    st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &ptr);
     if (st != SYMADDR_OK)
         return symaddr_set_error(ctx, st, "%s: cannot allocate %zu bytes: %s", fn, bytes,
                                  symaddr_runtime_says(ctx));
