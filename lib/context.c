@@ -203,7 +203,7 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     symaddr_bootstrap_call_begin(&ctx->boot);
     ctx->be.ops->stream_sync(&ctx->be, NULL);
     symaddr_coll_status(ctx); /* a collective that failed on the device breaks the context */
-    size_t n = ctx->reg.count, k = 0;
+    size_t n = symaddr_registry_count(&ctx->reg), k = 0;
     symaddr_registration_t **all = malloc(sizeof(*all) * (n ? n : 1));
     while (all && (r = symaddr_registry_last(&ctx->reg))) {
         symaddr_registry_remove(&ctx->reg, r);

@@ -17,16 +17,22 @@ struct symaddr_registry_snapshot {
 
 static symaddr_registry_snapshot_t *snap_alloc(size_t cap)
 {
-    size_t per = sizeof(uint64_t) + 2 * sizeof(void *);
-    symaddr_registry_snapshot_t *s = malloc(sizeof(*s) + per * (cap ? cap : 1));
+    size_t room = cap ? cap : 1, per = sizeof(uint64_t) + 2 * sizeof(void *);
+    symaddr_registry_snapshot_t *s = malloc(sizeof(*s) + per * room);
     if (!s)
         return NULL;
     s->count = 0;
     s->cap = cap;
     s->bases = (uint64_t *)(s + 1);
-    s->by_addr = (symaddr_registration_t **)(s->bases + (cap ? cap : 1));
-    s->by_map = s->by_addr + (cap ? cap : 1);
+    s->by_addr = (symaddr_registration_t **)(s->bases + room);
+    s->by_map = s->by_addr + room;
     return s;
+}
+
+/* A new snapshot for need entries, with room to grow. */
+static symaddr_registry_snapshot_t *snap_grow(size_t need)
+{
+    return snap_alloc(2 * need > 16 ? 2 * need : 16);
 }
 
 static void reclaim(symaddr_registry_t *reg);
@@ -39,7 +45,7 @@ static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t ne
         reg->spare = NULL;
         return s;
     }
-    return snap_alloc(need < 16 ? 16 : 2 * need);
+    return snap_grow(need);
 }
 
 /* For a remove, which must not fail: without new memory, wait for lookups to leave a retired
@@ -143,6 +149,21 @@ static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next)
 }
 
 /* ---- sorted arrays ------------------------------------------------------------------------ */
+
+/* dst = src[0, n) with v of es bytes inserted at index i. */
+static void copy_with(void *dst, const void *src, size_t n, size_t i, const void *v, size_t es)
+{
+    memcpy(dst, src, i * es);
+    memcpy((char *)dst + i * es, v, es);
+    memcpy((char *)dst + (i + 1) * es, (const char *)src + i * es, (n - i) * es);
+}
+
+/* dst = src[0, n) without index i (es-byte elements). */
+static void copy_without(void *dst, const void *src, size_t n, size_t i, size_t es)
+{
+    memcpy(dst, src, i * es);
+    memcpy((char *)dst + i * es, (const char *)src + (i + 1) * es, (n - i - 1) * es);
+}
 
 /* First index whose range_base is > addr. */
 static size_t upper_by_addr(const symaddr_registry_snapshot_t *s, uint64_t addr)
@@ -273,7 +294,7 @@ symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg)
     symaddr_status_t st = SYMADDR_OK;
     size_t need = reg->cur->count + 1;
     if (!reg->spare || reg->spare->cap < need) {
-        symaddr_registry_snapshot_t *s = snap_alloc(2 * need < 16 ? 16 : 2 * need);
+        symaddr_registry_snapshot_t *s = snap_grow(need);
         if (s) {
             free(reg->spare);
             reg->spare = s;
@@ -310,18 +331,11 @@ symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_regist
         st = SYMADDR_ERR_NO_MEMORY;
     } else {
         size_t i = upper_by_addr(cur, base), j = lower_by_map(cur, (uintptr_t)r), n = cur->count;
-        memcpy(next->bases, cur->bases, i * sizeof(*cur->bases));
-        next->bases[i] = base;
-        memcpy(next->bases + i + 1, cur->bases + i, (n - i) * sizeof(*cur->bases));
-        memcpy(next->by_addr, cur->by_addr, i * sizeof(*cur->by_addr));
-        next->by_addr[i] = r;
-        memcpy(next->by_addr + i + 1, cur->by_addr + i, (n - i) * sizeof(*cur->by_addr));
-        memcpy(next->by_map, cur->by_map, j * sizeof(*cur->by_map));
-        next->by_map[j] = r;
-        memcpy(next->by_map + j + 1, cur->by_map + j, (n - j) * sizeof(*cur->by_map));
+        copy_with(next->bases, cur->bases, n, i, &base, sizeof(base));
+        copy_with(next->by_addr, cur->by_addr, n, i, &r, sizeof(r));
+        copy_with(next->by_map, cur->by_map, n, j, &r, sizeof(r));
         next->count = n + 1;
         publish(reg, next);
-        reg->count = n + 1;
         freed_forget(reg, base, end);
     }
     pthread_mutex_unlock(&reg->write);
@@ -339,15 +353,11 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
         symaddr_registry_snapshot_t *next = snap_take_or_wait(reg, n - 1);
         if (next) {
             size_t i = upper_by_addr(cur, r->map.range_base) - 1; /* bases are unique */
-            memcpy(next->bases, cur->bases, i * sizeof(*cur->bases));
-            memcpy(next->bases + i, cur->bases + i + 1, (n - i - 1) * sizeof(*cur->bases));
-            memcpy(next->by_addr, cur->by_addr, i * sizeof(*cur->by_addr));
-            memcpy(next->by_addr + i, cur->by_addr + i + 1, (n - i - 1) * sizeof(*cur->by_addr));
-            memcpy(next->by_map, cur->by_map, j * sizeof(*cur->by_map));
-            memcpy(next->by_map + j, cur->by_map + j + 1, (n - j - 1) * sizeof(*cur->by_map));
+            copy_without(next->bases, cur->bases, n, i, sizeof(*cur->bases));
+            copy_without(next->by_addr, cur->by_addr, n, i, sizeof(*cur->by_addr));
+            copy_without(next->by_map, cur->by_map, n, j, sizeof(*cur->by_map));
             next->count = n - 1;
             publish(reg, next);
-            reg->count = n - 1;
             freed_add(reg, r->map.range_base);
             st = SYMADDR_OK;
         } else {
@@ -394,6 +404,11 @@ symaddr_registration_t *symaddr_registry_owner(symaddr_registry_t *reg, const sy
         found = s->by_map[j];
     read_end(reg, t);
     return found;
+}
+
+size_t symaddr_registry_count(symaddr_registry_t *reg)
+{
+    return __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE)->count;
 }
 
 symaddr_registration_t *symaddr_registry_last(symaddr_registry_t *reg)

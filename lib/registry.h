@@ -41,7 +41,6 @@ typedef struct symaddr_registry {
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
     size_t nfreed, capfreed;
-    size_t count; /* live registrations (writers only) */
 } symaddr_registry_t;
 
 int symaddr_registry_init(symaddr_registry_t *reg);
@@ -69,6 +68,8 @@ symaddr_status_t symaddr_registry_lookup(symaddr_registry_t *reg, const void *pt
 /* Whether map is a live registration's map; never dereferences map. */
 symaddr_registration_t *symaddr_registry_owner(symaddr_registry_t *reg, const symaddr_map_t *map);
 
+/* How many registrations are live. */
+size_t symaddr_registry_count(symaddr_registry_t *reg);
 /* Any registration (for teardown); NULL when empty. */
 symaddr_registration_t *symaddr_registry_last(symaddr_registry_t *reg);
 

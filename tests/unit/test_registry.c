@@ -51,7 +51,7 @@ static void test_insert_lookup(void **state)
         assert_null(symaddr_registry_owner(&reg, &r[i]->map));
         free(r[i]);
     }
-    assert_int_equal(reg.count, 0);
+    assert_int_equal(symaddr_registry_count(&reg), 0);
     symaddr_registry_fini(&reg);
 }
 
