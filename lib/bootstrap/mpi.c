@@ -20,18 +20,18 @@ uint64_t symaddr_now_ns(void)
 
 static void reap(symaddr_bootstrap_t *b);
 
-void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b)
-{
-    if (b->parked)
-        reap(b);
-    b->deadline_ns = symaddr_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
-}
-
 uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh)
 {
     if (fresh || b->deadline_ns == 0)
         return symaddr_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
     return b->deadline_ns;
+}
+
+void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b)
+{
+    if (b->parked)
+        reap(b);
+    b->deadline_ns = symaddr_bootstrap_deadline(b, 1);
 }
 
 /* Completed parked operations give their buffers back. */
@@ -200,7 +200,7 @@ symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_co
         free(dup);
         goto err_mpi;
     }
-    st = wait_req(b, req, dup, symaddr_now_ns() + (uint64_t)timeout_ms * 1000000u);
+    st = wait_req(b, req, dup, symaddr_bootstrap_deadline(b, 1));
     if (st != SYMADDR_OK) {
         if (st == SYMADDR_ERR_TIMEOUT)
             snprintf(why, why_len,
