@@ -63,21 +63,28 @@ static void intrude(void)
     _exit(0);
 }
 
+/* Once: a child that runs body, and its first report read back; complains unless it is want. */
+static void start_child(pid_t *pid, void (*body)(void), char want, const char *complaint)
+{
+    if (*pid >= 0 || pipe(g_report) != 0)
+        return;
+    if ((*pid = fork()) < 0)
+        return;
+    if (*pid == 0)
+        body();
+    char c = 0;
+    if (read(g_report[0], &c, 1) != 1 || c != want)
+        fprintf(stderr, "[rank 0] %s\n", complaint);
+}
+
 static void hook(const struct sockaddr_un *addr, unsigned len, int node_rank)
 {
     if (node_rank != 0 || g_child >= 0)
         return;
     memcpy(&g_addr, addr, len);
     g_len = len;
-    if (pipe(g_report) != 0)
-        return;
-    g_child = fork();
-    if (g_child == 0)
-        intrude();
     /* The intruder is queued on the listener before this rank accepts anyone. */
-    char queued = 0;
-    if (read(g_report[0], &queued, 1) != 1 || queued != 'q')
-        fprintf(stderr, "[rank 0] the intruder could not even connect\n");
+    start_child(&g_child, intrude, 'q', "the intruder could not even connect");
 }
 
 static void test_intruder_refused(void *unused)
@@ -152,14 +159,8 @@ static void hold_silent(void)
 static void silent_hook(const struct sockaddr_un *addr, unsigned len, int node_rank)
 {
     (void)addr, (void)len;
-    if (node_rank != 0 || g_silent >= 0 || pipe(g_report) != 0)
-        return;
-    g_silent = fork();
-    if (g_silent == 0)
-        hold_silent();
-    char c = 0;
-    if (read(g_report[0], &c, 1) != 1 || c != 'h')
-        fprintf(stderr, "[rank 0] the silent stranger could not connect\n");
+    if (node_rank == 0)
+        start_child(&g_silent, hold_silent, 'h', "the silent stranger could not connect");
 }
 
 static void test_silent_stranger(void *unused)
