@@ -131,6 +131,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (!ctx)
         return SYMADDR_ERR_NO_MEMORY;
     pthread_mutex_init(&ctx->err.lock, NULL);
+    ctx->coll.leaders = MPI_COMM_NULL; /* a failed init tears down whatever was set up */
     symaddr_registry_init(&ctx->reg);
     if (cfg) /* a config of another layout is read only as far as it goes, then refused */
         memcpy(&ctx->cfg, cfg, cfg->size < sizeof(*cfg) ? cfg->size : sizeof(*cfg));
@@ -174,13 +175,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (st != SYMADDR_OK) {
         if (ctx->rank == 0 || ctx_p == NULL)
             log_line(&ctx->cfg, "symaddr: %s", ctx->err.text);
-        if (ctx->has_heap) {
-            symaddr_backing_close_peers(ctx, &ctx->heap.backing);
-            if (ctx->broken == SYMADDR_OK)
-                symaddr_mpi_barrier(&ctx->boot, ctx->comm,
-                                    symaddr_bootstrap_deadline(&ctx->boot, 1));
-            symaddr_heap_fini(ctx);
-        }
+        symaddr_teardown(ctx, NULL, 0, true); /* what was set up of the heap and sync area */
         context_free(ctx);
         return st;
     }
