@@ -2,7 +2,7 @@
 /* Agreement: every rank of a collective call learns every other rank's verdict, so that all
  * return the same status. An agreement that times out leaves the ranks unsure of each other's
  * outcome, so the context is then broken: every later call returns SYMADDR_ERR_BROKEN. */
-#include "internal.h"
+#include "core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,75 +21,76 @@ static const char *op_name(uint64_t op)
     return op < sizeof(names) / sizeof(names[0]) && names[op] ? names[op] : "an unknown call";
 }
 
-symaddr_status_t symaddr_context_break(symaddr_context_t *ctx, symaddr_status_t why)
+symaddr_status_t symaddr_core_break(symaddr_core_t *core, symaddr_status_t why)
 {
-    if (ctx->broken == SYMADDR_OK)
-        ctx->broken = why;
+    if (core->broken == SYMADDR_OK)
+        core->broken = why;
     return why;
 }
 
 /* The exchange of an agreement, with a deadline of its own: a call that failed earlier still
  * tells its peers so. */
-static symaddr_status_t exchange(symaddr_context_t *ctx, const void *mine, void *all, size_t bytes,
+static symaddr_status_t exchange(symaddr_core_t *core, const void *mine, void *all, size_t bytes,
                                  const char *opname)
 {
-    symaddr_status_t st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, mine, all, bytes,
-                                                symaddr_bootstrap_deadline(&ctx->boot, 1));
+    symaddr_status_t st = symaddr_mpi_allgather(&core->boot, core->comm, mine, all, bytes,
+                                                symaddr_bootstrap_deadline(&core->boot, 1));
     if (st == SYMADDR_OK)
         return SYMADDR_OK;
-    symaddr_context_break(ctx, st);
+    symaddr_core_break(core, st);
     if (st == SYMADDR_ERR_TIMEOUT)
-        return symaddr_set_error(ctx, st,
+        return symaddr_error_set(&core->err, st,
                                  "%s: timed out after %u ms waiting for every rank to "
                                  "reach the call; a rank exited, is stopped or skipped the call. "
                                  "The context is broken: finalize it",
-                                 opname, ctx->cfg.timeout_ms);
-    return symaddr_set_error(ctx, st,
+                                 opname, core->cfg.timeout_ms);
+    return symaddr_error_set(&core->err, st,
                              "%s: MPI failed while the ranks compared their results; "
                              "the context is broken: finalize it",
                              opname);
 }
 
-symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0, uint64_t arg1,
+symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0, uint64_t arg1,
                                symaddr_status_t local, const char *opname)
 {
     symaddr_call_t mine, *all;
     symaddr_status_t st = SYMADDR_OK;
 
     memset(&mine, 0, sizeof(mine));
-    mine.seq = ++ctx->seq;
+    mine.seq = ++core->seq;
     mine.op = op;
     mine.arg0 = arg0;
     mine.arg1 = arg1;
     mine.status = local;
     if (local != SYMADDR_OK)
-        snprintf(mine.why, sizeof(mine.why), "%.99s", ctx->err.text);
-    all = malloc(sizeof(*all) * (size_t)ctx->size);
+        snprintf(mine.why, sizeof(mine.why), "%.99s", core->err.text);
+    all = malloc(sizeof(*all) * (size_t)core->size);
     if (!all) /* cannot take part: the peers time out, as they would if this rank had died */
-        return symaddr_context_break(
-            ctx, symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", opname));
-    if ((st = exchange(ctx, &mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
+        return symaddr_core_break(core, symaddr_error_set(&core->err, SYMADDR_ERR_NO_MEMORY,
+                                                          "%s: out of host memory", opname));
+    if ((st = exchange(core, &mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
         free(all);
         return st;
     }
-    for (int r = 0; r < ctx->size && st == SYMADDR_OK; r++) {
+    for (int r = 0; r < core->size && st == SYMADDR_OK; r++) {
         if (all[r].status == SYMADDR_OK)
             continue;
         st = (symaddr_status_t)all[r].status;
-        if (r != ctx->rank || local == SYMADDR_OK)
-            symaddr_set_error(ctx, st, "%s failed on rank %d: %.100s", opname, r, all[r].why);
+        if (r != core->rank || local == SYMADDR_OK)
+            symaddr_error_set(&core->err, st, "%s failed on rank %d: %.100s", opname, r,
+                              all[r].why);
     }
-    for (int r = 0; r < ctx->size && st == SYMADDR_OK; r++) {
+    for (int r = 0; r < core->size && st == SYMADDR_OK; r++) {
         const symaddr_call_t *a = &all[r], *b = &all[0];
         if (a->seq != b->seq || a->op != b->op)
-            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
+            st = symaddr_error_set(&core->err, SYMADDR_ERR_MISMATCH,
                                    "%s: rank %d is in collective call #%llu (%s) while rank 0 is "
                                    "in call #%llu (%s); every rank must make the same collective "
                                    "calls in the same order",
                                    opname, r, (unsigned long long)a->seq, op_name(a->op),
                                    (unsigned long long)b->seq, op_name(b->op));
         else if (a->arg0 != b->arg0 || a->arg1 != b->arg1)
-            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
+            st = symaddr_error_set(&core->err, SYMADDR_ERR_MISMATCH,
                                    "%s: rank %d passed (%llu, %llu) but rank 0 passed (%llu, "
                                    "%llu); pass the same size and provider on every rank",
                                    opname, r, (unsigned long long)a->arg0,
@@ -100,26 +101,26 @@ symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg
     return st;
 }
 
-symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t local,
+symaddr_status_t symaddr_agree_status(symaddr_core_t *core, symaddr_status_t local,
                                       const char *opname)
 {
-    int32_t mine = local, *all = malloc(sizeof(int32_t) * (size_t)ctx->size);
+    int32_t mine = local, *all = malloc(sizeof(int32_t) * (size_t)core->size);
     symaddr_status_t st = SYMADDR_OK;
 
     if (!all)
-        return symaddr_context_break(
-            ctx, symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", opname));
-    if ((st = exchange(ctx, &mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
+        return symaddr_core_break(core, symaddr_error_set(&core->err, SYMADDR_ERR_NO_MEMORY,
+                                                          "%s: out of host memory", opname));
+    if ((st = exchange(core, &mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
         free(all);
         return st;
     }
-    for (int r = 0; r < ctx->size; r++) {
+    for (int r = 0; r < core->size; r++) {
         if (all[r] == SYMADDR_OK)
             continue;
         st = (symaddr_status_t)all[r];
-        if (r != ctx->rank && local == SYMADDR_OK)
-            symaddr_set_error(ctx, st, "%s failed on rank %d (%s); see that rank's message", opname,
-                              r, symaddr_strerror(st));
+        if (r != core->rank && local == SYMADDR_OK)
+            symaddr_error_set(&core->err, st, "%s failed on rank %d (%s); see that rank's message",
+                              opname, r, symaddr_strerror(st));
         break;
     }
     free(all);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Host side of the collectives: argument checks, algorithm choice, and the hierarchical path
  * (symmetric memory inside a node, MPI between nodes), all on the caller's stream. */
-#include "internal.h"
+#include "context.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -59,8 +59,8 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
                                  "registration",
                                  fn, what, bytes, ptr);
     *bits_p |= (uint64_t)(uintptr_t)ptr;
-    for (int q = 0; q < ctx->boot.node_size; q++) {
-        uint64_t base = r->map.host_peer_bases[ctx->boot.node_to_rank[q]];
+    for (int q = 0; q < ctx->core.boot.node_size; q++) {
+        uint64_t base = r->map.host_peer_bases[ctx->core.boot.node_to_rank[q]];
         if (base == 0)
             return symaddr_set_error(ctx, SYMADDR_ERR_UNREACHABLE,
                                      "%s: %s is not mapped on node rank %d", fn, what, q);
@@ -77,31 +77,31 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
                                     symaddr_coll_kind_t kind, size_t count, symaddr_dtype_t dt,
                                     int op, int root)
 {
-    if (!ctx->cfg.validate)
+    if (!ctx->core.cfg.validate)
         return local;
-    symaddr_status_t st = symaddr_agree_status(ctx, local, coll_names[kind]);
+    symaddr_status_t st = symaddr_agree_status(&ctx->core, local, coll_names[kind]);
     if (st != SYMADDR_OK)
         return st;
     uint64_t mine[5] = {kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT || kind == SYMADDR_COLL_ALLREDUCE_LL
                             ? (uint64_t)SYMADDR_COLL_ALLREDUCE_ONESHOT
                             : (uint64_t)kind,
                         count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
-    uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->size);
+    uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all)
-        return symaddr_context_break(ctx,
-                                     symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY,
-                                                       "%s: out of host memory", coll_names[kind]));
-    st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, mine, all, sizeof(mine),
-                               symaddr_bootstrap_deadline(&ctx->boot, 1));
+        return symaddr_core_break(&ctx->core,
+                                  symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY,
+                                                    "%s: out of host memory", coll_names[kind]));
+    st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
+                               symaddr_bootstrap_deadline(&ctx->core.boot, 1));
     if (st != SYMADDR_OK) {
         free(all);
-        symaddr_context_break(ctx, st);
+        symaddr_core_break(&ctx->core, st);
         return symaddr_set_error(ctx, st,
                                  "%s: the ranks could not compare their arguments "
                                  "within %u ms; the context is broken",
-                                 coll_names[kind], ctx->cfg.timeout_ms);
+                                 coll_names[kind], ctx->core.cfg.timeout_ms);
     }
-    for (int r = 0; r < ctx->size && st == SYMADDR_OK; r++)
+    for (int r = 0; r < ctx->core.size && st == SYMADDR_OK; r++)
         if (memcmp(all + 5 * (size_t)r, all, sizeof(mine)) != 0)
             st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
                                    "%s: rank %d passed a different collective, count (%llu, rank "
@@ -124,10 +124,10 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->sync = ctx->coll.sync.root;
     d->sync_pb = ctx->coll.sync.dev_table;
     d->node_ranks = ctx->coll.node_ranks;
-    d->node_size = ctx->boot.node_size;
-    d->node_rank = ctx->boot.node_rank;
-    d->rank = ctx->rank;
-    d->timeout_ns = (uint64_t)ctx->cfg.timeout_ms * 1000000u;
+    d->node_size = ctx->core.boot.node_size;
+    d->node_rank = ctx->core.boot.node_rank;
+    d->rank = ctx->core.rank;
+    d->timeout_ns = (uint64_t)ctx->core.cfg.timeout_ms * 1000000u;
     d->stage_offset = ctx->coll.stage_offset;
     d->ll_offset = ctx->coll.ll_offset;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
@@ -176,7 +176,7 @@ static symaddr_status_t settle(symaddr_context_t *ctx, symaddr_status_t st, void
         st = ctx->be.ops->stream_sync(&ctx->be, stream);
     if (st == SYMADDR_OK)
         st = symaddr_coll_status(ctx);
-    return symaddr_agree_status(ctx, st, fn);
+    return symaddr_agree_status(&ctx->core, st, fn);
 }
 
 /* MPI counts are ints: messages between nodes are refused past that. */
@@ -220,8 +220,8 @@ static symaddr_status_t leaders_allreduce(symaddr_context_t *ctx, void *recv, co
         char *mine = stage_out(ctx, recv, bytes), *all = malloc(bytes * (size_t)nl);
         if (!mine || !all) {
             st = SYMADDR_ERR_NO_MEMORY;
-        } else if ((st = symaddr_mpi_allgather(&ctx->boot, ctx->coll.leaders, mine, all, bytes,
-                                               symaddr_bootstrap_deadline(&ctx->boot, 0))) ==
+        } else if ((st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, mine, all, bytes,
+                                               symaddr_bootstrap_deadline(&ctx->core.boot, 0))) ==
                    SYMADDR_OK) {
             for (int l = 1; l < nl; l++)
                 symaddr_coll_cpu.host_reduce(dt, op, all, all + bytes * (size_t)l, count);
@@ -230,7 +230,7 @@ static symaddr_status_t leaders_allreduce(symaddr_context_t *ctx, void *recv, co
         free(mine);
         free(all);
     }
-    st = symaddr_agree_status(ctx, st, "symaddr_allreduce (between nodes)");
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_allreduce (between nodes)");
     if (st == SYMADDR_OK)
         st = node_bcast(ctx, recv, pb, count, dt, 0, stream);
     return st;
@@ -264,7 +264,7 @@ static symaddr_status_t block_rule(symaddr_context_t *ctx, const void *part, con
                                    const void *whole, const char *whole_name, size_t bytes,
                                    size_t total, const char *fn)
 {
-    if (part != (const char *)whole + bytes * (size_t)ctx->rank &&
+    if (part != (const char *)whole + bytes * (size_t)ctx->core.rank &&
         overlap(part, bytes, whole, total))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: %s overlaps %s other than at this rank's block (%s + "
@@ -322,7 +322,7 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
     if (st == SYMADDR_OK)
         st = sym_buffer(ctx, recv, recv_bytes, es, &rpb, &bits, fn, "recv");
     if (st == SYMADDR_OK && rule)
-        st = rule(ctx, send, recv, count * es, count * es * (size_t)ctx->size, fn);
+        st = rule(ctx, send, recv, count * es, count * es * (size_t)ctx->core.size, fn);
     if ((st = check_match(ctx, st, kind, count, dt, op, root)) != SYMADDR_OK)
         return st;
     desc_init(ctx, d, kind, count, dt, op, work_bytes);
@@ -349,11 +349,12 @@ static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtyp
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: op %d is not a symaddr_redop_t",
                                  fn, op);
     if (!symaddr_size_mul(count, es, bytes_p) ||
-        !symaddr_size_mul(*bytes_p, (size_t)ctx->size, total_p) || *total_p > SYMADDR_MAX_BYTES)
+        !symaddr_size_mul(*bytes_p, (size_t)ctx->core.size, total_p) ||
+        *total_p > SYMADDR_MAX_BYTES)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                  "%s: count %zu of %zu-byte elements over %d ranks does not fit "
                                  "symmetric memory (2^48 bytes); pass a smaller count",
-                                 fn, count, es, ctx->size);
+                                 fn, count, es, ctx->core.size);
     return SYMADDR_OK;
 }
 
@@ -373,17 +374,17 @@ static symaddr_status_t allreduce_nodes(symaddr_context_t *ctx, const symaddr_co
 static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t bytes,
                                           size_t *work_p)
 {
-    symaddr_allreduce_algo_t algo = ctx->cfg.allreduce_algo;
+    symaddr_allreduce_algo_t algo = ctx->core.cfg.allreduce_algo;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
-        algo = bytes <= ctx->cfg.ll_bytes       ? SYMADDR_ALLREDUCE_LL
-               : bytes < ctx->cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
-                                                : SYMADDR_ALLREDUCE_TWOSHOT;
+        algo = bytes <= ctx->core.cfg.ll_bytes       ? SYMADDR_ALLREDUCE_LL
+               : bytes < ctx->core.cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
+                                                     : SYMADDR_ALLREDUCE_TWOSHOT;
     if (algo == SYMADDR_ALLREDUCE_LL && bytes > SYMADDR_COLL_LL_BYTES)
         algo = SYMADDR_ALLREDUCE_ONESHOT; /* an inbox holds at most this much */
     if (algo == SYMADDR_ALLREDUCE_ONESHOT && bytes > SYMADDR_COLL_STAGE_BYTES)
         algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
     /* LL: one thread per 8 bytes; two-shot: each rank reduces its share */
-    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->boot.node_size
+    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->core.boot.node_size
               : algo == SYMADDR_ALLREDUCE_LL    ? bytes * 4
                                                 : bytes;
     return algo == SYMADDR_ALLREDUCE_LL        ? SYMADDR_COLL_ALLREDUCE_LL
@@ -401,7 +402,7 @@ static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symad
     size_t es = symaddr_dtype_size(d0->dtype), chunk = c->scratch_bytes / es, work = 0;
     char *scratch = (char *)c->sync.root + c->scratch_offset;
     symaddr_status_t st = SYMADDR_OK;
-    for (int b = 0; b < ctx->size && st == SYMADDR_OK; b++) {
+    for (int b = 0; b < ctx->core.size && st == SYMADDR_OK; b++) {
         const char *src = (const char *)d0->send + (size_t)b * d0->count * es;
         /* every rank cuts every block alike, so that all make the same calls */
         for (size_t off = 0; off < d0->count && st == SYMADDR_OK; off += chunk) {
@@ -414,9 +415,9 @@ static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symad
             d.recv_pb = c->sync.dev_table;
             d.vec = d0->vec && ((uintptr_t)d.send & 15) == 0;
             st = allreduce_nodes(ctx, &d, stream);
-            if (st == SYMADDR_OK && b == ctx->rank)
+            if (st == SYMADDR_OK && b == ctx->core.rank)
                 st = ctx->be.ops->stream_sync(&ctx->be, stream);
-            if (st == SYMADDR_OK && b == ctx->rank)
+            if (st == SYMADDR_OK && b == ctx->core.rank)
                 st = ctx->be.ops->memcpy(&ctx->be, (char *)d0->recv + off * es, scratch, n * es);
         }
     }
@@ -426,17 +427,17 @@ static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symad
 /* Leaders swap their nodes' blocks as (rank, block) records through MPI. */
 static symaddr_status_t leaders_allgather(symaddr_context_t *ctx, void *recv, size_t bytes)
 {
-    const symaddr_bootstrap_t *b = &ctx->boot;
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
     size_t rec = sizeof(int64_t) + bytes, mine_bytes;
     int nl;
     MPI_Comm_size(ctx->coll.leaders, &nl);
-    if (!symaddr_size_mul(rec, (size_t)ctx->size, &mine_bytes) || mine_bytes > INT_MAX)
+    if (!symaddr_size_mul(rec, (size_t)ctx->core.size, &mine_bytes) || mine_bytes > INT_MAX)
         return mpi_fits(ctx, SIZE_MAX, "symaddr_allgather");
     int *counts = malloc(sizeof(int) * (size_t)nl), *displs = malloc(sizeof(int) * (size_t)nl);
     int mine = (int)(rec * (size_t)b->node_size);
-    char *out = malloc((size_t)mine), *in = malloc(rec * (size_t)ctx->size);
+    char *out = malloc((size_t)mine), *in = malloc(rec * (size_t)ctx->core.size);
     symaddr_status_t st = counts && displs && out && in ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
-    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->boot, 0);
+    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->core.boot, 0);
     for (int q = 0; st == SYMADDR_OK && q < b->node_size; q++) {
         int64_t r = b->node_to_rank[q];
         memcpy(out + rec * (size_t)q, &r, sizeof(r));
@@ -444,14 +445,14 @@ static symaddr_status_t leaders_allgather(symaddr_context_t *ctx, void *recv, si
                                  (const char *)recv + bytes * (size_t)r, bytes);
     }
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgather(&ctx->boot, ctx->coll.leaders, &mine, counts, sizeof(int),
+        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, &mine, counts, sizeof(int),
                                    deadline);
     for (int l = 0, off = 0; st == SYMADDR_OK && l < nl; off += counts[l], l++)
         displs[l] = off;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgatherv(&ctx->boot, ctx->coll.leaders, out, mine, in, counts, displs,
-                                    deadline);
-    for (int k = 0; st == SYMADDR_OK && k < ctx->size; k++) {
+        st = symaddr_mpi_allgatherv(&ctx->core.boot, ctx->coll.leaders, out, mine, in, counts,
+                                    displs, deadline);
+    for (int k = 0; st == SYMADDR_OK && k < ctx->core.size; k++) {
         int64_t r;
         memcpy(&r, in + rec * (size_t)k, sizeof(r));
         st = ctx->be.ops->memcpy(&ctx->be, (char *)recv + bytes * (size_t)r,
@@ -474,9 +475,9 @@ static symaddr_status_t allgather_nodes(symaddr_context_t *ctx, const symaddr_co
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
         st = leaders_allgather(ctx, d->recv, bytes);
-    st = symaddr_agree_status(ctx, st, fn);
-    return st == SYMADDR_OK ? node_bcast(ctx, d->recv, d->recv_pb, d->count * (size_t)ctx->size,
-                                         d->dtype, 0, stream)
+    st = symaddr_agree_status(&ctx->core, st, fn);
+    return st == SYMADDR_OK ? node_bcast(ctx, d->recv, d->recv_pb,
+                                         d->count * (size_t)ctx->core.size, d->dtype, 0, stream)
                             : st;
 }
 
@@ -485,19 +486,19 @@ static symaddr_status_t leaders_broadcast(symaddr_context_t *ctx, void *recv, si
                                           int has_root)
 {
     int nl, from = 0, *flags;
-    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->boot, 0);
+    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->core.boot, 0);
     MPI_Comm_size(ctx->coll.leaders, &nl);
     flags = malloc(sizeof(int) * (size_t)nl);
     void *h = stage_out(ctx, recv, bytes);
     symaddr_status_t st = flags && h ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgather(&ctx->boot, ctx->coll.leaders, &has_root, flags, sizeof(int),
-                                   deadline);
+        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, &has_root, flags,
+                                   sizeof(int), deadline);
     for (int l = 0; st == SYMADDR_OK && l < nl; l++)
         if (flags[l])
             from = l;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_bcast(&ctx->boot, ctx->coll.leaders, h, bytes, from, deadline);
+        st = symaddr_mpi_bcast(&ctx->core.boot, ctx->coll.leaders, h, bytes, from, deadline);
     if (st == SYMADDR_OK && !has_root)
         st = ctx->be.ops->memcpy(&ctx->be, recv, h, bytes);
     free(flags);
@@ -517,7 +518,7 @@ static symaddr_status_t broadcast_nodes(symaddr_context_t *ctx, const symaddr_co
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
         st = leaders_broadcast(ctx, d->recv, bytes, d->root >= 0);
-    st = symaddr_agree_status(ctx, st, fn);
+    st = symaddr_agree_status(&ctx->core, st, fn);
     if (st == SYMADDR_OK && d->root < 0)
         st = node_bcast(ctx, d->recv, d->recv_pb, d->count, d->dtype, 0, stream);
     return st;
@@ -528,31 +529,31 @@ static symaddr_status_t alltoall_nodes(symaddr_context_t *ctx, const symaddr_col
                                        void *stream)
 {
     static const char fn[] = "symaddr_alltoall";
-    size_t bytes = d->count * symaddr_dtype_size(d->dtype), total = bytes * (size_t)ctx->size;
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype), total = bytes * (size_t)ctx->core.size;
     symaddr_status_t st = settle(ctx, launch(ctx, d, stream), stream, fn);
     if (st != SYMADDR_OK)
         return st;
-    int *counts = calloc((size_t)ctx->size, sizeof(int));
-    int *displs = calloc((size_t)ctx->size, sizeof(int));
+    int *counts = calloc((size_t)ctx->core.size, sizeof(int));
+    int *displs = calloc((size_t)ctx->core.size, sizeof(int));
     char *hs = stage_out(ctx, d->send, total), *hr = malloc(total);
     st = counts && displs && hs && hr ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
-    for (int r = 0; st == SYMADDR_OK && r < ctx->size; r++) {
+    for (int r = 0; st == SYMADDR_OK && r < ctx->core.size; r++) {
         displs[r] = (int)(bytes * (size_t)r);
         counts[r] = (int)bytes;
     }
-    for (int q = 0; st == SYMADDR_OK && q < ctx->boot.node_size; q++)
-        counts[ctx->boot.node_to_rank[q]] = 0;
+    for (int q = 0; st == SYMADDR_OK && q < ctx->core.boot.node_size; q++)
+        counts[ctx->core.boot.node_to_rank[q]] = 0;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_alltoallv(&ctx->boot, ctx->comm, hs, counts, displs, hr,
-                                   symaddr_bootstrap_deadline(&ctx->boot, 0));
-    for (int r = 0; st == SYMADDR_OK && r < ctx->size; r++)
+        st = symaddr_mpi_alltoallv(&ctx->core.boot, ctx->core.comm, hs, counts, displs, hr,
+                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    for (int r = 0; st == SYMADDR_OK && r < ctx->core.size; r++)
         if (counts[r])
             st = ctx->be.ops->memcpy(&ctx->be, (char *)d->recv + displs[r], hr + displs[r], bytes);
     free(counts);
     free(displs);
     free(hs);
     free(hr);
-    return symaddr_agree_status(ctx, st, fn);
+    return symaddr_agree_status(&ctx->core, st, fn);
 }
 
 /* ---- the calls: one row per collective, one driver --------------------------------------------
@@ -570,9 +571,9 @@ typedef symaddr_coll_kind_t (*kind_fn_t)(const symaddr_context_t *ctx, size_t by
         return kind;                                                                               \
     }
 FIXED_KIND(rs_kind, SYMADDR_COLL_REDUCE_SCATTER, bytes)
-FIXED_KIND(ag_kind, SYMADDR_COLL_ALLGATHER, bytes *(size_t)ctx->boot.node_size)
+FIXED_KIND(ag_kind, SYMADDR_COLL_ALLGATHER, bytes *(size_t)ctx->core.boot.node_size)
 FIXED_KIND(bc_kind, SYMADDR_COLL_BROADCAST, bytes)
-FIXED_KIND(a2a_kind, SYMADDR_COLL_ALLTOALL, bytes *(size_t)ctx->boot.node_size)
+FIXED_KIND(a2a_kind, SYMADDR_COLL_ALLTOALL, bytes *(size_t)ctx->core.boot.node_size)
 
 typedef struct coll_row {
     const char *name;
@@ -610,9 +611,9 @@ static symaddr_status_t coll_run(symaddr_context_t *ctx, const coll_row_t *row, 
     size_t bytes, total, work = 0;
     symaddr_status_t st =
         sizes(ctx, count, dt, row->reduces ? (int)op : SYMADDR_SUM, &bytes, &total, row->name);
-    if (st == SYMADDR_OK && row->rooted && (root < 0 || root >= ctx->size))
+    if (st == SYMADDR_OK && row->rooted && (root < 0 || root >= ctx->core.size))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
-                               row->name, root, ctx->size - 1);
+                               row->name, root, ctx->core.size - 1);
     if (st == SYMADDR_OK && symaddr_multi_node(ctx))
         st = mpi_fits(ctx, row->mpi_all ? total : bytes, row->name);
     symaddr_coll_kind_t kind = row->kind(ctx, bytes, &work);
@@ -623,8 +624,8 @@ static symaddr_status_t coll_run(symaddr_context_t *ctx, const coll_row_t *row, 
         return st;
     if (row->rooted) { /* the kernel takes the root's node rank; -1 on another node */
         d.root = -1;
-        for (int q = 0; q < ctx->boot.node_size; q++)
-            if (ctx->boot.node_to_rank[q] == root)
+        for (int q = 0; q < ctx->core.boot.node_size; q++)
+            if (ctx->core.boot.node_to_rank[q] == root)
                 d.root = q;
     }
     return symaddr_multi_node(ctx) ? row->nodes(ctx, &d, stream) : launch(ctx, &d, stream);
@@ -681,9 +682,9 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
     if ((st = settle(ctx, launch(ctx, &d, stream), stream, "symaddr_barrier")) != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
-        st = symaddr_mpi_barrier(&ctx->boot, ctx->coll.leaders,
-                                 symaddr_bootstrap_deadline(&ctx->boot, 0));
-    st = symaddr_agree_status(ctx, st, "symaddr_barrier");
+        st = symaddr_mpi_barrier(&ctx->core.boot, ctx->coll.leaders,
+                                 symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_barrier");
     return st == SYMADDR_OK ? launch(ctx, &d, stream) : st;
 }
 

@@ -2,11 +2,14 @@
 /* The collectives' sync area, set up with the context: epochs, status, barrier flags, staging,
  * LL inboxes and, across nodes, the reduce-scatter scratch; the grid bound; and the status the
  * kernels record. The calls themselves are in collectives.c. */
-#include "internal.h"
+#include "maps.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+_Static_assert(SYMADDR_CONFIG_LL_MAX_BYTES == SYMADDR_COLL_LL_BYTES,
+               "config.h and the LL inboxes disagree on the largest LL size");
 
 #define SCRATCH_BYTES ((size_t)1 << 20) /* reduce-scatter between nodes, per chunk */
 
@@ -25,14 +28,15 @@ static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
         mine = SYMADDR_COLL_MAX_BLOCKS;
     if (mine == 0)
         mine = 1;
-    return symaddr_mpi_allreduce(&ctx->boot, ctx->boot.node_comm, &mine, blocks_p, 1, MPI_UNSIGNED,
-                                 MPI_MIN, symaddr_bootstrap_deadline(&ctx->boot, 0));
+    return symaddr_mpi_allreduce(&ctx->core.boot, ctx->core.boot.node_comm, &mine, blocks_p, 1,
+                                 MPI_UNSIGNED, MPI_MIN,
+                                 symaddr_bootstrap_deadline(&ctx->core.boot, 0));
 }
 
 symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
-    const symaddr_bootstrap_t *b = &ctx->boot;
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
     size_t stage_offset =
         (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size) +
          255) /
@@ -65,11 +69,11 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area: %s",
                           symaddr_runtime_says(ctx));
-    st = symaddr_agree_status(ctx, st, "symaddr_init (collectives)");
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_init (collectives)");
     /* MPI has no nonblocking split: every rank just agreed, so none is missing. */
-    if (st == SYMADDR_OK && MPI_Comm_split(ctx->comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED,
-                                           ctx->rank, &c->leaders) != MPI_SUCCESS)
-        st = symaddr_context_break(ctx, SYMADDR_ERR_MPI);
+    if (st == SYMADDR_OK && MPI_Comm_split(ctx->core.comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED,
+                                           ctx->core.rank, &c->leaders) != MPI_SUCCESS)
+        st = symaddr_core_break(&ctx->core, SYMADDR_ERR_MPI);
     if (st == SYMADDR_OK) {
         c->sync.root_bytes = sync_bytes;
         c->sync.owned = true;
@@ -98,7 +102,7 @@ void symaddr_coll_fini(symaddr_context_t *ctx)
         ctx->be.ops->mem_free(&ctx->be, c->sync.root);
     if (c->node_ranks)
         ctx->be.ops->local_free(&ctx->be, c->node_ranks);
-    if (c->leaders != MPI_COMM_NULL && !ctx->boot.parked)
+    if (c->leaders != MPI_COMM_NULL && !ctx->core.boot.parked)
         MPI_Comm_free(&c->leaders);
     memset(c, 0, sizeof(*c));
     c->leaders = MPI_COMM_NULL;
@@ -114,32 +118,33 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
     if (word == 0)
         return SYMADDR_OK;
     symaddr_status_t st = (symaddr_status_t) - (int64_t)word;
-    symaddr_context_break(ctx, st);
+    symaddr_core_break(&ctx->core, st);
     if (st == SYMADDR_ERR_TIMEOUT)
         return symaddr_set_error(ctx, st,
                                  "a collective waited more than %u ms for a rank of its node: a "
                                  "peer exited, is stopped, or ranks called different "
                                  "collectives. The context is broken on every rank: finalize it",
-                                 ctx->cfg.timeout_ms);
+                                 ctx->core.cfg.timeout_ms);
     return symaddr_set_error(ctx, st,
                              "a rank of the node gave up on a collective after "
                              "waiting %u ms for a peer (one exited, is stopped, or ranks called "
                              "different collectives): the context is broken on every rank, "
                              "finalize it",
-                             ctx->cfg.timeout_ms);
+                             ctx->core.cfg.timeout_ms);
 }
 
 symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
 {
     const symaddr_coll_t *c = &ctx->coll;
-    size_t flags = (size_t)SYMADDR_COLL_MAX_BLOCKS * (size_t)ctx->boot.node_size;
-    size_t inboxes = 2 * (size_t)ctx->boot.node_size * SYMADDR_COLL_LL_INBOX;
+    size_t flags = (size_t)SYMADDR_COLL_MAX_BLOCKS * (size_t)ctx->core.boot.node_size;
+    size_t inboxes = 2 * (size_t)ctx->core.boot.node_size * SYMADDR_COLL_LL_INBOX;
     uint64_t *w = malloc(sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
     void *zeros = calloc(1, inboxes);
     symaddr_status_t st =
         w && zeros ? ctx->be.ops->stream_sync(&ctx->be, NULL) : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, symaddr_bootstrap_deadline(&ctx->boot, 1));
+        st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.comm,
+                                 symaddr_bootstrap_deadline(&ctx->core.boot, 1));
     if (st == SYMADDR_OK) {
         memset(w, 0, sizeof(uint64_t) * SYMADDR_SYNC_WORDS);
         w[SYMADDR_SYNC_EPOCH] = next - 1;
@@ -151,7 +156,8 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
     if (st == SYMADDR_OK)
         st = ctx->be.ops->memcpy(&ctx->be, (char *)c->sync.root + c->ll_offset, zeros, inboxes);
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_barrier(&ctx->boot, ctx->comm, symaddr_bootstrap_deadline(&ctx->boot, 1));
+        st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.comm,
+                                 symaddr_bootstrap_deadline(&ctx->core.boot, 1));
     free(w);
     free(zeros);
     return st;

@@ -238,7 +238,7 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
     else if (c->twoshot_bytes > ((size_t)1 << 40))
         var = "SYMADDR_TWOSHOT_BYTES", what = "twoshot_bytes is at most 1T",
         st = SYMADDR_ERR_INVALID_SIZE;
-    else if (c->ll_bytes != SIZE_MAX && c->ll_bytes > SYMADDR_COLL_LL_BYTES)
+    else if (c->ll_bytes != SIZE_MAX && c->ll_bytes > SYMADDR_CONFIG_LL_MAX_BYTES)
         var = "SYMADDR_LL_BYTES", what = "ll_bytes is at most 32 KiB, the LL inbox",
         st = SYMADDR_ERR_INVALID_SIZE;
     if (!var)

@@ -6,10 +6,11 @@
 #include <stddef.h>
 
 #include "symaddr/symaddr.h"
-#include "device/collectives.h"
 
 #define SYMADDR_DEFAULT_HEAP_BYTES ((size_t)64 << 20)
 #define SYMADDR_DEFAULT_TIMEOUT_MS 60000u
+/* Largest ll_bytes: the LL inbox of the collectives (collsync.c checks that they agree). */
+#define SYMADDR_CONFIG_LL_MAX_BYTES ((size_t)32 << 10)
 
 /* The name of a backend kind ("auto", "cpu", ...), NULL past the last. */
 const char *symaddr_config_backend_name(symaddr_backend_kind_t kind);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Lifecycle of a context: init (communicators, backend, heap, locality, collectives),
  * finalize, the per-call guard, and the accessors. */
-#include "internal.h"
+#include "context.h"
+#include "providers/provider.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,34 +15,34 @@
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
 {
-    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+    if (__atomic_exchange_n(&ctx->core.busy, 1, __ATOMIC_ACQUIRE))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: another thread is in a collective or allocation call on "
                                  "this context; make such calls from one thread at a time (or "
                                  "give each thread its own context)",
                                  fn);
-    if (ctx->broken != SYMADDR_OK) {
-        __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
+    if (ctx->core.broken != SYMADDR_OK) {
+        __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
         return symaddr_set_error(ctx, SYMADDR_ERR_BROKEN,
                                  "%s: the context is broken: an earlier call returned %s on some "
                                  "rank, so the ranks no longer agree on its state; finalize it "
                                  "and create a new one",
-                                 fn, symaddr_strerror(ctx->broken));
+                                 fn, symaddr_strerror(ctx->core.broken));
     }
-    symaddr_bootstrap_call_begin(&ctx->boot);
+    symaddr_bootstrap_call_begin(&ctx->core.boot);
     ctx->be.why[0] = 0; /* a message of this call quotes only this call's refusals */
     return SYMADDR_OK;
 }
 
 void symaddr_call_leave(symaddr_context_t *ctx)
 {
-    __atomic_store_n(&ctx->busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
 }
 
 /* Choose and start the backend; local part of symaddr_init. */
 static symaddr_status_t backend_start(symaddr_context_t *ctx)
 {
-    const symaddr_config_t *cfg = &ctx->cfg;
+    const symaddr_config_t *cfg = &ctx->core.cfg;
     const symaddr_backend_ops_t *ops;
     char why[256] = "";
     int ndev;
@@ -66,7 +67,7 @@ static symaddr_status_t backend_start(symaddr_context_t *ctx)
                                  "symaddr_init: backend '%s' sees no device on this host; use "
                                  "SYMADDR_BACKEND=cpu",
                                  ops->name);
-    int device = cfg->device >= 0 ? cfg->device : ctx->boot.node_rank % ndev;
+    int device = cfg->device >= 0 ? cfg->device : ctx->core.boot.node_rank % ndev;
     if (device >= ndev)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "symaddr_init: device %d requested but only %d visible", device,
@@ -86,9 +87,9 @@ static void context_free(symaddr_context_t *ctx)
     symaddr_plain_fini(ctx);
     if (ctx->be.ops)
         ctx->be.ops->fini(&ctx->be);
-    symaddr_bootstrap_fini(&ctx->boot);
+    symaddr_bootstrap_fini(&ctx->core.boot);
     symaddr_registry_fini(&ctx->reg);
-    pthread_mutex_destroy(&ctx->err.lock);
+    pthread_mutex_destroy(&ctx->core.err.lock);
     free(ctx);
 }
 
@@ -130,51 +131,56 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return SYMADDR_ERR_NO_MEMORY;
-    pthread_mutex_init(&ctx->err.lock, NULL);
+    pthread_mutex_init(&ctx->core.err.lock, NULL);
     ctx->coll.leaders = MPI_COMM_NULL; /* a failed init tears down whatever was set up */
     symaddr_registry_init(&ctx->reg);
     if (cfg) /* a config of another layout is read only as far as it goes, then refused */
-        memcpy(&ctx->cfg, cfg, cfg->size < sizeof(*cfg) ? cfg->size : sizeof(*cfg));
+        memcpy(&ctx->core.cfg, cfg, cfg->size < sizeof(*cfg) ? cfg->size : sizeof(*cfg));
     else
-        symaddr_config_default(&ctx->cfg);
+        symaddr_config_default(&ctx->core.cfg);
     /* The communicator is split before the config is checked, so that every rank
      * reaches the agreement below whatever its own arguments were. */
     st = symaddr_bootstrap_init(
-        &ctx->boot, comm, ctx->cfg.node_size > 0 ? ctx->cfg.node_size : 0,
-        ctx->cfg.timeout_ms ? ctx->cfg.timeout_ms : SYMADDR_DEFAULT_TIMEOUT_MS, why, sizeof(why));
+        &ctx->core.boot, comm, ctx->core.cfg.node_size > 0 ? ctx->core.cfg.node_size : 0,
+        ctx->core.cfg.timeout_ms ? ctx->core.cfg.timeout_ms : SYMADDR_DEFAULT_TIMEOUT_MS, why,
+        sizeof(why));
     if (st != SYMADDR_OK) {
         context_free(ctx);
         return init_refused(cfg, st, why);
     }
-    ctx->comm = ctx->boot.comm;
-    ctx->rank = ctx->boot.rank;
-    ctx->size = ctx->boot.size;
+    ctx->core.comm = ctx->core.boot.comm;
+    ctx->core.rank = ctx->core.boot.rank;
+    ctx->core.size = ctx->core.boot.size;
     for (int k = 0; k < SYMADDR_PROVIDER_COUNT_; k++) {
         ctx->providers[k].ctx = ctx;
         ctx->providers[k].kind = (symaddr_provider_kind_t)k;
     }
-    symaddr_bootstrap_call_begin(&ctx->boot);
+    symaddr_bootstrap_call_begin(&ctx->core.boot);
 
     if (!ctx_p)
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "symaddr_init: ctx_p is NULL");
-    if (st == SYMADDR_OK && (st = symaddr_config_check(&ctx->cfg, why, sizeof(why))) != SYMADDR_OK)
+    if (st == SYMADDR_OK &&
+        (st = symaddr_config_check(&ctx->core.cfg, why, sizeof(why))) != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: %s", why);
     if (st == SYMADDR_OK)
         st = backend_start(ctx);
-    st = symaddr_agree_status(ctx, st, "symaddr_init");
-    if (st == SYMADDR_OK && ctx->cfg.twoshot_bytes == 0) /* measured crossovers, 8 ranks */
-        ctx->cfg.twoshot_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? 2u << 10 : 256u << 10;
-    if (st == SYMADDR_OK && ctx->cfg.ll_bytes == SIZE_MAX)
-        ctx->cfg.ll_bytes = ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? LL_BYTES_CPU : LL_BYTES_GPU;
-    if (st == SYMADDR_OK && ctx->cfg.heap_bytes > 0)
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_init");
+    if (st == SYMADDR_OK && ctx->core.cfg.twoshot_bytes == 0) /* measured crossovers, 8 ranks */
+        ctx->core.cfg.twoshot_bytes =
+            ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? 2u << 10 : 256u << 10;
+    if (st == SYMADDR_OK && ctx->core.cfg.ll_bytes == SIZE_MAX)
+        ctx->core.cfg.ll_bytes =
+            ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? LL_BYTES_CPU : LL_BYTES_GPU;
+    if (st == SYMADDR_OK && ctx->core.cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
     if (st == SYMADDR_OK)
-        st = symaddr_agree_status(ctx, symaddr_locality_init(ctx), "symaddr_init (locality)");
+        st =
+            symaddr_agree_status(&ctx->core, symaddr_locality_init(ctx), "symaddr_init (locality)");
     if (st == SYMADDR_OK)
         st = symaddr_coll_init(ctx);
     if (st != SYMADDR_OK) {
-        if (ctx->rank == 0 || ctx_p == NULL)
-            log_line(&ctx->cfg, "symaddr: %s", ctx->err.text);
+        if (ctx->core.rank == 0 || ctx_p == NULL)
+            log_line(&ctx->core.cfg, "symaddr: %s", ctx->core.err.text);
         symaddr_teardown(ctx, NULL, 0, true); /* what was set up of the heap and sync area */
         context_free(ctx);
         return st;
@@ -191,11 +197,11 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     if (!ctx_p || !*ctx_p)
         return SYMADDR_ERR_INVALID_ARG;
     ctx = *ctx_p;
-    if (__atomic_exchange_n(&ctx->busy, 1, __ATOMIC_ACQUIRE))
+    if (__atomic_exchange_n(&ctx->core.busy, 1, __ATOMIC_ACQUIRE))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "symaddr_finalize: another thread is in a call on this "
                                  "context; finalize it once that call returned");
-    symaddr_bootstrap_call_begin(&ctx->boot);
+    symaddr_bootstrap_call_begin(&ctx->core.boot);
     ctx->be.ops->stream_sync(&ctx->be, NULL);
     symaddr_coll_status(ctx); /* a collective that failed on the device breaks the context */
     size_t n = symaddr_registry_count(&ctx->reg), k = 0;
@@ -223,11 +229,11 @@ int symaddr_device(const symaddr_context_t *ctx)
 
 const char *symaddr_last_error(const symaddr_context_t *ctx)
 {
-    return ctx ? ctx->err.text : "no context (NULL)";
+    return ctx ? ctx->core.err.text : "no context (NULL)";
 }
 
-int symaddr_rank(const symaddr_context_t *ctx) { return ctx ? ctx->rank : -1; }
-int symaddr_size(const symaddr_context_t *ctx) { return ctx ? ctx->size : -1; }
-int symaddr_node_rank(const symaddr_context_t *ctx) { return ctx ? ctx->boot.node_rank : -1; }
-int symaddr_node_size(const symaddr_context_t *ctx) { return ctx ? ctx->boot.node_size : -1; }
-MPI_Comm symaddr_comm(const symaddr_context_t *ctx) { return ctx ? ctx->comm : MPI_COMM_NULL; }
+int symaddr_rank(const symaddr_context_t *ctx) { return ctx ? ctx->core.rank : -1; }
+int symaddr_size(const symaddr_context_t *ctx) { return ctx ? ctx->core.size : -1; }
+int symaddr_node_rank(const symaddr_context_t *ctx) { return ctx ? ctx->core.boot.node_rank : -1; }
+int symaddr_node_size(const symaddr_context_t *ctx) { return ctx ? ctx->core.boot.node_size : -1; }
+MPI_Comm symaddr_comm(const symaddr_context_t *ctx) { return ctx ? ctx->core.comm : MPI_COMM_NULL; }

@@ -2,7 +2,7 @@
 /* Named wrappers for other symmetric-memory libraries, over symaddr_register_ptr_fn. The
  * library's own functions are found in the running program (which linked and initialised it),
  * so libsymaddr never depends on it; the build only decides whether a wrapper exists. */
-#include "internal.h"
+#include "registration.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -42,17 +42,17 @@ static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size
                                       "it with %s",
                                       fn, ptr, bytes, lib, alloc);
     }
-    symaddr_status_t st = symaddr_agree_status(ctx, local, fn);
+    symaddr_status_t st = symaddr_agree_status(&ctx->core, local, fn);
     if (st != SYMADDR_OK)
         return st;
-    int *pe_of_rank = malloc(sizeof(int) * (size_t)ctx->size);
+    int *pe_of_rank = malloc(sizeof(int) * (size_t)ctx->core.size);
     if (!pe_of_rank)
         local = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
-    else if ((local = symaddr_mpi_allgather(&ctx->boot, ctx->comm, &my_pe, pe_of_rank, sizeof(int),
-                                            symaddr_bootstrap_deadline(&ctx->boot, 0))) !=
-             SYMADDR_OK)
+    else if ((local = symaddr_mpi_allgather(
+                  &ctx->core.boot, ctx->core.comm, &my_pe, pe_of_rank, sizeof(int),
+                  symaddr_bootstrap_deadline(&ctx->core.boot, 0))) != SYMADDR_OK)
         symaddr_set_error(ctx, local, "%s: the ranks could not swap their PE numbers", fn);
-    if ((st = symaddr_agree_status(ctx, local, fn)) == SYMADDR_OK)
+    if ((st = symaddr_agree_status(&ctx->core, local, fn)) == SYMADDR_OK)
         st = symaddr_register_ptr_fn_(
             ctx, ptr, bytes, ptr_fn, pe_of_rank,
             SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS, map_p);

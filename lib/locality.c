@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The locality map: peer classes from the node groups and device identities, reachability
  * from the runtime. Collectives and RMA may consult it; translation never does. */
-#include "internal.h"
+#include "maps.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +16,8 @@ typedef struct loc_rec {
 symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
 {
     symaddr_locality_t *l = &ctx->loc;
-    const symaddr_bootstrap_t *b = &ctx->boot;
-    size_t n = (size_t)ctx->size;
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
+    size_t n = (size_t)ctx->core.size;
     loc_rec_t mine, *all = calloc(n, sizeof(*all));
     uint8_t *cls = calloc(3 * n, 1);
     int *dev = calloc(n, sizeof(int));
@@ -29,8 +29,8 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
     gethostname(mine.host, sizeof(mine.host) - 1);
     symaddr_status_t st = all && cls && dev ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgather(&ctx->boot, ctx->comm, &mine, all, sizeof(mine),
-                                   symaddr_bootstrap_deadline(&ctx->boot, 0));
+        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, &mine, all, sizeof(mine),
+                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
     if (st != SYMADDR_OK) {
         free(all);
         free(cls);
@@ -49,10 +49,10 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
     for (int q = 0; q < b->node_size; q++) {
         int r = b->node_to_rank[q];
         bool same_gpu = gpu && strcmp(all[r].pci, mine.pci) == 0;
-        cls[r] = r == ctx->rank ? SYMADDR_PEER_SELF
-                 : same_gpu     ? SYMADDR_PEER_SAME_GPU
-                                : SYMADDR_PEER_SAME_NODE;
-        direct[r] = (uint8_t)(same_gpu || r == ctx->rank ||
+        cls[r] = r == ctx->core.rank ? SYMADDR_PEER_SELF
+                 : same_gpu          ? SYMADDR_PEER_SAME_GPU
+                                     : SYMADDR_PEER_SAME_NODE;
+        direct[r] = (uint8_t)(same_gpu || r == ctx->core.rank ||
                               ctx->be.ops->can_access_peer(&ctx->be, mine.device, all[r].device));
         atomics[r] = direct[r] && (ctx->be.ops->caps & SYMADDR_CAP_SYSTEM_ATOMICS);
     }
@@ -61,8 +61,8 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
         if (b->node_to_rank[q] - b->node_to_rank[q - 1] != stride)
             stride = 0;
     free(all);
-    l->world_size = ctx->size;
-    l->local_rank = ctx->rank;
+    l->world_size = ctx->core.size;
+    l->local_rank = ctx->core.rank;
     l->node_size = b->node_size;
     l->node_rank = b->node_rank;
     l->node_ranks = b->node_to_rank;

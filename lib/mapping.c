@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Handle exchange and peer tables, shared by every provider that maps peers'
  * memory (heap, ipc, import). */
-#include "internal.h"
+#include "maps.h"
 #include "exch.h"
 #include "symaddr/device.h"
 
@@ -34,7 +34,7 @@ void symaddr_backing_close_peers(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     if (!m->peers)
         return;
-    for (int r = 0; r < ctx->size; r++)
+    for (int r = 0; r < ctx->core.size; r++)
         if (m->peers[r]) {
             peer_root_put(ctx, m->peers[r]);
             m->peers[r] = NULL;
@@ -62,7 +62,7 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m)
 
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
-    size_t n = SYMADDR_TABLE_HEADER + (size_t)ctx->size;
+    size_t n = SYMADDR_TABLE_HEADER + (size_t)ctx->core.size;
     uint64_t *staged = malloc(n * sizeof(uint64_t));
     void *dev;
     symaddr_status_t st = staged ? ctx->be.ops->local_alloc(&ctx->be, n * sizeof(uint64_t), &dev)
@@ -75,10 +75,10 @@ symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_
     uint64_t *table = staged + SYMADDR_TABLE_HEADER;
     table[SYMADDR_HDR_MAGIC] = SYMADDR_TABLE_MAGIC;
     table[SYMADDR_HDR_INFO] =
-        (uint64_t)(uint32_t)ctx->size | ((uint64_t)(ctx->cfg.validate != 0) << 32);
+        (uint64_t)(uint32_t)ctx->core.size | ((uint64_t)(ctx->core.cfg.validate != 0) << 32);
     table[SYMADDR_HDR_BYTES] = m->root_bytes;
     table[SYMADDR_HDR_ERROR] = 0;
-    memcpy(table, m->host_table, sizeof(uint64_t) * (size_t)ctx->size);
+    memcpy(table, m->host_table, sizeof(uint64_t) * (size_t)ctx->core.size);
     st = ctx->be.ops->memcpy(&ctx->be, dev, staged, n * sizeof(uint64_t));
     free(staged);
     if (st != SYMADDR_OK) {
@@ -93,7 +93,7 @@ symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_
 static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_backing_t *m, const exch_t *all,
                                    int *fds, size_t offset)
 {
-    const symaddr_bootstrap_t *b = &ctx->boot;
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
     symaddr_status_t st = SYMADDR_OK;
 
     for (int q = 0; q < b->node_size; q++) {
@@ -144,7 +144,7 @@ static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_backing_t *m,
 
 symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t *m, size_t offset)
 {
-    const symaddr_bootstrap_t *b = &ctx->boot;
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
     exch_t mine, *all = NULL;
     int *fds = NULL;
     symaddr_status_t st;
@@ -154,8 +154,8 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
     mine.handle.fd = -1;
     mine.root = (uint64_t)(uintptr_t)m->root;
     mine.offset = offset;
-    m->peers = calloc((size_t)ctx->size, sizeof(*m->peers));
-    m->host_table = calloc((size_t)ctx->size + 1, sizeof(uint64_t));
+    m->peers = calloc((size_t)ctx->core.size, sizeof(*m->peers));
+    m->host_table = calloc((size_t)ctx->core.size + 1, sizeof(uint64_t));
     all = calloc((size_t)b->node_size, sizeof(*all));
     fds = malloc(sizeof(int) * (size_t)b->node_size);
     st = (m->peers && m->host_table && all && fds) ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
@@ -168,19 +168,19 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
                           m->root);
     /* Both exchanges run even after a local failure, so that no peer is left waiting. */
     if (all &&
-        symaddr_bootstrap_node_allgather(&ctx->boot, &mine, all, sizeof(mine)) != SYMADDR_OK &&
+        symaddr_bootstrap_node_allgather(&ctx->core.boot, &mine, all, sizeof(mine)) != SYMADDR_OK &&
         st == SYMADDR_OK)
         st = symaddr_set_error(ctx, SYMADDR_ERR_MPI, "MPI_Allgather of handles failed");
     if (fds) {
         symaddr_status_t fst = symaddr_bootstrap_fd_alltoall(
-            &ctx->boot, st == SYMADDR_OK ? mine.handle.fd : -1, fds, why, sizeof(why));
+            &ctx->core.boot, st == SYMADDR_OK ? mine.handle.fd : -1, fds, why, sizeof(why));
         if (fst != SYMADDR_OK && st == SYMADDR_OK)
             st = symaddr_set_error(ctx, fst, "descriptor exchange: %s", why);
     }
     if (st == SYMADDR_OK)
         st = open_peers(ctx, m, all, fds, offset);
     if (m->host_table)
-        m->host_table[ctx->rank] = (uint64_t)(uintptr_t)m->root;
+        m->host_table[ctx->core.rank] = (uint64_t)(uintptr_t)m->root;
     if (st == SYMADDR_OK)
         st = symaddr_backing_upload(ctx, m);
     for (int q = 0; fds && q < b->node_size; q++)
@@ -188,7 +188,7 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
             close(fds[q]);
     free(fds);
     free(all);
-    st = symaddr_agree_status(ctx, st, "handle exchange");
+    st = symaddr_agree_status(&ctx->core, st, "handle exchange");
     if (st != SYMADDR_OK) { /* the caller frees its root */
         symaddr_backing_close_peers(ctx, m);
         release_tables(ctx, m);
@@ -205,8 +205,8 @@ symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_re
 
     map->peer_bases = m->dev_table;
     map->host_peer_bases = m->host_table;
-    map->local_rank = ctx->rank;
-    map->world_size = ctx->size;
+    map->local_rank = ctx->core.rank;
+    map->world_size = ctx->core.size;
     map->allocation_base = (uint64_t)(uintptr_t)m->root;
     map->allocation_bytes = m->root_bytes;
     map->capabilities =

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* symaddr_mem_alloc's allocations, which only the context that made them frees, on every
  * backend (a GPU runtime would free any device pointer). */
-#include "internal.h"
+#include "maps.h"
 
 #include <stdlib.h>
 
@@ -18,17 +18,17 @@ symaddr_status_t symaddr_plain_add(symaddr_context_t *ctx, void *ptr, size_t byt
         return SYMADDR_ERR_NO_MEMORY;
     a->ptr = ptr;
     a->bytes = bytes;
-    pthread_mutex_lock(&ctx->err.lock);
+    pthread_mutex_lock(&ctx->core.err.lock);
     a->next = ctx->plain;
     ctx->plain = a;
-    pthread_mutex_unlock(&ctx->err.lock);
+    pthread_mutex_unlock(&ctx->core.err.lock);
     return SYMADDR_OK;
 }
 
 void *symaddr_plain_take(symaddr_context_t *ctx, void *ptr, bool *overlap_p)
 {
     struct plain_alloc *a = NULL;
-    pthread_mutex_lock(&ctx->err.lock);
+    pthread_mutex_lock(&ctx->core.err.lock);
     struct plain_alloc **pa = &ctx->plain;
     while (*pa && (*pa)->ptr != ptr)
         pa = &(*pa)->next;
@@ -36,7 +36,7 @@ void *symaddr_plain_take(symaddr_context_t *ctx, void *ptr, bool *overlap_p)
     *overlap_p = a && symaddr_registry_overlaps(&ctx->reg, (uintptr_t)ptr, a->bytes);
     if (a && !*overlap_p)
         *pa = a->next;
-    pthread_mutex_unlock(&ctx->err.lock);
+    pthread_mutex_unlock(&ctx->core.err.lock);
     if (!a || *overlap_p)
         return NULL;
     free(a);

@@ -3,7 +3,7 @@
  * allocate and free, import and the foreign tables, unregister, teardown, and the lookups over
  * them. Collective calls check locally, then agree, so that every rank returns the same
  * status. */
-#include "internal.h"
+#include "registration.h"
 #include "providers/provider.h"
 
 #include <stdlib.h>
@@ -52,12 +52,12 @@ symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t b
                                "NULL",
                                fn);
     if (st == SYMADDR_OK)
-        st = symaddr_check_size(ctx, bytes, fn);
+        st = symaddr_check_size(&ctx->core.err, bytes, fn);
     if (st == SYMADDR_OK)
         st = new_registration(ctx, &r, fn);
-    st = symaddr_agree(ctx, SYMADDR_OP_ALLOCATE, bytes, (uint64_t)provider->kind, st, fn);
+    st = symaddr_agree(&ctx->core, SYMADDR_OP_ALLOCATE, bytes, (uint64_t)provider->kind, st, fn);
     if (st == SYMADDR_OK) {
-        r->serial = ctx->seq;
+        r->serial = ctx->core.seq;
         r->allocated = true;
         st = symaddr_provider_ops(provider->kind)->alloc(ctx, bytes, r);
     }
@@ -105,7 +105,7 @@ static symaddr_status_t release_(symaddr_context_t *ctx, symaddr_registration_t 
 {
     if (st == SYMADDR_OK) /* ranks' kernels may still use the memory */
         st = ctx->be.ops->stream_sync(&ctx->be, NULL);
-    st = symaddr_agree(ctx, op, st == SYMADDR_OK ? r->serial : 0, arg1, st, fn);
+    st = symaddr_agree(&ctx->core, op, st == SYMADDR_OK ? r->serial : 0, arg1, st, fn);
     if (st != SYMADDR_OK)
         return st;
     symaddr_registry_remove(&ctx->reg, r);
@@ -153,7 +153,7 @@ static symaddr_status_t register_(symaddr_context_t *ctx, symaddr_provider_kind_
                                "not be NULL",
                                fn);
     if (st == SYMADDR_OK)
-        st = symaddr_check_size(ctx, a->bytes, fn);
+        st = symaddr_check_size(&ctx->core.err, a->bytes, fn);
     if (st == SYMADDR_OK)
         st = ops->check(ctx, a, fn);
     if (st == SYMADDR_OK && symaddr_registry_overlaps(&ctx->reg, (uintptr_t)a->ptr, a->bytes))
@@ -163,9 +163,9 @@ static symaddr_status_t register_(symaddr_context_t *ctx, symaddr_provider_kind_
                                fn, a->ptr, a->bytes);
     if (st == SYMADDR_OK)
         st = new_registration(ctx, &r, fn);
-    st = symaddr_agree(ctx, SYMADDR_OP_REGISTER, a->bytes, (uint64_t)kind, st, fn);
+    st = symaddr_agree(&ctx->core, SYMADDR_OP_REGISTER, a->bytes, (uint64_t)kind, st, fn);
     if (st == SYMADDR_OK) {
-        r->serial = ctx->seq;
+        r->serial = ctx->core.seq;
         st = ops->reg(ctx, a, r);
     }
     if (st != SYMADDR_OK) {
@@ -221,10 +221,10 @@ symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_pt
                                           symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
                                           uint64_t caps, symaddr_map_t **map_p)
 {
-    uint64_t *table = calloc((size_t)ctx->size, sizeof(uint64_t));
+    uint64_t *table = calloc((size_t)ctx->core.size, sizeof(uint64_t));
     if (table && fn && local_ptr) {
-        for (int r = 0; r < ctx->size; r++)
-            table[r] = r == ctx->rank
+        for (int r = 0; r < ctx->core.size; r++)
+            table[r] = r == ctx->core.rank
                            ? (uint64_t)(uintptr_t)local_ptr
                            : (uint64_t)(uintptr_t)fn(local_ptr, pe_of_rank ? pe_of_rank[r] : r);
     }

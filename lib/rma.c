@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory that is not symmetric and data movement from the host: plain allocations, copies,
  * stream waits, and put, get and atomics through a registration's table. */
-#include "internal.h"
+#include "context.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,7 @@ symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **
         return SYMADDR_ERR_INVALID_ARG;
     if (!ptr_p)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr_p is NULL", fn);
-    symaddr_status_t st = symaddr_check_size(ctx, bytes, fn);
+    symaddr_status_t st = symaddr_check_size(&ctx->core.err, bytes, fn);
     if (st != SYMADDR_OK)
         return st;
     void *ptr = NULL;
@@ -107,10 +107,10 @@ static symaddr_status_t rma_map(symaddr_context_t *ctx, const void *sym, const v
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                  "%s: %zu bytes at %p run past the end of the address space", fn,
                                  bytes, local);
-    if (target < 0 || target >= ctx->size)
+    if (target < 0 || target >= ctx->core.size)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: target %d is not a rank of this context (0..%d)", fn, target,
-                                 ctx->size - 1);
+                                 ctx->core.size - 1);
     if (symaddr_registry_lookup(&ctx->reg, sym, &r) != SYMADDR_OK)
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
                                  "%s: %p is not symmetric memory of this context; allocate it "

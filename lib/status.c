@@ -79,3 +79,12 @@ bool symaddr_align_up(size_t v, size_t a, size_t *out)
     *out = r / a * a;
     return true;
 }
+
+symaddr_status_t symaddr_check_size(symaddr_error_t *e, size_t bytes, const char *fn)
+{
+    if (bytes == 0 || bytes > SYMADDR_MAX_BYTES)
+        return symaddr_error_set(e, SYMADDR_ERR_INVALID_SIZE,
+                                 "%s: size %zu is %s; pass 1 to 2^48 bytes", fn, bytes,
+                                 bytes ? "too large" : "zero");
+    return SYMADDR_OK;
+}

@@ -29,4 +29,11 @@ bool symaddr_size_mul(size_t a, size_t b, size_t *out);
 bool symaddr_size_add(size_t a, size_t b, size_t *out);
 bool symaddr_align_up(size_t v, size_t a, size_t *out);
 
+/* Largest allocation or registration symaddr accepts. */
+#define SYMADDR_MAX_BYTES ((size_t)1 << 48)
+
+/* The size of an allocation or registration: 1 to SYMADDR_MAX_BYTES; else the status, with the
+ * message recorded in e. */
+symaddr_status_t symaddr_check_size(symaddr_error_t *e, size_t bytes, const char *fn);
+
 #endif

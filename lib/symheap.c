@@ -2,7 +2,7 @@
 /* The context's symmetric heap: one backend allocation per rank, exchanged once
  * at init, then sub-allocated first-fit. Every rank runs the same sequence of
  * collective reserve/release calls, so offsets agree without communication. */
-#include "internal.h"
+#include "maps.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +17,11 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
 
     memset(h, 0, sizeof(*h));
     /* A heap the node or device cannot hold would be accepted lazily and kill the job later. */
-    if (!symaddr_align_up(ctx->cfg.heap_bytes, HEAP_ALIGN, &bytes) || (total && bytes > total))
+    if (!symaddr_align_up(ctx->core.cfg.heap_bytes, HEAP_ALIGN, &bytes) || (total && bytes > total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
                                "symaddr_init: a symmetric heap of %zu bytes per rank is more than "
                                "the %zu bytes of %s memory; lower heap_bytes or SYMADDR_HEAP_SIZE",
-                               ctx->cfg.heap_bytes, total,
+                               ctx->core.cfg.heap_bytes, total,
                                ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "host" : "device");
     h->bytes = bytes;
     h->cap = 16;
@@ -34,7 +34,7 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
                           "symaddr_init: cannot allocate a %zu-byte symmetric heap (%s); lower "
                           "heap_bytes or SYMADDR_HEAP_SIZE",
                           bytes, symaddr_runtime_says(ctx));
-    st = symaddr_agree_status(ctx, st, "symaddr_init (heap)");
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_init (heap)");
     if (st == SYMADDR_OK) {
         h->backing.root_bytes = bytes;
         h->backing.owned = true;

@@ -11,11 +11,11 @@ static symaddr_status_t foreign_check(symaddr_context_t *ctx, const symaddr_regi
 {
     if (!a->peer_addrs)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: the peer table is NULL", fn);
-    if (a->peer_addrs[ctx->rank] != (uint64_t)(uintptr_t)a->ptr)
+    if (a->peer_addrs[ctx->core.rank] != (uint64_t)(uintptr_t)a->ptr)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: host_peer_addrs[%d] is 0x%llx but must equal local_ptr %p",
-                                 fn, ctx->rank, (unsigned long long)a->peer_addrs[ctx->rank],
-                                 a->ptr);
+                                 fn, ctx->core.rank,
+                                 (unsigned long long)a->peer_addrs[ctx->core.rank], a->ptr);
     return SYMADDR_OK;
 }
 
@@ -25,17 +25,17 @@ static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_regist
     static const char fn[] = "symaddr_register_peer_table";
     symaddr_backing_t *m = calloc(1, sizeof(*m));
     symaddr_status_t st = SYMADDR_OK;
-    if (!m || !(m->host_table = calloc((size_t)ctx->size + 1, sizeof(uint64_t))))
+    if (!m || !(m->host_table = calloc((size_t)ctx->core.size + 1, sizeof(uint64_t))))
         st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
     if (st == SYMADDR_OK) {
-        memcpy(m->host_table, a->peer_addrs, sizeof(uint64_t) * (size_t)ctx->size);
+        memcpy(m->host_table, a->peer_addrs, sizeof(uint64_t) * (size_t)ctx->core.size);
         m->root = a->ptr;
         m->root_bytes = a->bytes;
         if ((st = symaddr_backing_upload(ctx, m)) != SYMADDR_OK)
             symaddr_set_error(ctx, st, "%s: cannot place the peer table in device memory: %s", fn,
                               symaddr_runtime_says(ctx));
     }
-    st = symaddr_agree_status(ctx, st, fn);
+    st = symaddr_agree_status(&ctx->core, st, fn);
     if (st != SYMADDR_OK) {
         if (m)
             symaddr_backing_release(ctx, m);

@@ -24,7 +24,7 @@ static symaddr_status_t heap_alloc(symaddr_context_t *ctx, size_t bytes, symaddr
                           h->bytes, bytes);
     /* Same inputs on every rank give the same outcome; agree anyway in case a rank's
      * heap state diverged. */
-    st = symaddr_agree_status(ctx, st, "symaddr_symmetric_alloc");
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_symmetric_alloc");
     if (st != SYMADDR_OK) {
         if (local == SYMADDR_OK)
             symaddr_heap_release(h, r->heap_off, bytes);

@@ -35,7 +35,7 @@ static symaddr_status_t import_reg(symaddr_context_t *ctx, const symaddr_registe
         m ? ctx->be.ops->mem_range(&ctx->be, a->ptr, &root, &root_bytes) : SYMADDR_ERR_NO_MEMORY;
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_import: out of host memory");
-    st = symaddr_agree_status(ctx, st, "symaddr_import");
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_import");
     if (st == SYMADDR_OK) {
         m->root = root;
         m->root_bytes = root_bytes;

@@ -19,7 +19,7 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
                           "symaddr_symmetric_alloc: cannot allocate %zu bytes of %s "
                           "%smemory: %s",
                           bytes, ctx->be.ops->name, vmm ? "VMM " : "", symaddr_runtime_says(ctx));
-    st = symaddr_agree_status(ctx, st, "symaddr_symmetric_alloc");
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_symmetric_alloc");
     if (st == SYMADDR_OK) {
         m->root_bytes = mapped;
         m->owned = true;

@@ -7,7 +7,7 @@
 #ifndef SYMADDR_LIB_PROVIDER_H
 #define SYMADDR_LIB_PROVIDER_H
 
-#include "../internal.h"
+#include "../maps.h"
 
 /* What symaddr_import and the foreign registrations bring. */
 typedef struct symaddr_register_args {
@@ -57,6 +57,11 @@ void symaddr_provider_detach_nothing(symaddr_context_t *ctx, symaddr_registratio
 /* detach and release of a registration with a mapping of its own. */
 void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_t *r);
 void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registration_t *r);
+
+/* Detach every registration of regs (out of the registry already) from its peers, wait for
+ * the node, release them all; the context's heap and sync area too when whole is set. */
+symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs, size_t n,
+                                  bool whole);
 
 extern const symaddr_provider_ops_t symaddr_provider_heap_ops;
 extern const symaddr_provider_ops_t symaddr_provider_ipc_ops;

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
-#include "internal.h"
+#include "maps.h"
 
 static int gpu_backend(symaddr_context_t *ctx)
 {

@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "internal.h"
+#include "maps.h"
 
 static symaddr_heap_t heap_new(size_t bytes)
 {

@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-#ifndef SYMADDR_LIB_INTERNAL_H
-#define SYMADDR_LIB_INTERNAL_H
+/* The maps layer: how memory is backed and mapped (backings, peer roots, the symmetric heap,
+ * the collectives' sync area, plain allocations, locality), and the context that holds them.
+ * Providers, the lifecycle and the entry points build on it; it includes nothing above it. */
+#ifndef SYMADDR_LIB_MAPS_H
+#define SYMADDR_LIB_MAPS_H
 
-#include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 
 #include "symaddr/symaddr.h"
 #include "backend.h"
-#include "bootstrap/bootstrap.h"
-#include "config.h"
+#include "core.h"
 #include "registry.h"
-#include "status.h"
 
 /* A peer's root as opened in this process. Cached by (rank, owner's address),
  * so a root is opened once however many registrations use it. */
@@ -36,6 +35,7 @@ typedef struct symaddr_backing {
     uint64_t *host_table;
 } symaddr_backing_t;
 
+/* The handle symaddr_provider_get returns; what a kind does is in providers/. */
 struct symaddr_provider {
     symaddr_context_t *ctx;
     symaddr_provider_kind_t kind;
@@ -65,31 +65,25 @@ typedef struct symaddr_coll {
     bool ready;
 } symaddr_coll_t;
 
+/* One context: the core the floor works on, then what the layers from backends up add. */
 struct symaddr_context {
-    MPI_Comm comm;
-    int rank, size;
-    symaddr_bootstrap_t boot;
-    symaddr_config_t cfg;
+    symaddr_core_t core; /* ranks, bootstrap, settings, error, call counter, health */
     symaddr_backend_t be;
     symaddr_registry_t reg;
     symaddr_provider_t providers[SYMADDR_PROVIDER_COUNT_];
     symaddr_heap_t heap;
     bool has_heap;
     symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
-    uint64_t seq;                    /* collective call counter */
     symaddr_coll_t coll;
     symaddr_locality_t loc;
-    int gpu_sharers; /* ranks of the context on this rank's GPU, across node groups too */
-    symaddr_error_t err;
-    symaddr_status_t broken;   /* why the context can only be finalized; SYMADDR_OK while healthy */
-    int busy;                  /* a thread is in a collective or allocation call */
+    int gpu_sharers;           /* ranks of the context on this rank's GPU, across node groups too */
     struct plain_alloc *plain; /* symaddr_mem_alloc's allocations, which only this context frees */
 };
 
 /* Whether the context spans more than one node group. */
 static inline bool symaddr_multi_node(const symaddr_context_t *ctx)
 {
-    return ctx->boot.node_size < ctx->size;
+    return ctx->core.boot.node_size < ctx->core.size;
 }
 
 /* The runtime's words for the backend's last refusal in this call, for a message. */
@@ -98,69 +92,9 @@ static inline const char *symaddr_runtime_says(const symaddr_context_t *ctx)
     return ctx->be.why[0] ? ctx->be.why : "no detail from the runtime";
 }
 
-/* Largest allocation or registration symaddr accepts. */
-#define SYMADDR_MAX_BYTES ((size_t)1 << 48)
-
 /* Record the error text on ctx and return status. */
-#define symaddr_set_error(ctx, status, ...) symaddr_error_set(&(ctx)->err, (status), __VA_ARGS__)
-
-/* The size of an allocation or registration: 1 to SYMADDR_MAX_BYTES. */
-static inline symaddr_status_t symaddr_check_size(symaddr_context_t *ctx, size_t bytes,
-                                                  const char *fn)
-{
-    if (bytes == 0 || bytes > SYMADDR_MAX_BYTES)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                                 "%s: size %zu is %s; pass 1 to 2^48 bytes", fn, bytes,
-                                 bytes ? "too large" : "zero");
-    return SYMADDR_OK;
-}
-
-/* Start of a collective or allocation call: SYMADDR_ERR_BROKEN when the context is broken,
- * SYMADDR_ERR_INVALID_ARG when another thread is in such a call; else the call's deadline
- * starts and symaddr_call_leave must end it. */
-symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn);
-void symaddr_call_leave(symaddr_context_t *ctx);
-
-/* The body of a public collective or allocation call, between enter and leave; bodies call
- * each other directly. */
-#define GUARDED(ctx, fn, body)                                                                     \
-    do {                                                                                           \
-        if (!(ctx))                                                                                \
-            return SYMADDR_ERR_INVALID_ARG;                                                        \
-        symaddr_status_t g_st_ = symaddr_call_enter((ctx), (fn));                                  \
-        if (g_st_ == SYMADDR_OK) {                                                                 \
-            g_st_ = (body);                                                                        \
-            symaddr_call_leave(ctx);                                                               \
-        }                                                                                          \
-        return g_st_;                                                                              \
-    } while (0)
-/* Mark the context broken (the first reason sticks); returns why. */
-symaddr_status_t symaddr_context_break(symaddr_context_t *ctx, symaddr_status_t why);
-
-/* Collective agreement: every rank contributes its local status and the call's
- * arguments; all return the same status. */
-typedef struct symaddr_call {
-    uint64_t seq;
-    uint64_t op;
-    uint64_t arg0, arg1; /* op-specific, must match across ranks */
-    int32_t status;      /* local status before the call's collective work */
-    char why[100];
-} symaddr_call_t;
-
-enum {
-    SYMADDR_OP_ALLOCATE = 1,
-    SYMADDR_OP_FREE,
-    SYMADDR_OP_IMPORT,
-    SYMADDR_OP_UNREGISTER,
-    SYMADDR_OP_REGISTER,
-    SYMADDR_OP_FINALIZE,
-};
-
-symaddr_status_t symaddr_agree(symaddr_context_t *ctx, uint64_t op, uint64_t arg0, uint64_t arg1,
-                               symaddr_status_t local, const char *opname);
-/* Every rank learns whether all succeeded; returns the first failure. */
-symaddr_status_t symaddr_agree_status(symaddr_context_t *ctx, symaddr_status_t local,
-                                      const char *opname);
+#define symaddr_set_error(ctx, status, ...)                                                        \
+    symaddr_error_set(&(ctx)->core.err, (status), __VA_ARGS__)
 
 /* Collective: export m->root, exchange {handle, root, offset} over the node,
  * open (or reuse) every peer's root and build the tables. offset is the
@@ -176,13 +110,10 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m);
 /* Tables for a mapping whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);
 
-/* The bodies of public calls, for callers already inside symaddr_call_enter. */
-symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes, void **ptr_p,
-                                          symaddr_map_t **map_p);
-symaddr_status_t symaddr_symmetric_free_(symaddr_provider_t *provider, void *ptr);
-symaddr_status_t symaddr_register_ptr_fn_(symaddr_context_t *ctx, void *local_ptr, size_t bytes,
-                                          symaddr_peer_ptr_fn_t fn, const int *pe_of_rank,
-                                          uint64_t caps, symaddr_map_t **map_p);
+/* Fill r->map from its mapping and register it; frees nothing on failure. */
+symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
+                                              symaddr_provider_kind_t kind, void *range_base,
+                                              size_t range_bytes, uint64_t caps);
 
 /* symaddr_mem_alloc's allocations of this context (plain.c): record one, take one back (NULL
  * when ptr is not one, or while a registration overlaps it: *overlap_p), free what is left. */
@@ -206,15 +137,5 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx);
 void symaddr_heap_fini(symaddr_context_t *ctx);
 symaddr_status_t symaddr_heap_reserve(symaddr_heap_t *heap, size_t bytes, size_t *off_p);
 void symaddr_heap_release(symaddr_heap_t *heap, size_t off, size_t bytes);
-
-/* Detach every registration of regs (out of the registry already) from its peers, wait for
- * the node, release them all; the context's heap and sync area too when whole is set. */
-symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t **regs, size_t n,
-                                  bool whole);
-
-/* Fill r->map from its mapping and register it; frees nothing on failure. */
-symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
-                                              symaddr_provider_kind_t kind, void *range_base,
-                                              size_t range_bytes, uint64_t caps);
 
 #endif

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/* The part of a context that the floor works on: its ranks, bootstrap, settings, last error,
+ * call counter and health. Agreement lives here, so that every layer above can make the ranks
+ * settle on one status without knowing the rest of the context. */
+#ifndef SYMADDR_LIB_CORE_H
+#define SYMADDR_LIB_CORE_H
+
+#include <stdint.h>
+
+#include "symaddr/symaddr.h"
+#include "bootstrap/bootstrap.h"
+#include "config.h"
+#include "status.h"
+
+typedef struct symaddr_core {
+    MPI_Comm comm;
+    int rank, size;
+    symaddr_bootstrap_t boot;
+    symaddr_config_t cfg;
+    symaddr_error_t err;
+    uint64_t seq;            /* collective call counter */
+    symaddr_status_t broken; /* why the context can only be finalized; SYMADDR_OK while healthy */
+    int busy;                /* a thread is in a collective or allocation call */
+} symaddr_core_t;
+
+/* Mark the context broken (the first reason sticks); returns why. */
+symaddr_status_t symaddr_core_break(symaddr_core_t *core, symaddr_status_t why);
+
+/* Collective agreement: every rank contributes its local status and the call's
+ * arguments; all return the same status. */
+typedef struct symaddr_call {
+    uint64_t seq;
+    uint64_t op;
+    uint64_t arg0, arg1; /* op-specific, must match across ranks */
+    int32_t status;      /* local status before the call's collective work */
+    char why[100];
+} symaddr_call_t;
+
+enum {
+    SYMADDR_OP_ALLOCATE = 1,
+    SYMADDR_OP_FREE,
+    SYMADDR_OP_IMPORT,
+    SYMADDR_OP_UNREGISTER,
+    SYMADDR_OP_REGISTER,
+    SYMADDR_OP_FINALIZE,
+};
+
+symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0, uint64_t arg1,
+                               symaddr_status_t local, const char *opname);
+/* Every rank learns whether all succeeded; returns the first failure. */
+symaddr_status_t symaddr_agree_status(symaddr_core_t *core, symaddr_status_t local,
+                                      const char *opname);
+
+#endif
