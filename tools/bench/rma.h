@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/* symaddr-bench's RMA ops: put, get, translate, latency and atomic, with the kernels they
+ * time against. */
+#ifndef SYMADDR_BENCH_RMA_H
+#define SYMADDR_BENCH_RMA_H
+
+/* 16-byte aligned: one 16-byte access per element, as the library's own copies make. */
+typedef struct v16 {
+    uint64_t a, b;
+} __attribute__((aligned(16))) v16_t;
+
+/* Translation on every access, as the least careful user would write it. */
+__global__ void copy_translated(v16_t *dst, const v16_t *src, size_t n, int target,
+                                const uint64_t *peer_bases, int me)
+{
+    for (size_t i = symaddr_grid_thread(); i < n; i += symaddr_grid_threads())
+        *(v16_t *)symaddr_translate(dst + i, target, peer_bases, me) = src[i];
+}
+
+__global__ void copy_raw(v16_t *remote_dst, const v16_t *src, size_t n)
+{
+    for (size_t i = symaddr_grid_thread(); i < n; i += symaddr_grid_threads())
+        remote_dst[i] = src[i];
+}
+
+__global__ void pingpong(uint64_t *buf, uint64_t *sig, int peer, int iters, int initiator,
+                         const uint64_t *pb_buf, const uint64_t *pb_sig, int me, int *status)
+{
+    int st = SYMADDR_OK;
+    for (int i = 1; i <= iters && st == SYMADDR_OK; i++) {
+        if (!initiator)
+            st = symaddr_signal_wait_until(sig, (uint64_t)i, 10ull * 1000000000ull);
+        symaddr_store_u64(buf, (uint64_t)i, peer, pb_buf, me);
+        symaddr_signal_set(sig, (uint64_t)i, peer, pb_sig, me);
+        if (initiator)
+            st = symaddr_signal_wait_until(sig, (uint64_t)i, 10ull * 1000000000ull);
+    }
+    *status = st;
+}
+
+/* MODE_PEER_*: the runtime's peer copy (cudaMemcpyPeer, hipMemcpyPeer) of the same bytes. */
+enum { MODE_PUT, MODE_GET, MODE_TRANSLATED, MODE_RAW, MODE_PEER_PUT, MODE_PEER_GET };
+
+static unsigned blocks_for(size_t n)
+{
+    size_t b = (n + 255) / 256;
+    return b == 0 ? 1u : b > 1024 ? 1024u : (unsigned)b;
+}
+
+/* Time iters calls; returns the slowest rank's seconds per call. */
+static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int remote, char *dst,
+                        char *src, size_t bytes, const symaddr_map_t *dst_map)
+{
+    int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
+    int target = remote ? (rank + 1) % size : rank;
+    double t0 = 0, mine, worst;
+    symaddr_status_t st = SYMADDR_OK;
+    void *raw = NULL;
+    if (mode == MODE_RAW)
+        st = symaddr_translate_host(dst_map, dst, target, &raw);
+#if !defined(SYMADDR_KERNELS_CPU)
+    const symaddr_locality_t *loc = NULL;
+    symaddr_map_t *peer_map = NULL;
+    int peer_dev = 0;
+    if (mode == MODE_PEER_PUT || mode == MODE_PEER_GET) {
+        char *mapped = mode == MODE_PEER_PUT ? dst : src;
+        st = symaddr_locality_get(ctx, &loc);
+        if (st == SYMADDR_OK)
+            st = symaddr_lookup(ctx, mapped, &peer_map);
+        if (st == SYMADDR_OK)
+            st = symaddr_translate_host(peer_map, mapped, target, &raw);
+        if (st == SYMADDR_OK)
+            peer_dev = loc->device[target];
+    }
+#endif
+    int active = !o->one_pair || rank == 0;
+    for (int i = -o->warmup; i < o->iters && st == SYMADDR_OK; i++) {
+        if (i == 0) {
+            symaddr_stream_sync(ctx, NULL);
+            MPI_Barrier(symaddr_comm(ctx));
+            t0 = MPI_Wtime();
+        }
+        if (!active)
+            continue;
+        size_t n = bytes / sizeof(v16_t);
+        switch (mode) {
+        case MODE_PUT: st = symaddr_put(ctx, dst, src, bytes, target, NULL); break;
+        case MODE_GET: st = symaddr_get(ctx, dst, src, bytes, target, NULL); break;
+        case MODE_TRANSLATED:
+            st = SYMADDR_LAUNCH(copy_translated, blocks_for(n), 256, NULL, (v16_t *)dst,
+                                (const v16_t *)src, n, target, dst_map->peer_bases, rank);
+            break;
+#if !defined(SYMADDR_KERNELS_CPU)
+        case MODE_PEER_PUT:
+            st = hipMemcpyPeerAsync(raw, peer_dev, src, symaddr_device(ctx), bytes, NULL) ==
+                         hipSuccess
+                     ? SYMADDR_OK
+                     : SYMADDR_ERR_BACKEND;
+            break;
+        case MODE_PEER_GET:
+            st = hipMemcpyPeerAsync(dst, symaddr_device(ctx), raw, peer_dev, bytes, NULL) ==
+                         hipSuccess
+                     ? SYMADDR_OK
+                     : SYMADDR_ERR_BACKEND;
+            break;
+#endif
+        default:
+            st = SYMADDR_LAUNCH(copy_raw, blocks_for(n), 256, NULL, (v16_t *)raw,
+                                (const v16_t *)src, n);
+        }
+    }
+    symaddr_stream_sync(ctx, NULL);
+    mine = (MPI_Wtime() - t0) / o->iters;
+    if (st != SYMADDR_OK) {
+        fprintf(stderr, "symaddr-bench: %s (%s)\n", symaddr_strerror(st), symaddr_last_error(ctx));
+        MPI_Abort(symaddr_comm(ctx), 1);
+    }
+    MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+    return worst;
+}
+
+__global__ void atomic_loop(uint64_t *ctr, int target, int n, const uint64_t *pb, int me)
+{
+    for (int i = 0; i < n; i++)
+        symaddr_atomic_fetch_add_u64(ctr, 1, target, pb, me);
+}
+
+static int run_atomic(symaddr_context_t *ctx, const opts_t *o)
+{
+    int rank = symaddr_rank(ctx), n = symaddr_size(ctx), iters = o->iters * 50;
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    uint64_t *ctr, zero[1] = {0}, got[2];
+    if (!kernels_match(ctx, o))
+        return 2;
+    if (symaddr_provider_get(ctx, o->provider, &prov) ||
+        symaddr_symmetric_alloc(prov, 2 * sizeof(uint64_t), (void **)&ctr, &m))
+        return 1;
+    double t[2];
+    for (int k = 0; k < 2; k++) { /* 0: every rank adds to rank 0's counter; 1: its own */
+        symaddr_memcpy(ctx, ctr + k, zero, sizeof(uint64_t));
+        MPI_Barrier(symaddr_comm(ctx));
+        double t0 = MPI_Wtime();
+        symaddr_status_t st = SYMADDR_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0, iters,
+                                             m->peer_bases, rank);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        if (st != SYMADDR_OK) {
+            fprintf(stderr, "symaddr-bench: atomic: %s\n", symaddr_strerror(st));
+            MPI_Abort(symaddr_comm(ctx), 1);
+        }
+        t[k] = now_max(ctx, (MPI_Wtime() - t0) / iters);
+        MPI_Barrier(symaddr_comm(ctx));
+    }
+    symaddr_memcpy(ctx, got, ctr, sizeof(got));
+    long wrong = rank == 0 ? got[0] != (uint64_t)n * (uint64_t)iters : 0, all = 0;
+    wrong += got[1] != (uint64_t)iters;
+    MPI_Allreduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
+    if (rank == 0) {
+        printf("# symaddr-bench atomic: %d ranks, backend %s: fetch_add_u64, %d per rank\n", n,
+               symaddr_backend_name(symaddr_backend(ctx)), iters);
+        printf("# reference: the same kernel on the rank's own counter\n");
+        printf("%22s %12s %12s %8s %7s\n", "", "time(us)", "local(us)", "ratio", "#wrong");
+        printf("%22s %12.3f %12.3f %8.2f %7ld\n", "all ranks -> rank 0", t[0] * 1e6, t[1] * 1e6,
+               t[0] / t[1], all);
+    }
+    symaddr_symmetric_free(prov, ctr);
+    return 0;
+}
+
+/* The two symmetric buffers of every RMA op: a holds rank-distinct bytes, b receives. */
+typedef struct rma_bufs {
+    symaddr_provider_t *prov;
+    char *a, *b;
+    symaddr_map_t *m1, *m2;
+    unsigned char *host;
+    json_out_t json;
+} rma_bufs_t;
+
+static int rma_open(symaddr_context_t *ctx, const opts_t *o, rma_bufs_t *r)
+{
+    int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
+    memset(r, 0, sizeof(*r));
+    symaddr_status_t st = symaddr_provider_get(ctx, o->provider, &r->prov);
+    if (st == SYMADDR_OK)
+        st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->a, &r->m1);
+    if (st == SYMADDR_OK)
+        st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->b, &r->m2);
+    if (st != SYMADDR_OK) {
+        if (rank == 0)
+            fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
+        return 1;
+    }
+    r->host = (unsigned char *)malloc(o->max);
+    for (size_t i = 0; i < o->max; i++)
+        r->host[i] = (unsigned char)(rank * 31 + i * 7 + 1);
+    symaddr_memcpy(ctx, r->a, r->host, o->max);
+    if (rank == 0) {
+        printf("# symaddr-bench %s: %d ranks, backend %s, provider %s\n", o->op, size,
+               symaddr_backend_name(symaddr_backend(ctx)),
+               o->provider == SYMADDR_PROVIDER_HEAP  ? "heap"
+               : o->provider == SYMADDR_PROVIDER_VMM ? "vmm"
+                                                     : "ipc");
+        json_open(&r->json, o->json);
+        json_str(&r->json, "op", o->op);
+        json_num(&r->json, "ranks", size, 0);
+        json_str(&r->json, "backend", symaddr_backend_name(symaddr_backend(ctx)));
+    }
+    return 0;
+}
+
+static void rma_close(rma_bufs_t *r)
+{
+    json_close(&r->json);
+    free(r->host);
+    if (r->a)
+        symaddr_symmetric_free(r->prov, r->a);
+    if (r->b)
+        symaddr_symmetric_free(r->prov, r->b);
+}
+
+/* latency: ranks 0 and 1 ping-pong an 8-byte put and a signal inside one kernel. */
+static int run_latency(symaddr_context_t *ctx, const opts_t *o)
+{
+    int rank = symaddr_rank(ctx);
+    symaddr_status_t st = SYMADDR_OK;
+    rma_bufs_t r;
+    if (!kernels_match(ctx, o))
+        return 2;
+    if (symaddr_size(ctx) < 2) {
+        if (rank == 0)
+            fprintf(stderr, "symaddr-bench: latency needs at least 2 ranks\n");
+        return 2;
+    }
+    if (rma_open(ctx, o, &r)) {
+        rma_close(&r);
+        return 1;
+    }
+    /* a holds the 8-byte payloads, b the signal: both start at zero. */
+    const uint64_t zero[2] = {0, 0};
+    int *status = NULL, dev_st = SYMADDR_OK;
+    symaddr_memcpy(ctx, r.a, zero, sizeof(zero));
+    symaddr_memcpy(ctx, r.b, zero, sizeof(zero));
+    symaddr_mem_alloc(ctx, sizeof(int), (void **)&status);
+    symaddr_stream_sync(ctx, NULL);
+    MPI_Barrier(symaddr_comm(ctx));
+    double t0 = MPI_Wtime();
+    if (rank < 2)
+        st = SYMADDR_LAUNCH(pingpong, 1, 1, NULL, (uint64_t *)r.a, (uint64_t *)r.b, 1 - rank,
+                            o->iters, rank == 0, r.m1->peer_bases, r.m2->peer_bases, rank, status);
+    symaddr_stream_sync(ctx, NULL);
+    double t = (MPI_Wtime() - t0) / o->iters / 2, worst;
+    if (rank < 2)
+        symaddr_memcpy(ctx, &dev_st, status, sizeof(dev_st));
+    MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+    int bad = st != SYMADDR_OK || dev_st != SYMADDR_OK, all_bad;
+    MPI_Allreduce(&bad, &all_bad, 1, MPI_INT, MPI_MAX, symaddr_comm(ctx));
+    if (rank == 0) {
+        printf("# ranks 0 and 1: 8-byte put + signal, %d round trips in one kernel\n", o->iters);
+        printf("%12s %14s %8s\n", "size(B)", "one-way(us)", "status");
+        printf("%12d %14.3f %8s\n", 8, worst * 1e6, all_bad ? "TIMEOUT" : "ok");
+        json_row(&r.json);
+        json_num(&r.json, "bytes", 8, 0);
+        json_num(&r.json, "time_us", worst * 1e6, 3);
+        json_num(&r.json, "wrong", all_bad, 0);
+        json_row_end(&r.json);
+    }
+    symaddr_mem_free(ctx, status);
+    rma_close(&r);
+    return 0;
+}
+
+/* put, get (the library's calls) and translate (this tool's kernel, translating every access,
+ * against the same kernel given the raw peer pointer). */
+static int run_copy(symaddr_context_t *ctx, const opts_t *o)
+{
+    int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
+    int mode = !strcmp(o->op, "put") ? MODE_PUT : !strcmp(o->op, "get") ? MODE_GET : -1;
+    rma_bufs_t r;
+    if (mode < 0 && !kernels_match(ctx, o))
+        return 2;
+    if (rma_open(ctx, o, &r)) {
+        rma_close(&r);
+        return 1;
+    }
+    int peer_ref = (mode == MODE_PUT || mode == MODE_GET) && BENCH_BACKEND != SYMADDR_BACKEND_CPU;
+    if (rank == 0) {
+        if (o->one_pair)
+            printf("# one pair: rank 0 %s rank 1, the other ranks idle\n",
+                   mode == MODE_GET ? "reads from" : "writes to");
+        if (mode < 0)
+            printf("# reference: the same copy kernel given the raw peer pointer\n");
+        else
+            printf("# reference: the same kernel copying inside the rank's own allocation\n");
+        if (peer_ref)
+            printf("# and the runtime's peer copy (cudaMemcpyPeer/hipMemcpyPeer) of the same "
+                   "bytes to the same peer; peer ratio > 1: symaddr is faster\n");
+        printf("%12s %12s %10s %12s %10s %8s %7s", "size(B)", "time(us)", "GB/s",
+               mode < 0 ? "raw(us)" : "local(us)", "GB/s", "ratio", "#wrong");
+        if (peer_ref)
+            printf(" %10s %10s %8s", "peer(us)", "GB/s", "peer/sym");
+        printf("\n");
+    }
+    for (double s = (double)o->min; s <= (double)o->max; s *= o->factor) {
+        size_t bytes = mode < 0 ? (size_t)s / 16 * 16 : (size_t)s;
+        if (bytes == 0)
+            continue;
+        /* put: a (local) -> b on the right neighbour; get: a on the right neighbour -> b. */
+        double t_sym =
+            time_loop(ctx, o, mode < 0 ? MODE_TRANSLATED : mode, 1, r.b, r.a, bytes, r.m2);
+        long wrong = 0, all_wrong = 0;
+        if (o->check) {
+            MPI_Barrier(symaddr_comm(ctx));
+            unsigned char *got = (unsigned char *)malloc(bytes);
+            symaddr_memcpy(ctx, got, r.b, bytes);
+            int from = mode == MODE_GET ? (rank + 1) % size : (rank + size - 1) % size;
+            int receiver = mode == MODE_GET ? 0 : 1;
+            for (size_t i = 0; i < bytes && (!o->one_pair || rank == receiver); i++)
+                wrong += got[i] != (unsigned char)(from * 31 + i * 7 + 1);
+            free(got);
+            MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
+            MPI_Barrier(symaddr_comm(ctx));
+        }
+        double t_ref = mode < 0 ? time_loop(ctx, o, MODE_RAW, 1, r.b, r.a, bytes, r.m2)
+                                : time_loop(ctx, o, mode, 0, r.b, r.a, bytes, r.m2);
+        double t_peer = peer_ref
+                            ? time_loop(ctx, o, mode == MODE_PUT ? MODE_PEER_PUT : MODE_PEER_GET, 1,
+                                        r.b, r.a, bytes, r.m2)
+                            : 0;
+        if (rank == 0) {
+            char wrong_s[24] = "-";
+            if (o->check)
+                snprintf(wrong_s, sizeof(wrong_s), "%ld", all_wrong);
+            /* ratio > 1 means symaddr's path is slower than the reference. */
+            printf("%12zu %12.2f %10.2f %12.2f %10.2f %8.3f %7s", bytes, t_sym * 1e6,
+                   bytes / t_sym / 1e9, t_ref * 1e6, bytes / t_ref / 1e9, t_sym / t_ref, wrong_s);
+            if (peer_ref)
+                printf(" %10.2f %10.2f %8.3f", t_peer * 1e6, bytes / t_peer / 1e9, t_peer / t_sym);
+            printf("\n");
+            json_row(&r.json);
+            json_num(&r.json, "bytes", (double)bytes, 0);
+            json_num(&r.json, "time_us", t_sym * 1e6, 3);
+            json_num(&r.json, "ref_time_us", t_ref * 1e6, 3);
+            json_num(&r.json, "wrong", (double)all_wrong, 0);
+            if (peer_ref)
+                json_num(&r.json, "peer_time_us", t_peer * 1e6, 3);
+            json_row_end(&r.json);
+        }
+        if (all_wrong)
+            break;
+    }
+    rma_close(&r);
+    return 0;
+}
+#endif
