@@ -133,7 +133,11 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         return SYMADDR_ERR_NO_MEMORY;
     pthread_mutex_init(&ctx->core.err.lock, NULL);
     ctx->coll.leaders = MPI_COMM_NULL; /* a failed init tears down whatever was set up */
-    symaddr_registry_init(&ctx->reg);
+    if (symaddr_registry_init(&ctx->reg) != 0) {
+        pthread_mutex_destroy(&ctx->core.err.lock);
+        free(ctx);
+        return init_refused(cfg, SYMADDR_ERR_NO_MEMORY, "out of host memory for the registry");
+    }
     if (cfg) /* a config of another layout is read only as far as it goes, then refused */
         memcpy(&ctx->core.cfg, cfg, cfg->size < sizeof(*cfg) ? cfg->size : sizeof(*cfg));
     else

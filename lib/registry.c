@@ -9,22 +9,23 @@ struct symaddr_registry_snapshot {
     size_t count, cap;
     uint64_t retired_at;                    /* the epoch it was replaced in */
     struct symaddr_registry_snapshot *next; /* retired list */
-    uint64_t *bases;                        /* by_addr[i]->map.range_base, searched without chasing
-                                               pointers */
-    symaddr_registration_t **by_addr;       /* sorted by range */
-    symaddr_registration_t **by_map;        /* sorted by the registration's address */
+    uint64_t *bases; /* by_addr[i]'s range, so that a lookup reads no registration */
+    uint64_t *ends;
+    symaddr_registration_t **by_addr; /* sorted by range */
+    symaddr_registration_t **by_map;  /* sorted by the registration's address */
 };
 
 static symaddr_registry_snapshot_t *snap_alloc(size_t cap)
 {
-    size_t room = cap ? cap : 1, per = sizeof(uint64_t) + 2 * sizeof(void *);
+    size_t room = cap ? cap : 1, per = 2 * sizeof(uint64_t) + 2 * sizeof(void *);
     symaddr_registry_snapshot_t *s = malloc(sizeof(*s) + per * room);
     if (!s)
         return NULL;
     s->count = 0;
     s->cap = cap;
     s->bases = (uint64_t *)(s + 1);
-    s->by_addr = (symaddr_registration_t **)(s->bases + room);
+    s->ends = s->bases + room;
+    s->by_addr = (symaddr_registration_t **)(s->ends + room);
     s->by_map = s->by_addr + room;
     return s;
 }
@@ -165,18 +166,20 @@ static void copy_without(void *dst, const void *src, size_t n, size_t i, size_t 
     memcpy((char *)dst + i * es, (const char *)src + (i + 1) * es, (n - i - 1) * es);
 }
 
-/* First index whose range_base is > addr. */
+/* First index whose range_base is > addr. Without branches on the data (the compiler makes
+ * the step a conditional move), so that a lookup costs the same whatever the pointer. */
 static size_t upper_by_addr(const symaddr_registry_snapshot_t *s, uint64_t addr)
 {
-    size_t lo = 0, hi = s->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->bases[mid] <= addr)
-            lo = mid + 1;
-        else
-            hi = mid;
+    const uint64_t *b = s->bases;
+    size_t n = s->count;
+    if (n == 0)
+        return 0;
+    while (n > 1) {
+        size_t half = n / 2;
+        b = b[half] <= addr ? b + half : b;
+        n -= half;
     }
-    return lo;
+    return (size_t)(b - s->bases) + (*b <= addr);
 }
 
 /* First index whose entry address is >= r. */
@@ -196,21 +199,13 @@ static size_t lower_by_map(const symaddr_registry_snapshot_t *s, uintptr_t r)
 static symaddr_registration_t *find_in(const symaddr_registry_snapshot_t *s, uint64_t addr)
 {
     size_t i = upper_by_addr(s, addr);
-    if (i == 0)
-        return NULL;
-    symaddr_registration_t *r = s->by_addr[i - 1];
-    return addr - r->map.range_base < r->map.range_bytes ? r : NULL;
+    return i > 0 && addr < s->ends[i - 1] ? s->by_addr[i - 1] : NULL;
 }
 
 static bool overlaps_in(const symaddr_registry_snapshot_t *s, uint64_t base, uint64_t end)
 {
     size_t i = upper_by_addr(s, base);
-    if (i > 0) {
-        const symaddr_map_t *prev = &s->by_addr[i - 1]->map;
-        if (prev->range_base + prev->range_bytes > base)
-            return true;
-    }
-    return i < s->count && s->by_addr[i]->map.range_base < end;
+    return (i > 0 && s->ends[i - 1] > base) || (i < s->count && s->bases[i] < end);
 }
 
 /* ---- the freed set ------------------------------------------------------------------------ */
@@ -271,7 +266,22 @@ int symaddr_registry_init(symaddr_registry_t *reg)
     memset(reg, 0, sizeof(*reg));
     reg->epoch = 1; /* 0 marks an idle reader slot */
     reg->cur = snap_alloc(0);
-    return reg->cur && pthread_mutex_init(&reg->write, NULL) == 0 ? 0 : -1;
+    if (!reg->cur || posix_memalign((void **)&reg->readers, 64,
+                                    SYMADDR_REGISTRY_SLOTS * sizeof(*reg->readers))) {
+        free(reg->cur);
+        reg->cur = NULL;
+        reg->readers = NULL;
+        return -1;
+    }
+    memset(reg->readers, 0, SYMADDR_REGISTRY_SLOTS * sizeof(*reg->readers));
+    if (pthread_mutex_init(&reg->write, NULL) != 0) {
+        free(reg->cur);
+        free(reg->readers);
+        reg->cur = NULL;
+        reg->readers = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 void symaddr_registry_fini(symaddr_registry_t *reg)
@@ -284,6 +294,7 @@ void symaddr_registry_fini(symaddr_registry_t *reg)
     free(reg->cur);
     free(reg->spare);
     free(reg->freed);
+    free(reg->readers);
     pthread_mutex_destroy(&reg->write);
     memset(reg, 0, sizeof(*reg));
 }
@@ -332,6 +343,7 @@ symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_regist
     } else {
         size_t i = upper_by_addr(cur, base), j = lower_by_map(cur, (uintptr_t)r), n = cur->count;
         copy_with(next->bases, cur->bases, n, i, &base, sizeof(base));
+        copy_with(next->ends, cur->ends, n, i, &end, sizeof(end));
         copy_with(next->by_addr, cur->by_addr, n, i, &r, sizeof(r));
         copy_with(next->by_map, cur->by_map, n, j, &r, sizeof(r));
         next->count = n + 1;
@@ -354,6 +366,7 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
         if (next) {
             size_t i = upper_by_addr(cur, r->map.range_base) - 1; /* bases are unique */
             copy_without(next->bases, cur->bases, n, i, sizeof(*cur->bases));
+            copy_without(next->ends, cur->ends, n, i, sizeof(*cur->ends));
             copy_without(next->by_addr, cur->by_addr, n, i, sizeof(*cur->by_addr));
             copy_without(next->by_map, cur->by_map, n, j, sizeof(*cur->by_map));
             next->count = n - 1;

@@ -35,9 +35,11 @@ typedef struct symaddr_registry {
     symaddr_registry_snapshot_t *retired; /* replaced, maybe still read */
     symaddr_registry_snapshot_t *spare;   /* a free one, filled by the next change */
     uint64_t epoch;                       /* changes so far, plus one */
-    struct {
+    /* SYMADDR_REGISTRY_SLOTS slots, a cache line each (allocated aligned: a registry sits
+     * inside a context that is not), so that readers never write to a line another reads. */
+    struct symaddr_registry_reader {
         uint64_t epoch; /* when its thread's lookup began; 0 when idle */
-    } __attribute__((aligned(64))) readers[SYMADDR_REGISTRY_SLOTS];
+    } __attribute__((aligned(64))) * readers;
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
     size_t nfreed, capfreed;

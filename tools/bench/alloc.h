@@ -3,6 +3,8 @@
 #ifndef SYMADDR_BENCH_ALLOC_H
 #define SYMADDR_BENCH_ALLOC_H
 
+#include <pthread.h>
+
 static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
 {
     int rank = symaddr_rank(ctx);
@@ -49,39 +51,129 @@ static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
     return 0;
 }
 
-/* Lookups of interior pointers with 10,000 live allocations, against the same with one. */
+/* Lookups of interior pointers by o->threads threads at once, with 1 and 10,000 live
+ * allocations; then allocate+free of the heap with 4 threads looking up meanwhile, against
+ * the same alone. */
+enum { LOOKUP_LIVE = 10000, LOOKUP_CALLS = 1000000, LOOKUP_WRITES = 2000 };
+
+typedef struct lookup_job {
+    symaddr_context_t *ctx;
+    void **p;
+    int n, calls;     /* live pointers to pick from; lookups to make (0: until stop) */
+    const int *stop;  /* with calls == 0 */
+    double seconds;   /* wall time of the calls */
+    long wrong, done; /* lookups that missed; lookups made */
+    unsigned seed;
+} lookup_job_t;
+
+static void *lookup_thread(void *arg)
+{
+    lookup_job_t *j = (lookup_job_t *)arg;
+    symaddr_map_t *found;
+    unsigned x = j->seed;
+    long wrong = 0, done = 0; /* in registers: jobs share cache lines */
+    double t0 = MPI_Wtime();
+    for (long i = 0; j->calls ? i < j->calls : !__atomic_load_n(j->stop, __ATOMIC_RELAXED); i++) {
+        x = x * 1103515245u + 12345u;
+        /* live pointers only: with a writer running, p[0, n) stay allocated */
+        int k = (int)(x % (unsigned)j->n);
+        char *q = (char *)j->p[k] + (x >> 8) % 256;
+        if (symaddr_lookup(j->ctx, q, &found) != SYMADDR_OK ||
+            (uint64_t)(uintptr_t)q - found->range_base >= found->range_bytes)
+            wrong++;
+        done++;
+    }
+    j->seconds = MPI_Wtime() - t0;
+    j->wrong = wrong;
+    j->done = done;
+    return NULL;
+}
+
+/* ns per lookup of the slowest thread (of every rank), with threads threads at once. */
+static double lookup_time(symaddr_context_t *ctx, void **p, int n, int threads, long *wrong)
+{
+    pthread_t tid[64];
+    lookup_job_t jobs[64];
+    double worst = 0;
+    MPI_Barrier(symaddr_comm(ctx));
+    for (int t = 0; t < threads; t++) {
+        jobs[t] = (lookup_job_t){ctx, p, n, LOOKUP_CALLS / threads, NULL, 0, 0, 0, 77u * t + 1};
+        pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
+    }
+    for (int t = 0; t < threads; t++) {
+        pthread_join(tid[t], NULL);
+        double per = jobs[t].seconds / jobs[t].calls;
+        worst = per > worst ? per : worst;
+        *wrong += jobs[t].wrong;
+    }
+    return now_max(ctx, worst) * 1e9;
+}
+
+/* Seconds per allocate+free of 256 B from the heap, with readers lookup threads meanwhile. */
+static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void **p, int n,
+                         int readers, long *wrong, long *lookups)
+{
+    pthread_t tid[4];
+    lookup_job_t jobs[4];
+    int stop = 0, ok = 1;
+    for (int t = 0; t < readers; t++) {
+        jobs[t] = (lookup_job_t){ctx, p, n, 0, &stop, 0, 0, 0, 99u * t + 5};
+        pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
+    }
+    MPI_Barrier(symaddr_comm(ctx));
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < LOOKUP_WRITES && ok; i++) {
+        void *q;
+        symaddr_map_t *m;
+        ok = symaddr_symmetric_alloc(heap, 256, &q, &m) == SYMADDR_OK &&
+             symaddr_symmetric_free(heap, q) == SYMADDR_OK;
+    }
+    double t = (MPI_Wtime() - t0) / LOOKUP_WRITES;
+    __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
+    for (int t = 0; t < readers; t++) {
+        pthread_join(tid[t], NULL);
+        *wrong += jobs[t].wrong;
+        *lookups += jobs[t].done;
+    }
+    *wrong += !ok;
+    return now_max(ctx, t);
+}
+
 static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
 {
-    enum { LIVE = 10000, LOOKUPS = 1000000 };
     symaddr_provider_t *heap;
-    symaddr_map_t *m, *found;
-    void **p = (void **)calloc(LIVE, sizeof(void *));
-    int rank = symaddr_rank(ctx), ok = 1;
-    (void)o;
+    symaddr_map_t *m;
+    void **p = (void **)calloc(LOOKUP_LIVE, sizeof(void *));
+    int rank = symaddr_rank(ctx), ok = 1, n = 0, live[2] = {1, LOOKUP_LIVE};
+    long wrong = 0, lookups = 0, all_wrong;
+    double t[2], w[2];
     if (symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap))
         return 1;
-    double t[2];
-    int live[2] = {1, LIVE}, n = 0;
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2 && ok; k++) {
         while (n < live[k] && ok)
             ok = symaddr_symmetric_alloc(heap, 256, &p[n++], &m) == SYMADDR_OK;
-        if (!ok)
-            break;
-        unsigned x = 12345;
-        double t0 = MPI_Wtime();
-        for (int i = 0; i < LOOKUPS; i++) {
-            x = x * 1103515245u + 12345u;
-            int j = (int)(x % (unsigned)n);
-            ok &= symaddr_lookup(ctx, (char *)p[j] + (x >> 8) % 256, &found) == SYMADDR_OK;
-        }
-        t[k] = now_max(ctx, (MPI_Wtime() - t0) / LOOKUPS);
+        if (ok)
+            t[k] = lookup_time(ctx, p, n, o->threads, &wrong);
     }
+    if (ok) {
+        w[0] = write_time(ctx, heap, p, n, 0, &wrong, &lookups);
+        w[1] = write_time(ctx, heap, p, n, 4, &wrong, &lookups);
+    }
+    MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
     if (rank == 0 && ok) {
-        printf("# symaddr-bench lookup: %d ranks, backend %s, heap allocations of 256 B\n",
-               symaddr_size(ctx), symaddr_backend_name(symaddr_backend(ctx)));
-        printf("%12s %14s %8s\n", "live", "ns/lookup", "ratio");
-        printf("%12d %14.1f %8s\n", 1, t[0] * 1e9, "1.00");
-        printf("%12d %14.1f %8.2f\n", LIVE, t[1] * 1e9, t[1] / t[0]);
+        printf("# symaddr-bench lookup: %d ranks, backend %s, heap allocations of 256 B, "
+               "%d lookup thread%s per rank\n",
+               symaddr_size(ctx), symaddr_backend_name(symaddr_backend(ctx)), o->threads,
+               o->threads > 1 ? "s" : "");
+        printf("%12s %14s %8s %7s\n", "live", "ns/lookup", "ratio", "#wrong");
+        printf("%12d %14.1f %8s %7s\n", 1, t[0], "1.00", "-");
+        printf("%12d %14.1f %8.2f %7ld\n", LOOKUP_LIVE, t[1], t[1] / t[0], all_wrong);
+        printf("# allocate+free of 256 B with %d live, alone and with 4 threads looking up "
+               "(%ld lookups meanwhile on rank 0)\n",
+               LOOKUP_LIVE, lookups);
+        printf("%12s %14s %8s\n", "lookups", "us/alloc+free", "rate");
+        printf("%12s %14.2f %8s\n", "none", w[0] * 1e6, "1.00");
+        printf("%12s %14.2f %8.2f\n", "4 threads", w[1] * 1e6, w[0] / w[1]);
     } else if (rank == 0) {
         fprintf(stderr, "symaddr-bench: lookup: %s (raise SYMADDR_HEAP_SIZE)\n",
                 symaddr_last_error(ctx));
@@ -90,7 +182,7 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
         if (p[i])
             symaddr_symmetric_free(heap, p[i]);
     free(p);
-    return ok ? 0 : 1;
+    return ok && !all_wrong ? 0 : 1;
 }
 
 #endif

@@ -31,6 +31,7 @@ typedef struct opts {
     size_t min, max;
     double factor;
     int iters, warmup, check, graph, one_pair;
+    int threads; /* lookup: threads looking up at once */
     symaddr_provider_kind_t provider;
     const char *json, *compare;
     symaddr_dtype_t dtype;
@@ -78,6 +79,7 @@ static int usage(int rank)
                 "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot|ll]\n"
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
                 "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
+                "         [--threads N]  (lookup: N threads look up at once, 1 to 64)\n"
                 "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
                 "      reduce_scatter broadcast alltoall\n");
     return 2;
@@ -94,6 +96,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
     o->provider = SYMADDR_PROVIDER_IPC;
     o->dtype = SYMADDR_FLOAT32;
     o->redop = SYMADDR_SUM;
+    o->threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-b") && v)
@@ -114,6 +117,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             o->graph = 1;
         else if (!strcmp(a, "--one-pair"))
             o->one_pair = 1;
+        else if (!strcmp(a, "--threads") && v)
+            o->threads = atoi(argv[++i]);
         else if (!strcmp(a, "--compare") && v)
             o->compare = argv[++i];
         else if (!strcmp(a, "--backend") && v)
@@ -149,7 +154,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
         else
             return usage(rank);
     }
-    if (!o->op || o->min == 0 || o->max < o->min || o->factor <= 1 || o->iters <= 0)
+    if (!o->op || o->min == 0 || o->max < o->min || o->factor <= 1 || o->iters <= 0 ||
+        o->threads < 1 || o->threads > 64)
         return usage(rank);
     if (o->compare && strcmp(o->compare, "mpi") && strcmp(o->compare, "nccl") &&
         strcmp(o->compare, "rccl"))
