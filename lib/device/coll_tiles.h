@@ -75,20 +75,17 @@ SYMADDR_DEVFN void reduce_tile(coll_tile_t<typename traits<DT>::T, N> &out,
 {
     typedef traits<DT> tr;
     coll_tile_t<typename tr::T, N> in;
-    typename tr::A acc[N];
+    typename tr::A acc[N], v[N];
     tile_load<typename tr::T, N>(in, src[0] + base, vec);
-    COLL_UNROLL
-    for (int j = 0; j < N; j++)
-        acc[j] = tr::load(in.v[j]);
+    tr::load_n(in.v, acc, N);
     for (int q = 1; q < n; q++) {
         tile_load<typename tr::T, N>(in, src[q] + base, vec);
+        tr::load_n(in.v, v, N);
         COLL_UNROLL
         for (int j = 0; j < N; j++)
-            acc[j] = apply<OP>(acc[j], tr::load(in.v[j]));
+            acc[j] = apply<OP>(acc[j], v[j]);
     }
-    COLL_UNROLL
-    for (int j = 0; j < N; j++)
-        out.v[j] = tr::store(acc[j]);
+    tr::store_n(acc, out.v, N);
 }
 
 template <int DT, int OP>

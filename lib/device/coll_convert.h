@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+/* f16 and bf16 to and from f32, the same bits on every backend: round to nearest even; a NaN
+ * comes out quiet with its sign and as much of its payload as fits (what x86's F16C
+ * instructions do). The GPU converts with its own instructions and mends only NaNs, whose bits
+ * those instructions choose otherwise; the cpu uses F16C where it has it, else branch-free bit
+ * arithmetic that its compiler vectorises. Plain C, so that the unit tests check it against
+ * the compiler's own _Float16. Part of collectives.hip. */
+#ifndef SYMADDR_LIB_DEVICE_COLL_CONVERT_H
+#define SYMADDR_LIB_DEVICE_COLL_CONVERT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__CUDA_ARCH__)
+#define SYMADDR_CVT_PTX_ 1
+#elif defined(__HIP_DEVICE_COMPILE__)
+#define SYMADDR_CVT_HIP_ 1
+#endif
+
+SYMADDR_HOSTDEVFN float symaddr_f32_of_bits_(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+SYMADDR_HOSTDEVFN uint32_t symaddr_bits_of_f32_(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+SYMADDR_HOSTDEVFN float f16_to_f32(uint16_t h)
+{
+    /* inf, or a quiet NaN: sign, all-ones exponent, the payload shifted up */
+    uint32_t nan = ((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13) |
+                   (h & 0x3ffu ? 0x400000u : 0);
+#if defined(SYMADDR_CVT_PTX_)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return (h & 0x7fffu) > 0x7c00u ? symaddr_f32_of_bits_(nan) : f;
+#elif defined(SYMADDR_CVT_HIP_)
+    _Float16 x;
+    memcpy(&x, &h, sizeof(x));
+    return (h & 0x7fffu) > 0x7c00u ? symaddr_f32_of_bits_(nan) : (float)x;
+#else
+    /* exponent and mantissa in place, rebiased; inf and NaN by nan's rule; a subnormal (or
+     * zero) renormalised through an exact subtraction of two normal floats, so that no float
+     * operation sees a subnormal operand, which costs the cpu a slow assist */
+    int32_t m = (int32_t)(h & 0x7fffu) << 13, e = m & 0x0f800000;
+    int32_t u = m + ((127 - 15) << 23);
+    int32_t sub = (int32_t)symaddr_bits_of_f32_(symaddr_f32_of_bits_((uint32_t)u + (1u << 23)) -
+                                                symaddr_f32_of_bits_(113u << 23));
+    u = e == 0x0f800000 ? (int32_t)nan : e == 0 ? sub : u;
+    return symaddr_f32_of_bits_((uint32_t)u | (uint32_t)(h & 0x8000u) << 16);
+#endif
+}
+
+SYMADDR_HOSTDEVFN uint16_t f32_to_f16(float f)
+{
+    uint32_t u = symaddr_bits_of_f32_(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+    uint32_t nan = sign | 0x7e00u | ((u >> 13) & 0x1ffu); /* quiet, the payload's top bits */
+#if defined(SYMADDR_CVT_PTX_)
+    uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return a > 0x7f800000u ? (uint16_t)nan : h;
+#elif defined(SYMADDR_CVT_HIP_)
+    _Float16 x = (_Float16)f;
+    uint16_t h;
+    memcpy(&h, &x, sizeof(h));
+    return a > 0x7f800000u ? (uint16_t)nan : h;
+#else
+    /* Signed arithmetic throughout (a < 2^31), which vector units without unsigned compares
+     * handle in one instruction. >= 2^16: inf, or a quiet NaN. */
+    int32_t s = (int32_t)a, big = s > 0x7f800000 ? (int32_t)(nan & 0x7fffu) : 0x7c00;
+    /* < 2^-14: adding 0.5 rounds at the f16 subnormal's last place, to nearest even */
+    int32_t small = (int32_t)symaddr_bits_of_f32_(symaddr_f32_of_bits_(a) + 0.5f) - 0x3f000000;
+    /* normal: rebias, then round to nearest even on the 13 bits shifted out */
+    int32_t normal = (s - (112 << 23) + 0xfff + ((s >> 13) & 1)) >> 13;
+    int32_t h = s >= (143 << 23) ? big : s < (113 << 23) ? small : normal;
+    return (uint16_t)((uint32_t)h | sign);
+#endif
+}
+
+SYMADDR_HOSTDEVFN float bf16_to_f32(uint16_t h) { return symaddr_f32_of_bits_((uint32_t)h << 16); }
+
+SYMADDR_HOSTDEVFN uint16_t f32_to_bf16(float f)
+{
+    uint32_t u = symaddr_bits_of_f32_(f);
+    uint16_t nan = (uint16_t)((u >> 16) | 0x40u); /* quiet, sign and payload kept */
+#if defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
+    uint16_t h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+#else
+    uint16_t h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+#endif
+    return (int32_t)(u & 0x7fffffffu) > 0x7f800000 ? nan : h;
+}
+
+/* Runs of n conversions, which the tiles use. On x86 cpus with F16C (f16) or AVX2 (bf16),
+ * eight at a time, with the same bits as the loops. */
+#if defined(SYMADDR_KERNELS_CPU) && defined(__x86_64__)
+#include <immintrin.h>
+#define SYMADDR_CVT_F16C_ 1
+
+__attribute__((target("avx,f16c"))) static void f16_to_f32_f16c(const uint16_t *in, float *out,
+                                                                int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i))));
+    for (; i < n; i++)
+        out[i] = f16_to_f32(in[i]);
+}
+
+__attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *in, uint16_t *out,
+                                                                int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(out + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    for (; i < n; i++)
+        out[i] = f32_to_f16(in[i]);
+}
+
+static inline int symaddr_have_f16c_(void)
+{
+    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+}
+
+/* bf16 with AVX2: the same integer steps as f32_to_bf16, eight lanes at a time. */
+__attribute__((target("avx2"))) static void bf16_to_f32_avx2(const uint16_t *in, float *out, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(in + i)));
+        _mm256_storeu_si256((__m256i *)(out + i), _mm256_slli_epi32(w, 16));
+    }
+    for (; i < n; i++)
+        out[i] = bf16_to_f32(in[i]);
+}
+
+__attribute__((target("avx2"))) static void f32_to_bf16_avx2(const float *in, uint16_t *out, int n)
+{
+    int i = 0;
+    const __m256i one = _mm256_set1_epi32(1), round = _mm256_set1_epi32(0x7fff);
+    const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    const __m256i quiet = _mm256_set1_epi32(0x40);
+    for (; i + 8 <= n; i += 8) {
+        __m256i u = _mm256_loadu_si256((const __m256i *)(in + i));
+        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, round), lsb), 16);
+        __m256i nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+        __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+        r = _mm256_blendv_epi8(r, nan, is_nan);
+        /* 32 to 16 bits: packs work per 128-bit lane, so put the two halves back in order */
+        r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xd8);
+        _mm_storeu_si128((__m128i *)(out + i), _mm256_castsi256_si128(r));
+    }
+    for (; i < n; i++)
+        out[i] = f32_to_bf16(in[i]);
+}
+
+static inline int symaddr_have_avx2_(void) { return __builtin_cpu_supports("avx2"); }
+#endif
+
+SYMADDR_HOSTDEVFN void bf16_to_f32_n(const uint16_t *in, float *out, int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_avx2_()) {
+        bf16_to_f32_avx2(in, out, n);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        out[i] = bf16_to_f32(in[i]);
+}
+
+SYMADDR_HOSTDEVFN void f32_to_bf16_n(const float *in, uint16_t *out, int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_avx2_()) {
+        f32_to_bf16_avx2(in, out, n);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        out[i] = f32_to_bf16(in[i]);
+}
+
+SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_f16c_()) {
+        f16_to_f32_f16c(in, out, n);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        out[i] = f16_to_f32(in[i]);
+}
+
+SYMADDR_HOSTDEVFN void f32_to_f16_n(const float *in, uint16_t *out, int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_f16c_()) {
+        f32_to_f16_f16c(in, out, n);
+        return;
+    }
+#endif
+    for (int i = 0; i < n; i++)
+        out[i] = f32_to_f16(in[i]);
+}
+
+#endif
