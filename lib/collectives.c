@@ -27,6 +27,7 @@ static const char *const coll_names[] = {
     [SYMADDR_COLL_ALLREDUCE_ONESHOT] = "symaddr_allreduce",
     [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = "symaddr_allreduce",
     [SYMADDR_COLL_ALLREDUCE_LL] = "symaddr_allreduce",
+    [SYMADDR_COLL_ALLREDUCE_LAMPORT] = "symaddr_allreduce",
     [SYMADDR_COLL_REDUCE_SCATTER] = "symaddr_reduce_scatter",
     [SYMADDR_COLL_ALLGATHER] = "symaddr_allgather",
     [SYMADDR_COLL_BROADCAST] = "symaddr_broadcast",
@@ -82,7 +83,9 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
     symaddr_status_t st = symaddr_agree_status(&ctx->core, local, coll_names[kind]);
     if (st != SYMADDR_OK)
         return st;
-    uint64_t mine[5] = {kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT || kind == SYMADDR_COLL_ALLREDUCE_LL
+    uint64_t mine[5] = {kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ||
+                                kind == SYMADDR_COLL_ALLREDUCE_LL ||
+                                kind == SYMADDR_COLL_ALLREDUCE_LAMPORT
                             ? (uint64_t)SYMADDR_COLL_ALLREDUCE_ONESHOT
                             : (uint64_t)kind,
                         count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
@@ -130,6 +133,8 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->timeout_ns = (uint64_t)ctx->core.cfg.timeout_ms * 1000000u;
     d->stage_offset = ctx->coll.stage_offset;
     d->ll_offset = ctx->coll.ll_offset;
+    d->lamport_offset = ctx->coll.lamport_offset;
+    d->lamport_slot = ctx->coll.lamport_slot;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
      * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the
      * GPU holds resident for every rank that shares it. */
@@ -370,24 +375,31 @@ static symaddr_status_t allreduce_nodes(symaddr_context_t *ctx, const symaddr_co
                : st;
 }
 
-/* The allreduce kind for bytes, and the bytes of work that size its grid. */
+/* The allreduce kind for bytes of dt, and the bytes of work that size its grid. */
 static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t bytes,
-                                          size_t *work_p)
+                                          symaddr_dtype_t dt, size_t *work_p)
 {
     symaddr_allreduce_algo_t algo = ctx->core.cfg.allreduce_algo;
+    int lamport_ok = dt == SYMADDR_FLOAT32 || dt == SYMADDR_FLOAT16 || dt == SYMADDR_BFLOAT16;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
-        algo = bytes <= ctx->core.cfg.ll_bytes       ? SYMADDR_ALLREDUCE_LL
+        algo = bytes <= ctx->core.cfg.ll_bytes       ? SYMADDR_ALLREDUCE_LAMPORT
                : bytes < ctx->core.cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
                                                      : SYMADDR_ALLREDUCE_TWOSHOT;
+    if (algo == SYMADDR_ALLREDUCE_LAMPORT && !lamport_ok)
+        algo = SYMADDR_ALLREDUCE_LL; /* no spare bit pattern to mark arrival with */
+    if (algo == SYMADDR_ALLREDUCE_LAMPORT && bytes > ctx->coll.lamport_slot)
+        algo = bytes <= SYMADDR_COLL_LL_BYTES ? SYMADDR_ALLREDUCE_LL : SYMADDR_ALLREDUCE_ONESHOT;
     if (algo == SYMADDR_ALLREDUCE_LL && bytes > SYMADDR_COLL_LL_BYTES)
         algo = SYMADDR_ALLREDUCE_ONESHOT; /* an inbox holds at most this much */
     if (algo == SYMADDR_ALLREDUCE_ONESHOT && bytes > SYMADDR_COLL_STAGE_BYTES)
         algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
-    /* LL: one thread per 8 bytes; two-shot: each rank reduces its share */
-    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT ? bytes / (size_t)ctx->core.boot.node_size
-              : algo == SYMADDR_ALLREDUCE_LL    ? bytes * 4
-                                                : bytes;
+    /* LL: one thread per 8 bytes; Lamport: per 16; two-shot: each rank reduces its share */
+    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT   ? bytes / (size_t)ctx->core.boot.node_size
+              : algo == SYMADDR_ALLREDUCE_LL      ? bytes * 4
+              : algo == SYMADDR_ALLREDUCE_LAMPORT ? bytes * 2
+                                                  : bytes;
     return algo == SYMADDR_ALLREDUCE_LL        ? SYMADDR_COLL_ALLREDUCE_LL
+           : algo == SYMADDR_ALLREDUCE_LAMPORT ? SYMADDR_COLL_ALLREDUCE_LAMPORT
            : algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
                                                : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
 }
@@ -408,7 +420,8 @@ static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symad
         for (size_t off = 0; off < d0->count && st == SYMADDR_OK; off += chunk) {
             size_t n = d0->count - off < chunk ? d0->count - off : chunk;
             symaddr_coll_desc_t d;
-            desc_init(ctx, &d, allreduce_kind(ctx, n * es, &work), n, d0->dtype, d0->op, work);
+            desc_init(ctx, &d, allreduce_kind(ctx, n * es, d0->dtype, &work), n, d0->dtype, d0->op,
+                      work);
             d.send = src + off * es;
             d.send_pb = d0->send_pb;
             d.recv = scratch;
@@ -559,14 +572,17 @@ static symaddr_status_t alltoall_nodes(symaddr_context_t *ctx, const symaddr_col
 /* ---- the calls: one row per collective, one driver --------------------------------------------
  */
 
-/* The kernel kind for a message of bytes per rank, and the bytes of work that size its grid. */
+/* The kernel kind for a message of bytes per rank of dt, and the bytes of work that size its
+ * grid. */
 typedef symaddr_coll_kind_t (*kind_fn_t)(const symaddr_context_t *ctx, size_t bytes,
-                                         size_t *work_p);
+                                         symaddr_dtype_t dt, size_t *work_p);
 
 #define FIXED_KIND(name, kind, work)                                                               \
-    static symaddr_coll_kind_t name(const symaddr_context_t *ctx, size_t bytes, size_t *work_p)    \
+    static symaddr_coll_kind_t name(const symaddr_context_t *ctx, size_t bytes,                    \
+                                    symaddr_dtype_t dt, size_t *work_p)                            \
     {                                                                                              \
         (void)ctx;                                                                                 \
+        (void)dt;                                                                                  \
         *work_p = (work);                                                                          \
         return kind;                                                                               \
     }
@@ -616,7 +632,7 @@ static symaddr_status_t coll_run(symaddr_context_t *ctx, const coll_row_t *row, 
                                row->name, root, ctx->core.size - 1);
     if (st == SYMADDR_OK && symaddr_multi_node(ctx))
         st = mpi_fits(ctx, row->mpi_all ? total : bytes, row->name);
-    symaddr_coll_kind_t kind = row->kind(ctx, bytes, &work);
+    symaddr_coll_kind_t kind = row->kind(ctx, bytes, dt, &work);
     if ((st = coll_begin(ctx, st, row->rule, kind, send, row->send_all ? total : bytes, recv,
                          row->recv_all ? total : bytes, count, dt, row->reduces ? op : SYMADDR_SUM,
                          row->rooted ? root : 0, work, &d)) != SYMADDR_OK ||

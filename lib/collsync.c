@@ -33,6 +33,14 @@ static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
                                  symaddr_bootstrap_deadline(&ctx->core.boot, 0));
 }
 
+/* One node peer's slot in a Lamport buffer: the buffer's bytes shared by the node, whole
+ * 16-byte chunks, at most what one call may move. */
+static size_t lamport_slot_bytes(int node_size)
+{
+    size_t slot = SYMADDR_COLL_LAMPORT_AREA / (size_t)node_size / 16 * 16;
+    return slot < SYMADDR_COLL_LAMPORT_MAX ? slot : SYMADDR_COLL_LAMPORT_MAX;
+}
+
 symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
@@ -42,10 +50,14 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
          255) /
         256 * 256;
     size_t ll_offset = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
-    size_t scratch_offset = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
+    size_t lamport_offset = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
+    size_t lamport_slot = lamport_slot_bytes(b->node_size);
+    size_t scratch_offset = lamport_offset + 3 * (size_t)b->node_size * lamport_slot;
     size_t scratch_bytes = symaddr_multi_node(ctx) ? SCRATCH_BYTES : 0;
     size_t sync_bytes = scratch_offset + scratch_bytes;
-    void *zeros = calloc(1, sync_bytes);
+    char *zeros = calloc(1, sync_bytes);
+    if (zeros) /* every Lamport word starts empty */
+        memset(zeros + lamport_offset, 0xff, scratch_offset - lamport_offset);
     symaddr_status_t st = zeros ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
 
     c->leaders = MPI_COMM_NULL;
@@ -63,6 +75,8 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
                                  sizeof(int) * (size_t)b->node_size);
     c->stage_offset = stage_offset;
     c->ll_offset = ll_offset;
+    c->lamport_offset = lamport_offset;
+    c->lamport_slot = lamport_slot;
     c->scratch_offset = scratch_offset;
     c->scratch_bytes = scratch_bytes;
     free(zeros);
@@ -138,8 +152,9 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
     const symaddr_coll_t *c = &ctx->coll;
     size_t flags = (size_t)SYMADDR_COLL_MAX_BLOCKS * (size_t)ctx->core.boot.node_size;
     size_t inboxes = 2 * (size_t)ctx->core.boot.node_size * SYMADDR_COLL_LL_INBOX;
+    size_t lamport = 3 * (size_t)ctx->core.boot.node_size * c->lamport_slot;
     uint64_t *w = malloc(sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
-    void *zeros = calloc(1, inboxes);
+    char *zeros = calloc(1, inboxes + lamport);
     symaddr_status_t st =
         w && zeros ? ctx->be.ops->stream_sync(&ctx->be, NULL) : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
@@ -153,8 +168,11 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
         st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, w,
                                  sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
     }
-    if (st == SYMADDR_OK)
-        st = ctx->be.ops->memcpy(&ctx->be, (char *)c->sync.root + c->ll_offset, zeros, inboxes);
+    if (st == SYMADDR_OK) { /* the Lamport buffers follow the LL inboxes */
+        memset(zeros + inboxes, 0xff, lamport);
+        st = ctx->be.ops->memcpy(&ctx->be, (char *)c->sync.root + c->ll_offset, zeros,
+                                 inboxes + lamport);
+    }
     if (st == SYMADDR_OK)
         st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.comm,
                                  symaddr_bootstrap_deadline(&ctx->core.boot, 1));

@@ -59,6 +59,7 @@ typedef struct symaddr_coll {
     int *node_ranks;     /* device copy of boot.node_to_rank */
     size_t stage_offset; /* of the one-shot staging slots in the sync area */
     size_t ll_offset;
+    size_t lamport_offset, lamport_slot;  /* three buffers of node_size slots */
     size_t scratch_offset, scratch_bytes; /* 0 bytes on one node */
     unsigned max_blocks; /* grid bound: what the GPU holds resident for every rank on it */
     MPI_Comm leaders;    /* node rank 0 of every node; MPI_COMM_NULL elsewhere */

@@ -118,14 +118,21 @@ typedef struct symaddr_map {
 } symaddr_map_t;
 
 /** Allreduce algorithm: LL (every rank stores its input into every peer's inbox as flagged
- *  packets: no barrier, for up to 32 KiB), one-shot (every rank reads every peer's staged
- *  input, up to 256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) for large
- *  messages. A message too large for the chosen one takes the next. */
+ *  packets: no barrier, for up to 32 KiB), Lamport (the same push with 16-byte stores whose
+ *  data marks its own arrival: f32, f16 and bf16, up to 1 MiB over the node size and at most
+ *  512 KiB; other types take LL), one-shot (every rank reads every peer's staged input, up to
+ *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) for large messages. A
+ *  message too large for the chosen one takes the next. Auto picks Lamport (LL for integers and
+ *  f64) up to ll_bytes, then one-shot, then two-shot from twoshot_bytes.
+ *
+ *  Lamport marks a 32-bit word that has not arrived by all ones, a NaN; a NaN of all ones in
+ *  the input is sent with its lowest bit cleared, so it comes back a NaN but not bit for bit. */
 typedef enum symaddr_allreduce_algo {
     SYMADDR_ALLREDUCE_AUTO = 0,
     SYMADDR_ALLREDUCE_ONESHOT = 1,
     SYMADDR_ALLREDUCE_TWOSHOT = 2,
     SYMADDR_ALLREDUCE_LL = 3,
+    SYMADDR_ALLREDUCE_LAMPORT = 4,
 } symaddr_allreduce_algo_t;
 
 typedef struct symaddr_context symaddr_context_t;
@@ -153,11 +160,12 @@ typedef struct symaddr_config {
     unsigned timeout_ms; /**< deadline of every wait on a peer, MPI's and kernels'; default
                               $SYMADDR_TIMEOUT_MS or 60000 */
     symaddr_allreduce_algo_t allreduce_algo; /**< default $SYMADDR_ALLREDUCE (auto, oneshot,
-                                                  twoshot, ll), else auto */
+                                                  twoshot, ll, lamport), else auto */
     size_t twoshot_bytes;    /**< auto picks two-shot from this many bytes on; default
                                   $SYMADDR_TWOSHOT_BYTES, else 0: the backend's own (2 KiB on
                                   cpu, 256 KiB on GPUs). One-shot stages at most 256 KiB. */
-    size_t ll_bytes;         /**< auto picks LL up to this many bytes (at most 32 KiB; 0: never);
+    size_t ll_bytes;         /**< auto picks Lamport (LL for integers and f64) up to this many
+                                  bytes (at most 32 KiB; 0: never);
                                   default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
     symaddr_logger_t logger; /**< NULL (default): stderr */
     void *logger_cookie;

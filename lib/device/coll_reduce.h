@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The reducing kernels: one-shot and two-shot allreduce, reduce-scatter, and the LL
- * allreduce. Part of collectives.hip. */
+/* The reducing kernels: one-shot and two-shot allreduce, reduce-scatter, and the LL and
+ * Lamport allreduces. Part of collectives.hip. */
 #ifndef SYMADDR_LIB_DEVICE_COLL_REDUCE_H
 #define SYMADDR_LIB_DEVICE_COLL_REDUCE_H
 
@@ -194,6 +194,135 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     }
 finish:
     coll_finish(d, e);
+}
+
+/* ---- Lamport allreduce -------------------------------------------------------------------- */
+
+/* The types whose data can carry the arrival marker: a 32-bit word of all ones is a NaN in
+ * f32 and two NaNs in f16 or bf16. Integers and f64 have no spare pattern and take LL. */
+template <int DT> struct lamport_ok {
+    enum { value = DT == SYMADDR_FLOAT32 || DT == SYMADDR_FLOAT16 || DT == SYMADDR_BFLOAT16 };
+};
+
+/* 16 bytes as one store; each 32-bit word is seen whole by a poller, which is all the
+ * protocol needs. */
+SYMADDR_DEVFN void lamport_put16(uint32_t *p, const uint32_t w[4])
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("st.volatile.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
+                 "r"(w[2]), "r"(w[3])
+                 : "memory");
+#elif SYMADDR_ON_GPU
+    typedef uint32_t v4u __attribute__((ext_vector_type(4)));
+    v4u v = {w[0], w[1], w[2], w[3]};
+    *(volatile v4u *)p = v;
+#else
+    for (int k = 0; k < 4; k++)
+        __atomic_store_n(&p[k], w[k], __ATOMIC_RELAXED);
+#endif
+}
+
+SYMADDR_DEVFN void lamport_get16(const uint32_t *p, uint32_t w[4])
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(p)
+                 : "memory");
+#elif SYMADDR_ON_GPU
+    typedef uint32_t v4u __attribute__((ext_vector_type(4)));
+    v4u v = *(const volatile v4u *)p;
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+#else
+    for (int k = 0; k < 4; k++)
+        w[k] = __atomic_load_n(&p[k], __ATOMIC_RELAXED);
+#endif
+}
+
+/* Wait until every word of the 16 bytes at p arrived, take them and mark the slot empty again;
+ * 0 in *ok when the deadline passed or a peer failed. */
+SYMADDR_DEVFN void lamport_take16(uint32_t *p, uint32_t w[4], const symaddr_coll_desc_t &d,
+                                  uint64_t deadline, int *ok)
+{
+    for (unsigned spin = 0;; spin++) {
+        lamport_get16(p, w);
+        if (w[0] != SYMADDR_COLL_LAMPORT_EMPTY && w[1] != SYMADDR_COLL_LAMPORT_EMPTY &&
+            w[2] != SYMADDR_COLL_LAMPORT_EMPTY && w[3] != SYMADDR_COLL_LAMPORT_EMPTY)
+            break;
+        if ((spin & 63) == 63) {
+            if (coll_failed(d)) {
+                *ok = 0; /* a peer failed and told us */
+                return;
+            }
+            if (symaddr_clock_ns() > deadline) {
+                coll_fail(d, SYMADDR_ERR_TIMEOUT);
+                *ok = 0;
+                return;
+            }
+            symaddr_yield();
+        }
+    }
+    const uint32_t empty[4] = {SYMADDR_COLL_LAMPORT_EMPTY, SYMADDR_COLL_LAMPORT_EMPTY,
+                               SYMADDR_COLL_LAMPORT_EMPTY, SYMADDR_COLL_LAMPORT_EMPTY};
+    lamport_put16(p, empty);
+}
+
+/* Lamport allreduce: each rank stores its input, 16 bytes at a time, into its slot of every
+ * peer's buffer (the call's of three), and reduces from its own buffer as the words arrive: no
+ * flag, no barrier, one one-way trip. A word of all ones in the input (a NaN) is sent with its
+ * lowest bit cleared, still a NaN, so that data never looks empty. The reader empties each 16
+ * bytes it took, so a buffer is empty again when its call ends on this rank; a peer writes it
+ * next three Lamport calls later, which needs this rank's data of the call before, sent after
+ * this call ended here. The same
+ * thread pushes and reduces a chunk, so the grid needs no barrier either. */
+template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    enum { PER = 16 / sizeof(T) };
+    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    size_t bytes = d.count * sizeof(T), chunks = (bytes + 15) / 16;
+    uint64_t buf = *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_LAMPORT];
+    char *box = (char *)d.sync + d.lamport_offset + (size_t)buf * d.node_size * d.lamport_slot;
+    uint32_t *dst[COLL_MAX_NODE];
+    int ok = 1;
+    if (coll_failed(d))
+        goto finish;
+    for (int q = 0; q < d.node_size; q++)
+        dst[q] = (uint32_t *)symaddr_translate(box + (size_t)d.node_rank * d.lamport_slot,
+                                               d.node_ranks[q], d.sync_pb, d.rank);
+    for (size_t c = symaddr_grid_thread(); c < chunks; c += symaddr_grid_threads()) {
+        uint32_t w[4] = {0, 0, 0, 0};
+        size_t n = bytes - c * 16 < 16 ? bytes - c * 16 : 16;
+        if (n == 16 && d.vec) {
+            coll_pack_t v = ((const coll_pack_t *)d.send)[c];
+            memcpy(w, &v, 16);
+        } else
+            memcpy(w, (const char *)d.send + c * 16, n);
+        for (int k = 0; k < 4; k++)
+            w[k] -= w[k] == SYMADDR_COLL_LAMPORT_EMPTY;
+        for (int k = 0; k < d.node_size; k++) {
+            int q = (d.node_rank + k) % d.node_size;
+            lamport_put16(dst[q] + 4 * c, w);
+        }
+    }
+    for (size_t c = symaddr_grid_thread(); c < chunks && ok; c += symaddr_grid_threads()) {
+        typename tr::A acc[PER];
+        for (int q = 0; q < d.node_size && ok; q++) {
+            uint32_t w[4];
+            T v[PER];
+            lamport_take16((uint32_t *)(box + (size_t)q * d.lamport_slot) + 4 * c, w, d, deadline,
+                           &ok);
+            memcpy(v, w, 16);
+            for (int j = 0; j < PER; j++)
+                acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
+        }
+        size_t n = (bytes - c * 16 < 16 ? bytes - c * 16 : 16) / sizeof(T);
+        for (size_t j = 0; j < n && ok; j++)
+            ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
+    }
+finish:
+    coll_finish(d, e, (buf + 1) % 3);
 }
 
 #endif

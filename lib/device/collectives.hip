@@ -64,6 +64,12 @@ template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc
         return SYMADDR_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
     case SYMADDR_COLL_ALLREDUCE_LL:
         return SYMADDR_LAUNCH(k_allreduce_ll<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+    case SYMADDR_COLL_ALLREDUCE_LAMPORT:
+        if constexpr (lamport_ok<DT>::value)
+            return SYMADDR_LAUNCH(k_allreduce_lamport<DT COMMA OP>, d.blocks, COLL_THREADS, stream,
+                                  d);
+        else
+            return SYMADDR_ERR_INVALID_ARG; /* the host picks LL for these */
     default:
         return SYMADDR_LAUNCH(k_reduce_scatter<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
     }
@@ -123,6 +129,8 @@ template <int DT, int OP> void occupancy_reduce(int &m)
     occupancy_min(m, k_allreduce_oneshot<DT, OP>);
     occupancy_min(m, k_allreduce_twoshot<DT, OP>);
     occupancy_min(m, k_allreduce_ll<DT, OP>);
+    if constexpr (lamport_ok<DT>::value)
+        occupancy_min(m, k_allreduce_lamport<DT, OP>);
     occupancy_min(m, k_reduce_scatter<DT, OP>);
 }
 

@@ -265,6 +265,85 @@ static void test_allreduce_ll(void *u)
     (void)u;
     allreduce_matrix(SYMADDR_ALLREDUCE_LL);
 }
+static void test_allreduce_lamport(void *u)
+{
+    (void)u;
+    allreduce_matrix(SYMADDR_ALLREDUCE_LAMPORT); /* integers and f64 take LL */
+}
+
+/* f32 allreduce (sum) of n elements with values v(rank, i) from view offset off; the number of
+ * elements whose bits differ from the sequential sum in rank order. */
+static long f32_sum_case(fix_t *f, size_t n, size_t off, float (*v)(int r, size_t i, int k), int k)
+{
+    float *send = (float *)f->a + off, *recv = (float *)f->b + off, *in = (float *)f->h_in;
+    for (size_t i = 0; i < n; i++)
+        in[i] = v(t_rank, i, k);
+    upload(f, send, n * sizeof(float));
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(f->ctx, symaddr_allreduce(f->ctx, send, recv, n, SYMADDR_FLOAT32, SYMADDR_SUM, NULL));
+    download(f, recv, n * sizeof(float));
+    MPI_Barrier(MPI_COMM_WORLD);
+    long bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = v(0, i, k), got;
+        for (int r = 1; r < t_size; r++)
+            want += v(r, i, k);
+        memcpy(&got, (float *)f->h_out + i, sizeof(got));
+        uint32_t a, b;
+        memcpy(&a, &want, 4);
+        memcpy(&b, &got, 4);
+        bad += isnan(want) ? !isnan(got) : a != b;
+    }
+    return bad;
+}
+
+static float v_marker(int r, size_t i, int k)
+{
+    uint32_t u;
+    float x;
+    (void)k;
+    switch (i % 5) {
+    case 0: u = r == 0 ? 0xffffffffu : 0x3f800000u; break; /* Lamport's "empty", as data */
+    case 1: u = 0x80000000u; break;                        /* -0.0 on every rank */
+    case 2: u = 0xfffffffeu; break;                        /* the NaN it is sent as */
+    default: return (float)((r + 1) * (int)(i + 1));
+    }
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static float v_call(int r, size_t i, int k) { return (float)((r + 1) + 16 * (int)i + 4096 * k); }
+
+/* Lamport: data that looks like its marker, -0.0 kept, aligned and odd views, and sizes that
+ * shrink and grow between calls (a slot left full by a larger call would be read as arrived),
+ * forced and mixed with the other algorithms by auto. */
+static void test_lamport(void *u)
+{
+    static const size_t sizes[] = {1001, 3, 1001, 1, 257, 1001, 2, 64, 1001};
+    static const size_t mixed[] = {5, 20000, 31, 3, 20000, 7, 1, 20000, 30};
+    (void)u;
+    for (int automatic = 0; automatic < 2; automatic++) {
+        symaddr_config_t cfg;
+        fix_t f;
+        symaddr_config_default(&cfg);
+        cfg.allreduce_algo = automatic ? SYMADDR_ALLREDUCE_AUTO : SYMADDR_ALLREDUCE_LAMPORT;
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        fix_init(&f, ctx);
+        for (size_t off = 0; off < 2 && !automatic; off++) {
+            long bad = f32_sum_case(&f, 1001, off ? VIEW : 0, v_marker, 0);
+            T_CHECK(bad == 0, "marker-like data, view %zu: %ld wrong", off ? VIEW : 0, bad);
+        }
+        const size_t *seq = automatic ? mixed : sizes;
+        for (int k = 0; k < 3 * 9; k++) {
+            size_t n = seq[k % 9];
+            long bad = f32_sum_case(&f, n, k % 2 ? VIEW : 0, v_call, k);
+            T_CHECK(bad == 0, "%s call %d of %zu: %ld wrong", automatic ? "auto" : "lamport", k, n,
+                    bad);
+        }
+        fix_fini(&f);
+        T_OK(ctx, symaddr_finalize(&ctx));
+    }
+}
 
 /* ---- the other collectives ------------------------------------------------------------------ */
 
@@ -630,6 +709,8 @@ int main(int argc, char **argv)
     T_RUN(test_allreduce_oneshot, NULL);
     T_RUN(test_allreduce_twoshot, NULL);
     T_RUN(test_allreduce_ll, NULL);
+    T_RUN(test_allreduce_lamport, NULL);
+    T_RUN(test_lamport, NULL);
     T_RUN(test_others, NULL);
     T_RUN(test_in_place_forms, NULL);
     T_RUN(test_mixed_providers, NULL);

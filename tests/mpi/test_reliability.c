@@ -157,7 +157,9 @@ static void test_misaligned(symaddr_context_t *ctx)
 /* The last rank is stopped for 3 timeouts in the middle of a loop of small allreduces. No
  * rank may return OK with wrong data, nor OK for the call in which some rank timed out, nor
  * OK after its own first failure. */
-static void late_rank(symaddr_allreduce_algo_t algo)
+/* dt: SYMADDR_INT32, or SYMADDR_FLOAT32 (the same small integers, exact in f32), which the
+ * Lamport allreduce takes. */
+static void late_rank(symaddr_allreduce_algo_t algo, symaddr_dtype_t dt)
 {
     enum { MAXCALLS = 200000, N = 60 };
     const unsigned timeout = 1000;
@@ -188,19 +190,31 @@ static void late_rank(symaddr_allreduce_algo_t algo)
     double t0 = MPI_Wtime();
     int calls = 0, fails_in_row = 0;
     for (int k = 0; k < MAXCALLS && fails_in_row < 20 && MPI_Wtime() - t0 < 30; k++, calls++) {
-        for (int i = 0; i < N; i++)
+        for (int i = 0; i < N; i++) {
             h[i] = (t_rank + 1) * (k + 1) + i;
+            if (dt == SYMADDR_FLOAT32) {
+                float f = (float)h[i];
+                memcpy(&h[i], &f, sizeof(f));
+            }
+        }
         symaddr_status_t st = symaddr_memcpy(ctx, s, h, sizeof(h));
         if (st == SYMADDR_OK)
-            st = symaddr_allreduce(ctx, s, s + N, N, SYMADDR_INT32, SYMADDR_SUM, NULL);
+            st = symaddr_allreduce(ctx, s, s + N, N, dt, SYMADDR_SUM, NULL);
         if (st == SYMADDR_OK)
             st = symaddr_stream_sync(ctx, NULL);
         if (st == SYMADDR_OK) {
             fails_in_row = 0;
             ok_after_fail += first_fail >= 0;
             T_OK(ctx, symaddr_memcpy(ctx, got, s + N, sizeof(got)));
-            for (int i = 0; i < N; i++)
-                wrong += got[i] != (k + 1) * (t_size * (t_size + 1) / 2) + t_size * i;
+            for (int i = 0; i < N; i++) {
+                int32_t v = got[i];
+                if (dt == SYMADDR_FLOAT32) {
+                    float f;
+                    memcpy(&f, &got[i], sizeof(f));
+                    v = (int32_t)f;
+                }
+                wrong += v != (k + 1) * (t_size * (t_size + 1) / 2) + t_size * i;
+            }
         } else {
             fails_in_row++;
             T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN, "call %d: %s", k,
@@ -223,9 +237,9 @@ static void late_rank(symaddr_allreduce_algo_t algo)
             "call %d timed out on some rank, and this rank first failed call %d", lo[1],
             first_fail);
     if (t_rank == 0)
-        printf("# late rank, algorithm %d: first failure at call %d, first timeout at %d, of "
-               "%d calls\n",
-               (int)algo, lo[0], lo[1], calls);
+        printf("# late rank, algorithm %d, %s: first failure at call %d, first timeout at %d, "
+               "of %d calls\n",
+               (int)algo, symaddr_dtype_name(dt), lo[0], lo[1], calls);
     MPI_Barrier(MPI_COMM_WORLD);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
@@ -237,9 +251,10 @@ static void test_late_rank(void *u)
         T_SKIP("needs 2 ranks");
         return;
     }
-    late_rank(SYMADDR_ALLREDUCE_ONESHOT);
-    late_rank(SYMADDR_ALLREDUCE_TWOSHOT);
-    late_rank(SYMADDR_ALLREDUCE_LL);
+    late_rank(SYMADDR_ALLREDUCE_ONESHOT, SYMADDR_INT32);
+    late_rank(SYMADDR_ALLREDUCE_TWOSHOT, SYMADDR_INT32);
+    late_rank(SYMADDR_ALLREDUCE_LL, SYMADDR_INT32);
+    late_rank(SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_FLOAT32);
 }
 
 /* ---- 5. epochs near every wrap point ----------------------------------------------------------
@@ -261,6 +276,26 @@ static void check_collectives(symaddr_context_t *ctx, const char *what)
             int bad = count_wrong(ctx, b, counts[c], t_size, base);
             T_CHECK(bad == 0, "%s: allreduce of %zu: %d wrong", what, counts[c], bad);
         }
+    /* the same values in f32 (exact), which the Lamport allreduce takes; then a's back */
+    float *hf = malloc(sizeof(float) * n);
+    int32_t *hi = malloc(sizeof(int32_t) * n);
+    T_OK(ctx, symaddr_memcpy(ctx, hi, a, n * sizeof(int32_t)));
+    for (size_t i = 0; i < n; i++)
+        hf[i] = (float)hi[i];
+    T_OK(ctx, symaddr_memcpy(ctx, a, hf, n * sizeof(float)));
+    for (int rep = 0; rep < 2; rep++)
+        for (size_t c = 0; c < 4; c++) {
+            T_OK(ctx, symaddr_allreduce(ctx, a, b, counts[c], SYMADDR_FLOAT32, SYMADDR_SUM, NULL));
+            T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+            T_OK(ctx, symaddr_memcpy(ctx, hf, b, counts[c] * sizeof(float)));
+            int bad = 0;
+            for (size_t i = 0; i < counts[c]; i++)
+                bad += hf[i] != (float)(t_size * (int32_t)i + base);
+            T_CHECK(bad == 0, "%s: f32 allreduce of %zu: %d wrong", what, counts[c], bad);
+        }
+    T_OK(ctx, symaddr_memcpy(ctx, a, hi, n * sizeof(int32_t)));
+    free(hf);
+    free(hi);
     T_OK(ctx, symaddr_broadcast(ctx, a, b, n, SYMADDR_INT32, t_size - 1, NULL));
     T_CHECK(count_wrong(ctx, b, n, 1, t_size * 1000) == 0, "%s: broadcast", what);
     T_OK(ctx, symaddr_barrier(ctx, NULL));
@@ -275,9 +310,10 @@ static void test_epoch_wrap(void *u)
     static const uint64_t starts[] = {((uint64_t)1 << 32) - 3, ((uint64_t)1 << 62) - 3,
                                       ((uint64_t)1 << 63) - 3, ~(uint64_t)0 - 3};
     static const symaddr_allreduce_algo_t algos[] = {
-        SYMADDR_ALLREDUCE_LL, SYMADDR_ALLREDUCE_ONESHOT, SYMADDR_ALLREDUCE_TWOSHOT};
+        SYMADDR_ALLREDUCE_LL, SYMADDR_ALLREDUCE_ONESHOT, SYMADDR_ALLREDUCE_TWOSHOT,
+        SYMADDR_ALLREDUCE_LAMPORT};
     (void)u;
-    for (int a = 0; a < 3; a++) {
+    for (int a = 0; a < 4; a++) {
         symaddr_config_t cfg;
         symaddr_config_default(&cfg);
         cfg.allreduce_algo = algos[a];

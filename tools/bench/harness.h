@@ -76,7 +76,7 @@ static int usage(int rank)
                 "usage: symaddr-bench OP [-b MIN] [-e MAX] [-f FACTOR] [--iters N] [--warmup N]\n"
                 "         [--provider heap|ipc|vmm] [--check] [--json FILE]\n"
                 "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
-                "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot|ll]\n"
+                "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot|ll|lamport]\n"
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
                 "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
                 "         [--threads N]  (lookup: N threads look up at once, 1 to 64)\n"
@@ -134,8 +134,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                 return usage(rank);
             o->redop = (symaddr_redop_t)k;
         } else if (!strcmp(a, "--algo") && v) {
-            static const char *const algos[] = {"auto", "oneshot", "twoshot", "ll"};
-            int k = lookup_name(algos, 4, argv[++i]);
+            static const char *const algos[] = {"auto", "oneshot", "twoshot", "ll", "lamport"};
+            int k = lookup_name(algos, 5, argv[++i]);
             if (k < 0)
                 return usage(rank);
             o->algo = (symaddr_allreduce_algo_t)k;
