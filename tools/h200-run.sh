@@ -3,8 +3,9 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl info bisect onegpu mps-on mps-off. NCCL_INCLUDE=DIR builds --compare nccl;
-# NP=n sets the rank count of p2p and nccl.
+# cpucoll sanitize p2p nccl small speed1 info bisect onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
+# builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
+# test step to those suites.
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -34,7 +35,7 @@ for s in $steps; do
         # TEST_RANKS=n reruns the suite with n ranks per mpi test (log: test-n.log).
         log="$OUT/test${TEST_RANKS:+-$TEST_RANKS}.log"
         [ -n "${TEST_RANKS:-}" ] && meson configure $B -Dtest_ranks=$TEST_RANKS >/dev/null
-        meson test -C $B --print-errorlogs >"$log" 2>&1 || rc=1
+        meson test -C $B --print-errorlogs ${TESTS:-} >"$log" 2>&1 || rc=1
         grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):" "$log" ;;
     bench)
         for op in put get; do
@@ -104,11 +105,50 @@ for s in $steps; do
         # Allreduce against NCCL in the same run, one rank per GPU (NCCL refuses two).
         for dt in float bfloat16; do
             for g in "" --graph; do
-                mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 8 -e 1G -f 4 \
+                timeout 150 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 8 -e ${NCCL_MAX:-1G} -f 4 \
                     --iters 20 --warmup 5 --compare nccl $g \
                     --json "$OUT/allreduce-$dt${g:+-graph}.json" 2>&1 | tee -a "$OUT/nccl.txt"
             done
         done ;;
+    small)
+        # Small allreduce, each algorithm that serves it, graph-replayed and eager, against NCCL
+        # in the same run when COMPARE=nccl (one rank per GPU).
+        for dt in float bfloat16; do
+            for g in --graph ""; do
+                for a in lamport ll auto; do
+                    timeout 120 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
+                        -b 8 -e ${SMALL_MAX:-1M} -f 2 --iters 50 --warmup 10 --algo $a $g --check \
+                        ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/small.txt"
+                done
+            done
+        done ;;
+    speed1)
+        # One GPU shared by 2 or 8 ranks (start MPS first): translation, f16/bf16 against f32,
+        # small allreduce by algorithm, and lookups by thread count (host only).
+        export CUDA_VISIBLE_DEVICES=0
+        for np in 2 8; do
+            mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 1G -f 8 --iters 20 \
+                2>&1 | tee -a "$OUT/speed1.txt"
+        done
+        for dt in float bfloat16 half; do
+            mpiexec -n 8 $B/tools/symaddr-bench allreduce --dtype $dt -b 1M -e 256M -f 4 \
+                --iters 20 --check 2>&1 | tee -a "$OUT/speed1.txt"
+        done
+        for a in ll lamport auto; do
+            mpiexec -n 2 $B/tools/symaddr-bench allreduce -b 8 -e 64K -f 2 --iters 50 --graph \
+                --algo $a --check 2>&1 | tee -a "$OUT/speed1.txt"
+        done
+        for t in 1 8; do
+            mpiexec -n 1 $B/tools/symaddr-bench lookup --threads $t 2>&1 | tee -a "$OUT/speed1.txt"
+        done
+        for dt in float bfloat16 half; do
+            SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
+                --dtype $dt -b 1M -e 64M -f 4 --iters 10 2>&1 | tee -a "$OUT/speed1.txt"
+        done ;;
+    pack)
+        # The device tool brings back at most 8 files: everything in one archive.
+        (cd "$OUT" && tar czf results.tgz --exclude results.tgz . && find . -type f ! -name \
+            results.tgz -delete) ;;
     info)
         mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
     bisect)
