@@ -382,7 +382,9 @@ static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t b
     symaddr_allreduce_algo_t algo = ctx->core.cfg.allreduce_algo;
     int lamport_ok = dt == SYMADDR_FLOAT32 || dt == SYMADDR_FLOAT16 || dt == SYMADDR_BFLOAT16;
     if (algo == SYMADDR_ALLREDUCE_AUTO)
-        algo = bytes <= ctx->core.cfg.ll_bytes       ? SYMADDR_ALLREDUCE_LAMPORT
+        algo = lamport_ok && bytes <= ctx->core.cfg.lamport_bytes && bytes <= ctx->coll.lamport_slot
+                   ? SYMADDR_ALLREDUCE_LAMPORT
+               : bytes <= ctx->core.cfg.ll_bytes     ? SYMADDR_ALLREDUCE_LL
                : bytes < ctx->core.cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
                                                      : SYMADDR_ALLREDUCE_TWOSHOT;
     if (algo == SYMADDR_ALLREDUCE_LAMPORT && !lamport_ok)

@@ -10,6 +10,8 @@
 
 _Static_assert(SYMADDR_CONFIG_LL_MAX_BYTES == SYMADDR_COLL_LL_BYTES,
                "config.h and the LL inboxes disagree on the largest LL size");
+_Static_assert(SYMADDR_CONFIG_LAMPORT_MAX_BYTES == SYMADDR_COLL_LAMPORT_MAX,
+               "config.h and the Lamport buffers disagree on the largest Lamport size");
 
 #define SCRATCH_BYTES ((size_t)1 << 20) /* reduce-scatter between nodes, per chunk */
 

@@ -143,6 +143,11 @@ static bool set_ll(const char *v, symaddr_config_t *c)
     return parse_bytes(v, &c->ll_bytes) || (c->ll_bytes = BAD_SIZE, false);
 }
 
+static bool set_lamport(const char *v, symaddr_config_t *c)
+{
+    return parse_bytes(v, &c->lamport_bytes) || (c->lamport_bytes = BAD_SIZE, false);
+}
+
 typedef struct config_var {
     const char *name, *dflt, *accepts, *doc;
     bool (*set)(const char *value, symaddr_config_t *cfg);
@@ -169,6 +174,9 @@ static const config_var_t vars[] = {
     {"SYMADDR_LL_BYTES", "the backend's own (cpu 128, GPU 32K)",
      "a byte count up to 32K with an optional K suffix", "auto allreduce takes LL up to this size",
      set_ll},
+    {"SYMADDR_LAMPORT_BYTES", "the backend's own (cpu 128, GPU 512K)",
+     "a byte count up to 512K with an optional K suffix",
+     "auto allreduce takes Lamport (f32, f16, bf16) up to this size", set_lamport},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -187,6 +195,7 @@ void symaddr_config_default(symaddr_config_t *cfg)
     cfg->allreduce_algo = SYMADDR_ALLREDUCE_AUTO;
     cfg->twoshot_bytes = 0;
     cfg->ll_bytes = SIZE_MAX;
+    cfg->lamport_bytes = SIZE_MAX;
     for (size_t i = 0; i < NVARS; i++) {
         const char *v = getenv(vars[i].name);
         if (v && *v)
@@ -240,6 +249,10 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         st = SYMADDR_ERR_INVALID_SIZE;
     else if (c->ll_bytes != SIZE_MAX && c->ll_bytes > SYMADDR_CONFIG_LL_MAX_BYTES)
         var = "SYMADDR_LL_BYTES", what = "ll_bytes is at most 32 KiB, the LL inbox",
+        st = SYMADDR_ERR_INVALID_SIZE;
+    else if (c->lamport_bytes != SIZE_MAX && c->lamport_bytes > SYMADDR_CONFIG_LAMPORT_MAX_BYTES)
+        var = "SYMADDR_LAMPORT_BYTES",
+        what = "lamport_bytes is at most 512 KiB, a Lamport buffer's largest slot",
         st = SYMADDR_ERR_INVALID_SIZE;
     if (!var)
         return SYMADDR_OK;

@@ -54,6 +54,7 @@ class _Config(ctypes.Structure):
         ("ll_bytes", ctypes.c_size_t),
         ("logger", ctypes.c_void_p),
         ("logger_cookie", ctypes.c_void_p),
+        ("lamport_bytes", ctypes.c_size_t),
     ]
 
 

@@ -123,7 +123,7 @@ typedef struct symaddr_map {
  *  512 KiB; other types take LL), one-shot (every rank reads every peer's staged input, up to
  *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) for large messages. A
  *  message too large for the chosen one takes the next. Auto picks Lamport (LL for integers and
- *  f64) up to ll_bytes, then one-shot, then two-shot from twoshot_bytes.
+ *  f64: LL) up to lamport_bytes (ll_bytes), then one-shot, then two-shot from twoshot_bytes.
  *
  *  Lamport marks a 32-bit word that has not arrived by all ones, a NaN; a NaN of all ones in
  *  the input is sent with its lowest bit cleared, so it comes back a NaN but not bit for bit. */
@@ -164,11 +164,14 @@ typedef struct symaddr_config {
     size_t twoshot_bytes;    /**< auto picks two-shot from this many bytes on; default
                                   $SYMADDR_TWOSHOT_BYTES, else 0: the backend's own (2 KiB on
                                   cpu, 256 KiB on GPUs). One-shot stages at most 256 KiB. */
-    size_t ll_bytes;         /**< auto picks Lamport (LL for integers and f64) up to this many
-                                  bytes (at most 32 KiB; 0: never);
+    size_t ll_bytes;         /**< auto picks LL up to this many bytes where it does not pick
+                                  Lamport (at most 32 KiB; 0: never);
                                   default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
     symaddr_logger_t logger; /**< NULL (default): stderr */
     void *logger_cookie;
+    size_t lamport_bytes; /**< auto picks Lamport for f32, f16 and bf16 up to this many bytes (at
+                               most 512 KiB, and 1 MiB over the node size; 0: never); default
+                               $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own */
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =
@@ -176,7 +179,7 @@ typedef struct symaddr_config {
 #define SYMADDR_CONFIG_INITIALIZER                                                                 \
     {                                                                                              \
         sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,        \
-            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL                                        \
+            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX                              \
     }
 
 /**

@@ -111,6 +111,15 @@ SYMADDR_DEVFN int coll_barrier(const symaddr_coll_desc_t &d, uint64_t epoch, int
     return symaddr_block_all(ok);
 }
 
+SYMADDR_DEVFN void coll_fence_device(void)
+{
+#if SYMADDR_ON_GPU
+    __threadfence();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 /* The end of a call: the last block to get here publishes the epoch (and, for a Lamport call,
  * which buffer the next one takes: every block read it at its start). */
 SYMADDR_DEVFN void coll_finish(const symaddr_coll_desc_t &d, uint64_t epoch,
@@ -118,13 +127,16 @@ SYMADDR_DEVFN void coll_finish(const symaddr_coll_desc_t &d, uint64_t epoch,
 {
     symaddr_block_sync();
     if (symaddr_block_thread() == 0) {
-        symaddr_fence();
-        uint64_t done = symaddr_prim_add_u64(&d.sync[SYMADDR_SYNC_DONE], 1, 0);
+        /* Only this rank's next kernels read these words, after this one ends: the blocks need
+         * ordering among themselves (device scope), not towards peers. */
+        coll_fence_device();
+        uint64_t done =
+            symaddr_grid_blocks() == 1 ? 0 : symaddr_prim_add_u64(&d.sync[SYMADDR_SYNC_DONE], 1, 0);
         if (done == symaddr_grid_blocks() - 1) {
             d.sync[SYMADDR_SYNC_DONE] = 0;
             if (lamport_next != ~(uint64_t)0)
                 d.sync[SYMADDR_SYNC_LAMPORT] = lamport_next;
-            symaddr_fence();
+            coll_fence_device();
             *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_EPOCH] = epoch;
         }
     }

@@ -693,6 +693,21 @@ static void test_algo_config(void *u)
     cfg.ll_bytes = 64 << 10; /* past the 32 KiB inbox */
     T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
     cfg.ll_bytes = 0; /* never LL */
+    T_CHECK(cfg.lamport_bytes == SIZE_MAX, "lamport_bytes default: %zu", cfg.lamport_bytes);
+    cfg.lamport_bytes = (512 << 10) + 16; /* past the largest slot */
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
+    T_CHECK(ctx == NULL);
+    setenv("SYMADDR_LAMPORT_BYTES", "2K", 1);
+    symaddr_config_default(&cfg);
+    T_CHECK(cfg.lamport_bytes == 2048, "SYMADDR_LAMPORT_BYTES=2K read as %zu", cfg.lamport_bytes);
+    setenv("SYMADDR_LAMPORT_BYTES", "lots", 1);
+    symaddr_config_default(&cfg);
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
+    T_CHECK(ctx == NULL);
+    unsetenv("SYMADDR_LAMPORT_BYTES");
+    symaddr_config_default(&cfg);
+    cfg.ll_bytes = 0;
+    cfg.lamport_bytes = 0; /* never Lamport either */
     ctx = t_context(MPI_COMM_WORLD, &cfg);
     T_CHECK(ctx != NULL);
     T_OK(ctx, symaddr_finalize(&ctx));

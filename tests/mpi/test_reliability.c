@@ -616,7 +616,8 @@ static void test_config_contract(void *u)
     symaddr_config_t cfg = SYMADDR_CONFIG_INITIALIZER;
     symaddr_context_t *ctx = NULL;
     int lines = 0;
-    T_CHECK(cfg.size == sizeof(cfg) && cfg.timeout_ms == 60000 && cfg.ll_bytes == SIZE_MAX);
+    T_CHECK(cfg.size == sizeof(cfg) && cfg.timeout_ms == 60000 && cfg.ll_bytes == SIZE_MAX &&
+            cfg.lamport_bytes == SIZE_MAX);
     ctx = t_context(MPI_COMM_WORLD, &cfg);
     T_OK(ctx, symaddr_finalize(&ctx));
     /* A config of another layout is refused, and the reason goes to the logger. */
