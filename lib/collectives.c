@@ -135,6 +135,7 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->ll_offset = ctx->coll.ll_offset;
     d->lamport_offset = ctx->coll.lamport_offset;
     d->lamport_slot = ctx->coll.lamport_slot;
+    d->pdl = ctx->be.ops->kind == SYMADDR_BACKEND_CUDA && ctx->gpu_sharers == 1;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
      * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the
      * GPU holds resident for every rank that shares it. */

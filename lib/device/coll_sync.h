@@ -10,8 +10,14 @@
 /* A flag a waiter gave up on: it tells the late signaller that its peer left without it. */
 #define COLL_POISON (~(uint64_t)0)
 
+/* The call's number. Every kernel reads it first: under a programmatic dependent launch, this
+ * is where it lets the next kernel be scheduled and waits for the previous one to end. */
 SYMADDR_DEVFN uint64_t coll_epoch(const symaddr_coll_desc_t &d)
 {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
     return *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_EPOCH] + 1;
 }
 

@@ -71,6 +71,8 @@ typedef struct symaddr_coll_desc {
     int node_size, node_rank, rank;
     unsigned blocks;
     int vec; /* every buffer and peer base is 16-byte aligned */
+    int pdl; /* launch as a programmatic dependent (CUDA): only when no other rank shares the GPU,
+                whose kernels an early-resident one could keep from the SMs */
     uint64_t timeout_ns;
 } symaddr_coll_desc_t;
 

@@ -54,24 +54,36 @@ namespace
  * pointer without running it. The comma of a template argument list is hidden from the
  * launch macro until it has been expanded. */
 #define COMMA ,
+/* A collective kernel's launch: on CUDA, as a programmatic dependent when d.pdl says so. Written
+ * out per backend, since a launch macro inside another would split the template's comma. */
+#if defined(SYMADDR_KERNELS_CPU)
+#define COLL_LAUNCH(kernel, d, stream, ...) ((void)(stream), kernel(__VA_ARGS__), SYMADDR_OK)
+#elif defined(SYMADDR_USE_CUDA)
+#define COLL_LAUNCH(kernel, d, stream, ...)                                                        \
+    ((d).pdl ? symaddr_launch_pdl(kernel, (d).blocks, COLL_THREADS, stream, __VA_ARGS__)           \
+             : (kernel<<<dim3((d).blocks), dim3(COLL_THREADS), 0, (hipStream_t)(stream)>>>(        \
+                    __VA_ARGS__),                                                                  \
+                symaddr_launch_status(hipGetLastError())))
+#else
+#define COLL_LAUNCH(kernel, d, stream, ...)                                                        \
+    (kernel<<<dim3((d).blocks), dim3(COLL_THREADS), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),      \
+     symaddr_launch_status(hipGetLastError()))
+#endif
 
 template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc_t &d, void *stream)
 {
     switch (d.kind) {
     case SYMADDR_COLL_ALLREDUCE_ONESHOT:
-        return SYMADDR_LAUNCH(k_allreduce_oneshot<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+        return COLL_LAUNCH(k_allreduce_oneshot<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
-        return SYMADDR_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
-    case SYMADDR_COLL_ALLREDUCE_LL:
-        return SYMADDR_LAUNCH(k_allreduce_ll<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+        return COLL_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d, stream, d);
+    case SYMADDR_COLL_ALLREDUCE_LL: return COLL_LAUNCH(k_allreduce_ll<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_LAMPORT:
         if constexpr (lamport_ok<DT>::value)
-            return SYMADDR_LAUNCH(k_allreduce_lamport<DT COMMA OP>, d.blocks, COLL_THREADS, stream,
-                                  d);
+            return COLL_LAUNCH(k_allreduce_lamport<DT COMMA OP>, d, stream, d);
         else
             return SYMADDR_ERR_INVALID_ARG; /* the host picks LL for these */
-    default:
-        return SYMADDR_LAUNCH(k_reduce_scatter<DT COMMA OP>, d.blocks, COLL_THREADS, stream, d);
+    default: return COLL_LAUNCH(k_reduce_scatter<DT COMMA OP>, d, stream, d);
     }
 }
 
@@ -94,8 +106,7 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
     case SYMADDR_COLL_ALLGATHER:
     case SYMADDR_COLL_BROADCAST:
     case SYMADDR_COLL_ALLTOALL:
-        return SYMADDR_LAUNCH(k_move, d->blocks, COLL_THREADS, stream, *d,
-                              d->count * dtype_size(d->dtype));
+        return COLL_LAUNCH(k_move, *d, stream, *d, d->count * dtype_size(d->dtype));
     default: break;
     }
     switch (d->dtype) {
