@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 #include "registry.h"
 
+#include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 struct symaddr_registry_snapshot {
     size_t count, cap;
@@ -38,9 +41,13 @@ static symaddr_registry_snapshot_t *snap_grow(size_t need)
 
 static void reclaim(symaddr_registry_t *reg);
 
-/* The snapshot a writer fills next: the spare when it is large enough. */
+/* The snapshot a writer fills next: the spare when it is large enough. The snapshot the last
+ * change retired was usually still being read then; lookups have moved on since, so reclaim
+ * first: a steady stream of changes then cycles through three snapshots without allocating. */
 static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t need)
 {
+    if (!reg->spare || reg->spare->cap < need)
+        reclaim(reg);
     symaddr_registry_snapshot_t *s = reg->spare;
     if (s && s->cap >= need) {
         reg->spare = NULL;
@@ -62,6 +69,30 @@ static symaddr_registry_snapshot_t *snap_take_or_wait(symaddr_registry_t *reg, s
 }
 
 /* ---- readers ------------------------------------------------------------------------------ */
+
+/* A lookup shows its epoch with a plain store, and a writer makes every running thread's stores
+ * visible with membarrier(2) before it reads the slots: the cost of ordering moves from every
+ * lookup to the rare writer. Without membarrier, each lookup's store is sequentially consistent
+ * instead. */
+static int use_membarrier = -1; /* -1: not asked yet */
+static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
+
+static void membarrier_setup(void)
+{
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
+    int ok = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+             syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0;
+    __atomic_store_n(&use_membarrier, ok, __ATOMIC_RELEASE);
+}
+
+/* Writer side, before it reads the reader slots. */
+static void readers_fence(void)
+{
+    if (__atomic_load_n(&use_membarrier, __ATOMIC_ACQUIRE) == 1 &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0) == 0)
+        return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 
 /* Each thread that looks up holds one reader slot of every registry, by a process-wide index
  * claimed on its first lookup and given back when it exits. */
@@ -102,7 +133,12 @@ static const symaddr_registry_snapshot_t *read_begin(symaddr_registry_t *reg, un
         return reg->cur;
     }
     uint64_t e = __atomic_load_n(&reg->epoch, __ATOMIC_ACQUIRE);
-    __atomic_store_n(&reg->readers[*slot].epoch, e, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&use_membarrier, __ATOMIC_RELAXED) == 1) {
+        __atomic_store_n(&reg->readers[*slot].epoch, e, __ATOMIC_RELAXED);
+        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the writer's membarrier orders the rest */
+    } else {
+        __atomic_store_n(&reg->readers[*slot].epoch, e, __ATOMIC_SEQ_CST);
+    }
     return __atomic_load_n(&reg->cur, __ATOMIC_SEQ_CST);
 }
 
@@ -118,6 +154,9 @@ static void read_end(symaddr_registry_t *reg, unsigned slot)
 static void reclaim(symaddr_registry_t *reg)
 {
     uint64_t oldest = UINT64_MAX;
+    if (!reg->retired)
+        return;
+    readers_fence();
     for (unsigned i = 0; i < SYMADDR_REGISTRY_SLOTS; i++) {
         uint64_t e = __atomic_load_n(&reg->readers[i].epoch, __ATOMIC_SEQ_CST);
         if (e && e < oldest)
@@ -263,6 +302,7 @@ static void freed_forget(symaddr_registry_t *reg, uint64_t base, uint64_t end)
 
 int symaddr_registry_init(symaddr_registry_t *reg)
 {
+    pthread_once(&membarrier_once, membarrier_setup);
     memset(reg, 0, sizeof(*reg));
     reg->epoch = 1; /* 0 marks an idle reader slot */
     reg->cur = snap_alloc(0);

@@ -3,7 +3,7 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl small speed1 info bisect onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
+# cpucoll sanitize p2p nccl small speed1 large put info bisect onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites.
 set -uo pipefail
@@ -127,8 +127,10 @@ for s in $steps; do
         # small allreduce by algorithm, and lookups by thread count (host only).
         export CUDA_VISIBLE_DEVICES=0
         for np in 2 8; do
-            mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 1G -f 8 --iters 20 \
-                2>&1 | tee -a "$OUT/speed1.txt"
+            for g in --graph ""; do
+                mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 1G -f 8 --iters 50 $g \
+                    2>&1 | tee -a "$OUT/speed1.txt"
+            done
         done
         for dt in float bfloat16 half; do
             mpiexec -n 8 $B/tools/symaddr-bench allreduce --dtype $dt -b 1M -e 256M -f 4 \
@@ -144,6 +146,19 @@ for s in $steps; do
         for dt in float bfloat16 half; do
             SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
                 --dtype $dt -b 1M -e 64M -f 4 --iters 10 2>&1 | tee -a "$OUT/speed1.txt"
+        done ;;
+    large)
+        # Allreduce from 32 MiB to 4 GiB against NCCL, one rank per GPU.
+        for dt in float bfloat16; do
+            timeout 200 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 32M \
+                -e 4G -f 2 --iters 10 --warmup 3 --compare nccl \
+                --json "$OUT/large-$dt.json" 2>&1 | tee -a "$OUT/large.txt"
+        done ;;
+    put)
+        # put, one pair, against the runtime's peer copy, ipc and vmm (2 GPUs).
+        for prov in ipc vmm; do
+            mpiexec -n 2 $B/tools/symaddr-bench put -b 64M -e 1G -f 4 --iters 20 --check \
+                --provider $prov --one-pair 2>&1 | tee -a "$OUT/put.txt"
         done ;;
     pack)
         # The device tool brings back at most 8 files: everything in one archive.

@@ -191,6 +191,36 @@ SYMADDR_HOSTDEVFN void f32_to_bf16_n(const float *in, uint16_t *out, int n)
         out[i] = f32_to_bf16(in[i]);
 }
 
+#if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+/* The GPU's instructions alone; the runs below mend a NaN only where a run has one. */
+SYMADDR_HOSTDEVFN float f16_to_f32_hw_(uint16_t h)
+{
+#if defined(SYMADDR_CVT_PTX_)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#else
+    _Float16 x;
+    memcpy(&x, &h, sizeof(x));
+    return (float)x;
+#endif
+}
+
+SYMADDR_HOSTDEVFN uint16_t f32_to_f16_hw_(float f)
+{
+#if defined(SYMADDR_CVT_PTX_)
+    uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    _Float16 x = (_Float16)f;
+    uint16_t h;
+    memcpy(&h, &x, sizeof(h));
+    return h;
+#endif
+}
+#endif
+
 SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
 {
 #if defined(SYMADDR_CVT_F16C_)
@@ -198,6 +228,14 @@ SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
         f16_to_f32_f16c(in, out, n);
         return;
     }
+#elif defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+    int nan = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = f16_to_f32_hw_(in[i]);
+        nan |= (in[i] & 0x7fffu) > 0x7c00u;
+    }
+    if (!nan)
+        return;
 #endif
     for (int i = 0; i < n; i++)
         out[i] = f16_to_f32(in[i]);
@@ -210,6 +248,14 @@ SYMADDR_HOSTDEVFN void f32_to_f16_n(const float *in, uint16_t *out, int n)
         f32_to_f16_f16c(in, out, n);
         return;
     }
+#elif defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+    int nan = 0;
+    for (int i = 0; i < n; i++) {
+        out[i] = f32_to_f16_hw_(in[i]);
+        nan |= in[i] != in[i];
+    }
+    if (!nan)
+        return;
 #endif
     for (int i = 0; i < n; i++)
         out[i] = f32_to_f16(in[i]);

@@ -53,7 +53,7 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
 {
     int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
     int target = remote ? (rank + 1) % size : rank;
-    double t0 = 0, mine, worst;
+    double mine, worst;
     symaddr_status_t st = SYMADDR_OK;
     void *raw = NULL;
     if (mode == MODE_RAW)
@@ -74,43 +74,47 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
     }
 #endif
     int active = !o->one_pair || rank == 0;
-    for (int i = -o->warmup; i < o->iters && st == SYMADDR_OK; i++) {
-        if (i == 0) {
-            symaddr_stream_sync(ctx, NULL);
-            MPI_Barrier(symaddr_comm(ctx));
-            t0 = MPI_Wtime();
-        }
+    void *stream = NULL; /* --graph captures on a stream of its own */
+#if defined(SYMADDR_USE_CUDA)
+    cudaStream_t own = NULL;
+    if (o->graph && cudaStreamCreateWithFlags(&own, cudaStreamNonBlocking) != cudaSuccess)
+        st = SYMADDR_ERR_BACKEND;
+    stream = own;
+#endif
+    size_t n = bytes / sizeof(v16_t);
+    auto call = [&]() -> symaddr_status_t {
         if (!active)
-            continue;
-        size_t n = bytes / sizeof(v16_t);
+            return SYMADDR_OK;
         switch (mode) {
-        case MODE_PUT: st = symaddr_put(ctx, dst, src, bytes, target, NULL); break;
-        case MODE_GET: st = symaddr_get(ctx, dst, src, bytes, target, NULL); break;
+        case MODE_PUT: return symaddr_put(ctx, dst, src, bytes, target, stream);
+        case MODE_GET: return symaddr_get(ctx, dst, src, bytes, target, stream);
         case MODE_TRANSLATED:
-            st = SYMADDR_LAUNCH(copy_translated, blocks_for(n), 256, NULL, (v16_t *)dst,
-                                (const v16_t *)src, n, target, dst_map->peer_bases, rank);
-            break;
+            return SYMADDR_LAUNCH(copy_translated, blocks_for(n), 256, stream, (v16_t *)dst,
+                                  (const v16_t *)src, n, target, dst_map->peer_bases, rank);
 #if !defined(SYMADDR_KERNELS_CPU)
         case MODE_PEER_PUT:
-            st = hipMemcpyPeerAsync(raw, peer_dev, src, symaddr_device(ctx), bytes, NULL) ==
-                         hipSuccess
-                     ? SYMADDR_OK
-                     : SYMADDR_ERR_BACKEND;
-            break;
+            return hipMemcpyPeerAsync(raw, peer_dev, src, symaddr_device(ctx), bytes,
+                                      (hipStream_t)stream) == hipSuccess
+                       ? SYMADDR_OK
+                       : SYMADDR_ERR_BACKEND;
         case MODE_PEER_GET:
-            st = hipMemcpyPeerAsync(dst, symaddr_device(ctx), raw, peer_dev, bytes, NULL) ==
-                         hipSuccess
-                     ? SYMADDR_OK
-                     : SYMADDR_ERR_BACKEND;
-            break;
+            return hipMemcpyPeerAsync(dst, symaddr_device(ctx), raw, peer_dev, bytes,
+                                      (hipStream_t)stream) == hipSuccess
+                       ? SYMADDR_OK
+                       : SYMADDR_ERR_BACKEND;
 #endif
         default:
-            st = SYMADDR_LAUNCH(copy_raw, blocks_for(n), 256, NULL, (v16_t *)raw,
-                                (const v16_t *)src, n);
+            return SYMADDR_LAUNCH(copy_raw, blocks_for(n), 256, stream, (v16_t *)raw,
+                                  (const v16_t *)src, n);
         }
-    }
-    symaddr_stream_sync(ctx, NULL);
-    mine = (MPI_Wtime() - t0) / o->iters;
+    };
+    mine = 0;
+    if (st == SYMADDR_OK)
+        st = time_calls(ctx, o, stream, call, &mine);
+#if defined(SYMADDR_USE_CUDA)
+    if (own)
+        cudaStreamDestroy(own);
+#endif
     if (st != SYMADDR_OK) {
         fprintf(stderr, "symaddr-bench: %s (%s)\n", symaddr_strerror(st), symaddr_last_error(ctx));
         MPI_Abort(symaddr_comm(ctx), 1);
