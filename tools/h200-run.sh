@@ -140,8 +140,9 @@ for s in $steps; do
             mpiexec -n 2 $B/tools/symaddr-bench allreduce -b 8 -e 64K -f 2 --iters 50 --graph \
                 --algo $a --check 2>&1 | tee -a "$OUT/speed1.txt"
         done
-        for t in 1 8; do
-            mpiexec -n 1 $B/tools/symaddr-bench lookup --threads $t 2>&1 | tee -a "$OUT/speed1.txt"
+        for t in 1 8; do # unbound: Open MPI binds a lone rank, and its threads, to one core
+            mpiexec -n 1 --bind-to none $B/tools/symaddr-bench lookup --threads $t 2>&1 |
+                tee -a "$OUT/speed1.txt"
         done
         for dt in float bfloat16 half; do
             SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \

@@ -4,6 +4,7 @@
 #define SYMADDR_BENCH_ALLOC_H
 
 #include <pthread.h>
+#include <sched.h>
 
 static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
 {
@@ -147,6 +148,8 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     int rank = symaddr_rank(ctx), ok = 1, n = 0, live[2] = {1, LOOKUP_LIVE};
     long wrong = 0, lookups = 0, all_wrong;
     double t[2], w[2];
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
     if (symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap))
         return 1;
     for (int k = 0; k < 2 && ok; k++) {
@@ -162,9 +165,12 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
     if (rank == 0 && ok) {
         printf("# symaddr-bench lookup: %d ranks, backend %s, heap allocations of 256 B, "
-               "%d lookup thread%s per rank\n",
+               "%d lookup thread%s per rank, %d cpus to run them on\n",
                symaddr_size(ctx), symaddr_backend_name(symaddr_backend(ctx)), o->threads,
-               o->threads > 1 ? "s" : "");
+               o->threads > 1 ? "s" : "", cpus);
+        if (cpus < o->threads + 1)
+            printf("# the threads share fewer cpus than there are of them, so each waits for the "
+                   "others: start the rank with mpiexec --bind-to none to measure contention\n");
         printf("%12s %14s %8s %7s\n", "live", "ns/lookup", "ratio", "#wrong");
         printf("%12d %14.1f %8s %7s\n", 1, t[0], "1.00", "-");
         printf("%12d %14.1f %8.2f %7ld\n", LOOKUP_LIVE, t[1], t[1] / t[0], all_wrong);
