@@ -116,6 +116,35 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
     return st;
 }
 
+/* The node as kernels see it: the host collectives' and users' kernels alike. */
+static void team_fill(const symaddr_context_t *ctx, symaddr_team_t *t)
+{
+    t->sync = ctx->coll.sync.root;
+    t->sync_pb = ctx->coll.sync.dev_table;
+    t->node_ranks = ctx->coll.node_ranks;
+    t->node_size = ctx->core.boot.node_size;
+    t->node_rank = ctx->core.boot.node_rank;
+    t->rank = ctx->core.rank;
+    t->max_blocks = ctx->coll.max_blocks;
+    t->lamport_offset = ctx->coll.lamport_offset;
+    t->lamport_slot = ctx->coll.lamport_slot;
+    t->timeout_ns = (uint64_t)ctx->core.cfg.timeout_ms * 1000000u;
+}
+
+symaddr_status_t symaddr_team_get(symaddr_context_t *ctx, symaddr_team_t *team_p)
+{
+    if (!ctx || !team_p)
+        return ctx ? symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                       "symaddr_team_get: team_p is NULL")
+                   : SYMADDR_ERR_INVALID_ARG;
+    if (ctx->core.broken != SYMADDR_OK)
+        return symaddr_set_error(ctx, SYMADDR_ERR_BROKEN,
+                                 "symaddr_team_get: the context is broken (%s); finalize it",
+                                 symaddr_strerror(ctx->core.broken));
+    team_fill(ctx, team_p);
+    return SYMADDR_OK;
+}
+
 static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_coll_kind_t kind,
                       size_t count, symaddr_dtype_t dt, symaddr_redop_t op, size_t work_bytes)
 {
@@ -124,17 +153,9 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->dtype = dt;
     d->op = op;
     d->count = count;
-    d->sync = ctx->coll.sync.root;
-    d->sync_pb = ctx->coll.sync.dev_table;
-    d->node_ranks = ctx->coll.node_ranks;
-    d->node_size = ctx->core.boot.node_size;
-    d->node_rank = ctx->core.boot.node_rank;
-    d->rank = ctx->core.rank;
-    d->timeout_ns = (uint64_t)ctx->core.cfg.timeout_ms * 1000000u;
+    team_fill(ctx, &d->team);
     d->stage_offset = ctx->coll.stage_offset;
     d->ll_offset = ctx->coll.ll_offset;
-    d->lamport_offset = ctx->coll.lamport_offset;
-    d->lamport_slot = ctx->coll.lamport_slot;
     d->pdl = ctx->be.ops->kind == SYMADDR_BACKEND_CUDA && ctx->gpu_sharers == 1;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
      * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the

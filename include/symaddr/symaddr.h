@@ -498,6 +498,17 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  * broken context; SYMADDR_ERR_BACKEND for a failed launch, with the runtime's reason.
  */
 
+/**
+ * The context's node as a kernel sees it, for the collective blocks of symaddr/team.h in the
+ * caller's own kernels: pass *team_p to the kernel by value. Local; the team stays valid until
+ * finalize. A kernel that runs team blocks counts as one collective call of the context: every
+ * rank of the node must launch it, in the same order relative to the other collectives, with
+ * the same grid of at most team_p->max_blocks blocks.
+ *
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL; SYMADDR_ERR_BROKEN on a broken context.
+ */
+SYMADDR_API symaddr_status_t symaddr_team_get(symaddr_context_t *ctx, symaddr_team_t *team_p);
+
 /** recv[i] = op over ranks of send[i], i < count. send == recv is in place. */
 SYMADDR_API symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
                                                size_t count, symaddr_dtype_t dtype,

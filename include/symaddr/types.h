@@ -86,4 +86,27 @@ typedef struct symaddr_buffer {
     uint64_t caps; /**< SYMADDR_CAP_* of the map */
 } symaddr_buffer_t;
 
+/** The context's node as a kernel sees it (symaddr_team_get), passed to a kernel by value:
+ *  what the collective blocks of symaddr/team.h work on. */
+typedef struct symaddr_team {
+    uint64_t *sync;           /**< this rank's sync area (device memory) */
+    const uint64_t *sync_pb;  /**< its peer table */
+    const int *node_ranks;    /**< device array: node rank -> rank of the context */
+    int node_rank, node_size; /**< this rank's place in the node, and the node's ranks */
+    int rank;                 /**< this rank in the context */
+    unsigned max_blocks;      /**< most blocks a grid of team blocks may have on this GPU */
+    uint64_t lamport_offset;  /**< the Lamport buffers, in bytes into the sync area */
+    uint64_t lamport_slot;    /**< bytes of one peer's slot: the most one Lamport call moves */
+    uint64_t timeout_ns;      /**< deadline of every wait of a call */
+} symaddr_team_t;
+
+/** Words at the start of every rank's sync area; the barrier flags follow. */
+enum {
+    SYMADDR_SYNC_EPOCH = 0,   /**< calls completed by this rank */
+    SYMADDR_SYNC_DONE = 1,    /**< blocks of the running call that finished */
+    SYMADDR_SYNC_STATUS = 2,  /**< first failure (-status), sticky until the host reads it */
+    SYMADDR_SYNC_LAMPORT = 3, /**< the Lamport buffer of the next Lamport call: 0, 1 or 2 */
+    SYMADDR_SYNC_WORDS = 4,
+};
+
 #endif /* SYMADDR_TYPES_H */

@@ -8,12 +8,13 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    uint64_t e = call.epoch;
     const T *src[COLL_MAX_NODE];
-    T *slot = (T *)((char *)d.sync + d.stage_offset + (e & 1) * SYMADDR_COLL_STAGE_BYTES);
+    T *slot = (T *)((char *)d.team.sync + d.stage_offset + (e & 1) * SYMADDR_COLL_STAGE_BYTES);
     const T *send = (const T *)d.send;
     T *recv = (T *)d.recv;
-    if (coll_failed(d))
+    if (symaddr_team_failed(&d.team))
         goto finish;
     /* Each thread stages exactly the elements it reduces later, so the block's own barrier
      * covers them. */
@@ -28,14 +29,15 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
                 slot[base + j] = send[base + j];
         }
     }
-    if (!coll_barrier(d, e, 1, deadline))
+    if (!symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
-    for (int q = 0; q < d.node_size; q++)
-        src[q] = (const T *)symaddr_translate(slot, d.node_ranks[q], d.sync_pb, d.rank);
+    for (int q = 0; q < d.team.node_size; q++)
+        src[q] =
+            (const T *)symaddr_translate(slot, d.team.node_ranks[q], d.team.sync_pb, d.team.rank);
     FOR_TILES(TILE_N, base, len, 0, d.count)
-    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.node_size, base, len, 1, d.vec);
+    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, 1, d.vec);
 finish:
-    coll_finish(d, e);
+    symaddr_team_end(&d.team, &call, 0);
 }
 
 /* Reduce-scatter by loads fused with all-gather by stores: each rank reduces its chunk once
@@ -45,44 +47,45 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    symaddr_team_call_t call = symaddr_team_begin(&d.team);
     const T *src[COLL_MAX_NODE];
     T *dst[COLL_MAX_NODE];
-    size_t chunk = (d.count + (size_t)d.node_size - 1) / (size_t)d.node_size;
+    size_t chunk = (d.count + (size_t)d.team.node_size - 1) / (size_t)d.team.node_size;
     chunk = (chunk + 63) / 64 * 64;
-    size_t lo = chunk * (size_t)d.node_rank, hi = lo + chunk < d.count ? lo + chunk : d.count;
-    if (coll_failed(d) || !coll_barrier(d, e, 1, deadline))
+    size_t lo = chunk * (size_t)d.team.node_rank, hi = lo + chunk < d.count ? lo + chunk : d.count;
+    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
-    for (int q = 0; q < d.node_size; q++) {
-        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank);
-        dst[q] = (T *)symaddr_translate(d.recv, d.node_ranks[q], d.recv_pb, d.rank);
+    for (int q = 0; q < d.team.node_size; q++) {
+        src[q] = (const T *)symaddr_translate(d.send, d.team.node_ranks[q], d.send_pb, d.team.rank);
+        dst[q] = (T *)symaddr_translate(d.recv, d.team.node_ranks[q], d.recv_pb, d.team.rank);
     }
     /* Stores start at this rank's own slot, to spread them over the peers. */
     FOR_TILES(TILE_N, base, len, lo, hi)
-    reduce_tile_to<DT, OP>(dst, d.node_size, d.node_rank, src, d.node_size, base, len, d.vec,
-                           d.vec);
-    coll_barrier(d, e, 2, deadline);
+    reduce_tile_to<DT, OP>(dst, d.team.node_size, d.team.node_rank, src, d.team.node_size, base,
+                           len, d.vec, d.vec);
+    symaddr_team_barrier_block(&d.team, &call, 2);
 finish:
-    coll_finish(d, e);
+    symaddr_team_end(&d.team, &call, 0);
 }
 
 template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    symaddr_team_call_t call = symaddr_team_begin(&d.team);
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
-    if (coll_failed(d) || !coll_barrier(d, e, 1, deadline))
+    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
-    for (int q = 0; q < d.node_size; q++)
-        src[q] = (const T *)symaddr_translate(d.send, d.node_ranks[q], d.send_pb, d.rank) +
-                 d.count * (size_t)d.node_rank;
+    for (int q = 0; q < d.team.node_size; q++)
+        src[q] =
+            (const T *)symaddr_translate(d.send, d.team.node_ranks[q], d.send_pb, d.team.rank) +
+            d.count * (size_t)d.team.node_rank;
     FOR_TILES(TILE_N, base, len, 0, d.count)
-    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.node_size, base, len, d.vec, d.vec);
-    coll_barrier(d, e, 2, deadline);
+    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, d.vec, d.vec);
+    symaddr_team_barrier_block(&d.team, &call, 2);
 finish:
-    coll_finish(d, e);
+    symaddr_team_end(&d.team, &call, 0);
 }
 
 /* LL allreduce: each rank stores its input straight into every peer's inbox as packets of 4
@@ -120,12 +123,12 @@ SYMADDR_DEVFN uint32_t ll_take(uint64_t *p, uint32_t flag, const symaddr_coll_de
             return (uint32_t)v;
         }
         if ((spin & 63) == 63) {
-            if (coll_failed(d)) {
+            if (symaddr_team_failed(&d.team)) {
                 *ok = 0; /* a peer failed and told us */
                 return 0;
             }
             if (symaddr_clock_ns() > deadline) {
-                coll_fail(d, SYMADDR_ERR_TIMEOUT);
+                symaddr_team_fail(&d.team, SYMADDR_ERR_TIMEOUT);
                 *ok = 0;
                 return 0;
             }
@@ -154,31 +157,32 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     typedef traits<DT> tr;
     typedef typename tr::T T;
     enum { PER = 8 / sizeof(T) }; /* elements of a step: 8 data bytes, two packets */
-    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    uint64_t e = call.epoch, deadline = call.deadline;
     uint32_t flag = ll_flag(e);
     size_t bytes = d.count * sizeof(T), steps = (bytes + 7) / 8;
-    char *inboxes =
-        (char *)d.sync + d.ll_offset + (e & 1) * (size_t)d.node_size * SYMADDR_COLL_LL_INBOX;
+    char *inboxes = (char *)d.team.sync + d.ll_offset +
+                    (e & 1) * (size_t)d.team.node_size * SYMADDR_COLL_LL_INBOX;
     uint64_t *dst[COLL_MAX_NODE];
     int ok = 1;
-    if (coll_failed(d))
+    if (symaddr_team_failed(&d.team))
         goto finish;
-    for (int q = 0; q < d.node_size; q++)
-        dst[q] =
-            (uint64_t *)symaddr_translate(inboxes + (size_t)d.node_rank * SYMADDR_COLL_LL_INBOX,
-                                          d.node_ranks[q], d.sync_pb, d.rank);
+    for (int q = 0; q < d.team.node_size; q++)
+        dst[q] = (uint64_t *)symaddr_translate(inboxes +
+                                                   (size_t)d.team.node_rank * SYMADDR_COLL_LL_INBOX,
+                                               d.team.node_ranks[q], d.team.sync_pb, d.team.rank);
     for (size_t s = symaddr_grid_thread(); s < steps; s += symaddr_grid_threads()) {
         uint32_t w[2];
         ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
-        for (int k = 0; k < d.node_size; k++) {
-            int q = (d.node_rank + k) % d.node_size;
+        for (int k = 0; k < d.team.node_size; k++) {
+            int q = (d.team.node_rank + k) % d.team.node_size;
             ll_put(dst[q] + 2 * s, w[0], flag);
             ll_put(dst[q] + 2 * s + 1, w[1], flag);
         }
     }
     for (size_t s = symaddr_grid_thread(); s < steps && ok; s += symaddr_grid_threads()) {
         typename tr::A acc[PER] = {};
-        for (int q = 0; q < d.node_size && ok; q++) {
+        for (int q = 0; q < d.team.node_size && ok; q++) {
             uint64_t *in = (uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
             uint32_t w[2];
             T v[PER];
@@ -193,7 +197,7 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
             ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
     }
 finish:
-    coll_finish(d, e);
+    symaddr_team_end(&d.team, &call, 0);
 }
 
 /* ---- Lamport allreduce -------------------------------------------------------------------- */
@@ -204,115 +208,40 @@ template <int DT> struct lamport_ok {
     enum { value = DT == SYMADDR_FLOAT32 || DT == SYMADDR_FLOAT16 || DT == SYMADDR_BFLOAT16 };
 };
 
-/* 16 bytes as one store; each 32-bit word is seen whole by a poller, which is all the
- * protocol needs. */
-SYMADDR_DEVFN void lamport_put16(uint32_t *p, const uint32_t w[4])
-{
-#if defined(__CUDA_ARCH__)
-    asm volatile("st.volatile.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
-                 "r"(w[2]), "r"(w[3])
-                 : "memory");
-#elif defined(__HIP__) /* one 16-byte access; the cpu form below serves nvcc's host pass */
-    typedef uint32_t v4u __attribute__((ext_vector_type(4)));
-    v4u v = {w[0], w[1], w[2], w[3]};
-    *(volatile v4u *)p = v;
-#else
-    for (int k = 0; k < 4; k++)
-        __atomic_store_n(&p[k], w[k], __ATOMIC_RELAXED);
-#endif
-}
-
-SYMADDR_DEVFN void lamport_get16(const uint32_t *p, uint32_t w[4])
-{
-#if defined(__CUDA_ARCH__)
-    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                 : "l"(p)
-                 : "memory");
-#elif defined(__HIP__) /* one 16-byte access; the cpu form below serves nvcc's host pass */
-    typedef uint32_t v4u __attribute__((ext_vector_type(4)));
-    v4u v = *(const volatile v4u *)p;
-    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
-#else
-    for (int k = 0; k < 4; k++)
-        w[k] = __atomic_load_n(&p[k], __ATOMIC_RELAXED);
-#endif
-}
-
-/* Wait until every word of the 16 bytes at p arrived, take them and mark the slot empty again;
- * 0 in *ok when the deadline passed or a peer failed. */
-SYMADDR_DEVFN void lamport_take16(uint32_t *p, uint32_t w[4], const symaddr_coll_desc_t &d,
-                                  uint64_t deadline, int *ok)
-{
-    for (unsigned spin = 0;; spin++) {
-        lamport_get16(p, w);
-        if (w[0] != SYMADDR_COLL_LAMPORT_EMPTY && w[1] != SYMADDR_COLL_LAMPORT_EMPTY &&
-            w[2] != SYMADDR_COLL_LAMPORT_EMPTY && w[3] != SYMADDR_COLL_LAMPORT_EMPTY)
-            break;
-        if ((spin & 63) == 63) {
-            if (coll_failed(d)) {
-                *ok = 0; /* a peer failed and told us */
-                return;
-            }
-            if (symaddr_clock_ns() > deadline) {
-                coll_fail(d, SYMADDR_ERR_TIMEOUT);
-                *ok = 0;
-                return;
-            }
-            symaddr_yield();
-        }
-    }
-    const uint32_t empty[4] = {SYMADDR_COLL_LAMPORT_EMPTY, SYMADDR_COLL_LAMPORT_EMPTY,
-                               SYMADDR_COLL_LAMPORT_EMPTY, SYMADDR_COLL_LAMPORT_EMPTY};
-    lamport_put16(p, empty);
-}
-
-/* Lamport allreduce: each rank stores its input, 16 bytes at a time, into its slot of every
- * peer's buffer (the call's of three), and reduces from its own buffer as the words arrive: no
- * flag, no barrier, one one-way trip. A word of all ones in the input (a NaN) is sent with its
- * lowest bit cleared, still a NaN, so that data never looks empty. The reader empties each 16
- * bytes it took, so a buffer is empty again when its call ends on this rank; a peer writes it
+/* Lamport allreduce over symaddr/team.h's push and take: each rank stores its input, 16 bytes
+ * at a time, into its slot of every peer's buffer (the call's of three), and reduces from its
+ * own buffer as the words arrive: no flag, no barrier, one one-way trip. The reader empties each
+ * 16 bytes it took, so a buffer is empty again when its call ends on this rank; a peer writes it
  * next three Lamport calls later, which needs this rank's data of the call before, sent after
- * this call ended here. The same
- * thread pushes and reduces a chunk, so the grid needs no barrier either. */
+ * this call ended here. The same thread pushes and reduces a chunk, so the grid needs no barrier
+ * either. */
 template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
     enum { PER = 16 / sizeof(T) };
-    uint64_t e = coll_epoch(d), deadline = coll_deadline(d);
+    symaddr_team_call_t call = symaddr_team_begin(&d.team);
     size_t bytes = d.count * sizeof(T), chunks = (bytes + 15) / 16;
-    uint64_t buf = *(volatile uint64_t *)&d.sync[SYMADDR_SYNC_LAMPORT];
-    char *box = (char *)d.sync + d.lamport_offset + (size_t)buf * d.node_size * d.lamport_slot;
-    uint32_t *dst[COLL_MAX_NODE];
     int ok = 1;
-    if (coll_failed(d))
+    if (symaddr_team_failed(&d.team))
         goto finish;
-    for (int q = 0; q < d.node_size; q++)
-        dst[q] = (uint32_t *)symaddr_translate(box + (size_t)d.node_rank * d.lamport_slot,
-                                               d.node_ranks[q], d.sync_pb, d.rank);
     for (size_t c = symaddr_grid_thread(); c < chunks; c += symaddr_grid_threads()) {
         uint32_t w[4] = {0, 0, 0, 0};
         size_t n = bytes - c * 16 < 16 ? bytes - c * 16 : 16;
         if (n == 16 && d.vec) {
             coll_pack_t v = ((const coll_pack_t *)d.send)[c];
             memcpy(w, &v, 16);
-        } else
+        } else {
             memcpy(w, (const char *)d.send + c * 16, n);
-        for (int k = 0; k < 4; k++)
-            w[k] -= w[k] == SYMADDR_COLL_LAMPORT_EMPTY;
-        for (int k = 0; k < d.node_size; k++) {
-            int q = (d.node_rank + k) % d.node_size;
-            lamport_put16(dst[q] + 4 * c, w);
         }
+        symaddr_team_push16(&d.team, &call, c, w);
     }
     for (size_t c = symaddr_grid_thread(); c < chunks && ok; c += symaddr_grid_threads()) {
         typename tr::A acc[PER];
-        for (int q = 0; q < d.node_size && ok; q++) {
+        for (int q = 0; q < d.team.node_size && ok; q++) {
             uint32_t w[4];
             T v[PER];
-            lamport_take16((uint32_t *)(box + (size_t)q * d.lamport_slot) + 4 * c, w, d, deadline,
-                           &ok);
+            ok = symaddr_team_take16(&d.team, &call, q, c, w);
             memcpy(v, w, 16);
             for (int j = 0; j < PER; j++)
                 acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
@@ -322,7 +251,7 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
             ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
     }
 finish:
-    coll_finish(d, e, (buf + 1) % 3);
+    symaddr_team_end(&d.team, &call, 1);
 }
 
 #endif

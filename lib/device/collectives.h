@@ -27,16 +27,6 @@
  * (and at most SYMADDR_COLL_LAMPORT_MAX). */
 #define SYMADDR_COLL_LAMPORT_AREA ((size_t)1 << 20)
 #define SYMADDR_COLL_LAMPORT_MAX ((size_t)512 << 10)
-#define SYMADDR_COLL_LAMPORT_EMPTY 0xffffffffu
-
-/* Words at the start of every rank's sync area; flags follow. */
-enum {
-    SYMADDR_SYNC_EPOCH = 0,   /* collectives completed by this rank */
-    SYMADDR_SYNC_DONE = 1,    /* blocks of the running collective that finished */
-    SYMADDR_SYNC_STATUS = 2,  /* first failure (-status), sticky until the host reads it */
-    SYMADDR_SYNC_LAMPORT = 3, /* the Lamport buffer of the next Lamport call: 0, 1 or 2 */
-    SYMADDR_SYNC_WORDS = 4,
-};
 
 typedef enum symaddr_coll_kind {
     SYMADDR_COLL_BARRIER,
@@ -58,22 +48,17 @@ typedef struct symaddr_coll_desc {
     const uint64_t *send_pb; /* send's table (world-indexed) */
     void *recv;
     const uint64_t *recv_pb;
-    size_t stage_offset;                 /* byte offset of the two staging slots in the sync area */
-    size_t ll_offset;                    /* byte offset of the LL inboxes in the sync area */
-    size_t lamport_offset, lamport_slot; /* the Lamport buffers, and one peer's slot in one */
-    size_t count;                        /* elements: total (allreduce), per rank (others) */
-    int root;                            /* node rank of the broadcast root */
-    /* allgather and alltoall place blocks by rank in the context's communicator */
-    /* The node group the kernel runs over. */
-    uint64_t *sync; /* this rank's sync area */
-    const uint64_t *sync_pb;
-    const int *node_ranks; /* device array: node rank -> world rank */
-    int node_size, node_rank, rank;
+    size_t stage_offset; /* byte offset of the two staging slots in the sync area */
+    size_t ll_offset;    /* byte offset of the LL inboxes in the sync area */
+    size_t count;        /* elements: total (allreduce), per rank (others) */
+    int root;            /* node rank of the broadcast root */
+    /* The node group the kernel runs over, as symaddr_team_get gives it to users' kernels;
+     * allgather and alltoall place blocks by rank in the context's communicator. */
+    symaddr_team_t team;
     unsigned blocks;
     int vec; /* every buffer and peer base is 16-byte aligned */
     int pdl; /* launch as a programmatic dependent (CUDA): only when no other rank shares the GPU,
                 whose kernels an early-resident one could keep from the SMs */
-    uint64_t timeout_ns;
 } symaddr_coll_desc_t;
 
 #endif

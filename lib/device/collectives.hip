@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Collective kernels on symmetric memory, one source for every backend, split by role into
- * coll_types.h (element types), coll_sync.h (synchronisation), coll_tiles.h (tiles),
+ * coll_types.h (element types), symaddr/team.h (synchronisation: the blocks users' kernels
+ * get too), coll_tiles.h (tiles),
  * coll_reduce.h and coll_move.h (the kernels); this file launches them. They see only
  * pointers, peer tables and the context's sync area:
  *  - every call bumps a monotonic 64-bit epoch kept in device memory, so graph
@@ -17,6 +18,7 @@
 #include "kernels.h"
 #include "collectives.h"
 #include "symaddr/device.h"
+#include "symaddr/team.h"
 
 #define COLL_MAX_NODE 64
 
@@ -33,7 +35,6 @@
 #endif
 
 #include "coll_types.h"
-#include "coll_sync.h"
 #include "coll_tiles.h"
 #include "coll_reduce.h"
 #include "coll_move.h"
@@ -99,7 +100,7 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
 
 [[maybe_unused]] symaddr_status_t coll_launch(const symaddr_coll_desc_t *d, void *stream)
 {
-    if (d->node_size > COLL_MAX_NODE || d->blocks == 0 || d->blocks > SYMADDR_COLL_MAX_BLOCKS)
+    if (d->team.node_size > COLL_MAX_NODE || d->blocks == 0 || d->blocks > SYMADDR_COLL_MAX_BLOCKS)
         return SYMADDR_ERR_UNSUPPORTED;
     switch (d->kind) {
     case SYMADDR_COLL_BARRIER:

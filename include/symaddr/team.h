@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file team.h
+ * Collective building blocks for the caller's own kernels, over the context's node, as
+ * symaddr_team_get hands it out. symaddr's own collectives are made of these same blocks.
+ *
+ * A kernel that uses them is one collective call of the context:
+ *  - every rank of the node launches it, in the same order relative to the context's other
+ *    collectives, with the same grid (at most team.max_blocks blocks, so that every rank's
+ *    blocks are resident at once on a GPU they share);
+ *  - every thread of the grid calls symaddr_team_begin first and symaddr_team_end last;
+ *  - on a failure (a peer late past team.timeout_ns, or one that failed and said so) a block
+ *    returns 0 from the block that waited, records the status in the sync area, where the next
+ *    host collective or symaddr_stream_sync of every node peer reports it, and the context is
+ *    broken; the kernel should then skip to symaddr_team_end.
+ *
+ * Calls are numbered by an epoch kept in device memory (no host counter), so kernels using
+ * these blocks can be captured in a CUDA or HIP graph and replayed.
+ *
+ * Memory ordering: symaddr_team_barrier_block orders every store a block made before it (local
+ * or to peers' symmetric memory) before every load the peers' same block makes after it. The
+ * Lamport blocks carry their data in the words that mark their arrival, so a word taken is the
+ * word sent; they order nothing else.
+ */
+#ifndef SYMADDR_TEAM_H
+#define SYMADDR_TEAM_H
+
+#include <string.h>
+
+#include "symaddr/device.h"
+
+/** A barrier flag a waiter gave up on: the late signaller learns that its peer left. */
+#define SYMADDR_TEAM_POISON (~(uint64_t)0)
+/** A Lamport word that has not arrived. */
+#define SYMADDR_TEAM_EMPTY 0xffffffffu
+
+/** One call of the team, from symaddr_team_begin: held by each thread. */
+typedef struct symaddr_team_call {
+    uint64_t epoch;    /**< the call's number */
+    uint64_t deadline; /**< of every wait of the call (symaddr_clock_ns) */
+    uint64_t buf;      /**< the Lamport buffer this call uses, if it pushes */
+} symaddr_team_call_t;
+
+/** Start of a call: every thread of the grid, first. Under a programmatic dependent launch
+ *  (CUDA), this is where the kernel lets the next one be scheduled and waits for the previous
+ *  one to end. */
+SYMADDR_DEVFN symaddr_team_call_t symaddr_team_begin(const symaddr_team_t *t)
+{
+    symaddr_team_call_t c;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+    c.epoch = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] + 1;
+    c.buf = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_LAMPORT];
+    c.deadline = symaddr_clock_ns() + t->timeout_ns;
+    return c;
+}
+
+/** Whether a call of this rank failed, or a node peer's failure broke it. */
+SYMADDR_DEVFN int symaddr_team_failed(const symaddr_team_t *t)
+{
+    return *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_STATUS] != 0;
+}
+
+/** Fail the call with @p st: recorded for the host (the first failure sticks), and every node
+ *  peer's context is broken too, so that none of them returns OK from this call or a later one. */
+SYMADDR_DEVFN void symaddr_team_fail(const symaddr_team_t *t, symaddr_status_t st)
+{
+    symaddr_prim_cas_u64(&t->sync[SYMADDR_SYNC_STATUS], 0, (uint64_t) - (int64_t)st, 1);
+    for (int q = 0; q < t->node_size; q++) {
+        if (q == t->node_rank)
+            continue;
+        uint64_t *peer = (uint64_t *)symaddr_translate(&t->sync[SYMADDR_SYNC_STATUS],
+                                                       t->node_ranks[q], t->sync_pb, t->rank);
+        if (peer)
+            symaddr_prim_cas_u64(peer, 0, (uint64_t) - (int64_t)SYMADDR_ERR_BROKEN, 1);
+    }
+}
+
+/* Whether flag value v reached want. Values only grow, by at most a few steps past what a
+ * waiter wants, so the difference decides even across a wrap of 64 bits. */
+SYMADDR_DEVFN int symaddr_team_reached_(uint64_t v, uint64_t want)
+{
+    return v != SYMADDR_TEAM_POISON && (int64_t)(v - want) >= 0;
+}
+
+/* Wait for this rank's flag to reach want; 0 on failure. Giving up is settled with the
+ * signaller on the flag itself: the waiter swaps in the poison only if the signal has not
+ * landed, and the signaller sees the poison when it arrives. So a waiter that timed out and
+ * the late rank it waited for both fail. */
+SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *flag, uint64_t want,
+                                          uint64_t deadline)
+{
+    for (unsigned spin = 0;; spin++) {
+        uint64_t v = *(volatile uint64_t *)flag;
+        if (symaddr_team_reached_(v, want)) {
+            symaddr_fence();
+            return 1;
+        }
+        if ((spin & 63) == 63) {
+            if (v == SYMADDR_TEAM_POISON || symaddr_team_failed(t))
+                return 0; /* a peer failed and told us */
+            if (symaddr_clock_ns() > deadline) {
+                for (;;) {
+                    uint64_t seen = symaddr_prim_cas_u64(flag, v, SYMADDR_TEAM_POISON, 1);
+                    if (seen == v) {
+                        symaddr_team_fail(t, SYMADDR_ERR_TIMEOUT);
+                        return 0;
+                    }
+                    if (symaddr_team_reached_(seen, want)) {
+                        symaddr_fence();
+                        return 1;
+                    }
+                    v = seen;
+                }
+            }
+            symaddr_yield();
+        }
+    }
+}
+
+/** Node barrier of one block: every thread of the calling block calls it, and the block of the
+ *  same index on every node peer reaches the same @p phase (1 to 3) of the same call. Returns 1
+ *  to every thread of the block, or 0 after a failure (recorded). */
+SYMADDR_DEVFN int symaddr_team_barrier_block(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                             int phase)
+{
+    int ok = 1;
+    uint64_t value = c->epoch * 4 + (uint64_t)phase;
+    uint64_t *flags = t->sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * t->node_size;
+    symaddr_block_sync();
+    /* thread q of the block signals and waits for node peer q, so peers are served at once */
+    for (int q = (int)symaddr_block_thread(); q < t->node_size; q += (int)symaddr_block_threads()) {
+        if (q == t->node_rank)
+            continue;
+        uint64_t *r = (uint64_t *)symaddr_translate(&flags[t->node_rank], t->node_ranks[q],
+                                                    t->sync_pb, t->rank);
+        symaddr_fence();
+        if (symaddr_prim_swap_u64(r, value, 1) == SYMADDR_TEAM_POISON) {
+            symaddr_team_fail(t, SYMADDR_ERR_BROKEN); /* that peer gave up on this rank */
+            ok = 0;
+        }
+    }
+    for (int q = (int)symaddr_block_thread(); q < t->node_size && ok;
+         q += (int)symaddr_block_threads())
+        if (q != t->node_rank && !symaddr_team_wait_flag_(t, &flags[q], value, c->deadline))
+            ok = 0;
+    return symaddr_block_all(ok);
+}
+
+/* Ordering among this rank's blocks (device scope): only this rank's next kernels read the words
+ * the end of a call writes, after the kernel ends. */
+SYMADDR_DEVFN void symaddr_team_fence_device_(void)
+{
+#if SYMADDR_ON_GPU
+    __threadfence();
+#else
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/** End of a call: every thread of the grid, last. @p pushed: whether the call used the Lamport
+ *  blocks (its buffer then passes to the next Lamport call's turn). */
+SYMADDR_DEVFN void symaddr_team_end(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                    int pushed)
+{
+    symaddr_block_sync();
+    if (symaddr_block_thread() == 0) {
+        symaddr_team_fence_device_();
+        uint64_t done = symaddr_grid_blocks() == 1
+                            ? 0
+                            : symaddr_prim_add_u64(&t->sync[SYMADDR_SYNC_DONE], 1, 0);
+        if (done == symaddr_grid_blocks() - 1) { /* the last block publishes the call's end */
+            t->sync[SYMADDR_SYNC_DONE] = 0;
+            if (pushed)
+                t->sync[SYMADDR_SYNC_LAMPORT] = (c->buf + 1) % 3;
+            symaddr_team_fence_device_();
+            *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] = c->epoch;
+        }
+    }
+}
+
+/* ---- Lamport: data that marks its own arrival ---------------------------------------------- */
+
+/* 16 bytes as one store or load; each 32-bit word is seen whole by a poller, which is all the
+ * protocol needs. */
+SYMADDR_DEVFN void symaddr_team_st16_(uint32_t *p, const uint32_t w[4])
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("st.volatile.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w[0]), "r"(w[1]),
+                 "r"(w[2]), "r"(w[3])
+                 : "memory");
+#elif defined(__HIP__) /* one 16-byte access; the cpu form below serves nvcc's host pass */
+    typedef uint32_t v4u __attribute__((ext_vector_type(4)));
+    v4u v = {w[0], w[1], w[2], w[3]};
+    *(volatile v4u *)p = v;
+#else
+    for (int k = 0; k < 4; k++)
+        __atomic_store_n(&p[k], w[k], __ATOMIC_RELAXED);
+#endif
+}
+
+SYMADDR_DEVFN void symaddr_team_ld16_(const uint32_t *p, uint32_t w[4])
+{
+#if defined(__CUDA_ARCH__)
+    asm volatile("ld.volatile.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                 : "l"(p)
+                 : "memory");
+#elif defined(__HIP__)
+    typedef uint32_t v4u __attribute__((ext_vector_type(4)));
+    v4u v = *(const volatile v4u *)p;
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+#else
+    for (int k = 0; k < 4; k++)
+        w[k] = __atomic_load_n(&p[k], __ATOMIC_RELAXED);
+#endif
+}
+
+/* Node rank q's slot of this rank's Lamport buffer of call c. */
+SYMADDR_DEVFN uint32_t *symaddr_team_slot_(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                           int q)
+{
+    return (uint32_t *)((char *)t->sync + t->lamport_offset +
+                        ((size_t)c->buf * (size_t)t->node_size + (size_t)q) * t->lamport_slot);
+}
+
+/** Lamport push: store the 16 bytes @p w as chunk @p chunk (chunk * 16 < team.lamport_slot) of
+ *  this rank's slot in every node peer's buffer, this rank's own included. A word of all ones
+ *  (SYMADDR_TEAM_EMPTY, a NaN in f32, f16 and bf16) goes with its lowest bit cleared, so that data
+ *  never looks empty: integers cannot be sent this way. No barrier, no flag. */
+SYMADDR_DEVFN void symaddr_team_push16(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                       size_t chunk, const uint32_t w[4])
+{
+    uint32_t v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = w[k] - (w[k] == SYMADDR_TEAM_EMPTY);
+    uint32_t *mine = symaddr_team_slot_(t, c, t->node_rank) + 4 * chunk;
+    for (int k = 0; k < t->node_size; k++) { /* from this rank's own, to spread the stores */
+        int q = (t->node_rank + k) % t->node_size;
+        symaddr_team_st16_(
+            (uint32_t *)symaddr_translate(mine, t->node_ranks[q], t->sync_pb, t->rank), v);
+    }
+}
+
+/** Lamport take: wait until node rank @p q's chunk @p chunk of this call arrived, copy it to
+ *  @p w and empty the slot again for a later call. Returns 1, or 0 after a failure (recorded).
+ *  Each chunk of each peer is taken once per call, by one thread. */
+SYMADDR_DEVFN int symaddr_team_take16(const symaddr_team_t *t, const symaddr_team_call_t *c, int q,
+                                      size_t chunk, uint32_t w[4])
+{
+    uint32_t *p = symaddr_team_slot_(t, c, q) + 4 * chunk;
+    for (unsigned spin = 0;; spin++) {
+        symaddr_team_ld16_(p, w);
+        if (w[0] != SYMADDR_TEAM_EMPTY && w[1] != SYMADDR_TEAM_EMPTY &&
+            w[2] != SYMADDR_TEAM_EMPTY && w[3] != SYMADDR_TEAM_EMPTY)
+            break;
+        if ((spin & 63) == 63) {
+            if (symaddr_team_failed(t))
+                return 0; /* a peer failed and told us */
+            if (symaddr_clock_ns() > c->deadline) {
+                symaddr_team_fail(t, SYMADDR_ERR_TIMEOUT);
+                return 0;
+            }
+            symaddr_yield();
+        }
+    }
+    const uint32_t empty[4] = {SYMADDR_TEAM_EMPTY, SYMADDR_TEAM_EMPTY, SYMADDR_TEAM_EMPTY,
+                               SYMADDR_TEAM_EMPTY};
+    symaddr_team_st16_(p, empty);
+    return 1;
+}
+
+/** One-shot allreduce (sum) of n floats by the whole grid, from @p in to @p out (either may be
+ *  the other), n * 4 <= team.lamport_slot: each thread pushes its chunks, then takes every
+ *  peer's and sums them in node-rank order, so that every rank gets the same bits. Returns 1 to
+ *  the thread, or 0 after a failure. Call between symaddr_team_begin and symaddr_team_end
+ *  (pushed = 1); the same thread pushes and takes a chunk, so the grid needs no barrier. */
+SYMADDR_DEVFN int symaddr_team_allreduce_sum_f32(const symaddr_team_t *t,
+                                                 const symaddr_team_call_t *c, const float *in,
+                                                 float *out, size_t n)
+{
+    size_t chunks = (n + 3) / 4;
+    int ok = 1;
+    for (size_t k = symaddr_grid_thread(); k < chunks; k += symaddr_grid_threads()) {
+        uint32_t w[4] = {0, 0, 0, 0};
+        memcpy(w, in + 4 * k, (n - 4 * k < 4 ? n - 4 * k : 4) * sizeof(float));
+        symaddr_team_push16(t, c, k, w);
+    }
+    for (size_t k = symaddr_grid_thread(); k < chunks && ok; k += symaddr_grid_threads()) {
+        float acc[4] = {0, 0, 0, 0}, v[4];
+        for (int q = 0; q < t->node_size && ok; q++) {
+            uint32_t w[4];
+            ok = symaddr_team_take16(t, c, q, k, w);
+            memcpy(v, w, sizeof(v));
+            for (int j = 0; j < 4; j++)
+                acc[j] = q == 0 ? v[j] : acc[j] + v[j];
+        }
+        if (ok)
+            memcpy(out + 4 * k, acc, (n - 4 * k < 4 ? n - 4 * k : 4) * sizeof(float));
+    }
+    return ok;
+}
+
+#endif /* SYMADDR_TEAM_H */
