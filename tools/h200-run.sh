@@ -3,7 +3,7 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl small speed1 large put info bisect onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
+# cpucoll sanitize p2p nccl small speed1 large put fused info bisect onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites.
 set -uo pipefail
@@ -161,6 +161,16 @@ for s in $steps; do
             mpiexec -n 2 $B/tools/symaddr-bench put -b 64M -e 1G -f 4 --iters 20 --check \
                 --provider $prov --one-pair 2>&1 | tee -a "$OUT/put.txt"
         done ;;
+    fused)
+        # The fused allreduce + residual + RMSNorm example against the unfused pipeline, and NCCL's
+        # allreduce alone on the same bytes (tokens x 6144 bf16), one rank per GPU.
+        mpiexec -n ${NP:-2} $B/examples/example-allreduce-rmsnorm --bench 2>&1 | tee -a "$OUT/fused.txt"
+        for b in 12288 73728 1572864; do
+            mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype bfloat16 -b $b -e $b \
+                --iters 50 --graph ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/fused.txt"
+        done
+        mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype bfloat16 -b 24576 -e 786432 \
+            -f 2 --iters 50 --graph ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/fused.txt" ;;
     pack)
         # The device tool brings back at most 8 files: everything in one archive.
         (cd "$OUT" && tar czf results.tgz --exclude results.tgz . && find . -type f ! -name \
