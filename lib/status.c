@@ -3,6 +3,8 @@
  * that refuses to wrap. Imports nothing of symaddr but its public header. */
 #include "status.h"
 
+#include "symaddr/symaddr.h" /* the public declarations: their visibility */
+
 #include <stdio.h>
 
 static const char *const status_text[] = {
