@@ -41,43 +41,76 @@ __host__ __device__ static inline uint16_t to_bf(float f)
 }
 
 #if defined(__HIPCC__) || defined(__CUDACC__)
-/* Every thread of the block gets the sum of every thread's v (blockDim a power of two). */
+/* Chunks of a row per thread: a row's 768 chunks fit one block, so each thread keeps its chunk in
+ * registers from the sum to the normalised output. */
+#define PER_THREAD ((HIDDEN / 8 + THREADS - 1) / THREADS)
+
+/* Every thread of the block gets the sum of every thread's v: within each warp by shuffles, then
+ * across the warps through shared memory. */
 __device__ static float block_sum(float v)
 {
-    __shared__ float s[THREADS];
-    unsigned t = threadIdx.x;
-    s[t] = v;
+    __shared__ float part[THREADS / 32 + 1];
+#if defined(__CUDACC__)
+    for (int o = 16; o > 0; o /= 2)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    const unsigned width = 32;
+#else
+    for (int o = warpSize / 2; o > 0; o /= 2)
+        v += __shfl_xor(v, o);
+    const unsigned width = warpSize;
+#endif
+    unsigned t = threadIdx.x, warps = (blockDim.x + width - 1) / width;
+    if (t % width == 0)
+        part[t / width] = v;
     __syncthreads();
-    for (unsigned k = blockDim.x / 2; k > 0; k /= 2) {
-        if (t < k)
-            s[t] += s[t + k];
-        __syncthreads();
-    }
-    float r = s[0];
+    float total = 0;
+    for (unsigned k = 0; k < warps; k++) /* the same order on every thread and every rank */
+        total += part[k];
     __syncthreads();
-    return r;
+    return total;
 }
 #define RSQRT(x) rsqrtf(x)
 #else
-static float block_sum(float v) { return v; } /* a cpu "block" is one thread */
+#define PER_THREAD (HIDDEN / 8) /* a cpu "block" is one thread */
+static float block_sum(float v) { return v; }
 #define RSQRT(x) (1.0f / sqrtf(x))
 #endif
 
-/* residual += sum (chunk of 8 values), then the chunk's squares; y from the row's scale. */
-__device__ static float add_residual(uint16_t *res, const float acc[8])
+/* A row, summed: add the residual to each of this thread's chunks (kept in r, and stored as the
+ * new residual), then normalise them with the row's scale. */
+__device__ static void norm_row(uint16_t *res, const uint16_t *w, uint16_t *y, size_t row,
+                                float acc[PER_THREAD][8], int n)
 {
+    const size_t per_row = HIDDEN / 8;
+    uint16_t r[PER_THREAD][8];
     float ss = 0;
-    for (int j = 0; j < 8; j++) {
-        res[j] = to_bf(acc[j] + bf(res[j]));
-        ss += bf(res[j]) * bf(res[j]);
+    for (int i = 0; i < n; i++) {
+        size_t chunk = row * per_row + symaddr_block_thread() + (size_t)i * symaddr_block_threads();
+        memcpy(r[i], res + 8 * chunk, 16);
+        for (int j = 0; j < 8; j++) {
+            r[i][j] = to_bf(acc[i][j] + bf(r[i][j]));
+            ss += bf(r[i][j]) * bf(r[i][j]);
+        }
+        memcpy(res + 8 * chunk, r[i], 16);
     }
-    return ss;
+    float scale = RSQRT(block_sum(ss) / HIDDEN + EPS);
+    for (int i = 0; i < n; i++) {
+        size_t k = symaddr_block_thread() + (size_t)i * symaddr_block_threads();
+        uint16_t wv[8], out[8];
+        memcpy(wv, w + 8 * k, 16);
+        for (int j = 0; j < 8; j++)
+            out[j] = to_bf(bf(r[i][j]) * scale * bf(wv[j]));
+        memcpy(y + 8 * (row * per_row + k), out, 16);
+    }
 }
 
-__device__ static void normalise(const uint16_t *res, const uint16_t *w, uint16_t *y, float scale)
+/* This thread's chunks of a row: how many. */
+__device__ static int my_chunks(void)
 {
-    for (int j = 0; j < 8; j++)
-        y[j] = to_bf(bf(res[j]) * scale * bf(w[j]));
+    size_t t = symaddr_block_thread(), n = 0;
+    for (size_t k = t; k < HIDDEN / 8; k += symaddr_block_threads())
+        n++;
+    return (int)n;
 }
 
 /* The fused kernel: one team call. Rows are spread over the blocks; the pushes over the grid. */
@@ -92,27 +125,24 @@ __global__ void allreduce_rmsnorm(symaddr_team_t team, const uint16_t *x, uint16
         memcpy(w4, x + 8 * k, 16);
         symaddr_team_push16(&team, &c, k, w4);
     }
-    int ok = 1;
+    int ok = 1, n = my_chunks();
     for (int row = (int)symaddr_block_index(); row < rows; row += (int)symaddr_grid_blocks()) {
-        float ss = 0;
-        for (size_t k = symaddr_block_thread(); k < per_row; k += symaddr_block_threads()) {
-            size_t chunk = (size_t)row * per_row + k;
-            float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        float acc[PER_THREAD][8];
+        for (int i = 0; i < n; i++) {
+            size_t chunk = (size_t)row * per_row + symaddr_block_thread() +
+                           (size_t)i * symaddr_block_threads();
+            for (int j = 0; j < 8; j++)
+                acc[i][j] = 0;
             for (int q = 0; q < team.node_size && ok; q++) { /* node-rank order: same bits */
                 uint32_t w4[4];
                 uint16_t v[8];
                 ok = symaddr_team_take16(&team, &c, q, chunk, w4);
                 memcpy(v, w4, 16);
                 for (int j = 0; j < 8; j++)
-                    acc[j] += bf(v[j]);
+                    acc[i][j] += bf(v[j]);
             }
-            ss += add_residual(res + 8 * chunk, acc);
         }
-        float scale = RSQRT(block_sum(ss) / HIDDEN + EPS);
-        for (size_t k = symaddr_block_thread(); k < per_row; k += symaddr_block_threads()) {
-            size_t chunk = (size_t)row * per_row + k;
-            normalise(res + 8 * chunk, w + 8 * (chunk % per_row), y + 8 * chunk, scale);
-        }
+        norm_row(res, w, y, (size_t)row, acc, n);
     }
     symaddr_team_end(&team, &c, 1);
 }
@@ -122,20 +152,18 @@ __global__ void rmsnorm(const uint16_t *sum, uint16_t *res, const uint16_t *w, u
                         int rows)
 {
     const size_t per_row = HIDDEN / 8;
+    int n = my_chunks();
     for (int row = (int)symaddr_block_index(); row < rows; row += (int)symaddr_grid_blocks()) {
-        float ss = 0;
-        for (size_t k = symaddr_block_thread(); k < per_row; k += symaddr_block_threads()) {
-            size_t chunk = (size_t)row * per_row + k;
-            float acc[8];
+        float acc[PER_THREAD][8];
+        for (int i = 0; i < n; i++) {
+            size_t chunk = (size_t)row * per_row + symaddr_block_thread() +
+                           (size_t)i * symaddr_block_threads();
+            uint16_t v[8];
+            memcpy(v, sum + 8 * chunk, 16);
             for (int j = 0; j < 8; j++)
-                acc[j] = bf(sum[8 * chunk + j]);
-            ss += add_residual(res + 8 * chunk, acc);
+                acc[i][j] = bf(v[j]);
         }
-        float scale = RSQRT(block_sum(ss) / HIDDEN + EPS);
-        for (size_t k = symaddr_block_thread(); k < per_row; k += symaddr_block_threads()) {
-            size_t chunk = (size_t)row * per_row + k;
-            normalise(res + 8 * chunk, w + 8 * (chunk % per_row), y + 8 * chunk, scale);
-        }
+        norm_row(res, w, y, (size_t)row, acc, n);
     }
 }
 
