@@ -8,64 +8,102 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* A snapshot holds its entries in chunks of at most CHUNK, twice: by range (for lookups) and by
+ * the registration's address (to tell whether a map is a live registration's). A change copies
+ * the one chunk it touches on each side and the two small arrays of chunk pointers; the other
+ * chunks are shared with the snapshot before, so a change costs a few kilobytes of copying
+ * however many registrations live, and lookups, which read the same memory, are not slowed by
+ * a writer rewriting all of it. */
+#define CHUNK 256
+#define POOL_CHUNKS 16 /* freed chunks kept for the next changes */
+
+typedef struct reg_chunk {
+    size_t n;
+    struct reg_chunk *link; /* in a retired snapshot's garbage, or in the pool */
+    uint64_t key[CHUNK];    /* the range's base, or the registration's address */
+    uint64_t end[CHUNK];    /* the range's end (by range only) */
+    symaddr_registration_t *r[CHUNK];
+} reg_chunk_t;
+
 struct symaddr_registry_snapshot {
-    size_t count, cap;
+    size_t count;                           /* live registrations */
+    size_t cap;                             /* chunks each side's arrays hold */
     uint64_t retired_at;                    /* the epoch it was replaced in */
     struct symaddr_registry_snapshot *next; /* retired list */
-    uint64_t *bases; /* by_addr[i]'s range, so that a lookup reads no registration */
-    uint64_t *ends;
-    symaddr_registration_t **by_addr; /* sorted by range */
-    symaddr_registration_t **by_map;  /* sorted by the registration's address */
+    reg_chunk_t *garbage;                   /* the chunks its successor replaced */
+    size_t na, nm;                          /* chunks by range, by registration */
+    reg_chunk_t **ac, **mc;
+    uint64_t *afirst, *mfirst; /* each chunk's first key: where a search starts */
 };
+
+/* One side of a snapshot: its chunks, their first keys and how many. */
+typedef struct side {
+    reg_chunk_t **c;
+    uint64_t *first;
+    size_t *n;
+} side_t;
+
+static side_t side_of(symaddr_registry_snapshot_t *s, int by_map)
+{
+    side_t v = {by_map ? s->mc : s->ac, by_map ? s->mfirst : s->afirst, by_map ? &s->nm : &s->na};
+    return v;
+}
 
 static symaddr_registry_snapshot_t *snap_alloc(size_t cap)
 {
-    size_t room = cap ? cap : 1, per = 2 * sizeof(uint64_t) + 2 * sizeof(void *);
-    symaddr_registry_snapshot_t *s = malloc(sizeof(*s) + per * room);
+    size_t room = cap ? cap : 1;
+    symaddr_registry_snapshot_t *s =
+        malloc(sizeof(*s) + room * (2 * sizeof(reg_chunk_t *) + 2 * sizeof(uint64_t)));
     if (!s)
         return NULL;
-    s->count = 0;
+    memset(s, 0, sizeof(*s));
     s->cap = cap;
-    s->bases = (uint64_t *)(s + 1);
-    s->ends = s->bases + room;
-    s->by_addr = (symaddr_registration_t **)(s->ends + room);
-    s->by_map = s->by_addr + room;
+    s->ac = (reg_chunk_t **)(s + 1);
+    s->mc = s->ac + room;
+    s->afirst = (uint64_t *)(s->mc + room);
+    s->mfirst = s->afirst + room;
     return s;
-}
-
-/* A new snapshot for need entries, with room to grow. */
-static symaddr_registry_snapshot_t *snap_grow(size_t need)
-{
-    return snap_alloc(2 * need > 16 ? 2 * need : 16);
 }
 
 static void reclaim(symaddr_registry_t *reg);
 
-/* The snapshot a writer fills next: the spare when it is large enough. The snapshot the last
- * change retired was usually still being read then; lookups have moved on since, so reclaim
- * first: a steady stream of changes then cycles through three snapshots without allocating. */
-static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t need)
+/* The snapshot a writer fills next: the spare when it is large enough (reclaim first: the
+ * snapshot the last change retired was usually still being read then, and lookups have moved
+ * on since). */
+static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t cap)
 {
-    if (!reg->spare || reg->spare->cap < need)
+    if (!reg->spare || reg->spare->cap < cap)
         reclaim(reg);
     symaddr_registry_snapshot_t *s = reg->spare;
-    if (s && s->cap >= need) {
+    if (s && s->cap >= cap) {
         reg->spare = NULL;
+        s->count = s->na = s->nm = 0;
+        s->garbage = NULL;
         return s;
     }
-    return snap_grow(need);
+    return snap_alloc(2 * cap > 16 ? 2 * cap : 16);
 }
 
-/* For a remove, which must not fail: without new memory, wait for lookups to leave a retired
- * snapshot (lookups are short and never wait). */
-static symaddr_registry_snapshot_t *snap_take_or_wait(symaddr_registry_t *reg, size_t need)
+static reg_chunk_t *chunk_take(symaddr_registry_t *reg)
 {
-    symaddr_registry_snapshot_t *s;
-    while (!(s = snap_take(reg, need)) && reg->retired) {
-        sched_yield();
-        reclaim(reg);
+    reg_chunk_t *c = reg->pool;
+    if (c) {
+        reg->pool = c->link;
+        reg->npool--;
+        return c;
     }
-    return s;
+    return malloc(sizeof(reg_chunk_t));
+}
+
+static void chunk_drop(symaddr_registry_t *reg, reg_chunk_t *c)
+{
+    if (reg->npool < POOL_CHUNKS) {
+        c->link = reg->pool;
+        reg->pool = c;
+        reg->npool++;
+    } else {
+        free(c);
+    }
 }
 
 /* ---- readers ------------------------------------------------------------------------------ */
@@ -150,7 +188,8 @@ static void read_end(symaddr_registry_t *reg, unsigned slot)
         __atomic_store_n(&reg->readers[slot].epoch, 0, __ATOMIC_RELEASE);
 }
 
-/* Retired snapshots that no lookup can hold any more: kept as the spare or freed. */
+/* Retired snapshots that no lookup can hold any more: their replaced chunks go to the pool,
+ * the snapshot becomes the spare or is freed. */
 static void reclaim(symaddr_registry_t *reg)
 {
     uint64_t oldest = UINT64_MAX;
@@ -166,6 +205,11 @@ static void reclaim(symaddr_registry_t *reg)
         symaddr_registry_snapshot_t *r = *pp;
         if (r->retired_at < oldest) { /* every lookup in now began after it was replaced */
             *pp = r->next;
+            while (r->garbage) {
+                reg_chunk_t *c = r->garbage;
+                r->garbage = c->link;
+                chunk_drop(reg, c);
+            }
             if (!reg->spare || reg->spare->cap < r->cap) {
                 free(reg->spare);
                 reg->spare = r;
@@ -178,73 +222,178 @@ static void reclaim(symaddr_registry_t *reg)
     }
 }
 
-/* Writer: make next current and retire the old one; nothing waits for lookups. */
-static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next)
+/* Writer: make next current and retire the old one, with the chunks next replaced; nothing
+ * waits for lookups. */
+static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next,
+                    reg_chunk_t *replaced)
 {
     symaddr_registry_snapshot_t *old = __atomic_exchange_n(&reg->cur, next, __ATOMIC_SEQ_CST);
+    old->garbage = replaced;
     old->retired_at = __atomic_fetch_add(&reg->epoch, 1, __ATOMIC_SEQ_CST);
     old->next = reg->retired;
     reg->retired = old;
     reclaim(reg);
 }
 
-/* ---- sorted arrays ------------------------------------------------------------------------ */
+/* ---- searches ----------------------------------------------------------------------------- */
 
-/* dst = src[0, n) with v of es bytes inserted at index i. */
-static void copy_with(void *dst, const void *src, size_t n, size_t i, const void *v, size_t es)
-{
-    memcpy(dst, src, i * es);
-    memcpy((char *)dst + i * es, v, es);
-    memcpy((char *)dst + (i + 1) * es, (const char *)src + i * es, (n - i) * es);
-}
-
-/* dst = src[0, n) without index i (es-byte elements). */
-static void copy_without(void *dst, const void *src, size_t n, size_t i, size_t es)
-{
-    memcpy(dst, src, i * es);
-    memcpy((char *)dst + i * es, (const char *)src + (i + 1) * es, (n - i - 1) * es);
-}
-
-/* First index whose range_base is > addr. Without branches on the data (the compiler makes
+/* First index of v[0, n) whose value is > x. Without branches on the data (the compiler makes
  * the step a conditional move), so that a lookup costs the same whatever the pointer. */
-static size_t upper_by_addr(const symaddr_registry_snapshot_t *s, uint64_t addr)
+static size_t upper_in(const uint64_t *v, size_t n, uint64_t x)
 {
-    const uint64_t *b = s->bases;
-    size_t n = s->count;
+    const uint64_t *b = v;
     if (n == 0)
         return 0;
     while (n > 1) {
         size_t half = n / 2;
-        b = b[half] <= addr ? b + half : b;
+        b = b[half] <= x ? b + half : b;
         n -= half;
     }
-    return (size_t)(b - s->bases) + (*b <= addr);
+    return (size_t)(b - v) + (*b <= x);
 }
 
-/* First index whose entry address is >= r. */
-static size_t lower_by_map(const symaddr_registry_snapshot_t *s, uintptr_t r)
+/* The chunk of a side where key belongs (the last whose first key is <= key; the first if
+ * none), or none on an empty side: its index in *t_p. */
+static reg_chunk_t *chunk_of(const reg_chunk_t *const *c, const uint64_t *first, size_t n,
+                             uint64_t key, size_t *t_p)
 {
-    size_t lo = 0, hi = s->count;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if ((uintptr_t)s->by_map[mid] < r)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
+    size_t k = upper_in(first, n, key);
+    *t_p = k ? k - 1 : 0;
+    return n ? (reg_chunk_t *)c[*t_p] : NULL;
 }
 
 static symaddr_registration_t *find_in(const symaddr_registry_snapshot_t *s, uint64_t addr)
 {
-    size_t i = upper_by_addr(s, addr);
-    return i > 0 && addr < s->ends[i - 1] ? s->by_addr[i - 1] : NULL;
+    size_t k = upper_in(s->afirst, s->na, addr);
+    if (k == 0)
+        return NULL;
+    const reg_chunk_t *c = s->ac[k - 1];
+    size_t i = upper_in(c->key, c->n, addr); /* >= 1: the chunk's first base is <= addr */
+    return i > 0 && addr < c->end[i - 1] ? c->r[i - 1] : NULL;
 }
 
 static bool overlaps_in(const symaddr_registry_snapshot_t *s, uint64_t base, uint64_t end)
 {
-    size_t i = upper_by_addr(s, base);
-    return (i > 0 && s->ends[i - 1] > base) || (i < s->count && s->bases[i] < end);
+    size_t k = upper_in(s->afirst, s->na, base);
+    if (k == 0) /* every range starts after base */
+        return s->na && s->ac[0]->key[0] < end;
+    const reg_chunk_t *c = s->ac[k - 1];
+    size_t i = upper_in(c->key, c->n, base);
+    if (i > 0 && c->end[i - 1] > base)
+        return true;
+    if (i < c->n)
+        return c->key[i] < end;
+    return k < s->na && s->ac[k]->key[0] < end;
+}
+
+/* The registration whose address is key, or NULL. */
+static symaddr_registration_t *owner_in(const symaddr_registry_snapshot_t *s, uint64_t key)
+{
+    size_t k = upper_in(s->mfirst, s->nm, key);
+    if (k == 0)
+        return NULL;
+    const reg_chunk_t *c = s->mc[k - 1];
+    size_t j = upper_in(c->key, c->n, key);
+    return j > 0 && c->key[j - 1] == key ? c->r[j - 1] : NULL;
+}
+
+/* ---- changes ------------------------------------------------------------------------------ */
+
+/* next's side = cur's with the chunk at t replaced by the n chunks of with (0, 1 or 2). */
+static void side_replace(side_t next, const side_t cur, size_t t, int had, reg_chunk_t *const *with,
+                         size_t n)
+{
+    size_t m = 0;
+    for (size_t k = 0; k < t && k < *cur.n; k++)
+        next.c[m++] = cur.c[k];
+    for (size_t k = 0; k < n; k++)
+        next.c[m++] = with[k];
+    for (size_t k = t + (had ? 1 : 0); k < *cur.n; k++)
+        next.c[m++] = cur.c[k];
+    for (size_t k = 0; k < m; k++)
+        next.first[k] = next.c[k]->key[0];
+    *next.n = m;
+}
+
+/* Entry idx of a chunk with (key, end, r) put in at pos. */
+static void entry_at(const reg_chunk_t *old, size_t pos, size_t idx, uint64_t key, uint64_t end,
+                     symaddr_registration_t *r, uint64_t *k_p, uint64_t *e_p,
+                     symaddr_registration_t **r_p)
+{
+    if (idx == pos) {
+        *k_p = key, *e_p = end, *r_p = r;
+        return;
+    }
+    size_t o = idx < pos ? idx : idx - 1;
+    *k_p = old->key[o], *e_p = old->end[o], *r_p = old->r[o];
+}
+
+/* Put (key, end, r) into a side: the chunk it belongs to is copied with it (split in two when
+ * full) into chunks of the pool, which go on made[*nmade]. The replaced chunk goes on *garbage.
+ * 0: out of memory. */
+static int side_insert(symaddr_registry_t *reg, side_t next, const side_t cur, uint64_t key,
+                       uint64_t end, symaddr_registration_t *r, reg_chunk_t **garbage,
+                       reg_chunk_t **made, int *nmade)
+{
+    size_t t;
+    reg_chunk_t *old = chunk_of((const reg_chunk_t *const *)cur.c, cur.first, *cur.n, key, &t);
+    size_t n = old ? old->n : 0, pos = old ? upper_in(old->key, n, key) : 0, m = n + 1;
+    size_t parts = m > CHUNK ? 2 : 1, h = parts == 2 ? m / 2 : m;
+    reg_chunk_t *with[2] = {chunk_take(reg), parts == 2 ? chunk_take(reg) : NULL};
+    if (!with[0] || (parts == 2 && !with[1])) {
+        for (int k = 0; k < 2; k++)
+            if (with[k])
+                chunk_drop(reg, with[k]);
+        return 0;
+    }
+    with[0]->n = h;
+    if (with[1])
+        with[1]->n = m - h;
+    for (size_t idx = 0; idx < m; idx++) {
+        reg_chunk_t *c = idx < h ? with[0] : with[1];
+        size_t at = idx < h ? idx : idx - h;
+        entry_at(old, pos, idx, key, end, r, &c->key[at], &c->end[at], &c->r[at]);
+    }
+    side_replace(next, cur, t, old != NULL, with, parts);
+    for (size_t k = 0; k < parts; k++)
+        made[(*nmade)++] = with[k];
+    if (old) {
+        old->link = *garbage;
+        *garbage = old;
+    }
+    return 1;
+}
+
+/* Take key out of a side (it is there): its chunk is copied without it, or dropped when it
+ * held nothing else. 0: out of memory. */
+static int side_remove(symaddr_registry_t *reg, side_t next, const side_t cur, uint64_t key,
+                       reg_chunk_t **garbage)
+{
+    size_t t;
+    reg_chunk_t *old = chunk_of((const reg_chunk_t *const *)cur.c, cur.first, *cur.n, key, &t);
+    size_t pos = upper_in(old->key, old->n, key) - 1;
+    reg_chunk_t *c = NULL;
+    if (old->n > 1) {
+        if (!(c = chunk_take(reg)))
+            return 0;
+        c->n = old->n - 1;
+        for (size_t i = 0, o = 0; i < old->n; i++) {
+            if (i == pos)
+                continue;
+            c->key[o] = old->key[i], c->end[o] = old->end[i], c->r[o] = old->r[i];
+            o++;
+        }
+    }
+    side_replace(next, cur, t, 1, &c, c ? 1 : 0);
+    old->link = *garbage;
+    *garbage = old;
+    return 1;
+}
+
+/* The chunks a change needs at most: one snapshot, two chunks a side. */
+static size_t snap_need(const symaddr_registry_snapshot_t *s)
+{
+    return (s->na > s->nm ? s->na : s->nm) + 2;
 }
 
 /* ---- the freed set ------------------------------------------------------------------------ */
@@ -329,7 +478,23 @@ void symaddr_registry_fini(symaddr_registry_t *reg)
     while (reg->retired) {
         symaddr_registry_snapshot_t *r = reg->retired;
         reg->retired = r->next;
+        while (r->garbage) {
+            reg_chunk_t *c = r->garbage;
+            r->garbage = c->link;
+            free(c);
+        }
         free(r);
+    }
+    if (reg->cur) {
+        for (size_t k = 0; k < reg->cur->na; k++)
+            free(reg->cur->ac[k]);
+        for (size_t k = 0; k < reg->cur->nm; k++)
+            free(reg->cur->mc[k]);
+    }
+    while (reg->pool) {
+        reg_chunk_t *c = reg->pool;
+        reg->pool = c->link;
+        free(c);
     }
     free(reg->cur);
     free(reg->spare);
@@ -343,15 +508,25 @@ symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg)
 {
     pthread_mutex_lock(&reg->write);
     symaddr_status_t st = SYMADDR_OK;
-    size_t need = reg->cur->count + 1;
+    size_t need = snap_need(reg->cur);
     if (!reg->spare || reg->spare->cap < need) {
-        symaddr_registry_snapshot_t *s = snap_grow(need);
+        symaddr_registry_snapshot_t *s = snap_alloc(2 * need);
         if (s) {
             free(reg->spare);
             reg->spare = s;
         } else {
             st = SYMADDR_ERR_NO_MEMORY;
         }
+    }
+    while (st == SYMADDR_OK && reg->npool < 4) { /* two chunks a side */
+        reg_chunk_t *c = malloc(sizeof(*c));
+        if (!c) {
+            st = SYMADDR_ERR_NO_MEMORY;
+            break;
+        }
+        c->link = reg->pool;
+        reg->pool = c;
+        reg->npool++;
     }
     pthread_mutex_unlock(&reg->write);
     return st;
@@ -374,20 +549,24 @@ symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_regist
     if (r->map.range_bytes == 0 || end < base)
         return SYMADDR_ERR_INVALID_SIZE;
     pthread_mutex_lock(&reg->write);
-    const symaddr_registry_snapshot_t *cur = reg->cur;
-    symaddr_registry_snapshot_t *next = NULL;
+    symaddr_registry_snapshot_t *cur = reg->cur, *next = NULL;
+    reg_chunk_t *garbage = NULL, *made[4];
+    int nmade = 0;
     if (overlaps_in(cur, base, end)) {
         st = SYMADDR_ERR_ALREADY_REGISTERED;
-    } else if (!(next = snap_take(reg, cur->count + 1))) {
+    } else if (!(next = snap_take(reg, snap_need(cur))) ||
+               !side_insert(reg, side_of(next, 0), side_of(cur, 0), base, end, r, &garbage, made,
+                            &nmade) ||
+               !side_insert(reg, side_of(next, 1), side_of(cur, 1), (uintptr_t)r, 0, r, &garbage,
+                            made, &nmade)) {
+        /* undo: the new chunks back to the pool; the replaced ones are still cur's */
         st = SYMADDR_ERR_NO_MEMORY;
+        while (nmade > 0)
+            chunk_drop(reg, made[--nmade]);
+        free(next);
     } else {
-        size_t i = upper_by_addr(cur, base), j = lower_by_map(cur, (uintptr_t)r), n = cur->count;
-        copy_with(next->bases, cur->bases, n, i, &base, sizeof(base));
-        copy_with(next->ends, cur->ends, n, i, &end, sizeof(end));
-        copy_with(next->by_addr, cur->by_addr, n, i, &r, sizeof(r));
-        copy_with(next->by_map, cur->by_map, n, j, &r, sizeof(r));
-        next->count = n + 1;
-        publish(reg, next);
+        next->count = cur->count + 1;
+        publish(reg, next, garbage);
         freed_forget(reg, base, end);
     }
     pthread_mutex_unlock(&reg->write);
@@ -399,21 +578,35 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
     symaddr_status_t st = SYMADDR_ERR_NOT_FOUND;
 
     pthread_mutex_lock(&reg->write);
-    const symaddr_registry_snapshot_t *cur = reg->cur;
-    size_t j = lower_by_map(cur, (uintptr_t)r), n = cur->count;
-    if (j < n && cur->by_map[j] == r) {
-        symaddr_registry_snapshot_t *next = snap_take_or_wait(reg, n - 1);
-        if (next) {
-            size_t i = upper_by_addr(cur, r->map.range_base) - 1; /* bases are unique */
-            copy_without(next->bases, cur->bases, n, i, sizeof(*cur->bases));
-            copy_without(next->ends, cur->ends, n, i, sizeof(*cur->ends));
-            copy_without(next->by_addr, cur->by_addr, n, i, sizeof(*cur->by_addr));
-            copy_without(next->by_map, cur->by_map, n, j, sizeof(*cur->by_map));
-            next->count = n - 1;
-            publish(reg, next);
+    symaddr_registry_snapshot_t *cur = reg->cur;
+    if (owner_in(cur, (uintptr_t)r) == r) {
+        /* must not fail for a live r: without memory, wait for lookups to leave a retired
+         * snapshot, whose chunks then come back (lookups are short and never wait) */
+        symaddr_registry_snapshot_t *next = NULL;
+        for (;;) {
+            if (!next)
+                next = snap_take(reg, snap_need(cur));
+            while (reg->npool < 2) {
+                reg_chunk_t *c = malloc(sizeof(*c));
+                if (!c)
+                    break;
+                chunk_drop(reg, c);
+            }
+            if ((next && reg->npool >= 2) || !reg->retired)
+                break;
+            sched_yield();
+            reclaim(reg);
+        }
+        reg_chunk_t *garbage = NULL;
+        if (next && reg->npool >= 2 &&
+            side_remove(reg, side_of(next, 0), side_of(cur, 0), r->map.range_base, &garbage) &&
+            side_remove(reg, side_of(next, 1), side_of(cur, 1), (uintptr_t)r, &garbage)) {
+            next->count = cur->count - 1;
+            publish(reg, next, garbage);
             freed_add(reg, r->map.range_base);
             st = SYMADDR_OK;
         } else {
+            free(next);
             st = SYMADDR_ERR_NO_MEMORY;
         }
     }
@@ -450,11 +643,8 @@ symaddr_status_t symaddr_registry_find(symaddr_registry_t *reg, const void *ptr,
 symaddr_registration_t *symaddr_registry_owner(symaddr_registry_t *reg, const symaddr_map_t *map)
 {
     unsigned t;
-    symaddr_registration_t *found = NULL;
     const symaddr_registry_snapshot_t *s = read_begin(reg, &t);
-    size_t j = lower_by_map(s, (uintptr_t)map);
-    if (j < s->count && (const void *)s->by_map[j] == (const void *)map)
-        found = s->by_map[j];
+    symaddr_registration_t *found = owner_in(s, (uintptr_t)map);
     read_end(reg, t);
     return found;
 }
@@ -467,5 +657,8 @@ size_t symaddr_registry_count(symaddr_registry_t *reg)
 symaddr_registration_t *symaddr_registry_last(symaddr_registry_t *reg)
 {
     const symaddr_registry_snapshot_t *s = __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE);
-    return s->count ? s->by_addr[s->count - 1] : NULL;
+    if (!s->na)
+        return NULL;
+    const reg_chunk_t *c = s->ac[s->na - 1];
+    return c->r[c->n - 1];
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Registry of live registrations. Lookups take no lock: each change publishes a new immutable
- * snapshot, sorted by range, and retires the old one, which is freed once every lookup that
- * may have seen it has left (each lookup thread shows in a slot of its own the epoch it
- * entered in). Writers take a mutex and never wait for lookups, so lookups never hold up
- * allocate and free. */
+ * snapshot, sorted by range (in chunks that unchanged parts share), and retires the old one, which
+ * is freed once every lookup that may have seen it has left (each lookup thread shows in a slot of
+ * its own the epoch it entered in). Writers take a mutex and never wait for lookups, so lookups
+ * never hold up allocate and free. */
 #ifndef SYMADDR_LIB_REGISTRY_H
 #define SYMADDR_LIB_REGISTRY_H
 
@@ -34,7 +34,9 @@ typedef struct symaddr_registry {
     symaddr_registry_snapshot_t *cur;     /* read with atomics */
     symaddr_registry_snapshot_t *retired; /* replaced, maybe still read */
     symaddr_registry_snapshot_t *spare;   /* a free one, filled by the next change */
-    uint64_t epoch;                       /* changes so far, plus one */
+    struct reg_chunk *pool;               /* free chunks for the next changes */
+    size_t npool;
+    uint64_t epoch; /* changes so far, plus one */
     /* SYMADDR_REGISTRY_SLOTS slots, a cache line each (allocated aligned: a registry sits
      * inside a context that is not), so that readers never write to a line another reads. */
     struct symaddr_registry_reader {

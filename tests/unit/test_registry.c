@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Registry: sorted insert, overlap refusal, interior lookup, double-free
- * naming, map ownership, and lookups from several threads at once. */
+ * naming, map ownership, lookups from several threads at once, and a long random run
+ * against a plain model (enough entries for chunks to split and empty). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -232,12 +233,84 @@ static void test_writers_not_starved(void **state)
     symaddr_registry_fini(&reg);
 }
 
+/* Random inserts and removes of ranges in a space of SLOTS, checked after each against a plain
+ * array: every lookup, every owner, overlaps, the count and the last entry. */
+static void test_against_model(void **state)
+{
+    enum { SLOTS = 3000, STEPS = 40000 };
+    symaddr_registry_t reg;
+    symaddr_registration_t *live[SLOTS] = {0}, *found;
+    unsigned x = 12345;
+    size_t n = 0;
+    (void)state;
+    assert_int_equal(symaddr_registry_init(&reg), 0);
+    for (int step = 0; step < STEPS; step++) {
+        x = x * 1103515245u + 12345u;
+        size_t k = (x >> 8) % SLOTS;
+        uint64_t base = 0x10000 + (uint64_t)k * 0x100, bytes = 1 + (x >> 20) % 0xff;
+        /* fill past a few chunks first, then insert and remove evenly */
+        int grow = step < STEPS / 4 ? (x & 7) != 0 : (x & 1);
+        if (!live[k] && grow) {
+            live[k] = reg_new(base, bytes);
+            assert_int_equal(symaddr_registry_reserve(&reg), SYMADDR_OK);
+            assert_int_equal(symaddr_registry_insert(&reg, live[k]), SYMADDR_OK);
+            n++;
+        } else if (live[k] && !grow) {
+            assert_int_equal(symaddr_registry_remove(&reg, live[k]), SYMADDR_OK);
+            assert_null(symaddr_registry_owner(&reg, &live[k]->map));
+            free(live[k]);
+            live[k] = NULL;
+            n--;
+        }
+        assert_int_equal(symaddr_registry_count(&reg), n);
+        if (step % 97 == 0 || step > STEPS - 100) { /* a full check now and then */
+            symaddr_registration_t *last = NULL;
+            for (size_t j = 0; j < SLOTS; j++) {
+                uint64_t b = 0x10000 + (uint64_t)j * 0x100;
+                if (live[j]) {
+                    last = live[j];
+                    assert_int_equal(symaddr_registry_lookup(&reg, (void *)(uintptr_t)b, &found),
+                                     SYMADDR_OK);
+                    assert_ptr_equal(found, live[j]);
+                    uint64_t in = b + live[j]->map.range_bytes - 1;
+                    assert_int_equal(symaddr_registry_lookup(&reg, (void *)(uintptr_t)in, &found),
+                                     SYMADDR_OK);
+                    assert_ptr_equal(found, live[j]);
+                    assert_ptr_equal(symaddr_registry_owner(&reg, &live[j]->map), live[j]);
+                    assert_true(symaddr_registry_overlaps(&reg, b, 1));
+                } else {
+                    assert_int_equal(symaddr_registry_lookup(&reg, (void *)(uintptr_t)b, &found),
+                                     SYMADDR_ERR_NOT_FOUND);
+                    assert_false(symaddr_registry_overlaps(&reg, b, 1));
+                }
+                if (live[j] && live[j]->map.range_bytes < 0xff) { /* the gap after a range */
+                    uint64_t gap = b + live[j]->map.range_bytes;
+                    assert_false(symaddr_registry_overlaps(&reg, gap, b + 0x100 - gap));
+                    /* one byte more reaches the next slot's range, if it is live */
+                    assert_int_equal(symaddr_registry_overlaps(&reg, gap, b + 0x101 - gap),
+                                     j + 1 < SLOTS && live[j + 1] != NULL);
+                }
+            }
+            assert_ptr_equal(symaddr_registry_last(&reg), last);
+        }
+    }
+    for (size_t j = 0; j < SLOTS; j++)
+        if (live[j]) {
+            assert_int_equal(symaddr_registry_remove(&reg, live[j]), SYMADDR_OK);
+            free(live[j]);
+        }
+    assert_int_equal(symaddr_registry_count(&reg), 0);
+    assert_null(symaddr_registry_last(&reg));
+    symaddr_registry_fini(&reg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_insert_lookup),     cmocka_unit_test(test_overlap_refused),
         cmocka_unit_test(test_double_free_named), cmocka_unit_test(test_many_concurrent),
         cmocka_unit_test(test_double_free_late),  cmocka_unit_test(test_writers_not_starved),
+        cmocka_unit_test(test_against_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
