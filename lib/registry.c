@@ -15,7 +15,8 @@
  * however many registrations live, and lookups, which read the same memory, are not slowed by
  * a writer rewriting all of it. */
 #define CHUNK 256
-#define POOL_CHUNKS 16 /* freed chunks kept for the next changes */
+#define POOL_CHUNKS 16  /* freed chunks kept for the next changes */
+#define RECLAIM_EVERY 8 /* retired snapshots kept before they are reclaimed */
 
 typedef struct reg_chunk {
     size_t n;
@@ -67,13 +68,10 @@ static symaddr_registry_snapshot_t *snap_alloc(size_t cap)
 
 static void reclaim(symaddr_registry_t *reg);
 
-/* The snapshot a writer fills next: the spare when it is large enough (reclaim first: the
- * snapshot the last change retired was usually still being read then, and lookups have moved
- * on since). */
+/* The snapshot a writer fills next: the spare when it is large enough, else a new one (small:
+ * the chunks are shared). */
 static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t cap)
 {
-    if (!reg->spare || reg->spare->cap < cap)
-        reclaim(reg);
     symaddr_registry_snapshot_t *s = reg->spare;
     if (s && s->cap >= cap) {
         reg->spare = NULL;
@@ -205,6 +203,7 @@ static void reclaim(symaddr_registry_t *reg)
         symaddr_registry_snapshot_t *r = *pp;
         if (r->retired_at < oldest) { /* every lookup in now began after it was replaced */
             *pp = r->next;
+            reg->nretired--;
             while (r->garbage) {
                 reg_chunk_t *c = r->garbage;
                 r->garbage = c->link;
@@ -232,7 +231,10 @@ static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next,
     old->retired_at = __atomic_fetch_add(&reg->epoch, 1, __ATOMIC_SEQ_CST);
     old->next = reg->retired;
     reg->retired = old;
-    reclaim(reg);
+    /* Reclaiming costs a membarrier, which interrupts every thread looking up: once per
+     * RECLAIM_EVERY changes, by when the lookups that held these snapshots are long gone. */
+    if (++reg->nretired >= RECLAIM_EVERY)
+        reclaim(reg);
 }
 
 /* ---- searches ----------------------------------------------------------------------------- */

@@ -101,6 +101,7 @@ SYMADDR_HOSTDEVFN uint16_t f32_to_bf16(float f)
 /* Runs of n conversions, which the tiles use. On x86 cpus with F16C (f16) or AVX2 (bf16),
  * eight at a time, with the same bits as the loops. */
 #if defined(SYMADDR_KERNELS_CPU) && defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define SYMADDR_CVT_F16C_ 1
 
@@ -126,9 +127,23 @@ __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *in,
         out[i] = f32_to_f16(in[i]);
 }
 
+/* F16C and the AVX state it uses, enabled by the OS (cpuid and xgetbv: not every compiler's
+ * __builtin_cpu_supports knows "f16c"). */
 static inline int symaddr_have_f16c_(void)
 {
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    static int have = -1; /* every thread computes the same answer */
+    if (have < 0) {
+        unsigned a, b, c, d, lo = 0, hi = 0;
+        int ok =
+            __get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE) && (c & bit_AVX) && (c & bit_F16C);
+        if (ok) {
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            ok = (lo & 6) == 6; /* the OS saves SSE and AVX state */
+        }
+        (void)hi;
+        __atomic_store_n(&have, ok, __ATOMIC_RELAXED);
+    }
+    return __atomic_load_n(&have, __ATOMIC_RELAXED);
 }
 
 /* bf16 with AVX2: the same integer steps as f32_to_bf16, eight lanes at a time. */
