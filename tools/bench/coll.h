@@ -31,6 +31,38 @@ static symaddr_status_t run_allreduce(symaddr_context_t *ctx, const opts_t *o, v
     return symaddr_allreduce(ctx, send, recv, count, o->dtype, o->redop, stream);
 }
 
+/* The MPI reference of a reduction over f16 or bf16, which MPI lacks: the same values widened to
+ * f32, reduced by MPI in f32, and rounded back (round to nearest even). send_n and recv_n:
+ * elements of each buffer. */
+static int mpi_16bit(const bench_coll_t *c, const opts_t *o, MPI_Comm comm, const uint16_t *send,
+                     uint16_t *recv, size_t count, size_t send_n, size_t recv_n)
+{
+    opts_t o32 = *o;
+    o32.dtype = SYMADDR_FLOAT32;
+    float *s32 = (float *)malloc(send_n * sizeof(float)), *r32 = (float *)malloc(recv_n * 4);
+    for (size_t i = 0; i < send_n; i++)
+        s32[i] = o->dtype == SYMADDR_BFLOAT16 ? bf16_to_f32(send[i]) : f16_to_f32(send[i]);
+    int ok = c->mpi(&o32, comm, s32, r32, count);
+    for (size_t i = 0; ok && i < recv_n; i++)
+        recv[i] = o->dtype == SYMADDR_BFLOAT16 ? f32_to_bf16(r32[i]) : f32_to_f16(r32[i]);
+    free(s32);
+    free(r32);
+    return ok;
+}
+
+/* Elements of a 16-bit reduction further apart than one step of the type (the reference adds
+ * in another order, then rounds once). */
+static long off_by_more_than_a_step(const uint16_t *a, const uint16_t *b, size_t n)
+{
+    long w = 0;
+    for (size_t i = 0; i < n; i++) {
+        int sa = a[i] >> 15, sb = b[i] >> 15, ma = a[i] & 0x7fff, mb = b[i] & 0x7fff;
+        w += a[i] != b[i] && (sa != sb || (ma > mb ? ma - mb : mb - ma) > 1) &&
+             !(ma == 0 && mb == 0); /* +0 and -0 */
+    }
+    return w;
+}
+
 static int mpi_allreduce(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
 {
     MPI_Datatype t = mpi_dtype(o->dtype);
@@ -214,6 +246,10 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
                                  : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
                           : "");
+        if (o->check && c->reduces && esz == 2)
+            printf("# --check: against MPI on the same values in f32, rounded back to %s; "
+                   "wrong: more than one step of %s apart\n",
+                   dtype_names[o->dtype], dtype_names[o->dtype]);
         printf("%12s %12s %8s %6s %10s %9s %9s %7s", "size(B)", "count", "type", "redop",
                "time(us)", "algbw", "busbw", "#wrong");
         if (with_mpi)
@@ -242,7 +278,16 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
             if (st == SYMADDR_OK)
                 st = symaddr_stream_sync(ctx, NULL);
             symaddr_memcpy(ctx, hr, recv, rb);
-            if (c->mpi(o, symaddr_comm(ctx), hs, hm, count)) {
+            if (c->reduces && esz == 2) {
+                int ok = mpi_16bit(c, o, symaddr_comm(ctx), (const uint16_t *)hs, (uint16_t *)hm,
+                                   count, sb / 2, rb / 2);
+                long w =
+                    ok ? off_by_more_than_a_step((const uint16_t *)hr, (const uint16_t *)hm, rb / 2)
+                       : 0;
+                MPI_Allreduce(&w, &wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
+                if (!ok)
+                    wrong = -1;
+            } else if (c->mpi(o, symaddr_comm(ctx), hs, hm, count)) {
                 long w = 0;
                 for (size_t i = 0; i < rb; i += esz)
                     w += memcmp(hr + i, hm + i, esz) != 0;

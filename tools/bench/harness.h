@@ -12,6 +12,7 @@
 #include "runtime.h"
 #include "symaddr/device.h"
 #include "symaddr/symaddr.h"
+#include "coll_convert.h" /* the collectives' own f16/bf16 rounding, for the 16-bit references */
 
 #if defined(SYMADDR_BENCH_NCCL)
 #include <dlfcn.h>
