@@ -185,8 +185,10 @@ for s in $steps; do
     onegpu)
         # Named mpi tests (ONEGPU_TESTS) with NP ranks sharing GPU 0 (log: onegpu-NP.log).
         for t in ${ONEGPU_TESTS:-vmm-cuda maps-cuda coll-cuda}; do
+            exe=$B/tests/mpi_${t%-cuda}
+            [ -x ${exe}_cuda ] && exe=${exe}_cuda # tests with kernels are built per backend
             CUDA_VISIBLE_DEVICES=0 SYMADDR_BACKEND=cuda SYMADDR_TEST_PROVIDER=ipc \
-                timeout 300 mpiexec -n ${NP:-2} $B/tests/mpi_${t%-cuda} \
+                timeout 300 mpiexec -n ${NP:-2} $exe \
                 >>"$OUT/onegpu-${NP:-2}.log" 2>&1
             echo "onegpu np=${NP:-2} $t rc=$?" | tee -a "$OUT/onegpu-${NP:-2}.log"
         done
