@@ -220,10 +220,10 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     symaddr_coll_status(ctx); /* a collective that failed on the device breaks the context */
     size_t n = symaddr_registry_count(&ctx->reg), k = 0;
     symaddr_registration_t **all = malloc(sizeof(*all) * (n ? n : 1));
-    while (all && (r = symaddr_registry_last(&ctx->reg))) {
-        symaddr_registry_remove(&ctx->reg, r);
+    /* k < n and a failed remove (out of memory) both end the loop: it never spins on one entry */
+    while (all && k < n && (r = symaddr_registry_last(&ctx->reg)) &&
+           symaddr_registry_remove(&ctx->reg, r) == SYMADDR_OK)
         all[k++] = r;
-    }
     symaddr_status_t st = symaddr_teardown(ctx, all, k, true);
     free(all);
     context_free(ctx);

@@ -653,14 +653,21 @@ symaddr_registration_t *symaddr_registry_owner(symaddr_registry_t *reg, const sy
 
 size_t symaddr_registry_count(symaddr_registry_t *reg)
 {
-    return __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE)->count;
+    unsigned t;
+    size_t n = read_begin(reg, &t)->count;
+    read_end(reg, t);
+    return n;
 }
 
 symaddr_registration_t *symaddr_registry_last(symaddr_registry_t *reg)
 {
-    const symaddr_registry_snapshot_t *s = __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE);
-    if (!s->na)
-        return NULL;
-    const reg_chunk_t *c = s->ac[s->na - 1];
-    return c->r[c->n - 1];
+    unsigned t;
+    const symaddr_registry_snapshot_t *s = read_begin(reg, &t);
+    symaddr_registration_t *r = NULL;
+    if (s->na) {
+        const reg_chunk_t *c = s->ac[s->na - 1];
+        r = c->r[c->n - 1];
+    }
+    read_end(reg, t);
+    return r;
 }
