@@ -199,21 +199,7 @@ SYMADDR_DEVFN int symaddr_validate_(const void *ptr, int target, const uint64_t 
 }
 #endif
 
-/* One entry of a table. A table does not change while a kernel runs, so on the GPU it is read
- * as read-only data (ld.global.nc): the compiler may then keep the entries in registers across
- * a loop whose stores could otherwise alias the table, and a per-access translation costs what a
- * hoisted one does. */
-SYMADDR_HOSTDEVFN uint64_t symaddr_table_entry_(const uint64_t *peer_bases, int i)
-{
-#if SYMADDR_ON_GPU && (defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__))
-    return __ldg((const unsigned long long *)peer_bases + i);
-#else
-    return peer_bases[i];
-#endif
-}
-
 /** Translate @p ptr (inside the allocation of @p peer_bases) to rank @p target's copy.
- *  The table must not change while the kernel runs (symaddr never changes one).
  *  With validation on, returns NULL for a violation (and records it). */
 SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uint64_t *peer_bases,
                                           int local_rank)
@@ -223,9 +209,8 @@ SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uin
     if (symaddr_validate_(ptr, target, peer_bases, local_rank))
         return NULL;
 #endif
-    return (void *)(uintptr_t)(symaddr_table_entry_(peer_bases, target) +
-                               ((uint64_t)(uintptr_t)ptr -
-                                symaddr_table_entry_(peer_bases, local_rank)));
+    return (void *)(uintptr_t)(peer_bases[target] +
+                               ((uint64_t)(uintptr_t)ptr - peer_bases[local_rank]));
 }
 
 SYMADDR_HOSTDEVFN void *symaddr_buffer_translate(symaddr_buffer_t buf, int target)
