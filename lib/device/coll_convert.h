@@ -31,19 +31,44 @@ SYMADDR_HOSTDEVFN uint32_t symaddr_bits_of_f32_(float f)
     return u;
 }
 
+#if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+/* The GPU's instructions alone: the scalar conversions mend their NaNs, the runs below only
+ * where a run has one. */
+SYMADDR_HOSTDEVFN float f16_to_f32_hw_(uint16_t h)
+{
+#if defined(SYMADDR_CVT_PTX_)
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+#else
+    _Float16 x;
+    memcpy(&x, &h, sizeof(x));
+    return (float)x;
+#endif
+}
+
+SYMADDR_HOSTDEVFN uint16_t f32_to_f16_hw_(float f)
+{
+#if defined(SYMADDR_CVT_PTX_)
+    uint16_t h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+#else
+    _Float16 x = (_Float16)f;
+    uint16_t h;
+    memcpy(&h, &x, sizeof(h));
+    return h;
+#endif
+}
+#endif
+
 SYMADDR_HOSTDEVFN float f16_to_f32(uint16_t h)
 {
     /* inf, or a quiet NaN: sign, all-ones exponent, the payload shifted up */
     uint32_t nan = ((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13) |
                    (h & 0x3ffu ? 0x400000u : 0);
-#if defined(SYMADDR_CVT_PTX_)
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return (h & 0x7fffu) > 0x7c00u ? symaddr_f32_of_bits_(nan) : f;
-#elif defined(SYMADDR_CVT_HIP_)
-    _Float16 x;
-    memcpy(&x, &h, sizeof(x));
-    return (h & 0x7fffu) > 0x7c00u ? symaddr_f32_of_bits_(nan) : (float)x;
+#if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+    return (h & 0x7fffu) > 0x7c00u ? symaddr_f32_of_bits_(nan) : f16_to_f32_hw_(h);
 #else
     /* exponent and mantissa in place, rebiased; inf and NaN by nan's rule; a subnormal (or
      * zero) renormalised through an exact subtraction of two normal floats, so that no float
@@ -61,15 +86,8 @@ SYMADDR_HOSTDEVFN uint16_t f32_to_f16(float f)
 {
     uint32_t u = symaddr_bits_of_f32_(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
     uint32_t nan = sign | 0x7e00u | ((u >> 13) & 0x1ffu); /* quiet, the payload's top bits */
-#if defined(SYMADDR_CVT_PTX_)
-    uint16_t h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return a > 0x7f800000u ? (uint16_t)nan : h;
-#elif defined(SYMADDR_CVT_HIP_)
-    _Float16 x = (_Float16)f;
-    uint16_t h;
-    memcpy(&h, &x, sizeof(h));
-    return a > 0x7f800000u ? (uint16_t)nan : h;
+#if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+    return a > 0x7f800000u ? (uint16_t)nan : f32_to_f16_hw_(f);
 #else
     /* Signed arithmetic throughout (a < 2^31), which vector units without unsigned compares
      * handle in one instruction. >= 2^16: inf, or a quiet NaN. */
@@ -205,36 +223,6 @@ SYMADDR_HOSTDEVFN void f32_to_bf16_n(const float *in, uint16_t *out, int n)
     for (int i = 0; i < n; i++)
         out[i] = f32_to_bf16(in[i]);
 }
-
-#if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
-/* The GPU's instructions alone; the runs below mend a NaN only where a run has one. */
-SYMADDR_HOSTDEVFN float f16_to_f32_hw_(uint16_t h)
-{
-#if defined(SYMADDR_CVT_PTX_)
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-    return f;
-#else
-    _Float16 x;
-    memcpy(&x, &h, sizeof(x));
-    return (float)x;
-#endif
-}
-
-SYMADDR_HOSTDEVFN uint16_t f32_to_f16_hw_(float f)
-{
-#if defined(SYMADDR_CVT_PTX_)
-    uint16_t h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-#else
-    _Float16 x = (_Float16)f;
-    uint16_t h;
-    memcpy(&h, &x, sizeof(h));
-    return h;
-#endif
-}
-#endif
 
 SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
 {
