@@ -392,10 +392,23 @@ static int side_remove(symaddr_registry_t *reg, side_t next, const side_t cur, u
     return 1;
 }
 
-/* The chunks a change needs at most: one snapshot, two chunks a side. */
+/* The capacity the snapshot after s needs at most (a split adds a chunk to a side). A change
+ * also takes at most two chunks a side from the pool. */
 static size_t snap_need(const symaddr_registry_snapshot_t *s)
 {
     return (s->na > s->nm ? s->na : s->nm) + 2;
+}
+
+/* Whether the pool holds n chunks, after allocating what it lacks. */
+static bool pool_fill(symaddr_registry_t *reg, size_t n)
+{
+    while (reg->npool < n) {
+        reg_chunk_t *c = malloc(sizeof(*c));
+        if (!c)
+            return false;
+        chunk_drop(reg, c);
+    }
+    return true;
 }
 
 /* ---- the freed set ------------------------------------------------------------------------ */
@@ -520,16 +533,8 @@ symaddr_status_t symaddr_registry_reserve(symaddr_registry_t *reg)
             st = SYMADDR_ERR_NO_MEMORY;
         }
     }
-    while (st == SYMADDR_OK && reg->npool < 4) { /* two chunks a side */
-        reg_chunk_t *c = malloc(sizeof(*c));
-        if (!c) {
-            st = SYMADDR_ERR_NO_MEMORY;
-            break;
-        }
-        c->link = reg->pool;
-        reg->pool = c;
-        reg->npool++;
-    }
+    if (st == SYMADDR_OK && !pool_fill(reg, 4)) /* an insert: two chunks a side */
+        st = SYMADDR_ERR_NO_MEMORY;
     pthread_mutex_unlock(&reg->write);
     return st;
 }
@@ -585,22 +590,18 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
         /* must not fail for a live r: without memory, wait for lookups to leave a retired
          * snapshot, whose chunks then come back (lookups are short and never wait) */
         symaddr_registry_snapshot_t *next = NULL;
+        bool ready;
         for (;;) {
             if (!next)
                 next = snap_take(reg, snap_need(cur));
-            while (reg->npool < 2) {
-                reg_chunk_t *c = malloc(sizeof(*c));
-                if (!c)
-                    break;
-                chunk_drop(reg, c);
-            }
-            if ((next && reg->npool >= 2) || !reg->retired)
+            ready = next && pool_fill(reg, 2); /* a remove: one chunk a side */
+            if (ready || !reg->retired)
                 break;
             sched_yield();
             reclaim(reg);
         }
         reg_chunk_t *garbage = NULL;
-        if (next && reg->npool >= 2 &&
+        if (ready &&
             side_remove(reg, side_of(next, 0), side_of(cur, 0), r->map.range_base, &garbage) &&
             side_remove(reg, side_of(next, 1), side_of(cur, 1), (uintptr_t)r, &garbage)) {
             next->count = cur->count - 1;
