@@ -162,15 +162,15 @@ for s in $steps; do
                 --provider $prov --one-pair 2>&1 | tee -a "$OUT/put.txt"
         done ;;
     fused)
-        # The fused allreduce + residual + RMSNorm example against the unfused pipeline, and NCCL's
-        # allreduce alone on the same bytes (tokens x 6144 bf16), one rank per GPU.
-        mpiexec -n ${NP:-2} $B/examples/example-allreduce-rmsnorm --bench 2>&1 | tee -a "$OUT/fused.txt"
-        for b in 12288 73728 1572864; do
-            mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype bfloat16 -b $b -e $b \
-                --iters 50 --graph ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/fused.txt"
-        done
-        mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype bfloat16 -b 24576 -e 786432 \
-            -f 2 --iters 50 --graph ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/fused.txt" ;;
+        # The fused allreduce + residual + RMSNorm of examples/ against symaddr_allreduce + the same
+        # RMSNorm kernel, and NCCL's allreduce + that kernel when COMPARE=nccl (one rank per GPU);
+        # ONEGPU=1 puts NP ranks on GPU 0 (start MPS first). Graph-replayed, then eager.
+        for g in --graph ""; do
+            ${ONEGPU:+env CUDA_VISIBLE_DEVICES=0} mpiexec -n ${NP:-2} $B/tools/symaddr-bench \
+                fused_rmsnorm --iters 50 --warmup 5 $g ${COMPARE:+--compare $COMPARE} \
+                --json "$OUT/fused-${NP:-2}${ONEGPU:+-onegpu}${g:+-graph}.json" 2>&1 |
+                tee -a "$OUT/fused.txt"
+        done ;;
     pack)
         # The device tool brings back at most 8 files: everything in one archive.
         (cd "$OUT" && tar czf results.tgz --exclude results.tgz . && find . -type f ! -name \

@@ -11,12 +11,15 @@
  *   given the raw peer pointer; the ratio is the cost of translation.
  * latency: ranks 0 and 1 ping-pong an 8-byte put plus a signal inside one
  *   kernel; the time is one way.
+ * fused_rmsnorm: examples/allreduce_rmsnorm.h's fused kernel against the unfused pipeline
+ *   (and NCCL's, with --compare nccl), bf16 [tokens, 6144] for tokens 1 to 128.
  * Times are the slowest rank's. The kernels are built for one backend (the GPU
  * one when configured; symaddr-bench-cpu is always the cpu build). */
 #include "bench/harness.h"
 #include "bench/rma.h"
 #include "bench/coll.h"
 #include "bench/alloc.h"
+#include "bench/fused.h"
 
 /* One row per op that is not a collective; the collectives are coll.h's rows. */
 typedef struct bench_op {
@@ -25,8 +28,10 @@ typedef struct bench_op {
 } bench_op_t;
 
 static const bench_op_t bench_ops[] = {
-    {"put", run_copy},      {"get", run_copy},    {"translate", run_copy}, {"latency", run_latency},
-    {"atomic", run_atomic}, {"alloc", run_alloc}, {"lookup", run_lookup},
+    {"put", run_copy},       {"get", run_copy},
+    {"translate", run_copy}, {"latency", run_latency},
+    {"atomic", run_atomic},  {"alloc", run_alloc},
+    {"lookup", run_lookup},  {"fused_rmsnorm", run_fused},
 };
 
 static const bench_op_t *find_op(const char *name)

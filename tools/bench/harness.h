@@ -82,7 +82,7 @@ static int usage(int rank)
                 "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
                 "         [--threads N]  (lookup: N threads look up at once, 1 to 64)\n"
                 "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
-                "      reduce_scatter broadcast alltoall\n");
+                "      reduce_scatter broadcast alltoall fused_rmsnorm\n");
     return 2;
 }
 

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/* symaddr-bench fused_rmsnorm: the fused allreduce + residual add + RMSNorm of
+ * examples/allreduce_rmsnorm.h, bf16 [tokens, HIDDEN], against (b) symaddr_allreduce followed by
+ * the same RMSNorm as a kernel of its own and, with --compare nccl, (c) NCCL's allreduce followed
+ * by that kernel; on the same buffers and stream. The two parts of (b) are timed alone too, so
+ * that what fusing saves can be read off the table. */
+#ifndef SYMADDR_BENCH_FUSED_H
+#define SYMADDR_BENCH_FUSED_H
+
+#include "allreduce_rmsnorm.h"
+
+static int run_fused(symaddr_context_t *ctx, const opts_t *o)
+{
+    static const int tokens[] = {1, 2, 4, 6, 8, 16, 32, 64, 128};
+    const int max_rows = 128;
+    int rank = symaddr_rank(ctx), n = symaddr_size(ctx);
+    int with_nccl = o->compare && !strcmp(o->compare, "nccl");
+    symaddr_team_t team;
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    uint16_t *x = NULL, *sum = NULL, *res = NULL, *w = NULL, *y = NULL;
+    void *stream = NULL;
+    if (!kernels_match(ctx, o) || !reference_available(ctx, o))
+        return 2;
+    if (o->compare && !with_nccl) {
+        if (rank == 0)
+            fprintf(stderr, "symaddr-bench: fused_rmsnorm compares with nccl only\n");
+        return 2;
+    }
+    size_t bytes = (size_t)max_rows * HIDDEN * 2;
+    if (symaddr_team_get(ctx, &team) != SYMADDR_OK ||
+        symaddr_provider_get(ctx, o->provider, &prov) != SYMADDR_OK ||
+        symaddr_symmetric_alloc(prov, bytes, (void **)&x, &m) != SYMADDR_OK ||
+        symaddr_symmetric_alloc(prov, bytes, (void **)&sum, &m) != SYMADDR_OK ||
+        symaddr_mem_alloc(ctx, bytes, (void **)&res) != SYMADDR_OK ||
+        symaddr_mem_alloc(ctx, bytes, (void **)&y) != SYMADDR_OK ||
+        symaddr_mem_alloc(ctx, HIDDEN * 2, (void **)&w) != SYMADDR_OK) {
+        if (rank == 0)
+            fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
+        return 1;
+    }
+    if (team.node_size != n) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "symaddr-bench: fused_rmsnorm reduces over one node; the context "
+                    "spans %d ranks, the node %d\n",
+                    n, team.node_size);
+        return 2;
+    }
+    /* Small values of every rank and a weight near 1: the times do not depend on them. */
+    uint16_t *h = (uint16_t *)malloc(bytes);
+    for (size_t i = 0; i < bytes / 2; i++)
+        h[i] = to_bf((float)((int)(i % 13) - 6) / 8.0f * (float)(rank + 1));
+    symaddr_memcpy(ctx, x, h, bytes);
+    symaddr_memcpy(ctx, res, h, bytes);
+    symaddr_memcpy(ctx, w, h, HIDDEN * 2);
+    free(h);
+#if defined(SYMADDR_USE_CUDA)
+    if (o->graph)
+        cudaStreamCreate((cudaStream_t *)&stream);
+#endif
+    json_out_t json = {};
+    if (rank == 0) {
+        printf("# symaddr-bench fused_rmsnorm: %d ranks, backend %s, bf16 [tokens, %d]%s; "
+               "fused: one kernel; unfused: symaddr_allreduce + RMSNorm kernel%s\n",
+               n, symaddr_backend_name(symaddr_backend(ctx)), HIDDEN, o->graph ? ", graph" : "",
+               with_nccl ? "; nccl: ncclAllReduce + the same RMSNorm kernel" : "");
+        printf("%7s %9s %10s %12s %7s %13s %8s", "tokens", "bytes", "fused(us)", "unfused(us)",
+               "ratio", "allreduce(us)", "norm(us)");
+        if (with_nccl)
+            printf(" %9s %7s", "nccl(us)", "ratio");
+        printf("\n");
+        json_open(&json, o->json);
+        json_str(&json, "op", o->op);
+        json_num(&json, "ranks", n, 0);
+        json_str(&json, "backend", symaddr_backend_name(symaddr_backend(ctx)));
+        json_str(&json, "dtype", "bfloat16");
+        json_num(&json, "hidden", HIDDEN, 0);
+        json_num(&json, "graph", o->graph, 0);
+        json_str(&json, "reference", with_nccl ? "nccl + rmsnorm" : "symaddr_allreduce + rmsnorm");
+    }
+    int rc = 0;
+    for (size_t k = 0; k < sizeof(tokens) / sizeof(tokens[0]) && rc == 0; k++) {
+        int rows = tokens[k];
+        size_t count = (size_t)rows * HIDDEN;
+        double t[5] = {0, 0, 0, 0, 0}; /* fused, unfused, allreduce, norm, nccl */
+        symaddr_status_t st = time_calls(
+            ctx, o, stream,
+            [&] {
+                fused_launch(&team, x, res, w, y, rows, stream);
+                return SYMADDR_OK;
+            },
+            &t[0]);
+        if (st == SYMADDR_OK)
+            st = time_calls(
+                ctx, o, stream,
+                [&] {
+                    symaddr_status_t s = symaddr_allreduce(ctx, x, sum, count, SYMADDR_BFLOAT16,
+                                                           SYMADDR_SUM, stream);
+                    rmsnorm_launch(sum, res, w, y, rows, stream);
+                    return s;
+                },
+                &t[1]);
+        if (st == SYMADDR_OK)
+            st = time_calls(
+                ctx, o, stream,
+                [&] {
+                    return symaddr_allreduce(ctx, x, sum, count, SYMADDR_BFLOAT16, SYMADDR_SUM,
+                                             stream);
+                },
+                &t[2]);
+        if (st == SYMADDR_OK)
+            st = time_calls(
+                ctx, o, stream,
+                [&] {
+                    rmsnorm_launch(sum, res, w, y, rows, stream);
+                    return SYMADDR_OK;
+                },
+                &t[3]);
+#if defined(SYMADDR_BENCH_NCCL)
+        if (st == SYMADDR_OK && with_nccl)
+            st = time_calls(
+                ctx, o, stream,
+                [&] {
+                    ncclResult_t r = nccl.all_reduce(x, sum, count, ncclBfloat16, ncclSum,
+                                                     nccl.comm, (cudaStream_t)stream);
+                    rmsnorm_launch(sum, res, w, y, rows, stream);
+                    return r == ncclSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+                },
+                &t[4]);
+#endif
+        if (st != SYMADDR_OK) {
+            if (rank == 0)
+                fprintf(stderr, "symaddr-bench: fused_rmsnorm at %d tokens: %s: %s\n", rows,
+                        symaddr_strerror(st), symaddr_last_error(ctx));
+            rc = 1;
+            break;
+        }
+        double worst[5];
+        MPI_Allreduce(t, worst, 5, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        if (rank == 0) {
+            printf("%7d %9zu %10.2f %12.2f %7.3f %13.2f %8.2f", rows, count * 2, worst[0] * 1e6,
+                   worst[1] * 1e6, worst[0] / worst[1], worst[2] * 1e6, worst[3] * 1e6);
+            if (with_nccl)
+                printf(" %9.2f %7.3f", worst[4] * 1e6, worst[0] / worst[4]);
+            printf("\n");
+            json_row(&json);
+            json_num(&json, "tokens", rows, 0);
+            json_num(&json, "bytes", (double)(count * 2), 0);
+            json_num(&json, "time_us", worst[0] * 1e6, 3);
+            json_num(&json, "unfused_us", worst[1] * 1e6, 3);
+            json_num(&json, "allreduce_us", worst[2] * 1e6, 3);
+            json_num(&json, "norm_us", worst[3] * 1e6, 3);
+            json_num(&json, "ref_time_us", worst[with_nccl ? 4 : 1] * 1e6, 3);
+            json_row_end(&json);
+        }
+    }
+    if (rank == 0)
+        json_close(&json);
+#if defined(SYMADDR_USE_CUDA)
+    if (stream)
+        cudaStreamDestroy((cudaStream_t)stream);
+#endif
+    symaddr_mem_free(ctx, res);
+    symaddr_mem_free(ctx, y);
+    symaddr_mem_free(ctx, w);
+    symaddr_symmetric_free(prov, x);
+    symaddr_symmetric_free(prov, sum);
+    return rc;
+}
+
+#endif
