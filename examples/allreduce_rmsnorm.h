@@ -15,8 +15,13 @@
 #include "symaddr/team.h"
 
 #define HIDDEN 6144
-#define THREADS 1024 /* a row of 768 chunks: at most one per thread, so each waits once */
+#define CHUNKS (HIDDEN / 8) /* 16-byte chunks of 8 bf16 per row */
 #define EPS 1e-6f
+
+/* 8 bf16 as one 16-byte load or store: element 2j is the low half of word j. */
+typedef struct __attribute__((aligned(16))) bf16x8 {
+    uint32_t w[4];
+} bf16x8_t;
 
 /* bf16 as its bits: to f32 by a shift, back by round-to-nearest-even (NaNs stay NaNs). */
 __host__ __device__ static inline float bf(uint16_t h)
@@ -36,10 +41,35 @@ __host__ __device__ static inline uint16_t to_bf(float f)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+/* One 16-byte load from p into 8 floats. */
+__host__ __device__ static inline void unpack8(const bf16x8_t *p, float v[8])
+{
+    bf16x8_t c;
 #if defined(__HIPCC__) || defined(__CUDACC__)
-/* Chunks of a row per thread: a row's 768 chunks fit one block, so each thread keeps its chunk in
- * registers from the sum to the normalised output. */
-#define PER_THREAD ((HIDDEN / 8 + THREADS - 1) / THREADS)
+    uint4 u = *(const uint4 *)p;
+    c.w[0] = u.x, c.w[1] = u.y, c.w[2] = u.z, c.w[3] = u.w;
+#else
+    c = *p;
+#endif
+    for (int j = 0; j < 4; j++) {
+        v[2 * j] = bf((uint16_t)c.w[j]);
+        v[2 * j + 1] = bf((uint16_t)(c.w[j] >> 16));
+    }
+}
+
+__host__ __device__ static inline bf16x8_t pack8(const float v[8])
+{
+    bf16x8_t c;
+    for (int j = 0; j < 4; j++)
+        c.w[j] = (uint32_t)to_bf(v[2 * j]) | (uint32_t)to_bf(v[2 * j + 1]) << 16;
+    return c;
+}
+
+#if defined(__HIPCC__) || defined(__CUDACC__)
+/* A block per row, a thread per chunk: each thread keeps its chunk in registers from the sum to
+ * the normalised output. */
+#define THREADS (CHUNKS < 1024 ? CHUNKS : 1024)
+#define PER_THREAD ((CHUNKS + THREADS - 1) / THREADS)
 
 /* Every thread of the block gets the sum of every thread's v: within each warp by shuffles, then
  * across the warps through shared memory. */
@@ -67,105 +97,106 @@ __device__ static float block_sum(float v)
 }
 #define RSQRT(x) rsqrtf(x)
 #else
-#define PER_THREAD (HIDDEN / 8) /* a cpu "block" is one thread */
+#define THREADS 1
+#define PER_THREAD CHUNKS /* a cpu "block" is one thread */
 static float block_sum(float v) { return v; }
 #define RSQRT(x) (1.0f / sqrtf(x))
 #endif
 
-/* A row, summed: add the residual to each of this thread's chunks (kept in r, and stored as the
- * new residual), then normalise them with the row's scale. */
-__device__ static void norm_row(uint16_t *res, const uint16_t *w, uint16_t *y, size_t row,
-                                float acc[PER_THREAD][8], int n)
+/* Chunk i of this thread in a row, or -1 past the row's end. */
+__device__ static inline long my_chunk(int i)
 {
-    const size_t per_row = HIDDEN / 8;
-    uint16_t r[PER_THREAD][8];
-    float ss = 0;
-    for (int i = 0; i < n; i++) {
-        size_t chunk = row * per_row + symaddr_block_thread() + (size_t)i * symaddr_block_threads();
-        memcpy(r[i], res + 8 * chunk, 16);
-        for (int j = 0; j < 8; j++) {
-            r[i][j] = to_bf(acc[i][j] + bf(r[i][j]));
-            ss += bf(r[i][j]) * bf(r[i][j]);
-        }
-        memcpy(res + 8 * chunk, r[i], 16);
-    }
-    float scale = RSQRT(block_sum(ss) / HIDDEN + EPS);
-    for (int i = 0; i < n; i++) {
-        size_t k = symaddr_block_thread() + (size_t)i * symaddr_block_threads();
-        uint16_t wv[8], out[8];
-        memcpy(wv, w + 8 * k, 16);
-        for (int j = 0; j < 8; j++)
-            out[j] = to_bf(bf(r[i][j]) * scale * bf(wv[j]));
-        memcpy(y + 8 * (row * per_row + k), out, 16);
-    }
+    size_t k = symaddr_block_thread() + (size_t)i * symaddr_block_threads();
+    return k < CHUNKS ? (long)k : -1;
 }
 
-/* This thread's chunks of a row: how many. */
-__device__ static int my_chunks(void)
+/* A row, summed into acc: add the residual (stored back as the new residual), then normalise
+ * with the row's scale, all while the row is in registers. */
+__device__ static void norm_row(bf16x8_t *res, const bf16x8_t *w, bf16x8_t *y, size_t row,
+                                float acc[PER_THREAD][8])
 {
-    size_t t = symaddr_block_thread(), n = 0;
-    for (size_t k = t; k < HIDDEN / 8; k += symaddr_block_threads())
-        n++;
-    return (int)n;
+    float ss = 0;
+    for (int i = 0; i < PER_THREAD; i++) {
+        long k = my_chunk(i);
+        if (k < 0)
+            continue;
+        float r[8];
+        unpack8(&res[row * CHUNKS + (size_t)k], r);
+        for (int j = 0; j < 8; j++) {
+            acc[i][j] = bf(to_bf(acc[i][j] + r[j])); /* residual', rounded as it is stored */
+            ss += acc[i][j] * acc[i][j];
+        }
+        res[row * CHUNKS + (size_t)k] = pack8(acc[i]);
+    }
+    float scale = RSQRT(block_sum(ss) / HIDDEN + EPS);
+    for (int i = 0; i < PER_THREAD; i++) {
+        long k = my_chunk(i);
+        if (k < 0)
+            continue;
+        float wv[8], out[8];
+        unpack8(&w[k], wv);
+        for (int j = 0; j < 8; j++)
+            out[j] = acc[i][j] * scale * wv[j];
+        y[row * CHUNKS + (size_t)k] = pack8(out);
+    }
 }
 
 /* The fused kernel: one team call. Rows are spread over the blocks, and each thread pushes the
  * chunks of its block's rows that it takes back and sums, so no thread waits on another block. */
-__global__ void allreduce_rmsnorm(symaddr_team_t team, const uint16_t *x, uint16_t *res,
-                                  const uint16_t *w, uint16_t *y, int rows)
+__global__ void allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8_t *res,
+                                  const bf16x8_t *w, bf16x8_t *y, int rows)
 {
     symaddr_team_call_t c = symaddr_team_begin(&team);
-    const size_t per_row = HIDDEN / 8; /* 16-byte chunks */
-    int ok = 1, n = my_chunks();
+    int ok = 1;
     for (int row = (int)symaddr_block_index(); row < rows; row += (int)symaddr_grid_blocks())
-        for (int i = 0; i < n; i++) {
-            size_t k = (size_t)row * per_row + symaddr_block_thread() +
-                       (size_t)i * symaddr_block_threads();
-            uint32_t w4[4];
-            memcpy(w4, x + 8 * k, 16);
-            symaddr_team_push16(&team, &c, k, w4);
+        for (int i = 0; i < PER_THREAD; i++) {
+            long k = my_chunk(i);
+            if (k >= 0) {
+                size_t at = (size_t)row * CHUNKS + (size_t)k;
+#if defined(__HIPCC__) || defined(__CUDACC__)
+                uint4 u = *(const uint4 *)&x[at];
+                const uint32_t v[4] = {u.x, u.y, u.z, u.w};
+#else
+                const uint32_t *v = x[at].w;
+#endif
+                symaddr_team_push16(&team, &c, at, v);
+            }
         }
     for (int row = (int)symaddr_block_index(); row < rows && ok;
          row += (int)symaddr_grid_blocks()) {
         float acc[PER_THREAD][8];
-        for (int i = 0; i < n; i++) {
-            size_t chunk = (size_t)row * per_row + symaddr_block_thread() +
-                           (size_t)i * symaddr_block_threads();
+        for (int i = 0; i < PER_THREAD; i++) {
+            long k = my_chunk(i);
             for (int j = 0; j < 8; j++)
                 acc[i][j] = 0;
-            for (int q = 0; q < team.node_size && ok; q++) { /* node-rank order: same bits */
-                uint32_t w4[4];
-                uint16_t v[8];
-                ok = symaddr_team_take16(&team, &c, q, chunk, w4);
-                memcpy(v, w4, 16);
+            for (int q = 0; q < team.node_size && ok && k >= 0; q++) { /* node-rank order */
+                bf16x8_t v;
+                float f[8];
+                ok = symaddr_team_take16(&team, &c, q, (size_t)row * CHUNKS + (size_t)k, v.w);
+                unpack8(&v, f);
                 for (int j = 0; j < 8; j++)
-                    acc[i][j] += bf(v[j]);
+                    acc[i][j] += f[j];
             }
         }
         /* a failed call (recorded for the host) writes nothing more */
         if ((ok = symaddr_block_all(ok)))
-            norm_row(res, w, y, (size_t)row, acc, n);
+            norm_row(res, w, y, (size_t)row, acc);
     }
     symaddr_team_end(&team, &c, 1);
 }
 
 /* The unfused pipeline's second half: the same residual add and RMSNorm, after an allreduce. */
-__global__ void rmsnorm(const uint16_t *sum, uint16_t *res, const uint16_t *w, uint16_t *y,
+__global__ void rmsnorm(const bf16x8_t *sum, bf16x8_t *res, const bf16x8_t *w, bf16x8_t *y,
                         int rows)
 {
-    const size_t per_row = HIDDEN / 8;
-    int n = my_chunks();
     for (int row = (int)symaddr_block_index(); row < rows; row += (int)symaddr_grid_blocks()) {
         float acc[PER_THREAD][8];
-        for (int i = 0; i < n; i++) {
-            size_t chunk = (size_t)row * per_row + symaddr_block_thread() +
-                           (size_t)i * symaddr_block_threads();
-            uint16_t v[8];
-            memcpy(v, sum + 8 * chunk, 16);
-            for (int j = 0; j < 8; j++)
-                acc[i][j] = bf(v[j]);
+        for (int i = 0; i < PER_THREAD; i++) {
+            long k = my_chunk(i);
+            if (k >= 0)
+                unpack8(&sum[(size_t)row * CHUNKS + (size_t)k], acc[i]);
         }
-        norm_row(res, w, y, (size_t)row, acc, n);
+        norm_row(res, w, y, (size_t)row, acc);
     }
 }
 
@@ -184,7 +215,8 @@ static inline void fused_launch(const symaddr_team_t *team, const uint16_t *x, u
         int n = rows - done < per_call ? rows - done : per_call;
         size_t at = (size_t)done * HIDDEN;
         unsigned blocks = (unsigned)n < team->max_blocks ? (unsigned)n : team->max_blocks;
-        LAUNCH(allreduce_rmsnorm, blocks, THREADS, stream, *team, x + at, res + at, w, y + at, n);
+        LAUNCH(allreduce_rmsnorm, blocks, THREADS, stream, *team, (const bf16x8_t *)(x + at),
+               (bf16x8_t *)(res + at), (const bf16x8_t *)w, (bf16x8_t *)(y + at), n);
     }
 }
 
@@ -192,7 +224,8 @@ static inline void fused_launch(const symaddr_team_t *team, const uint16_t *x, u
 static inline void rmsnorm_launch(const uint16_t *sum, uint16_t *res, const uint16_t *w,
                                   uint16_t *y, int rows, void *stream)
 {
-    LAUNCH(rmsnorm, (unsigned)rows, THREADS, stream, sum, res, w, y, rows);
+    LAUNCH(rmsnorm, (unsigned)rows, THREADS, stream, (const bf16x8_t *)sum, (bf16x8_t *)res,
+           (const bf16x8_t *)w, (bf16x8_t *)y, rows);
 }
 
 #endif
