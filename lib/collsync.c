@@ -48,7 +48,7 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     symaddr_coll_t *c = &ctx->coll;
     const symaddr_bootstrap_t *b = &ctx->core.boot;
     size_t stage_offset =
-        (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_MAX_BLOCKS * b->node_size) +
+        (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_FLAG_ROWS * b->node_size) +
          255) /
         256 * 256;
     size_t ll_offset = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
@@ -152,7 +152,7 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
 symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
 {
     const symaddr_coll_t *c = &ctx->coll;
-    size_t flags = (size_t)SYMADDR_COLL_MAX_BLOCKS * (size_t)ctx->core.boot.node_size;
+    size_t flags = (size_t)SYMADDR_COLL_FLAG_ROWS * (size_t)ctx->core.boot.node_size;
     size_t inboxes = 2 * (size_t)ctx->core.boot.node_size * SYMADDR_COLL_LL_INBOX;
     size_t lamport = 3 * (size_t)ctx->core.boot.node_size * c->lamport_slot;
     uint64_t *w = malloc(sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
@@ -165,6 +165,7 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
     if (st == SYMADDR_OK) {
         memset(w, 0, sizeof(uint64_t) * SYMADDR_SYNC_WORDS);
         w[SYMADDR_SYNC_EPOCH] = next - 1;
+        w[SYMADDR_SYNC_RELEASE] = (next - 1) * 4 + 2;
         for (size_t i = 0; i < flags; i++)
             w[SYMADDR_SYNC_WORDS + i] = (next - 1) * 4 + 2; /* every phase of next - 1 passed */
         st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, w,

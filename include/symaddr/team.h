@@ -18,9 +18,21 @@
  * these blocks can be captured in a CUDA or HIP graph and replayed.
  *
  * Memory ordering: symaddr_team_barrier_block orders every store a block made before it (local
- * or to peers' symmetric memory) before every load the peers' same block makes after it. The
- * Lamport blocks carry their data in the words that mark their arrival, so a word taken is the
- * word sent; they order nothing else.
+ * or to peers' symmetric memory) before every load the peers' same block makes after it;
+ * symaddr_team_barrier_grid does so for every block of the grid against every block of the
+ * peers' grids. The Lamport blocks carry their data in the words that mark their arrival, so a
+ * word taken is the word sent; they order nothing else. The data blocks (put16_all, reduce,
+ * allgather, broadcast) order nothing: a barrier goes between a block's stores and the loads
+ * that need them.
+ *
+ * The blocks, by the collective they make:
+ *  - one-shot allreduce: symaddr_team_push16 and symaddr_team_take16 (Lamport), or
+ *    symaddr_team_allreduce_sum_f32 for f32;
+ *  - two-shot: symaddr_team_share (this rank's part), a barrier, symaddr_team_reduce_sum_f32
+ *    (reduce-scatter by loads from every peer), then symaddr_team_put16_all or
+ *    symaddr_team_allgather_bytes (all-gather by stores into every peer), a barrier;
+ *  - broadcast: a barrier, symaddr_team_broadcast_bytes (loads from the root), a barrier;
+ *  - symaddr_team_peer: a node peer's copy of any symmetric address, for the rest.
  */
 #ifndef SYMADDR_TEAM_H
 #define SYMADDR_TEAM_H
@@ -120,18 +132,13 @@ SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *fla
     }
 }
 
-/** Node barrier of one block: every thread of the calling block calls it, and the block of the
- *  same index on every node peer reaches the same @p phase (1 to 3) of the same call. Returns 1
- *  to every thread of the block, or 0 after a failure (recorded). */
-SYMADDR_DEVFN int symaddr_team_barrier_block(const symaddr_team_t *t, const symaddr_team_call_t *c,
-                                             int phase)
+/* Signal node peers first, first + stride, ... that this rank reached value on flag row flags
+ * (one word per node rank, the signaller's), and wait until those peers signalled it back. */
+SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                     uint64_t *flags, uint64_t value, int first, int stride)
 {
     int ok = 1;
-    uint64_t value = c->epoch * 4 + (uint64_t)phase;
-    uint64_t *flags = t->sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * t->node_size;
-    symaddr_block_sync();
-    /* thread q of the block signals and waits for node peer q, so peers are served at once */
-    for (int q = (int)symaddr_block_thread(); q < t->node_size; q += (int)symaddr_block_threads()) {
+    for (int q = first; q < t->node_size; q += stride) {
         if (q == t->node_rank)
             continue;
         uint64_t *r = (uint64_t *)symaddr_translate(&flags[t->node_rank], t->node_ranks[q],
@@ -142,10 +149,57 @@ SYMADDR_DEVFN int symaddr_team_barrier_block(const symaddr_team_t *t, const syma
             ok = 0;
         }
     }
-    for (int q = (int)symaddr_block_thread(); q < t->node_size && ok;
-         q += (int)symaddr_block_threads())
+    for (int q = first; q < t->node_size && ok; q += stride)
         if (q != t->node_rank && !symaddr_team_wait_flag_(t, &flags[q], value, c->deadline))
             ok = 0;
+    return ok;
+}
+
+/** Node barrier of one block: every thread of the calling block calls it, and the block of the
+ *  same index on every node peer reaches the same @p phase (1 to 3) of the same call. Returns 1
+ *  to every thread of the block, or 0 after a failure (recorded). */
+SYMADDR_DEVFN int symaddr_team_barrier_block(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                             int phase)
+{
+    uint64_t *flags = t->sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * t->node_size;
+    symaddr_block_sync();
+    /* thread q of the block signals and waits for node peer q, so peers are served at once */
+    int ok = symaddr_team_meet_(t, c, flags, c->epoch * 4 + (uint64_t)phase,
+                                (int)symaddr_block_thread(), (int)symaddr_block_threads());
+    return symaddr_block_all(ok);
+}
+
+/** Node barrier of the whole grid: every thread of every block calls it with the same @p phase
+ *  (1 to 3; a call uses each phase once, whichever barrier takes it), and it returns once every
+ *  block of every node peer's grid reached it: 1 to every thread, or 0 after a failure
+ *  (recorded). The blocks of this rank arrive on a counter; the last one meets the peers and
+ *  releases the others. */
+SYMADDR_DEVFN int symaddr_team_barrier_grid(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                            int phase)
+{
+    int ok = 1;
+    uint64_t value = c->epoch * 4 + (uint64_t)phase;
+    symaddr_block_sync();
+    if (symaddr_block_thread() == 0) {
+        symaddr_fence(); /* the block's stores, local and to peers, before its arrival */
+        uint64_t blocks = symaddr_grid_blocks();
+        uint64_t n = blocks == 1 ? 0 : symaddr_prim_add_u64(&t->sync[SYMADDR_SYNC_GRID], 1, 0);
+        if (n == blocks - 1) {
+            /* reset before the release: no block arrives at the next barrier before it */
+            *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_GRID] = 0;
+            uint64_t *row = t->sync + SYMADDR_SYNC_WORDS + (size_t)t->max_blocks * t->node_size;
+            ok = symaddr_team_meet_(t, c, row, value, 0, 1);
+            /* on a failure (recorded) the others see it instead of the release */
+            symaddr_fence();
+            if (ok && symaddr_prim_swap_u64(&t->sync[SYMADDR_SYNC_RELEASE], value, 0) ==
+                          SYMADDR_TEAM_POISON) { /* a block of this rank gave up */
+                symaddr_team_fail(t, SYMADDR_ERR_TIMEOUT);
+                ok = 0;
+            }
+        } else {
+            ok = symaddr_team_wait_flag_(t, &t->sync[SYMADDR_SYNC_RELEASE], value, c->deadline);
+        }
+    }
     return symaddr_block_all(ok);
 }
 
@@ -226,6 +280,26 @@ SYMADDR_DEVFN uint32_t *symaddr_team_slot_(const symaddr_team_t *t, const symadd
                         ((size_t)c->buf * (size_t)t->node_size + (size_t)q) * t->lamport_slot);
 }
 
+/** Node rank @p q's copy of @p p, an address in symmetric memory whose peer table is @p pb
+ *  (NULL where q cannot reach it). */
+SYMADDR_DEVFN void *symaddr_team_peer(const symaddr_team_t *t, const void *p, const uint64_t *pb,
+                                      int q)
+{
+    return symaddr_translate(p, t->node_ranks[q], pb, t->rank);
+}
+
+/** Store the 16 bytes @p w at @p p (16-byte aligned, symmetric memory of table @p pb) on every
+ *  node peer, this rank included: one 16-byte store each, from this rank's own on, to spread
+ *  the stores over the peers. The all-gather half of a two-shot, for data in registers. */
+SYMADDR_DEVFN void symaddr_team_put16_all(const symaddr_team_t *t, void *p, const uint64_t *pb,
+                                          const uint32_t w[4])
+{
+    for (int k = 0; k < t->node_size; k++) {
+        int q = (t->node_rank + k) % t->node_size;
+        symaddr_team_st16_((uint32_t *)symaddr_team_peer(t, p, pb, q), w);
+    }
+}
+
 /** Lamport push: store the 16 bytes @p w as chunk @p chunk (chunk * 16 < team.lamport_slot) of
  *  this rank's slot in every node peer's buffer, this rank's own included. A word of all ones
  *  (SYMADDR_TEAM_EMPTY, a NaN in f32, f16 and bf16) goes with its lowest bit cleared, so that data
@@ -236,12 +310,7 @@ SYMADDR_DEVFN void symaddr_team_push16(const symaddr_team_t *t, const symaddr_te
     uint32_t v[4];
     for (int k = 0; k < 4; k++)
         v[k] = w[k] - (w[k] == SYMADDR_TEAM_EMPTY);
-    uint32_t *mine = symaddr_team_slot_(t, c, t->node_rank) + 4 * chunk;
-    for (int k = 0; k < t->node_size; k++) { /* from this rank's own, to spread the stores */
-        int q = (t->node_rank + k) % t->node_size;
-        symaddr_team_st16_(
-            (uint32_t *)symaddr_translate(mine, t->node_ranks[q], t->sync_pb, t->rank), v);
-    }
+    symaddr_team_put16_all(t, symaddr_team_slot_(t, c, t->node_rank) + 4 * chunk, t->sync_pb, v);
 }
 
 /** Lamport take: wait until node rank @p q's chunk @p chunk of this call arrived, copy it to
@@ -301,6 +370,65 @@ SYMADDR_DEVFN int symaddr_team_allreduce_sum_f32(const symaddr_team_t *t,
             memcpy(out + 4 * k, acc, (n - 4 * k < 4 ? n - 4 * k : 4) * sizeof(float));
     }
     return ok;
+}
+
+/* ---- two-shot and broadcast: loads and stores on the caller's symmetric memory ------------- */
+
+/** This node rank's part [*lo_p, *hi_p) of @p n items in a two-shot: node rank r gets the r-th
+ *  of node_size parts of equal length, rounded up to a multiple of @p align (at least 1); the
+ *  last parts may be short or empty. Every rank computes every rank's part alike. */
+SYMADDR_HOSTDEVFN void symaddr_team_share(const symaddr_team_t *t, size_t n, size_t align,
+                                          size_t *lo_p, size_t *hi_p)
+{
+    size_t a = align ? align : 1;
+    size_t part = ((n + (size_t)t->node_size - 1) / (size_t)t->node_size + a - 1) / a * a;
+    size_t lo = part * (size_t)t->node_rank;
+    *lo_p = lo < n ? lo : n;
+    *hi_p = lo + part < n ? lo + part : n;
+}
+
+/** Reduce-scatter by loads: @p dst[i] = the sum over node ranks, in node-rank order (so that
+ *  every rank gets the same bits), of each peer's @p src[i], for i in [lo, hi), by the whole
+ *  grid. src is symmetric memory of table @p src_pb; dst is local and may be src (each element
+ *  of a part is read only by the part's owner). Between a barrier that makes every peer's src
+ *  ready and one that keeps it until every peer has read it. */
+SYMADDR_DEVFN void symaddr_team_reduce_sum_f32(const symaddr_team_t *t, const float *src,
+                                               const uint64_t *src_pb, float *dst, size_t lo,
+                                               size_t hi)
+{
+    for (size_t i = lo + symaddr_grid_thread(); i < hi; i += symaddr_grid_threads()) {
+        float acc = 0;
+        for (int q = 0; q < t->node_size; q++)
+            acc = q == 0 ? ((const float *)symaddr_team_peer(t, src, src_pb, q))[i]
+                         : acc + ((const float *)symaddr_team_peer(t, src, src_pb, q))[i];
+        dst[i] = acc;
+    }
+}
+
+/** All-gather by stores: copy @p bytes from @p src (local) to @p dst (symmetric memory of table
+ *  @p dst_pb) on every node peer, by the whole grid; this rank's own copy is skipped where dst
+ *  is src. Followed by a barrier before anyone reads dst. */
+SYMADDR_DEVFN void symaddr_team_allgather_bytes(const symaddr_team_t *t, const void *src, void *dst,
+                                                const uint64_t *dst_pb, size_t bytes)
+{
+    for (int k = 0; k < t->node_size; k++) {
+        int q = (t->node_rank + k) % t->node_size;
+        void *d = symaddr_team_peer(t, dst, dst_pb, q);
+        if (d != src)
+            symaddr_copy_bytes_(d, src, bytes, symaddr_grid_thread(), symaddr_grid_threads());
+    }
+}
+
+/** Broadcast by loads: copy @p bytes of node rank @p root's @p src (symmetric memory of table
+ *  @p src_pb) to @p dst (local), by the whole grid; nothing is copied where they are the same
+ *  memory. Between a barrier that makes the root's src ready and one that keeps it until every
+ *  peer has read it. */
+SYMADDR_DEVFN void symaddr_team_broadcast_bytes(const symaddr_team_t *t, int root, const void *src,
+                                                const uint64_t *src_pb, void *dst, size_t bytes)
+{
+    const void *s = symaddr_team_peer(t, src, src_pb, root);
+    if (s != (const void *)dst)
+        symaddr_copy_bytes_(dst, s, bytes, symaddr_grid_thread(), symaddr_grid_threads());
 }
 
 #endif /* SYMADDR_TEAM_H */

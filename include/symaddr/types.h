@@ -98,6 +98,8 @@ typedef struct symaddr_team {
     uint64_t lamport_offset;  /**< the Lamport buffers, in bytes into the sync area */
     uint64_t lamport_slot;    /**< bytes of one peer's slot: the most one Lamport call moves */
     uint64_t timeout_ns;      /**< deadline of every wait of a call */
+    int pdl; /**< 1 where a kernel of team blocks may be launched as a programmatic dependent
+                  (CUDA, no other rank on this GPU), as symaddr's own collectives are */
 } symaddr_team_t;
 
 /** Words at the start of every rank's sync area; the barrier flags follow. */
@@ -106,7 +108,9 @@ enum {
     SYMADDR_SYNC_DONE = 1,    /**< blocks of the running call that finished */
     SYMADDR_SYNC_STATUS = 2,  /**< first failure (-status), sticky until the host reads it */
     SYMADDR_SYNC_LAMPORT = 3, /**< the Lamport buffer of the next Lamport call: 0, 1 or 2 */
-    SYMADDR_SYNC_WORDS = 4,
+    SYMADDR_SYNC_GRID = 4,    /**< blocks that reached the running grid barrier */
+    SYMADDR_SYNC_RELEASE = 5, /**< the last grid barrier passed (epoch * 4 + phase) */
+    SYMADDR_SYNC_WORDS = 6,
 };
 
 #endif /* SYMADDR_TYPES_H */

@@ -16,27 +16,18 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
         goto finish;
     switch (d.kind) {
     case SYMADDR_COLL_ALLGATHER:
-        for (int k = 0; k < d.team.node_size; k++) {
-            int q = (d.team.node_rank + k) % d.team.node_size;
-            void *dst = symaddr_translate(recv + bytes * (size_t)d.team.rank, d.team.node_ranks[q],
-                                          d.recv_pb, d.team.rank);
-            if (dst != (const void *)send)
-                symaddr_copy_bytes_(dst, send, bytes, t, nt);
-        }
+        symaddr_team_allgather_bytes(&d.team, send, recv + bytes * (size_t)d.team.rank, d.recv_pb,
+                                     bytes);
         break;
-    case SYMADDR_COLL_BROADCAST: {
-        const void *src =
-            symaddr_translate(send, d.team.node_ranks[d.root], d.send_pb, d.team.rank);
-        if (src != (const void *)recv)
-            symaddr_copy_bytes_(recv, src, bytes, t, nt);
+    case SYMADDR_COLL_BROADCAST:
+        symaddr_team_broadcast_bytes(&d.team, d.root, send, d.send_pb, recv, bytes);
         break;
-    }
     case SYMADDR_COLL_ALLTOALL:
         for (int k = 0; k < d.team.node_size; k++) {
             int q = (d.team.node_rank + k) % d.team.node_size;
-            symaddr_copy_bytes_(symaddr_translate(recv + bytes * (size_t)d.team.rank,
-                                                  d.team.node_ranks[q], d.recv_pb, d.team.rank),
-                                send + bytes * (size_t)d.team.node_ranks[q], bytes, t, nt);
+            symaddr_copy_bytes_(
+                symaddr_team_peer(&d.team, recv + bytes * (size_t)d.team.rank, d.recv_pb, q),
+                send + bytes * (size_t)d.team.node_ranks[q], bytes, t, nt);
         }
         break;
     default: break;

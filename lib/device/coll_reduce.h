@@ -32,8 +32,7 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
     if (!symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
-        src[q] =
-            (const T *)symaddr_translate(slot, d.team.node_ranks[q], d.team.sync_pb, d.team.rank);
+        src[q] = (const T *)symaddr_team_peer(&d.team, slot, d.team.sync_pb, q);
     FOR_TILES(TILE_N, base, len, 0, d.count)
     reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, 1, d.vec);
 finish:
@@ -50,14 +49,13 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
     symaddr_team_call_t call = symaddr_team_begin(&d.team);
     const T *src[COLL_MAX_NODE];
     T *dst[COLL_MAX_NODE];
-    size_t chunk = (d.count + (size_t)d.team.node_size - 1) / (size_t)d.team.node_size;
-    chunk = (chunk + 63) / 64 * 64;
-    size_t lo = chunk * (size_t)d.team.node_rank, hi = lo + chunk < d.count ? lo + chunk : d.count;
+    size_t lo, hi;
+    symaddr_team_share(&d.team, d.count, 64, &lo, &hi);
     if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++) {
-        src[q] = (const T *)symaddr_translate(d.send, d.team.node_ranks[q], d.send_pb, d.team.rank);
-        dst[q] = (T *)symaddr_translate(d.recv, d.team.node_ranks[q], d.recv_pb, d.team.rank);
+        src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
+        dst[q] = (T *)symaddr_team_peer(&d.team, d.recv, d.recv_pb, q);
     }
     /* Stores start at this rank's own slot, to spread them over the peers. */
     FOR_TILES(TILE_N, base, len, lo, hi)
@@ -78,9 +76,8 @@ template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d
     if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
-        src[q] =
-            (const T *)symaddr_translate(d.send, d.team.node_ranks[q], d.send_pb, d.team.rank) +
-            d.count * (size_t)d.team.node_rank;
+        src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q) +
+                 d.count * (size_t)d.team.node_rank;
     FOR_TILES(TILE_N, base, len, 0, d.count)
     reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, d.vec, d.vec);
     symaddr_team_barrier_block(&d.team, &call, 2);
@@ -168,9 +165,8 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     if (symaddr_team_failed(&d.team))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
-        dst[q] = (uint64_t *)symaddr_translate(inboxes +
-                                                   (size_t)d.team.node_rank * SYMADDR_COLL_LL_INBOX,
-                                               d.team.node_ranks[q], d.team.sync_pb, d.team.rank);
+        dst[q] = (uint64_t *)symaddr_team_peer(
+            &d.team, inboxes + (size_t)d.team.node_rank * SYMADDR_COLL_LL_INBOX, d.team.sync_pb, q);
     for (size_t s = symaddr_grid_thread(); s < steps; s += symaddr_grid_threads()) {
         uint32_t w[2];
         ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);

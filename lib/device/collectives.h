@@ -10,6 +10,9 @@
 #include "symaddr/types.h"
 
 #define SYMADDR_COLL_MAX_BLOCKS 128
+/* Rows of barrier flags, one word per node peer each: one per block, and the grid barrier's
+ * (row team.max_blocks, which no block index reaches). */
+#define SYMADDR_COLL_FLAG_ROWS (SYMADDR_COLL_MAX_BLOCKS + 1)
 /* One-shot allreduce stages its input in the sync area, in one of two slots picked by the
  * epoch's parity: a rank reuses a slot only after every peer passed the next epoch's barrier,
  * so one barrier per call is enough. */

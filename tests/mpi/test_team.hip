@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: MIT */
+/* symaddr/team.h's blocks in kernels of the test's own, one source for every backend: the grid
+ * barrier orders every block's stores before every peer block's loads, a two-shot and a
+ * broadcast built from the blocks give exact values (rank + 1 data, odd sizes, views at odd
+ * offsets) against sequential references over many calls, and a rank that never arrives makes
+ * every rank fail instead of hang. */
+#include "runtime.h"
+
+#include "symaddr/team.h"
+
+#include "harness.h"
+
+#define N 1001 /* odd: the 16-byte paths leave tails */
+#define CALLS 12
+#define CHUNKS_PER_BLOCK 37
+
+static symaddr_context_t *g_ctx;
+
+static void launched(symaddr_status_t st) { T_OK(g_ctx, st); }
+
+static unsigned grid_blocks(const symaddr_team_t *t)
+{
+#if defined(SYMADDR_KERNELS_CPU)
+    (void)t;
+    return 1;
+#else
+    return t->max_blocks < 8 ? t->max_blocks : 8;
+#endif
+}
+
+/* A chunk's words: who wrote it, from which block, in which call. */
+SYMADDR_HOSTDEVFN uint32_t word_of(int call, int node_rank, unsigned block, size_t k, int j)
+{
+    return (uint32_t)call << 24 ^ (uint32_t)node_rank << 16 ^ (uint32_t)block << 8 ^
+           (uint32_t)(k * 4 + (size_t)j);
+}
+
+/* Each block stores its chunks into every peer, then, after the grid barrier, checks another
+ * block's chunks from every peer: only a barrier of the whole grid orders those. */
+__global__ void grid_order_kernel(symaddr_team_t team, uint32_t *buf, const uint64_t *pb, int call,
+                                  unsigned long long *wrong)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    unsigned b = symaddr_block_index(), nb = symaddr_grid_blocks();
+    for (size_t k = symaddr_block_thread(); k < CHUNKS_PER_BLOCK; k += symaddr_block_threads()) {
+        uint32_t w[4];
+        for (int j = 0; j < 4; j++)
+            w[j] = word_of(call, team.node_rank, b, k, j);
+        size_t at = ((size_t)team.node_rank * nb + b) * CHUNKS_PER_BLOCK + k;
+        symaddr_team_put16_all(&team, buf + 4 * at, pb, w);
+    }
+    if (symaddr_team_barrier_grid(&team, &c, 1)) {
+        unsigned other = (b + 1) % nb;
+        unsigned long long bad = 0;
+        for (int q = 0; q < team.node_size; q++)
+            for (size_t k = symaddr_block_thread(); k < CHUNKS_PER_BLOCK;
+                 k += symaddr_block_threads())
+                for (int j = 0; j < 4; j++)
+                    bad += buf[4 * (((size_t)q * nb + other) * CHUNKS_PER_BLOCK + k) + (size_t)j] !=
+                           word_of(call, q, other, k, j);
+        if (bad)
+            symaddr_prim_add_u64((uint64_t *)wrong, bad, 0);
+        /* nobody stores the next call's chunks before every block here has read these */
+        symaddr_team_barrier_grid(&team, &c, 2);
+    }
+    symaddr_team_end(&team, &c, 0);
+}
+
+static void test_grid_barrier(void *unused)
+{
+    (void)unused;
+    symaddr_team_t team;
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    uint32_t *buf;
+    unsigned long long *wrong, got = 0;
+    T_OK(g_ctx, symaddr_team_get(g_ctx, &team));
+    unsigned nb = grid_blocks(&team);
+    size_t bytes = (size_t)team.node_size * nb * CHUNKS_PER_BLOCK * 16;
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &prov));
+    T_OK(g_ctx, symaddr_symmetric_alloc(prov, bytes, (void **)&buf, &m));
+    T_OK(g_ctx, symaddr_mem_alloc(g_ctx, sizeof(*wrong), (void **)&wrong));
+    T_OK(g_ctx, symaddr_memcpy(g_ctx, wrong, &got, sizeof(got)));
+    T_OK(g_ctx, symaddr_barrier(g_ctx, NULL));
+    for (int call = 1; call <= CALLS; call++)
+        launched(SYMADDR_LAUNCH(grid_order_kernel, nb, 128, NULL, team, buf, m->peer_bases, call,
+                                wrong));
+    T_OK(g_ctx, symaddr_stream_sync(g_ctx, NULL));
+    T_OK(g_ctx, symaddr_memcpy(g_ctx, &got, wrong, sizeof(got)));
+    T_CHECK(got == 0, "%llu words read after the grid barrier were not what peers stored", got);
+    T_OK(g_ctx, symaddr_mem_free(g_ctx, wrong));
+    T_OK(g_ctx, symaddr_symmetric_free(prov, buf));
+}
+
+/* A two-shot allreduce of n floats from the blocks: reduce this rank's part from every peer's x
+ * into out, then store it into every peer's out. */
+__global__ void twoshot_kernel(symaddr_team_t team, const float *x, const uint64_t *xpb, float *out,
+                               const uint64_t *opb, size_t n)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    size_t lo, hi;
+    symaddr_team_share(&team, n, 4, &lo, &hi);
+    if (symaddr_team_barrier_grid(&team, &c, 1)) {
+        symaddr_team_reduce_sum_f32(&team, x, xpb, out, lo, hi);
+        /* the part is reduced by other threads than those that store it */
+        if (symaddr_team_barrier_grid(&team, &c, 2)) {
+            symaddr_team_allgather_bytes(&team, out + lo, out + lo, opb, (hi - lo) * sizeof(float));
+            symaddr_team_barrier_grid(&team, &c, 3);
+        }
+    }
+    symaddr_team_end(&team, &c, 0);
+}
+
+/* Node rank root's src to dst, between two block barriers. */
+__global__ void broadcast_kernel(symaddr_team_t team, int root, const char *src,
+                                 const uint64_t *spb, char *dst, size_t bytes)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    if (symaddr_team_barrier_block(&team, &c, 1)) {
+        symaddr_team_broadcast_bytes(&team, root, src, spb, dst, bytes);
+        symaddr_team_barrier_block(&team, &c, 2);
+    }
+    symaddr_team_end(&team, &c, 0);
+}
+
+/* The one-shot (Lamport) f32 allreduce block. */
+__global__ void lamport_kernel(symaddr_team_t team, const float *x, float *out, size_t n)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    symaddr_team_allreduce_sum_f32(&team, &c, x, out, n);
+    symaddr_team_end(&team, &c, 1);
+}
+
+static float x_of(int rank, int call, size_t i)
+{
+    return (float)(rank + 1) * (float)(i % 7 + 1) + (float)call;
+}
+
+static void upload(float *dev, int call, size_t n)
+{
+    float *h = (float *)malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        h[i] = x_of(t_rank, call, i);
+    T_OK(g_ctx, symaddr_memcpy(g_ctx, dev, h, n * sizeof(float)));
+    free(h);
+}
+
+/* out must hold the sum over the node of x_of(.., call, i); the node is the whole world here. */
+static void check_sum(const float *dev, int call, size_t n, const char *what)
+{
+    float *h = (float *)malloc(n * sizeof(float));
+    T_OK(g_ctx, symaddr_memcpy(g_ctx, h, dev, n * sizeof(float)));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float want = 0;
+        for (int r = 0; r < t_size; r++)
+            want += x_of(r, call, i);
+        bad += h[i] != want;
+    }
+    T_CHECK(bad == 0, "%s, call %d: %zu of %zu elements wrong", what, call, bad, n);
+    free(h);
+}
+
+static void test_twoshot_and_lamport(void *unused)
+{
+    (void)unused;
+    symaddr_team_t team;
+    symaddr_provider_t *prov;
+    symaddr_map_t *mx, *mo;
+    float *x, *out;
+    T_OK(g_ctx, symaddr_team_get(g_ctx, &team));
+    if (team.node_size != t_size) {
+        T_SKIP("the node has %d of the %d ranks; the references sum over all", team.node_size,
+               t_size);
+        return;
+    }
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &prov));
+    T_OK(g_ctx, symaddr_symmetric_alloc(prov, (N + 1) * sizeof(float), (void **)&x, &mx));
+    T_OK(g_ctx, symaddr_symmetric_alloc(prov, (N + 1) * sizeof(float), (void **)&out, &mo));
+    for (int call = 0; call < CALLS; call++) {
+        /* views one float in: no 16-byte path, odd length */
+        upload(x + 1, call, N);
+        T_OK(g_ctx, symaddr_stream_sync(g_ctx, NULL));
+        launched(SYMADDR_LAUNCH(twoshot_kernel, grid_blocks(&team), 128, NULL, team, x + 1,
+                                mx->peer_bases, out + 1, mo->peer_bases, (size_t)N));
+        T_OK(g_ctx, symaddr_stream_sync(g_ctx, NULL));
+        check_sum(out + 1, call, N, "two-shot");
+        launched(SYMADDR_LAUNCH(lamport_kernel, grid_blocks(&team), 128, NULL, team, x + 1, out + 1,
+                                (size_t)N));
+        T_OK(g_ctx, symaddr_stream_sync(g_ctx, NULL));
+        check_sum(out + 1, call, N, "Lamport");
+        /* both kernels are collective calls of the context, in order with its own */
+        T_OK(g_ctx, symaddr_barrier(g_ctx, NULL));
+    }
+    T_OK(g_ctx, symaddr_symmetric_free(prov, x));
+    T_OK(g_ctx, symaddr_symmetric_free(prov, out));
+}
+
+static void test_broadcast(void *unused)
+{
+    (void)unused;
+    symaddr_team_t team;
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    char *src, *dst;
+    const size_t bytes = 3 * N;
+    T_OK(g_ctx, symaddr_team_get(g_ctx, &team));
+    T_OK(g_ctx, symaddr_provider_get(g_ctx, SYMADDR_PROVIDER_IPC, &prov));
+    T_OK(g_ctx, symaddr_symmetric_alloc(prov, bytes + 3, (void **)&src, &m));
+    T_OK(g_ctx, symaddr_mem_alloc(g_ctx, bytes, (void **)&dst));
+    char *h = (char *)malloc(bytes);
+    for (int root = team.node_size - 1; root >= 0; root -= team.node_size > 2 ? 2 : 1) {
+        for (size_t i = 0; i < bytes; i++)
+            h[i] = (char)((size_t)(team.node_rank + 1) * 31 + i);
+        T_OK(g_ctx, symaddr_memcpy(g_ctx, src + 3, h, bytes)); /* a view 3 bytes in */
+        T_OK(g_ctx, symaddr_memcpy(g_ctx, dst, h, 1));
+        T_OK(g_ctx, symaddr_barrier(g_ctx, NULL));
+        launched(SYMADDR_LAUNCH(broadcast_kernel, 1, 128, NULL, team, root, src + 3, m->peer_bases,
+                                dst, bytes));
+        T_OK(g_ctx, symaddr_stream_sync(g_ctx, NULL));
+        T_OK(g_ctx, symaddr_memcpy(g_ctx, h, dst, bytes));
+        size_t bad = 0;
+        for (size_t i = 0; i < bytes; i++)
+            bad += h[i] != (char)((size_t)(root + 1) * 31 + i);
+        T_CHECK(bad == 0, "broadcast from node rank %d: %zu of %zu bytes wrong", root, bad, bytes);
+    }
+    free(h);
+    T_OK(g_ctx, symaddr_mem_free(g_ctx, dst));
+    T_OK(g_ctx, symaddr_symmetric_free(prov, src));
+}
+
+/* Rank 0 never launches: every other rank's grid barrier gives up at the deadline, and every
+ * rank, rank 0 included, reports the failure from its next call instead of OK. */
+static void test_grid_barrier_timeout(void *unused)
+{
+    (void)unused;
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_team_t team;
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    uint32_t *buf;
+    unsigned long long *wrong;
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 1500;
+    T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx));
+    T_OK(ctx, symaddr_team_get(ctx, &team));
+    if (team.node_size < 2) {
+        symaddr_finalize(&ctx);
+        T_SKIP("the node has one rank: no peer to miss");
+        return;
+    }
+    unsigned nb = grid_blocks(&team);
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, (size_t)team.node_size * nb * CHUNKS_PER_BLOCK * 16,
+                                      (void **)&buf, &m));
+    T_OK(ctx, symaddr_mem_alloc(ctx, sizeof(*wrong), (void **)&wrong));
+    T_OK(ctx, symaddr_barrier(ctx, NULL));
+    double t0 = MPI_Wtime();
+    if (team.node_rank != 0)
+        T_OK(ctx,
+             SYMADDR_LAUNCH(grid_order_kernel, nb, 128, NULL, team, buf, m->peer_bases, 1, wrong));
+    symaddr_status_t st = team.node_rank != 0 ? symaddr_stream_sync(ctx, NULL) : SYMADDR_OK;
+    MPI_Barrier(MPI_COMM_WORLD); /* the peers gave up: rank 0 learns it from its next call */
+    if (team.node_rank == 0)
+        st = symaddr_stream_sync(ctx, NULL);
+    T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN,
+            "node rank %d: got %s after a peer never arrived, want a timeout or broken",
+            team.node_rank, symaddr_strerror(st));
+    T_CHECK(MPI_Wtime() - t0 < 30, "the failure took %.1f s to surface", MPI_Wtime() - t0);
+    symaddr_mem_free(ctx, wrong);
+    symaddr_symmetric_free(prov, buf);
+    symaddr_finalize(&ctx);
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    g_ctx = t_context(MPI_COMM_WORLD, NULL);
+    if (t_rank == 0)
+        printf("# backend %s, %d ranks, %d per node\n",
+               symaddr_backend_name(symaddr_backend(g_ctx)), t_size, symaddr_node_size(g_ctx));
+    T_RUN(test_grid_barrier, NULL);
+    T_RUN(test_twoshot_and_lamport, NULL);
+    T_RUN(test_broadcast, NULL);
+    symaddr_finalize(&g_ctx);
+    T_RUN(test_grid_barrier_timeout, NULL); /* its own context, which it breaks */
+    return t_finish();
+}
