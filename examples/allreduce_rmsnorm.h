@@ -110,10 +110,27 @@ __device__ static inline long my_chunk(int i)
     return k < CHUNKS ? (long)k : -1;
 }
 
-/* A row, summed into acc: add the residual (stored back as the new residual), then normalise
+/* Where a row's results go: this rank's res and y, or, with a team (the two-shot), the same
+ * rows of every node peer's, through their maps. */
+typedef struct rows_out {
+    bf16x8_t *res, *y;
+    const uint64_t *res_pb, *y_pb;
+    const symaddr_team_t *all; /* NULL: this rank's only */
+} rows_out_t;
+
+__device__ static inline void store8(const rows_out_t *o, bf16x8_t *p, const uint64_t *pb,
+                                     bf16x8_t v)
+{
+    if (o->all)
+        symaddr_team_put16_all(o->all, p, pb, v.w);
+    else
+        *p = v;
+}
+
+/* A row, summed into acc: add this rank's residual (the new residual goes to o), then normalise
  * with the row's scale, all while the row is in registers. */
-__device__ static void norm_row(bf16x8_t *res, const bf16x8_t *w, bf16x8_t *y, size_t row,
-                                float acc[PER_THREAD][8])
+__device__ static void norm_row(const rows_out_t *o, const bf16x8_t *res, const bf16x8_t *w,
+                                size_t row, float acc[PER_THREAD][8])
 {
     float ss = 0;
     for (int i = 0; i < PER_THREAD; i++) {
@@ -126,7 +143,7 @@ __device__ static void norm_row(bf16x8_t *res, const bf16x8_t *w, bf16x8_t *y, s
             acc[i][j] = bf(to_bf(acc[i][j] + r[j])); /* residual', rounded as it is stored */
             ss += acc[i][j] * acc[i][j];
         }
-        res[row * CHUNKS + (size_t)k] = pack8(acc[i]);
+        store8(o, &o->res[row * CHUNKS + (size_t)k], o->res_pb, pack8(acc[i]));
     }
     float scale = RSQRT(block_sum(ss) / HIDDEN + EPS);
     for (int i = 0; i < PER_THREAD; i++) {
@@ -137,7 +154,7 @@ __device__ static void norm_row(bf16x8_t *res, const bf16x8_t *w, bf16x8_t *y, s
         unpack8(&w[k], wv);
         for (int j = 0; j < 8; j++)
             out[j] = acc[i][j] * scale * wv[j];
-        y[row * CHUNKS + (size_t)k] = pack8(out);
+        store8(o, &o->y[row * CHUNKS + (size_t)k], o->y_pb, pack8(out));
     }
 }
 
@@ -179,10 +196,48 @@ __global__ void allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8
             }
         }
         /* a failed call (recorded for the host) writes nothing more */
+        rows_out_t o = {res, y, NULL, NULL, NULL};
         if ((ok = symaddr_block_all(ok)))
-            norm_row(res, w, y, (size_t)row, acc);
+            norm_row(&o, res, w, (size_t)row, acc);
     }
     symaddr_team_end(&team, &c, 1);
+}
+
+/* The fused kernel for more rows than a Lamport call moves: a two-shot. Each rank owns a share
+ * of the rows (symaddr_team_share): it sums them from every peer's x (loads), adds the residual,
+ * normalises, and stores residual' and y into every peer's res and y (all symmetric). Two block
+ * barriers: the peers' x is ready before the loads, and nobody's call ends (and a next call
+ * rewrites x) before every block of every peer has stored its rows. */
+__global__ void allreduce_rmsnorm_2shot(symaddr_team_t team, const bf16x8_t *x,
+                                        const uint64_t *x_pb, bf16x8_t *res, const uint64_t *res_pb,
+                                        const bf16x8_t *w, bf16x8_t *y, const uint64_t *y_pb,
+                                        int rows)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    size_t lo, hi;
+    symaddr_team_share(&team, (size_t)rows, 1, &lo, &hi);
+    rows_out_t o = {res, y, res_pb, y_pb, &team};
+    if (!symaddr_team_barrier_block(&team, &c, 1))
+        goto finish;
+    for (size_t row = lo + symaddr_block_index(); row < hi; row += symaddr_grid_blocks()) {
+        float acc[PER_THREAD][8];
+        for (int i = 0; i < PER_THREAD; i++) {
+            long k = my_chunk(i);
+            for (int j = 0; j < 8; j++)
+                acc[i][j] = 0;
+            for (int q = 0; q < team.node_size && k >= 0; q++) { /* node-rank order */
+                const bf16x8_t *peer = (const bf16x8_t *)symaddr_team_peer(&team, x, x_pb, q);
+                float f[8];
+                unpack8(&peer[row * CHUNKS + (size_t)k], f);
+                for (int j = 0; j < 8; j++)
+                    acc[i][j] += f[j];
+            }
+        }
+        norm_row(&o, res, w, row, acc);
+    }
+    symaddr_team_barrier_block(&team, &c, 2);
+finish:
+    symaddr_team_end(&team, &c, 0);
 }
 
 /* The unfused pipeline's second half: the same residual add and RMSNorm, after an allreduce. */
@@ -196,7 +251,8 @@ __global__ void rmsnorm(const bf16x8_t *sum, bf16x8_t *res, const bf16x8_t *w, b
             if (k >= 0)
                 unpack8(&sum[(size_t)row * CHUNKS + (size_t)k], acc[i]);
         }
-        norm_row(res, w, y, (size_t)row, acc);
+        rows_out_t o = {res, y, NULL, NULL, NULL};
+        norm_row(&o, res, w, (size_t)row, acc);
     }
 }
 
@@ -206,18 +262,23 @@ static inline int fused_rows_per_call(const symaddr_team_t *team)
     return (int)(team->lamport_slot / (HIDDEN * 2));
 }
 
-/* The fused kernel over rows rows: one launch per Lamport slot's worth of rows. */
-static inline void fused_launch(const symaddr_team_t *team, const uint16_t *x, uint16_t *res,
-                                const uint16_t *w, uint16_t *y, int rows, void *stream)
+/* The fused allreduce + residual + RMSNorm of rows rows of x (symmetric, table x_pb) into res
+ * and y (symmetric too: the two-shot stores into every peer's): one Lamport call where the rows
+ * fit its slot, else a two-shot. */
+static inline void fused_launch(const symaddr_team_t *team, const uint16_t *x, const uint64_t *x_pb,
+                                uint16_t *res, const uint64_t *res_pb, const uint16_t *w,
+                                uint16_t *y, const uint64_t *y_pb, int rows, void *stream)
 {
-    int per_call = fused_rows_per_call(team);
-    for (int done = 0; done < rows; done += per_call) {
-        int n = rows - done < per_call ? rows - done : per_call;
-        size_t at = (size_t)done * HIDDEN;
-        unsigned blocks = (unsigned)n < team->max_blocks ? (unsigned)n : team->max_blocks;
-        LAUNCH(allreduce_rmsnorm, blocks, THREADS, stream, *team, (const bf16x8_t *)(x + at),
-               (bf16x8_t *)(res + at), (const bf16x8_t *)w, (bf16x8_t *)(y + at), n);
+    if (rows <= fused_rows_per_call(team)) {
+        unsigned blocks = (unsigned)rows < team->max_blocks ? (unsigned)rows : team->max_blocks;
+        LAUNCH_TEAM(team, allreduce_rmsnorm, blocks, THREADS, stream, *team, (const bf16x8_t *)x,
+                    (bf16x8_t *)res, (const bf16x8_t *)w, (bf16x8_t *)y, rows);
+        return;
     }
+    unsigned share = (unsigned)((rows + team->node_size - 1) / team->node_size);
+    unsigned blocks = share < team->max_blocks ? share : team->max_blocks;
+    LAUNCH_TEAM(team, allreduce_rmsnorm_2shot, blocks, THREADS, stream, *team, (const bf16x8_t *)x,
+                x_pb, (bf16x8_t *)res, res_pb, (const bf16x8_t *)w, (bf16x8_t *)y, y_pb, rows);
 }
 
 /* The unfused pipeline's RMSNorm, after an allreduce left the sum in sum. */

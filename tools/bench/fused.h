@@ -17,7 +17,7 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     int with_nccl = o->compare && !strcmp(o->compare, "nccl");
     symaddr_team_t team;
     symaddr_provider_t *prov;
-    symaddr_map_t *m;
+    symaddr_map_t *xm, *sm, *rm, *ym;
     uint16_t *x = NULL, *sum = NULL, *res = NULL, *w = NULL, *y = NULL;
     void *stream = NULL;
     if (!kernels_match(ctx, o) || !reference_available(ctx, o))
@@ -30,10 +30,10 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     size_t bytes = (size_t)max_rows * HIDDEN * 2;
     if (symaddr_team_get(ctx, &team) != SYMADDR_OK ||
         symaddr_provider_get(ctx, o->provider, &prov) != SYMADDR_OK ||
-        symaddr_symmetric_alloc(prov, bytes, (void **)&x, &m) != SYMADDR_OK ||
-        symaddr_symmetric_alloc(prov, bytes, (void **)&sum, &m) != SYMADDR_OK ||
-        symaddr_mem_alloc(ctx, bytes, (void **)&res) != SYMADDR_OK ||
-        symaddr_mem_alloc(ctx, bytes, (void **)&y) != SYMADDR_OK ||
+        symaddr_symmetric_alloc(prov, bytes, (void **)&x, &xm) != SYMADDR_OK ||
+        symaddr_symmetric_alloc(prov, bytes, (void **)&sum, &sm) != SYMADDR_OK ||
+        symaddr_symmetric_alloc(prov, bytes, (void **)&res, &rm) != SYMADDR_OK ||
+        symaddr_symmetric_alloc(prov, bytes, (void **)&y, &ym) != SYMADDR_OK ||
         symaddr_mem_alloc(ctx, HIDDEN * 2, (void **)&w) != SYMADDR_OK) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
@@ -65,6 +65,8 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
                "fused: one kernel; unfused: symaddr_allreduce + RMSNorm kernel%s\n",
                n, symaddr_backend_name(symaddr_backend(ctx)), HIDDEN, o->graph ? ", graph" : "",
                with_nccl ? "; nccl: ncclAllReduce + the same RMSNorm kernel" : "");
+        printf("# fused: one Lamport call up to %d tokens, a two-shot above\n",
+               fused_rows_per_call(&team));
         printf("%7s %9s %10s %12s %7s %13s %8s", "tokens", "bytes", "fused(us)", "unfused(us)",
                "ratio", "allreduce(us)", "norm(us)");
         if (with_nccl)
@@ -87,7 +89,8 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
         symaddr_status_t st = time_calls(
             ctx, o, stream,
             [&] {
-                fused_launch(&team, x, res, w, y, rows, stream);
+                fused_launch(&team, x, xm->peer_bases, res, rm->peer_bases, w, y, ym->peer_bases,
+                             rows, stream);
                 return SYMADDR_OK;
             },
             &t[0]);
@@ -161,8 +164,8 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     if (stream)
         cudaStreamDestroy((cudaStream_t)stream);
 #endif
-    symaddr_mem_free(ctx, res);
-    symaddr_mem_free(ctx, y);
+    symaddr_symmetric_free(prov, res);
+    symaddr_symmetric_free(prov, y);
     symaddr_mem_free(ctx, w);
     symaddr_symmetric_free(prov, x);
     symaddr_symmetric_free(prov, sum);
