@@ -96,7 +96,9 @@ __device__ static float block_sum(float v)
     return total;
 }
 #define RSQRT(x) rsqrtf(x)
+#define UNROLL _Pragma("unroll")
 #else
+#define UNROLL
 #define THREADS 1
 #define PER_THREAD CHUNKS /* a cpu "block" is one thread */
 static float block_sum(float v) { return v; }
@@ -186,13 +188,19 @@ __global__ void allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8
             long k = my_chunk(i);
             for (int j = 0; j < 8; j++)
                 acc[i][j] = 0;
-            for (int q = 0; q < team.node_size && ok && k >= 0; q++) { /* node-rank order */
-                bf16x8_t v;
-                float f[8];
-                ok = symaddr_team_take16(&team, &c, q, (size_t)row * CHUNKS + (size_t)k, v.w);
-                unpack8(&v, f);
-                for (int j = 0; j < 8; j++)
-                    acc[i][j] += f[j];
+            /* up to SYMADDR_TEAM_TAKE_MAX peers at once, summed in node-rank order */
+            for (int q0 = 0; q0 < team.node_size && ok && k >= 0; q0 += SYMADDR_TEAM_TAKE_MAX) {
+                int n = team.node_size - q0 < SYMADDR_TEAM_TAKE_MAX ? team.node_size - q0
+                                                                    : SYMADDR_TEAM_TAKE_MAX;
+                bf16x8_t v[SYMADDR_TEAM_TAKE_MAX];
+                ok = symaddr_team_take16_n(&team, &c, q0, n, (size_t)row * CHUNKS + (size_t)k,
+                                           (uint32_t(*)[4])v);
+                for (int u = 0; u < n && ok; u++) {
+                    float f[8];
+                    unpack8(&v[u], f);
+                    for (int j = 0; j < 8; j++)
+                        acc[i][j] += f[j];
+                }
             }
         }
         /* a failed call (recorded for the host) writes nothing more */
@@ -225,12 +233,19 @@ __global__ void allreduce_rmsnorm_2shot(symaddr_team_t team, const bf16x8_t *x,
             long k = my_chunk(i);
             for (int j = 0; j < 8; j++)
                 acc[i][j] = 0;
-            for (int q = 0; q < team.node_size && k >= 0; q++) { /* node-rank order */
-                const bf16x8_t *peer = (const bf16x8_t *)symaddr_team_peer(&team, x, x_pb, q);
-                float f[8];
-                unpack8(&peer[row * CHUNKS + (size_t)k], f);
-                for (int j = 0; j < 8; j++)
-                    acc[i][j] += f[j];
+            /* every peer's loads in flight together, then summed in node-rank order */
+            for (int q0 = 0; q0 < team.node_size && k >= 0; q0 += SYMADDR_TEAM_TAKE_MAX) {
+                float f[SYMADDR_TEAM_TAKE_MAX][8];
+                UNROLL
+                for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
+                    if (q0 + u < team.node_size)
+                        unpack8(&((const bf16x8_t *)symaddr_team_peer(&team, x, x_pb,
+                                                                      q0 + u))[row * CHUNKS + k],
+                                f[u]);
+                UNROLL
+                for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX && q0 + u < team.node_size; u++)
+                    for (int j = 0; j < 8; j++)
+                        acc[i][j] += f[u][j];
             }
         }
         norm_row(&o, res, w, row, acc);

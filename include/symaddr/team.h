@@ -313,17 +313,30 @@ SYMADDR_DEVFN void symaddr_team_push16(const symaddr_team_t *t, const symaddr_te
     symaddr_team_put16_all(t, symaddr_team_slot_(t, c, t->node_rank) + 4 * chunk, t->sync_pb, v);
 }
 
-/** Lamport take: wait until node rank @p q's chunk @p chunk of this call arrived, copy it to
- *  @p w and empty the slot again for a later call. Returns 1, or 0 after a failure (recorded).
- *  Each chunk of each peer is taken once per call, by one thread. */
-SYMADDR_DEVFN int symaddr_team_take16(const symaddr_team_t *t, const symaddr_team_call_t *c, int q,
-                                      size_t chunk, uint32_t w[4])
+/** Most peers one symaddr_team_take16_n takes at once. */
+#define SYMADDR_TEAM_TAKE_MAX 8
+
+/** Lamport take of several peers at once: wait until chunk @p chunk of node ranks q0 to
+ *  q0 + n - 1 (n <= SYMADDR_TEAM_TAKE_MAX) arrived, copy peer q0 + u's to @p w[u], and empty the
+ *  slots again for a later call. The loads of the n peers are in flight together, so the wait
+ *  is one trip, not n. Returns 1, or 0 after a failure (recorded). Each chunk of each peer is
+ *  taken once per call, by one thread. */
+SYMADDR_DEVFN int symaddr_team_take16_n(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                        int q0, int n, size_t chunk,
+                                        uint32_t w[SYMADDR_TEAM_TAKE_MAX][4])
 {
-    uint32_t *p = symaddr_team_slot_(t, c, q) + 4 * chunk;
+    unsigned pending = (1u << n) - 1u;
     for (unsigned spin = 0;; spin++) {
-        symaddr_team_ld16_(p, w);
-        if (w[0] != SYMADDR_TEAM_EMPTY && w[1] != SYMADDR_TEAM_EMPTY &&
-            w[2] != SYMADDR_TEAM_EMPTY && w[3] != SYMADDR_TEAM_EMPTY)
+        /* every pending load first, then the checks: the loads do not wait on each other */
+        for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
+            if (pending >> u & 1u)
+                symaddr_team_ld16_(symaddr_team_slot_(t, c, q0 + u) + 4 * chunk, w[u]);
+        for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
+            if ((pending >> u & 1u) && w[u][0] != SYMADDR_TEAM_EMPTY &&
+                w[u][1] != SYMADDR_TEAM_EMPTY && w[u][2] != SYMADDR_TEAM_EMPTY &&
+                w[u][3] != SYMADDR_TEAM_EMPTY)
+                pending &= ~(1u << u);
+        if (!pending)
             break;
         if ((spin & 63) == 63) {
             if (symaddr_team_failed(t))
@@ -337,7 +350,21 @@ SYMADDR_DEVFN int symaddr_team_take16(const symaddr_team_t *t, const symaddr_tea
     }
     const uint32_t empty[4] = {SYMADDR_TEAM_EMPTY, SYMADDR_TEAM_EMPTY, SYMADDR_TEAM_EMPTY,
                                SYMADDR_TEAM_EMPTY};
-    symaddr_team_st16_(p, empty);
+    for (int u = 0; u < n; u++)
+        symaddr_team_st16_(symaddr_team_slot_(t, c, q0 + u) + 4 * chunk, empty);
+    return 1;
+}
+
+/** Lamport take of one peer: wait until node rank @p q's chunk @p chunk of this call arrived,
+ *  copy it to @p w and empty the slot again. As symaddr_team_take16_n. */
+SYMADDR_DEVFN int symaddr_team_take16(const symaddr_team_t *t, const symaddr_team_call_t *c, int q,
+                                      size_t chunk, uint32_t w[4])
+{
+    uint32_t v[SYMADDR_TEAM_TAKE_MAX][4];
+    if (!symaddr_team_take16_n(t, c, q, 1, chunk, v))
+        return 0;
+    for (int k = 0; k < 4; k++)
+        w[k] = v[0][k];
     return 1;
 }
 
@@ -359,12 +386,16 @@ SYMADDR_DEVFN int symaddr_team_allreduce_sum_f32(const symaddr_team_t *t,
     }
     for (size_t k = symaddr_grid_thread(); k < chunks && ok; k += symaddr_grid_threads()) {
         float acc[4] = {0, 0, 0, 0}, v[4];
-        for (int q = 0; q < t->node_size && ok; q++) {
-            uint32_t w[4];
-            ok = symaddr_team_take16(t, c, q, k, w);
-            memcpy(v, w, sizeof(v));
-            for (int j = 0; j < 4; j++)
-                acc[j] = q == 0 ? v[j] : acc[j] + v[j];
+        for (int q0 = 0; q0 < t->node_size && ok; q0 += SYMADDR_TEAM_TAKE_MAX) {
+            int n = t->node_size - q0 < SYMADDR_TEAM_TAKE_MAX ? t->node_size - q0
+                                                              : SYMADDR_TEAM_TAKE_MAX;
+            uint32_t w[SYMADDR_TEAM_TAKE_MAX][4];
+            ok = symaddr_team_take16_n(t, c, q0, n, k, w);
+            for (int u = 0; u < n && ok; u++) { /* node-rank order: the same bits everywhere */
+                memcpy(v, w[u], sizeof(v));
+                for (int j = 0; j < 4; j++)
+                    acc[j] = q0 + u == 0 ? v[j] : acc[j] + v[j];
+            }
         }
         if (ok)
             memcpy(out + 4 * k, acc, (n - 4 * k < 4 ? n - 4 * k : 4) * sizeof(float));

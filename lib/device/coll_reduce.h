@@ -234,13 +234,17 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
     }
     for (size_t c = symaddr_grid_thread(); c < chunks && ok; c += symaddr_grid_threads()) {
         typename tr::A acc[PER];
-        for (int q = 0; q < d.team.node_size && ok; q++) {
-            uint32_t w[4];
-            T v[PER];
-            ok = symaddr_team_take16(&d.team, &call, q, c, w);
-            memcpy(v, w, 16);
-            for (int j = 0; j < PER; j++)
-                acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
+        for (int q0 = 0; q0 < d.team.node_size && ok; q0 += SYMADDR_TEAM_TAKE_MAX) {
+            int n = d.team.node_size - q0 < SYMADDR_TEAM_TAKE_MAX ? d.team.node_size - q0
+                                                                  : SYMADDR_TEAM_TAKE_MAX;
+            uint32_t w[SYMADDR_TEAM_TAKE_MAX][4];
+            ok = symaddr_team_take16_n(&d.team, &call, q0, n, c, w);
+            for (int u = 0; u < n && ok; u++) { /* node-rank order: the same bits everywhere */
+                T v[PER];
+                memcpy(v, w[u], 16);
+                for (int j = 0; j < PER; j++)
+                    acc[j] = q0 + u == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
+            }
         }
         size_t n = (bytes - c * 16 < 16 ? bytes - c * 16 : 16) / sizeof(T);
         for (size_t j = 0; j < n && ok; j++)
