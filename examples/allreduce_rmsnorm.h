@@ -41,19 +41,24 @@ __host__ __device__ static inline uint16_t to_bf(float f)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-/* One 16-byte load from p into 8 floats. */
-__host__ __device__ static inline void unpack8(const bf16x8_t *p, float v[8])
+/* One 16-byte load. */
+__host__ __device__ static inline bf16x8_t load8(const bf16x8_t *p)
 {
-    bf16x8_t c;
 #if defined(__HIPCC__) || defined(__CUDACC__)
     uint4 u = *(const uint4 *)p;
-    c.w[0] = u.x, c.w[1] = u.y, c.w[2] = u.z, c.w[3] = u.w;
+    bf16x8_t c = {{u.x, u.y, u.z, u.w}};
+    return c;
 #else
-    c = *p;
+    return *p;
 #endif
+}
+
+/* 8 bf16 as floats. */
+__host__ __device__ static inline void unpack8(const bf16x8_t *c, float v[8])
+{
     for (int j = 0; j < 4; j++) {
-        v[2 * j] = bf((uint16_t)c.w[j]);
-        v[2 * j + 1] = bf((uint16_t)(c.w[j] >> 16));
+        v[2 * j] = bf((uint16_t)c->w[j]);
+        v[2 * j + 1] = bf((uint16_t)(c->w[j] >> 16));
     }
 }
 
@@ -97,8 +102,10 @@ __device__ static float block_sum(float v)
 }
 #define RSQRT(x) rsqrtf(x)
 #define UNROLL _Pragma("unroll")
+#define BOUNDS __launch_bounds__(THREADS) /* registers for a whole block of a row */
 #else
 #define UNROLL
+#define BOUNDS
 #define THREADS 1
 #define PER_THREAD CHUNKS /* a cpu "block" is one thread */
 static float block_sum(float v) { return v; }
@@ -140,7 +147,8 @@ __device__ static void norm_row(const rows_out_t *o, const bf16x8_t *res, const 
         if (k < 0)
             continue;
         float r[8];
-        unpack8(&res[row * CHUNKS + (size_t)k], r);
+        bf16x8_t rv = load8(&res[row * CHUNKS + (size_t)k]);
+        unpack8(&rv, r);
         for (int j = 0; j < 8; j++) {
             acc[i][j] = bf(to_bf(acc[i][j] + r[j])); /* residual', rounded as it is stored */
             ss += acc[i][j] * acc[i][j];
@@ -153,7 +161,8 @@ __device__ static void norm_row(const rows_out_t *o, const bf16x8_t *res, const 
         if (k < 0)
             continue;
         float wv[8], out[8];
-        unpack8(&w[k], wv);
+        bf16x8_t wl = load8(&w[k]);
+        unpack8(&wl, wv);
         for (int j = 0; j < 8; j++)
             out[j] = acc[i][j] * scale * wv[j];
         store8(o, &o->y[row * CHUNKS + (size_t)k], o->y_pb, pack8(out));
@@ -162,8 +171,8 @@ __device__ static void norm_row(const rows_out_t *o, const bf16x8_t *res, const 
 
 /* The fused kernel: one team call. Rows are spread over the blocks, and each thread pushes the
  * chunks of its block's rows that it takes back and sums, so no thread waits on another block. */
-__global__ void allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8_t *res,
-                                  const bf16x8_t *w, bf16x8_t *y, int rows)
+__global__ void BOUNDS allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8_t *res,
+                                         const bf16x8_t *w, bf16x8_t *y, int rows)
 {
     symaddr_team_call_t c = symaddr_team_begin(&team);
     int ok = 1;
@@ -172,13 +181,8 @@ __global__ void allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8
             long k = my_chunk(i);
             if (k >= 0) {
                 size_t at = (size_t)row * CHUNKS + (size_t)k;
-#if defined(__HIPCC__) || defined(__CUDACC__)
-                uint4 u = *(const uint4 *)&x[at];
-                const uint32_t v[4] = {u.x, u.y, u.z, u.w};
-#else
-                const uint32_t *v = x[at].w;
-#endif
-                symaddr_team_push16(&team, &c, at, v);
+                bf16x8_t v = load8(&x[at]);
+                symaddr_team_push16(&team, &c, at, v.w);
             }
         }
     for (int row = (int)symaddr_block_index(); row < rows && ok;
@@ -216,10 +220,10 @@ __global__ void allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8
  * normalises, and stores residual' and y into every peer's res and y (all symmetric). Two block
  * barriers: the peers' x is ready before the loads, and nobody's call ends (and a next call
  * rewrites x) before every block of every peer has stored its rows. */
-__global__ void allreduce_rmsnorm_2shot(symaddr_team_t team, const bf16x8_t *x,
-                                        const uint64_t *x_pb, bf16x8_t *res, const uint64_t *res_pb,
-                                        const bf16x8_t *w, bf16x8_t *y, const uint64_t *y_pb,
-                                        int rows)
+__global__ void BOUNDS allreduce_rmsnorm_2shot(symaddr_team_t team, const bf16x8_t *x,
+                                               const uint64_t *x_pb, bf16x8_t *res,
+                                               const uint64_t *res_pb, const bf16x8_t *w,
+                                               bf16x8_t *y, const uint64_t *y_pb, int rows)
 {
     symaddr_team_call_t c = symaddr_team_begin(&team);
     size_t lo, hi;
@@ -235,17 +239,19 @@ __global__ void allreduce_rmsnorm_2shot(symaddr_team_t team, const bf16x8_t *x,
                 acc[i][j] = 0;
             /* every peer's loads in flight together, then summed in node-rank order */
             for (int q0 = 0; q0 < team.node_size && k >= 0; q0 += SYMADDR_TEAM_TAKE_MAX) {
-                float f[SYMADDR_TEAM_TAKE_MAX][8];
+                bf16x8_t v[SYMADDR_TEAM_TAKE_MAX];
                 UNROLL
                 for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
                     if (q0 + u < team.node_size)
-                        unpack8(&((const bf16x8_t *)symaddr_team_peer(&team, x, x_pb,
-                                                                      q0 + u))[row * CHUNKS + k],
-                                f[u]);
+                        v[u] = load8(&((const bf16x8_t *)symaddr_team_peer(
+                            &team, x, x_pb, q0 + u))[row * CHUNKS + (size_t)k]);
                 UNROLL
-                for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX && q0 + u < team.node_size; u++)
-                    for (int j = 0; j < 8; j++)
-                        acc[i][j] += f[u][j];
+                for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) {
+                    float f[8];
+                    unpack8(&v[u], f);
+                    for (int j = 0; j < 8 && q0 + u < team.node_size; j++)
+                        acc[i][j] += f[j];
+                }
             }
         }
         norm_row(&o, res, w, row, acc);
@@ -256,15 +262,17 @@ finish:
 }
 
 /* The unfused pipeline's second half: the same residual add and RMSNorm, after an allreduce. */
-__global__ void rmsnorm(const bf16x8_t *sum, bf16x8_t *res, const bf16x8_t *w, bf16x8_t *y,
-                        int rows)
+__global__ void BOUNDS rmsnorm(const bf16x8_t *sum, bf16x8_t *res, const bf16x8_t *w, bf16x8_t *y,
+                               int rows)
 {
     for (int row = (int)symaddr_block_index(); row < rows; row += (int)symaddr_grid_blocks()) {
         float acc[PER_THREAD][8];
         for (int i = 0; i < PER_THREAD; i++) {
             long k = my_chunk(i);
-            if (k >= 0)
-                unpack8(&sum[(size_t)row * CHUNKS + (size_t)k], acc[i]);
+            if (k >= 0) {
+                bf16x8_t sv = load8(&sum[(size_t)row * CHUNKS + (size_t)k]);
+                unpack8(&sv, acc[i]);
+            }
         }
         rows_out_t o = {res, y, NULL, NULL, NULL};
         norm_row(&o, res, w, (size_t)row, acc);
@@ -279,29 +287,31 @@ static inline int fused_rows_per_call(const symaddr_team_t *team)
 
 /* The fused allreduce + residual + RMSNorm of rows rows of x (symmetric, table x_pb) into res
  * and y (symmetric too: the two-shot stores into every peer's): one Lamport call where the rows
- * fit its slot, else a two-shot. */
-static inline void fused_launch(const symaddr_team_t *team, const uint16_t *x, const uint64_t *x_pb,
-                                uint16_t *res, const uint64_t *res_pb, const uint16_t *w,
-                                uint16_t *y, const uint64_t *y_pb, int rows, void *stream)
+ * fit its slot, else a two-shot. Returns whether the launch was accepted. */
+static inline int fused_launch(const symaddr_team_t *team, const uint16_t *x, const uint64_t *x_pb,
+                               uint16_t *res, const uint64_t *res_pb, const uint16_t *w,
+                               uint16_t *y, const uint64_t *y_pb, int rows, void *stream)
 {
     if (rows <= fused_rows_per_call(team)) {
         unsigned blocks = (unsigned)rows < team->max_blocks ? (unsigned)rows : team->max_blocks;
         LAUNCH_TEAM(team, allreduce_rmsnorm, blocks, THREADS, stream, *team, (const bf16x8_t *)x,
                     (bf16x8_t *)res, (const bf16x8_t *)w, (bf16x8_t *)y, rows);
-        return;
+        return LAUNCH_OK();
     }
     unsigned share = (unsigned)((rows + team->node_size - 1) / team->node_size);
     unsigned blocks = share < team->max_blocks ? share : team->max_blocks;
     LAUNCH_TEAM(team, allreduce_rmsnorm_2shot, blocks, THREADS, stream, *team, (const bf16x8_t *)x,
                 x_pb, (bf16x8_t *)res, res_pb, (const bf16x8_t *)w, (bf16x8_t *)y, y_pb, rows);
+    return LAUNCH_OK();
 }
 
 /* The unfused pipeline's RMSNorm, after an allreduce left the sum in sum. */
-static inline void rmsnorm_launch(const uint16_t *sum, uint16_t *res, const uint16_t *w,
-                                  uint16_t *y, int rows, void *stream)
+static inline int rmsnorm_launch(const uint16_t *sum, uint16_t *res, const uint16_t *w, uint16_t *y,
+                                 int rows, void *stream)
 {
     LAUNCH(rmsnorm, (unsigned)rows, THREADS, stream, (const bf16x8_t *)sum, (bf16x8_t *)res,
            (const bf16x8_t *)w, (bf16x8_t *)y, rows);
+    return LAUNCH_OK();
 }
 
 #endif

@@ -31,15 +31,21 @@ typedef struct run {
 
 static void launch_fused(run_t *r, int rows, void *stream)
 {
-    fused_launch(&r->team, r->x, r->xm->peer_bases, r->res, r->resm->peer_bases, r->w, r->y,
-                 r->ym->peer_bases, rows, stream);
+    if (!fused_launch(&r->team, r->x, r->xm->peer_bases, r->res, r->resm->peer_bases, r->w, r->y,
+                      r->ym->peer_bases, rows, stream)) {
+        fprintf(stderr, "example-allreduce-rmsnorm: the fused kernel's launch was refused\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 }
 
 static void launch_unfused(run_t *r, int rows, void *stream)
 {
     CHECK(r->ctx, symaddr_allreduce(r->ctx, r->x, r->sum, (size_t)rows * HIDDEN, SYMADDR_BFLOAT16,
                                     SYMADDR_SUM, stream));
-    rmsnorm_launch(r->sum, r->res, r->w, r->y, rows, stream);
+    if (!rmsnorm_launch(r->sum, r->res, r->w, r->y, rows, stream)) {
+        fprintf(stderr, "example-allreduce-rmsnorm: the RMSNorm kernel's launch was refused\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
 }
 
 /* Upload the inputs of rows rows, run the fused (or unfused) kernel once, and compare residual'

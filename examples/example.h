@@ -55,6 +55,16 @@ static inline void launch_team(const symaddr_team_t *team, void (*kernel)(P...),
     ((void)(team), LAUNCH(kernel, blocks, threads, stream, __VA_ARGS__))
 #endif
 
+/* Whether the launches since the last check were accepted (a grid too large for the kernel's
+ * registers, say, is refused at launch, not when the stream is synchronised). */
+#if defined(__CUDACC__)
+#define LAUNCH_OK() (cudaGetLastError() == cudaSuccess)
+#elif defined(__HIPCC__)
+#define LAUNCH_OK() (hipGetLastError() == hipSuccess)
+#else
+#define LAUNCH_OK() 1
+#endif
+
 /* Stop every rank with the call's status and symaddr's words for it. */
 #define CHECK(ctx, call)                                                                           \
     do {                                                                                           \

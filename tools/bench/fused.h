@@ -89,9 +89,10 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
         symaddr_status_t st = time_calls(
             ctx, o, stream,
             [&] {
-                fused_launch(&team, x, xm->peer_bases, res, rm->peer_bases, w, y, ym->peer_bases,
-                             rows, stream);
-                return SYMADDR_OK;
+                return fused_launch(&team, x, xm->peer_bases, res, rm->peer_bases, w, y,
+                                    ym->peer_bases, rows, stream)
+                           ? SYMADDR_OK
+                           : SYMADDR_ERR_BACKEND;
             },
             &t[0]);
         if (st == SYMADDR_OK)
@@ -100,8 +101,9 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
                 [&] {
                     symaddr_status_t s = symaddr_allreduce(ctx, x, sum, count, SYMADDR_BFLOAT16,
                                                            SYMADDR_SUM, stream);
-                    rmsnorm_launch(sum, res, w, y, rows, stream);
-                    return s;
+                    return s == SYMADDR_OK && !rmsnorm_launch(sum, res, w, y, rows, stream)
+                               ? SYMADDR_ERR_BACKEND
+                               : s;
                 },
                 &t[1]);
         if (st == SYMADDR_OK)
@@ -116,8 +118,8 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
             st = time_calls(
                 ctx, o, stream,
                 [&] {
-                    rmsnorm_launch(sum, res, w, y, rows, stream);
-                    return SYMADDR_OK;
+                    return rmsnorm_launch(sum, res, w, y, rows, stream) ? SYMADDR_OK
+                                                                        : SYMADDR_ERR_BACKEND;
                 },
                 &t[3]);
 #if defined(SYMADDR_BENCH_NCCL)
@@ -127,15 +129,17 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
                 [&] {
                     ncclResult_t r = nccl.all_reduce(x, sum, count, ncclBfloat16, ncclSum,
                                                      nccl.comm, (cudaStream_t)stream);
-                    rmsnorm_launch(sum, res, w, y, rows, stream);
-                    return r == ncclSuccess ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+                    int launched = rmsnorm_launch(sum, res, w, y, rows, stream);
+                    return r == ncclSuccess && launched ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
                 },
                 &t[4]);
 #endif
         if (st != SYMADDR_OK) {
             if (rank == 0)
                 fprintf(stderr, "symaddr-bench: fused_rmsnorm at %d tokens: %s: %s\n", rows,
-                        symaddr_strerror(st), symaddr_last_error(ctx));
+                        symaddr_strerror(st),
+                        *symaddr_last_error(ctx) ? symaddr_last_error(ctx)
+                                                 : "a kernel of the example was refused at launch");
             rc = 1;
             break;
         }
