@@ -199,10 +199,11 @@ __global__ void BOUNDS allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x,
                 bf16x8_t v[SYMADDR_TEAM_TAKE_MAX];
                 ok = symaddr_team_take16_n(&team, &c, q0, n, (size_t)row * CHUNKS + (size_t)k,
                                            (uint32_t(*)[4])v);
-                for (int u = 0; u < n && ok; u++) {
+                UNROLL
+                for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) {
                     float f[8];
                     unpack8(&v[u], f);
-                    for (int j = 0; j < 8; j++)
+                    for (int j = 0; j < 8 && u < n && ok; j++)
                         acc[i][j] += f[j];
                 }
             }

@@ -3,7 +3,8 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl small speed1 large put fused info bisect onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
+# cpucoll sanitize p2p nccl small small1 speed1 large put fused info bisect onegpu mps-on mps-off
+# pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites.
 set -uo pipefail
@@ -172,6 +173,13 @@ for s in $steps; do
                 fused_rmsnorm --iters 50 --warmup 5 $g ${COMPARE:+--compare $COMPARE} \
                 --json "$OUT/fused-${NP:-2}${ONEGPU:+-onegpu}${g:+-graph}.json" 2>&1 |
                 tee -a "$OUT/fused.txt"
+        done ;;
+    small1)
+        # Small allreduce with NP ranks on GPU 0 (start MPS first), graph-replayed, by algorithm.
+        for a in lamport ll auto; do
+            CUDA_VISIBLE_DEVICES=0 timeout 60 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce \
+                -b 8 -e 64K -f 4 --iters 50 --graph --check --algo $a 2>&1 |
+                tee -a "$OUT/small1-${NP:-2}.txt"
         done ;;
     pack)
         # The device tool brings back at most 8 files: everything in one archive.

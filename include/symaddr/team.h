@@ -316,6 +316,14 @@ SYMADDR_DEVFN void symaddr_team_push16(const symaddr_team_t *t, const symaddr_te
 /** Most peers one symaddr_team_take16_n takes at once. */
 #define SYMADDR_TEAM_TAKE_MAX 8
 
+/* Loops over the SYMADDR_TEAM_TAKE_MAX peers unrolled on a GPU, so that their words stay in
+ * registers (a loop indexing an array is otherwise left to local memory). */
+#if SYMADDR_ON_GPU
+#define SYMADDR_TEAM_UNROLL_ _Pragma("unroll")
+#else
+#define SYMADDR_TEAM_UNROLL_
+#endif
+
 /** Lamport take of several peers at once: wait until chunk @p chunk of node ranks q0 to
  *  q0 + n - 1 (n <= SYMADDR_TEAM_TAKE_MAX) arrived, copy peer q0 + u's to @p w[u], and empty the
  *  slots again for a later call. The loads of the n peers are in flight together, so the wait
@@ -328,9 +336,11 @@ SYMADDR_DEVFN int symaddr_team_take16_n(const symaddr_team_t *t, const symaddr_t
     unsigned pending = (1u << n) - 1u;
     for (unsigned spin = 0;; spin++) {
         /* every pending load first, then the checks: the loads do not wait on each other */
+        SYMADDR_TEAM_UNROLL_
         for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
             if (pending >> u & 1u)
                 symaddr_team_ld16_(symaddr_team_slot_(t, c, q0 + u) + 4 * chunk, w[u]);
+        SYMADDR_TEAM_UNROLL_
         for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
             if ((pending >> u & 1u) && w[u][0] != SYMADDR_TEAM_EMPTY &&
                 w[u][1] != SYMADDR_TEAM_EMPTY && w[u][2] != SYMADDR_TEAM_EMPTY &&
@@ -350,8 +360,10 @@ SYMADDR_DEVFN int symaddr_team_take16_n(const symaddr_team_t *t, const symaddr_t
     }
     const uint32_t empty[4] = {SYMADDR_TEAM_EMPTY, SYMADDR_TEAM_EMPTY, SYMADDR_TEAM_EMPTY,
                                SYMADDR_TEAM_EMPTY};
-    for (int u = 0; u < n; u++)
-        symaddr_team_st16_(symaddr_team_slot_(t, c, q0 + u) + 4 * chunk, empty);
+    SYMADDR_TEAM_UNROLL_
+    for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
+        if (u < n)
+            symaddr_team_st16_(symaddr_team_slot_(t, c, q0 + u) + 4 * chunk, empty);
     return 1;
 }
 
@@ -391,9 +403,10 @@ SYMADDR_DEVFN int symaddr_team_allreduce_sum_f32(const symaddr_team_t *t,
                                                               : SYMADDR_TEAM_TAKE_MAX;
             uint32_t w[SYMADDR_TEAM_TAKE_MAX][4];
             ok = symaddr_team_take16_n(t, c, q0, n, k, w);
-            for (int u = 0; u < n && ok; u++) { /* node-rank order: the same bits everywhere */
+            SYMADDR_TEAM_UNROLL_
+            for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) { /* node-rank order: same bits */
                 memcpy(v, w[u], sizeof(v));
-                for (int j = 0; j < 4; j++)
+                for (int j = 0; j < 4 && u < n && ok; j++)
                     acc[j] = q0 + u == 0 ? v[j] : acc[j] + v[j];
             }
         }

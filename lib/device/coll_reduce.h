@@ -239,10 +239,11 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
                                                                   : SYMADDR_TEAM_TAKE_MAX;
             uint32_t w[SYMADDR_TEAM_TAKE_MAX][4];
             ok = symaddr_team_take16_n(&d.team, &call, q0, n, c, w);
-            for (int u = 0; u < n && ok; u++) { /* node-rank order: the same bits everywhere */
+            COLL_UNROLL
+            for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) { /* node-rank order: same bits */
                 T v[PER];
                 memcpy(v, w[u], 16);
-                for (int j = 0; j < PER; j++)
+                for (int j = 0; j < PER && u < n && ok; j++)
                     acc[j] = q0 + u == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
             }
         }
