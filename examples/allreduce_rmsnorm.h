@@ -136,10 +136,27 @@ __device__ static inline void store8(const rows_out_t *o, bf16x8_t *p, const uin
         *p = v;
 }
 
+/* This thread's chunks of a row's residual and of the weight: loaded before the wait for the
+ * peers' data, so that their latency hides behind it. */
+typedef struct row_in {
+    bf16x8_t res[PER_THREAD], w[PER_THREAD];
+} row_in_t;
+
+__device__ static void load_row_in(row_in_t *in, const bf16x8_t *res, const bf16x8_t *w, size_t row)
+{
+    for (int i = 0; i < PER_THREAD; i++) {
+        long k = my_chunk(i);
+        if (k >= 0) {
+            in->res[i] = load8(&res[row * CHUNKS + (size_t)k]);
+            in->w[i] = load8(&w[k]);
+        }
+    }
+}
+
 /* A row, summed into acc: add this rank's residual (the new residual goes to o), then normalise
  * with the row's scale, all while the row is in registers. */
-__device__ static void norm_row(const rows_out_t *o, const bf16x8_t *res, const bf16x8_t *w,
-                                size_t row, float acc[PER_THREAD][8])
+__device__ static void norm_row(const rows_out_t *o, const row_in_t *in, size_t row,
+                                float acc[PER_THREAD][8])
 {
     float ss = 0;
     for (int i = 0; i < PER_THREAD; i++) {
@@ -147,8 +164,7 @@ __device__ static void norm_row(const rows_out_t *o, const bf16x8_t *res, const 
         if (k < 0)
             continue;
         float r[8];
-        bf16x8_t rv = load8(&res[row * CHUNKS + (size_t)k]);
-        unpack8(&rv, r);
+        unpack8(&in->res[i], r);
         for (int j = 0; j < 8; j++) {
             acc[i][j] = bf(to_bf(acc[i][j] + r[j])); /* residual', rounded as it is stored */
             ss += acc[i][j] * acc[i][j];
@@ -161,8 +177,7 @@ __device__ static void norm_row(const rows_out_t *o, const bf16x8_t *res, const 
         if (k < 0)
             continue;
         float wv[8], out[8];
-        bf16x8_t wl = load8(&w[k]);
-        unpack8(&wl, wv);
+        unpack8(&in->w[i], wv);
         for (int j = 0; j < 8; j++)
             out[j] = acc[i][j] * scale * wv[j];
         store8(o, &o->y[row * CHUNKS + (size_t)k], o->y_pb, pack8(out));
@@ -188,6 +203,8 @@ __global__ void BOUNDS allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x,
     for (int row = (int)symaddr_block_index(); row < rows && ok;
          row += (int)symaddr_grid_blocks()) {
         float acc[PER_THREAD][8];
+        row_in_t in;
+        load_row_in(&in, res, w, (size_t)row);
         for (int i = 0; i < PER_THREAD; i++) {
             long k = my_chunk(i);
             for (int j = 0; j < 8; j++)
@@ -211,7 +228,7 @@ __global__ void BOUNDS allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x,
         /* a failed call (recorded for the host) writes nothing more */
         rows_out_t o = {res, y, NULL, NULL, NULL};
         if ((ok = symaddr_block_all(ok)))
-            norm_row(&o, res, w, (size_t)row, acc);
+            norm_row(&o, &in, (size_t)row, acc);
     }
     symaddr_team_end(&team, &c, 1);
 }
@@ -234,6 +251,8 @@ __global__ void BOUNDS allreduce_rmsnorm_2shot(symaddr_team_t team, const bf16x8
         goto finish;
     for (size_t row = lo + symaddr_block_index(); row < hi; row += symaddr_grid_blocks()) {
         float acc[PER_THREAD][8];
+        row_in_t in;
+        load_row_in(&in, res, w, (size_t)row);
         for (int i = 0; i < PER_THREAD; i++) {
             long k = my_chunk(i);
             for (int j = 0; j < 8; j++)
@@ -255,7 +274,7 @@ __global__ void BOUNDS allreduce_rmsnorm_2shot(symaddr_team_t team, const bf16x8
                 }
             }
         }
-        norm_row(&o, res, w, row, acc);
+        norm_row(&o, &in, row, acc);
     }
     symaddr_team_barrier_block(&team, &c, 2);
 finish:
@@ -268,6 +287,8 @@ __global__ void BOUNDS rmsnorm(const bf16x8_t *sum, bf16x8_t *res, const bf16x8_
 {
     for (int row = (int)symaddr_block_index(); row < rows; row += (int)symaddr_grid_blocks()) {
         float acc[PER_THREAD][8];
+        row_in_t in;
+        load_row_in(&in, res, w, (size_t)row);
         for (int i = 0; i < PER_THREAD; i++) {
             long k = my_chunk(i);
             if (k >= 0) {
@@ -276,7 +297,7 @@ __global__ void BOUNDS rmsnorm(const bf16x8_t *sum, bf16x8_t *res, const bf16x8_
             }
         }
         rows_out_t o = {res, y, NULL, NULL, NULL};
-        norm_row(&o, res, w, (size_t)row, acc);
+        norm_row(&o, &in, (size_t)row, acc);
     }
 }
 

@@ -176,9 +176,9 @@ for s in $steps; do
         done ;;
     small1)
         # Small allreduce with NP ranks on GPU 0 (start MPS first), graph-replayed, by algorithm.
-        for a in lamport ll auto; do
+        for a in ${ALGOS:-lamport ll auto}; do
             CUDA_VISIBLE_DEVICES=0 timeout 60 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce \
-                -b 8 -e 64K -f 4 --iters 50 --graph --check --algo $a 2>&1 |
+                -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-64K} -f 4 --iters 50 --graph --check --algo $a 2>&1 |
                 tee -a "$OUT/small1-${NP:-2}.txt"
         done ;;
     pack)
