@@ -9,18 +9,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* auto picks LL up to these sizes (measured crossovers with one-shot) */
 /* The auto allreduce's crossovers per backend, measured (doc/results/): Lamport (f32, f16,
- * bf16) up to lamport, else LL up to ll, one-shot below twoshot, two-shot from there. */
+ * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
+ * each node peer), else LL up to ll, one-shot below twoshot, two-shot from there. */
 static const struct {
-    size_t lamport, ll, twoshot;
+    size_t lamport, lamport_node, ll, twoshot;
 } tuning[] = {
     /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B */
-    [SYMADDR_BACKEND_CPU] = {128, 128, 2u << 10},
-    /* H200: 2 GPUs over NVLink and 8 ranks sharing one; Lamport ahead of NCCL to 512 KiB */
-    [SYMADDR_BACKEND_CUDA] = {512u << 10, 32u << 10, 256u << 10},
+    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 128, 2u << 10},
+    /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
+     * even with one-shot at 128 KiB and 1.45x its time at 192 KiB */
+    [SYMADDR_BACKEND_CUDA] = {512u << 10, 1u << 20, 32u << 10, 256u << 10},
     /* not measured: the CUDA figures */
-    [SYMADDR_BACKEND_HIP] = {512u << 10, 32u << 10, 256u << 10},
+    [SYMADDR_BACKEND_HIP] = {512u << 10, 1u << 20, 32u << 10, 256u << 10},
 };
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
@@ -183,8 +184,12 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         ctx->core.cfg.twoshot_bytes = tuning[ctx->be.ops->kind].twoshot;
     if (st == SYMADDR_OK && ctx->core.cfg.ll_bytes == SIZE_MAX)
         ctx->core.cfg.ll_bytes = tuning[ctx->be.ops->kind].ll;
-    if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX)
-        ctx->core.cfg.lamport_bytes = tuning[ctx->be.ops->kind].lamport;
+    if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX) {
+        size_t per_peer = tuning[ctx->be.ops->kind].lamport_node / (size_t)ctx->core.boot.node_size;
+        ctx->core.cfg.lamport_bytes = tuning[ctx->be.ops->kind].lamport < per_peer
+                                          ? tuning[ctx->be.ops->kind].lamport
+                                          : per_peer;
+    }
     if (st == SYMADDR_OK && ctx->core.cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
     if (st == SYMADDR_OK)

@@ -119,7 +119,7 @@ typedef struct symaddr_map {
 
 /** Allreduce algorithm: LL (every rank stores its input into every peer's inbox as flagged
  *  packets: no barrier, for up to 32 KiB), Lamport (the same push with 16-byte stores whose
- *  data marks its own arrival: f32, f16 and bf16, up to 1 MiB over the node size and at most
+ *  data marks its own arrival: f32, f16 and bf16, up to 2 MiB over the node size and at most
  *  512 KiB; other types take LL), one-shot (every rank reads every peer's staged input, up to
  *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) for large messages. A
  *  message too large for the chosen one takes the next. Auto picks Lamport (LL for integers and
@@ -170,8 +170,9 @@ typedef struct symaddr_config {
     symaddr_logger_t logger; /**< NULL (default): stderr */
     void *logger_cookie;
     size_t lamport_bytes; /**< auto picks Lamport for f32, f16 and bf16 up to this many bytes (at
-                               most 512 KiB, and 1 MiB over the node size; 0: never); default
-                               $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own */
+                               most 512 KiB, and 2 MiB over the node size; 0: never); default
+                               $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own (on a
+                               GPU, 512 KiB and 1 MiB over the node size) */
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =
