@@ -25,31 +25,11 @@
     ((void)(blocks), (void)(stream), kernel(__VA_ARGS__))
 #endif
 
-/* LAUNCH_TEAM launches a kernel made of symaddr/team.h's blocks: on CUDA, as a programmatic
- * dependent where team->pdl allows (it may be scheduled while the stream's previous kernel ends;
- * symaddr_team_begin waits for that kernel), as symaddr's own collectives are. */
+/* LAUNCH_TEAM launches a kernel made of symaddr/team.h's blocks: on CUDA by symaddr_team_launch,
+ * a programmatic dependent where team->pdl allows, as symaddr's own collectives are. */
 #if defined(__CUDACC__)
-template <typename... P, typename... A>
-static inline void launch_team(const symaddr_team_t *team, void (*kernel)(P...), unsigned blocks,
-                               unsigned threads, void *stream, A... args)
-{
-    if (!team->pdl) {
-        kernel<<<blocks, threads, 0, (cudaStream_t)stream>>>(args...);
-        return;
-    }
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(threads);
-    cfg.stream = (cudaStream_t)stream;
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cudaLaunchKernelEx(&cfg, kernel, args...);
-}
 #define LAUNCH_TEAM(team, kernel, blocks, threads, stream, ...)                                    \
-    launch_team((team), kernel, (blocks), (threads), (stream), __VA_ARGS__)
+    ((void)symaddr_team_launch((team), kernel, (blocks), (threads), (stream), __VA_ARGS__))
 #else
 #define LAUNCH_TEAM(team, kernel, blocks, threads, stream, ...)                                    \
     ((void)(team), LAUNCH(kernel, blocks, threads, stream, __VA_ARGS__))

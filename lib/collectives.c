@@ -129,6 +129,8 @@ static void team_fill(const symaddr_context_t *ctx, symaddr_team_t *t)
     t->lamport_offset = ctx->coll.lamport_offset;
     t->lamport_slot = ctx->coll.lamport_slot;
     t->timeout_ns = (uint64_t)ctx->core.cfg.timeout_ms * 1000000u;
+    /* not where another rank shares the GPU: an early-resident grid could keep its kernels
+     * from the SMs */
     t->pdl = ctx->be.ops->kind == SYMADDR_BACKEND_CUDA && ctx->gpu_sharers == 1;
 }
 
@@ -157,7 +159,6 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     team_fill(ctx, &d->team);
     d->stage_offset = ctx->coll.stage_offset;
     d->ll_offset = ctx->coll.ll_offset;
-    d->pdl = d->team.pdl;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
      * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the
      * GPU holds resident for every rank that shares it. */

@@ -53,6 +53,30 @@ typedef struct symaddr_team_call {
     uint64_t buf;      /**< the Lamport buffer this call uses, if it pushes */
 } symaddr_team_call_t;
 
+#if defined(__CUDACC__) && defined(__cplusplus)
+/** Launch @p kernel, a kernel made of these blocks, on @p stream (CUDA, host code): as a
+ *  programmatic dependent where team.pdl says it may be (it is then scheduled while the
+ *  stream's previous kernel ends, and symaddr_team_begin waits for that kernel), else as a plain
+ *  launch. symaddr's own collectives are launched this way. Returns the runtime's status of the
+ *  launch. */
+template <typename... P, typename... A>
+static inline cudaError_t symaddr_team_launch(const symaddr_team_t *t, void (*kernel)(P...),
+                                              unsigned blocks, unsigned threads, void *stream,
+                                              A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    cfg.gridDim = dim3(blocks);
+    cfg.blockDim = dim3(threads);
+    cfg.stream = (cudaStream_t)stream;
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = t->pdl ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+#endif
+
 /** Start of a call: every thread of the grid, first. Under a programmatic dependent launch
  *  (CUDA), this is where the kernel lets the next one be scheduled and waits for the previous
  *  one to end. */

@@ -60,8 +60,6 @@ typedef struct symaddr_coll_desc {
     symaddr_team_t team;
     unsigned blocks;
     int vec; /* every buffer and peer base is 16-byte aligned */
-    int pdl; /* launch as a programmatic dependent (CUDA): only when no other rank shares the GPU,
-                whose kernels an early-resident one could keep from the SMs */
 } symaddr_coll_desc_t;
 
 #endif

@@ -55,16 +55,18 @@ namespace
  * pointer without running it. The comma of a template argument list is hidden from the
  * launch macro until it has been expanded. */
 #define COMMA ,
-/* A collective kernel's launch: on CUDA, as a programmatic dependent when d.pdl says so. Written
- * out per backend, since a launch macro inside another would split the template's comma. */
+/* A collective kernel's launch: on CUDA, by symaddr/team.h's launcher as a programmatic dependent
+ * where the team allows it, else by name. Written out per backend, since a launch macro inside
+ * another would split the template's comma. */
 #if defined(SYMADDR_KERNELS_CPU)
 #define COLL_LAUNCH(kernel, d, stream, ...) ((void)(stream), kernel(__VA_ARGS__), SYMADDR_OK)
 #elif defined(SYMADDR_USE_CUDA)
 #define COLL_LAUNCH(kernel, d, stream, ...)                                                        \
-    ((d).pdl ? symaddr_launch_pdl(kernel, (d).blocks, COLL_THREADS, stream, __VA_ARGS__)           \
-             : (kernel<<<dim3((d).blocks), dim3(COLL_THREADS), 0, (hipStream_t)(stream)>>>(        \
-                    __VA_ARGS__),                                                                  \
-                symaddr_launch_status(hipGetLastError())))
+    ((d).team.pdl ? symaddr_launch_status(symaddr_team_launch(&(d).team, kernel, (d).blocks,       \
+                                                              COLL_THREADS, stream, __VA_ARGS__))  \
+                  : (kernel<<<dim3((d).blocks), dim3(COLL_THREADS), 0, (hipStream_t)(stream)>>>(   \
+                         __VA_ARGS__),                                                             \
+                     symaddr_launch_status(hipGetLastError())))
 #else
 #define COLL_LAUNCH(kernel, d, stream, ...)                                                        \
     (kernel<<<dim3((d).blocks), dim3(COLL_THREADS), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),      \

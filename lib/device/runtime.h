@@ -33,25 +33,6 @@ static inline symaddr_status_t symaddr_launch_status(hipError_t e)
     (kernel<<<dim3(blocks), dim3(threads), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),               \
      symaddr_launch_status(hipGetLastError()))
 #define SYMADDR_KERNELS_TABLE symaddr_kernels_gpu
-#if defined(SYMADDR_USE_CUDA)
-/* Programmatic dependent launch: the kernel may be scheduled while the stream's previous kernel
- * ends, and waits for it (griddepcontrol.wait) before it touches memory; graphs keep the edge. */
-template <typename... P, typename... A>
-static inline symaddr_status_t symaddr_launch_pdl(void (*kernel)(P...), unsigned blocks,
-                                                  unsigned threads, void *stream, A... args)
-{
-    cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[1];
-    cfg.gridDim = dim3(blocks);
-    cfg.blockDim = dim3(threads);
-    cfg.stream = (cudaStream_t)stream;
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    return symaddr_launch_status(cudaLaunchKernelEx(&cfg, kernel, args...));
-}
-#endif
 #endif
 
 /* Host-side launchers exist only in the host pass of a GPU compile. */

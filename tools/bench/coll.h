@@ -233,10 +233,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         }
     }
     symaddr_memcpy(ctx, send, hs, max);
-#if defined(SYMADDR_USE_CUDA)
-    if (o->graph)
-        cudaStreamCreate((cudaStream_t *)&stream);
-#endif
+    stream = graph_stream_create(o);
     json_out_t json = {};
     if (rank == 0) {
         printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s%s%s\n", o->op, n,
@@ -371,10 +368,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         }
     }
     json_close(&json);
-#if defined(SYMADDR_USE_CUDA)
-    if (stream)
-        cudaStreamDestroy((cudaStream_t)stream);
-#endif
+    graph_stream_destroy(stream);
     free(hs);
     free(hr);
     free(hm);

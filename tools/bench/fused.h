@@ -55,10 +55,7 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     symaddr_memcpy(ctx, res, h, bytes);
     symaddr_memcpy(ctx, w, h, HIDDEN * 2);
     free(h);
-#if defined(SYMADDR_USE_CUDA)
-    if (o->graph)
-        cudaStreamCreate((cudaStream_t *)&stream);
-#endif
+    stream = graph_stream_create(o);
     json_out_t json = {};
     if (rank == 0) {
         printf("# symaddr-bench fused_rmsnorm: %d ranks, backend %s, bf16 [tokens, %d]%s; "
@@ -164,10 +161,7 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     }
     if (rank == 0)
         json_close(&json);
-#if defined(SYMADDR_USE_CUDA)
-    if (stream)
-        cudaStreamDestroy((cudaStream_t)stream);
-#endif
+    graph_stream_destroy(stream);
     symaddr_symmetric_free(prov, res);
     symaddr_symmetric_free(prov, y);
     symaddr_mem_free(ctx, w);

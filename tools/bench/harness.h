@@ -332,6 +332,30 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
     return 0;
 }
 
+/* The stream a --graph run captures on (a stream of its own: the legacy default stream cannot
+ * be captured); NULL otherwise, and on the cpu. */
+static void *graph_stream_create(const opts_t *o)
+{
+    void *stream = NULL;
+#if defined(SYMADDR_USE_CUDA)
+    if (o->graph)
+        cudaStreamCreate((cudaStream_t *)&stream);
+#else
+    (void)o;
+#endif
+    return stream;
+}
+
+static void graph_stream_destroy(void *stream)
+{
+#if defined(SYMADDR_USE_CUDA)
+    if (stream)
+        cudaStreamDestroy((cudaStream_t)stream);
+#else
+    (void)stream;
+#endif
+}
+
 /* Seconds per call: iters calls after the warm-up, in a loop, or with --graph as one replay
  * of a graph that captured them (after a warm-up replay). The same for symaddr and for the
  * reference library. Returns the first failing call's status, SYMADDR_ERR_BACKEND when the
