@@ -168,8 +168,46 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->blocks = (unsigned)(blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks : blocks);
 }
 
+/* The collective a kind belongs to, and the algorithm it names, for the INFO log. */
+static const struct {
+    symaddr_coll_kind_t family;
+    const char *collective, *algo;
+} kind_log[] = {
+    [SYMADDR_COLL_BARRIER] = {SYMADDR_COLL_BARRIER, "barrier", "flags"},
+    [SYMADDR_COLL_ALLREDUCE_ONESHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "one-shot"},
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "two-shot"},
+    [SYMADDR_COLL_ALLREDUCE_LL] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "ll"},
+    [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "lamport"},
+    [SYMADDR_COLL_REDUCE_SCATTER] = {SYMADDR_COLL_REDUCE_SCATTER, "reduce_scatter", "loads"},
+    [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores"},
+    [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root"},
+    [SYMADDR_COLL_ALLTOALL] = {SYMADDR_COLL_ALLTOALL, "alltoall", "stores"},
+};
+
+/* INFO: the algorithm of a collective, when it is not the one this context last logged. */
+static void log_algorithm(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
+{
+    int *last = &ctx->coll.logged[kind_log[d->kind].family];
+    if (*last == (int)d->kind + 1 ||
+        !symaddr_log_on(&ctx->core.cfg, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL))
+        return;
+    *last = (int)d->kind + 1;
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype);
+    const char *unit = bytes >= (1u << 20) && bytes % (1u << 20) == 0 ? " MiB"
+                       : bytes >= 1024 && bytes % 1024 == 0           ? " KiB"
+                                                                      : " B";
+    size_t shown = unit[1] == 'M' ? bytes >> 20 : unit[1] == 'K' ? bytes >> 10 : bytes;
+    if (d->kind == SYMADDR_COLL_BARRIER)
+        SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "barrier: flags");
+    else
+        SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "%s %zu%s %s: %s",
+                    kind_log[d->kind].collective, shown, unit, symaddr_dtype_name(d->dtype),
+                    kind_log[d->kind].algo);
+}
+
 static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream)
 {
+    log_algorithm(ctx, d);
     symaddr_status_t st = ctx->be.ops->coll->launch(d, stream);
     if (st == SYMADDR_ERR_UNSUPPORTED)
         return symaddr_set_error(ctx, st,

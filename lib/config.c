@@ -3,6 +3,7 @@
  * and the parser that fills the config. A value that does not parse is refused by
  * symaddr_init with a message that names the variable; nothing falls back silently. */
 #include "config.h"
+#include "log.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -148,6 +149,26 @@ static bool set_lamport(const char *v, symaddr_config_t *c)
     return parse_bytes(v, &c->lamport_bytes) || (c->lamport_bytes = BAD_SIZE, false);
 }
 
+/* Values of the debug fields whose variable did not parse. */
+#define BAD_LEVEL (-1)
+#define BAD_SUBSYS (~0u)
+
+static bool set_debug(const char *v, symaddr_config_t *c)
+{
+    return symaddr_log_parse_level(v, &c->debug_level) || (c->debug_level = BAD_LEVEL, false);
+}
+
+static bool set_debug_subsys(const char *v, symaddr_config_t *c)
+{
+    return symaddr_log_parse_subsys(v, &c->debug_subsys) || (c->debug_subsys = BAD_SUBSYS, false);
+}
+
+static bool set_debug_file(const char *v, symaddr_config_t *c)
+{
+    c->debug_file = v;
+    return true;
+}
+
 typedef struct config_var {
     const char *name, *dflt, *accepts, *doc;
     bool (*set)(const char *value, symaddr_config_t *cfg);
@@ -177,6 +198,17 @@ static const config_var_t vars[] = {
     {"SYMADDR_LAMPORT_BYTES", "the backend's own (cpu 128, GPU 512K)",
      "a byte count up to 512K with an optional K suffix",
      "auto allreduce takes Lamport (f32, f16, bf16) up to this size", set_lamport},
+    {"SYMADDR_DEBUG", "WARN", "WARN, INFO or TRACE",
+     "what symaddr prints: failures only; once per context what it runs on and with, and each "
+     "collective's algorithm when it changes; every allocation, import, registration and exchange "
+     "too",
+     set_debug},
+    {"SYMADDR_DEBUG_SUBSYS", "ALL",
+     "a comma list of INIT, BOOT, ALLOC, COLL, RMA, ENV or ALL; a "
+     "leading ^ takes all but those",
+     "the subsystems whose INFO and TRACE lines are printed", set_debug_subsys},
+    {"SYMADDR_DEBUG_FILE", "- (stderr)", "a path; %h is the host name, %p the process id",
+     "where symaddr's lines go when the config has no logger", set_debug_file},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -196,6 +228,8 @@ void symaddr_config_default(symaddr_config_t *cfg)
     cfg->twoshot_bytes = 0;
     cfg->ll_bytes = SIZE_MAX;
     cfg->lamport_bytes = SIZE_MAX;
+    cfg->debug_level = SYMADDR_LOG_WARN;
+    cfg->debug_subsys = SYMADDR_SUB_ALL;
     for (size_t i = 0; i < NVARS; i++) {
         const char *v = getenv(vars[i].name);
         if (v && *v)
@@ -254,6 +288,10 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         var = "SYMADDR_LAMPORT_BYTES",
         what = "lamport_bytes is at most 512 KiB, a Lamport buffer's largest slot",
         st = SYMADDR_ERR_INVALID_SIZE;
+    else if (c->debug_level < SYMADDR_LOG_WARN || c->debug_level > SYMADDR_LOG_TRACE)
+        var = "SYMADDR_DEBUG", what = "debug_level must be 0 (WARN), 1 (INFO) or 2 (TRACE)";
+    else if (c->debug_subsys & ~(unsigned)SYMADDR_SUB_ALL)
+        var = "SYMADDR_DEBUG_SUBSYS", what = "debug_subsys has bits of no subsystem";
     if (!var)
         return SYMADDR_OK;
     /* A field config_default could not fill: name the variable and its value. */

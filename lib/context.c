@@ -104,25 +104,59 @@ static void context_free(symaddr_context_t *ctx)
     free(ctx);
 }
 
-/* The one place symaddr prints: the config's logger, else stderr. */
-static void log_line(const symaddr_config_t *cfg, const char *fmt, ...)
+/* INFO, once per context: what it runs on and with. */
+static void info_report(symaddr_context_t *ctx)
 {
-    char line[SYMADDR_ERRLEN + 64];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (cfg && cfg->size == sizeof(*cfg) && cfg->logger)
-        cfg->logger(cfg->logger_cookie, line);
-    else
-        fprintf(stderr, "%s\n", line);
+    const symaddr_core_t *c = &ctx->core;
+    if (!symaddr_log_on(&c->cfg, SYMADDR_LOG_INFO, SYMADDR_SUB_ALL))
+        return;
+    if (c->rank == 0) {
+        SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_INIT,
+                    "symaddr %d.%d.%d, backends built:%s%s%s, validation %s", SYMADDR_VERSION_MAJOR,
+                    SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, " cpu",
+                    symaddr_backend_built(SYMADDR_BACKEND_CUDA) ? " cuda" : "",
+                    symaddr_backend_built(SYMADDR_BACKEND_HIP) ? " hip" : "",
+                    c->cfg.validate ? "on" : "off");
+        for (int i = 0;; i++) {
+            const char *name, *v;
+            if (!symaddr_config_var(i, &name, NULL, NULL))
+                break;
+            if ((v = getenv(name)) && *v)
+                SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ENV, "%s=%s", name, v);
+        }
+    }
+    SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_INIT,
+                "rank %d of %d: backend %s, device %d (%d ranks of the context on it); node group "
+                "of %d ranks, node rank %d",
+                c->rank, c->size, ctx->be.ops->name, symaddr_device(ctx), ctx->gpu_sharers,
+                c->boot.node_size, c->boot.node_rank);
+    SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL,
+                "collectives: auto allreduce lamport to %zu B, ll to %zu B, two-shot from %zu B; "
+                "grids of at most %u blocks; timeout %u ms",
+                c->cfg.lamport_bytes, c->cfg.ll_bytes, c->cfg.twoshot_bytes, ctx->coll.max_blocks,
+                c->cfg.timeout_ms);
+    /* each provider that allocates: usable here, or why not (the error text is kept as it was) */
+    char saved[sizeof(ctx->core.err.text)];
+    memcpy(saved, ctx->core.err.text, sizeof(saved));
+    for (int k = 0; k < SYMADDR_PROVIDER_COUNT_; k++) {
+        const symaddr_provider_ops_t *ops = symaddr_provider_ops((symaddr_provider_kind_t)k);
+        if (ops->alloc == symaddr_provider_alloc_unsupported)
+            continue;
+        if (ops->usable(ctx, "symaddr_init") == SYMADDR_OK)
+            SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC, "provider %s: allocates here",
+                        ops->name);
+        else
+            SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC, "provider %s: not here: %s",
+                        ops->name, ctx->core.err.text);
+    }
+    memcpy(ctx->core.err.text, saved, sizeof(saved));
 }
 
 /* symaddr_init's failure before a context exists to hold the text. */
 static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status_t st,
                                      const char *why)
 {
-    log_line(cfg, "symaddr_init: %s", why);
+    symaddr_log(cfg, -1, -1, SYMADDR_LOG_WARN, SYMADDR_SUB_INIT, "symaddr_init: %s", why);
     return st;
 }
 
@@ -199,11 +233,13 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         st = symaddr_coll_init(ctx);
     if (st != SYMADDR_OK) {
         if (ctx->core.rank == 0 || ctx_p == NULL)
-            log_line(&ctx->core.cfg, "symaddr: %s", ctx->core.err.text);
+            symaddr_log(&ctx->core.cfg, ctx->core.rank, ctx->core.boot.node_rank, SYMADDR_LOG_WARN,
+                        SYMADDR_SUB_INIT, "%s", ctx->core.err.text);
         symaddr_teardown(ctx, NULL, 0, true); /* what was set up of the heap and sync area */
         context_free(ctx);
         return st;
     }
+    info_report(ctx);
     *ctx_p = ctx;
     return SYMADDR_OK;
 }

@@ -10,6 +10,7 @@
 #include "symaddr/symaddr.h"
 #include "bootstrap/bootstrap.h"
 #include "config.h"
+#include "log.h"
 #include "status.h"
 
 typedef struct symaddr_core {
@@ -22,6 +23,14 @@ typedef struct symaddr_core {
     symaddr_status_t broken; /* why the context can only be finalized; SYMADDR_OK while healthy */
     int busy;                /* a thread is in a collective or allocation call */
 } symaddr_core_t;
+
+/* A line of the context's log (log.h), formatted only when it will be printed. */
+#define SYMADDR_LOG(core, level, subsys, ...)                                                      \
+    do {                                                                                           \
+        if (symaddr_log_on(&(core)->cfg, (level), (subsys)))                                       \
+            symaddr_log(&(core)->cfg, (core)->rank, (core)->boot.node_rank, (level), (subsys),     \
+                        __VA_ARGS__);                                                              \
+    } while (0)
 
 /* Mark the context broken (the first reason sticks); returns why. */
 symaddr_status_t symaddr_core_break(symaddr_core_t *core, symaddr_status_t why);

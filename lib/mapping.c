@@ -189,6 +189,9 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
     free(fds);
     free(all);
     st = symaddr_agree_status(&ctx->core, st, "handle exchange");
+    SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_BOOT,
+                "handle exchange: %zu B at %p with %d node peers%s: %s", m->root_bytes, m->root,
+                b->node_size - 1, m->fabric ? " (fabric handles)" : "", symaddr_strerror(st));
     if (st != SYMADDR_OK) { /* the caller frees its root */
         symaddr_backing_close_peers(ctx, m);
         release_tables(ctx, m);

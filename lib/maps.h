@@ -64,6 +64,7 @@ typedef struct symaddr_coll {
     unsigned max_blocks; /* grid bound: what the GPU holds resident for every rank on it */
     MPI_Comm leaders;    /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
+    int logged[SYMADDR_COLL_ALLTOALL + 1]; /* per collective, the kind last logged (+1) */
 } symaddr_coll_t;
 
 /* One context: the core the floor works on, then what the layers from backends up add. */

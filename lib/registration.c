@@ -67,6 +67,9 @@ symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t b
     }
     *ptr_p = (void *)(uintptr_t)r->map.range_base;
     *map_p = &r->map;
+    SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC,
+                "symaddr_symmetric_alloc: %zu B from %s at %p (call %llu)", bytes,
+                symaddr_provider_ops(provider->kind)->name, *ptr_p, (unsigned long long)r->serial);
     return SYMADDR_OK;
 }
 
@@ -108,6 +111,9 @@ static symaddr_status_t release_(symaddr_context_t *ctx, symaddr_registration_t 
     st = symaddr_agree(&ctx->core, op, st == SYMADDR_OK ? r->serial : 0, arg1, st, fn);
     if (st != SYMADDR_OK)
         return st;
+    SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC, "%s: %p (+%llu B, call %llu)", fn,
+                (void *)(uintptr_t)r->map.range_base, (unsigned long long)r->map.range_bytes,
+                (unsigned long long)r->serial);
     symaddr_registry_remove(&ctx->reg, r);
     return symaddr_teardown(ctx, &r, 1, false);
 }
@@ -173,6 +179,8 @@ static symaddr_status_t register_(symaddr_context_t *ctx, symaddr_provider_kind_
         return st;
     }
     *map_p = &r->map;
+    SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC, "%s: %p +%zu B as %s (call %llu)",
+                fn, a->ptr, a->bytes, ops->name, (unsigned long long)r->serial);
     return SYMADDR_OK;
 }
 

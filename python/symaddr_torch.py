@@ -55,6 +55,9 @@ class _Config(ctypes.Structure):
         ("logger", ctypes.c_void_p),
         ("logger_cookie", ctypes.c_void_p),
         ("lamport_bytes", ctypes.c_size_t),
+        ("debug_level", ctypes.c_int),
+        ("debug_subsys", ctypes.c_uint),
+        ("debug_file", ctypes.c_char_p),
     ]
 
 

@@ -138,8 +138,9 @@ typedef enum symaddr_allreduce_algo {
 typedef struct symaddr_context symaddr_context_t;
 typedef struct symaddr_provider symaddr_provider_t;
 
-/** Receives each line symaddr would otherwise print to stderr (a failed symaddr_init's reason,
- *  on rank 0), without its newline. */
+/** Receives each line symaddr would otherwise print (to $SYMADDR_DEBUG_FILE or stderr): a
+ *  failed symaddr_init's reason on rank 0, and the INFO and TRACE lines that debug_level asks
+ *  for, each prefixed "host:pid:rank [node_rank] symaddr LEVEL", without its newline. */
 typedef void (*symaddr_logger_t)(void *cookie, const char *line);
 
 /** Context settings; fill with symaddr_config_default() (defaults and the SYMADDR_* variables)
@@ -173,6 +174,15 @@ typedef struct symaddr_config {
                                most 512 KiB, and 2 MiB over the node size; 0: never); default
                                $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own (on a
                                GPU, 512 KiB and 1 MiB over the node size) */
+    int debug_level;       /**< 0 (WARN: failures only), 1 (INFO: once per context, what it
+                                runs on and with, and each collective's algorithm when it
+                                changes), 2 (TRACE: every allocation, import, registration and
+                                exchange too); default $SYMADDR_DEBUG, else 0 */
+    unsigned debug_subsys; /**< INFO and TRACE lines of these subsystems only: bits of INIT 1,
+                                BOOT 2, ALLOC 4, COLL 8, RMA 16, ENV 32; default
+                                $SYMADDR_DEBUG_SUBSYS (a comma list, ^ to negate), else all */
+    const char *debug_file; /**< where lines go when there is no logger (%h: host, %p: pid);
+                                 default $SYMADDR_DEBUG_FILE, else NULL: stderr */
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =
@@ -180,7 +190,7 @@ typedef struct symaddr_config {
 #define SYMADDR_CONFIG_INITIALIZER                                                                 \
     {                                                                                              \
         sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,        \
-            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX                              \
+            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX, 0, 63u, NULL               \
     }
 
 /**
