@@ -90,3 +90,13 @@ symaddr_status_t symaddr_check_size(symaddr_error_t *e, size_t bytes, const char
                                  bytes ? "too large" : "zero");
     return SYMADDR_OK;
 }
+
+void symaddr_version(int *major_p, int *minor_p, int *patch_p)
+{
+    if (major_p)
+        *major_p = SYMADDR_VERSION_MAJOR;
+    if (minor_p)
+        *minor_p = SYMADDR_VERSION_MINOR;
+    if (patch_p)
+        *patch_p = SYMADDR_VERSION_PATCH;
+}

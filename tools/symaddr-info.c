@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* symaddr-info: what a context sees: backend, devices, node groups, the locality map, and what
- * each provider can do here. symaddr-info -e lists the SYMADDR_* variables instead. */
+ * each provider can do here. symaddr-info -e lists the SYMADDR_* variables instead; --json
+ * prints either as JSON, for scripts. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,16 +10,56 @@
 
 static const char class_letter[] = {'S', 'G', 'N', 'F', 'R'};
 
+/* A JSON string: quotes and backslashes escaped, control characters dropped. */
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++)
+        if (*s == '"' || *s == '\\')
+            printf("\\%c", *s);
+        else if ((unsigned char)*s >= 0x20)
+            putchar(*s);
+    putchar('"');
+}
+
 /* -e: every SYMADDR_* variable, its value in force here, its default and meaning. */
-static int print_env(void)
+static int print_env(int json)
 {
     const char *name, *dflt, *doc;
-    printf("%-22s %-14s %s\n", "variable", "set to", "default: meaning");
+    if (json)
+        printf("[");
+    else
+        printf("%-22s %-14s %s\n", "variable", "set to", "default: meaning");
     for (int i = 0; symaddr_config_var(i, &name, &dflt, &doc); i++) {
         const char *v = getenv(name);
-        printf("%-22s %-14s %s: %s\n", name, v && *v ? v : "-", dflt, doc);
+        if (!json) {
+            printf("%-22s %-14s %s: %s\n", name, v && *v ? v : "-", dflt, doc);
+            continue;
+        }
+        printf("%s\n  {\"name\": ", i ? "," : "");
+        json_string(name);
+        printf(", \"value\": ");
+        if (v && *v)
+            json_string(v);
+        else
+            printf("null");
+        printf(", \"default\": ");
+        json_string(dflt);
+        printf(", \"doc\": ");
+        json_string(doc);
+        printf("}");
     }
+    if (json)
+        printf("\n]\n");
     return 0;
+}
+
+/* The header this tool was built with against the library it runs with: 0 when they agree. */
+static int version_check(int *major, int *minor, int *patch)
+{
+    symaddr_version(major, minor, patch);
+    return *major != SYMADDR_VERSION_MAJOR || *minor != SYMADDR_VERSION_MINOR ||
+           *patch != SYMADDR_VERSION_PATCH;
 }
 
 int main(int argc, char **argv)
@@ -27,8 +68,29 @@ int main(int argc, char **argv)
     const symaddr_locality_t *loc;
     symaddr_status_t st;
 
-    if (argc > 1 && !strcmp(argv[1], "-e"))
-        return print_env(); /* needs no MPI */
+    int json = 0, env = 0, major, minor, patch;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-e"))
+            env = 1;
+        else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else {
+            fprintf(stderr,
+                    "usage: symaddr-info [-e] [--json]\n"
+                    "  -e      every SYMADDR_* variable: its value here, default and meaning\n"
+                    "  --json  the report (or with -e, the variables) as JSON\n");
+            return 2;
+        }
+    }
+    int skew = version_check(&major, &minor, &patch);
+    if (skew)
+        fprintf(stderr,
+                "symaddr-info: warning: built with symaddr.h %d.%d.%d but running with "
+                "libsymaddr %d.%d.%d; rebuild against the library you run\n",
+                SYMADDR_VERSION_MAJOR, SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, major, minor,
+                patch);
+    if (env)
+        return print_env(json); /* needs no MPI */
     MPI_Init(&argc, &argv);
     if ((st = symaddr_init(MPI_COMM_WORLD, NULL, &ctx)) != SYMADDR_OK) {
         fprintf(stderr, "symaddr-info: %s\n", symaddr_strerror(st));
@@ -68,9 +130,30 @@ int main(int argc, char **argv)
             snprintf(prov_line[k], sizeof(prov_line[k]), "no   (%s)", symaddr_last_error(ctx));
         }
     }
-    if (rank == 0) {
-        printf("symaddr %d.%d.%d\n", SYMADDR_VERSION_MAJOR, SYMADDR_VERSION_MINOR,
-               SYMADDR_VERSION_PATCH);
+    if (rank == 0 && json) {
+        printf("{\"version\": {\"header\": \"%d.%d.%d\", \"library\": \"%d.%d.%d\"},\n",
+               SYMADDR_VERSION_MAJOR, SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, major, minor,
+               patch);
+        printf(" \"backend\": \"%s\", \"ranks\": %d, \"node_size\": %d, \"rank_stride\": %d,\n",
+               symaddr_backend_name(symaddr_backend(ctx)), size, loc->node_size, loc->rank_stride);
+        printf(" \"devices\": [");
+        for (int r = 0; r < size; r++)
+            printf("%s%d", r ? ", " : "", loc->device[r]);
+        printf("],\n \"providers\": {");
+        for (int k = 0; k < 3; k++) {
+            printf("%s\"%s\": ", k ? ", " : "", names[k]);
+            json_string(prov_line[k]);
+        }
+        printf("},\n \"locality\": [");
+        for (int r = 0; r < size; r++) {
+            printf("%s", r ? ", " : "");
+            json_string(all + (size_t)r * ((size_t)size + 1));
+        }
+        printf("]}\n");
+    } else if (rank == 0) {
+        printf("symaddr %d.%d.%d (header), %d.%d.%d (library)%s\n", SYMADDR_VERSION_MAJOR,
+               SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, major, minor, patch,
+               skew ? ": they differ" : "");
         printf("backend       %s\n", symaddr_backend_name(symaddr_backend(ctx)));
         printf("ranks         %d, %d per node group, rank stride %d\n", size, loc->node_size,
                loc->rank_stride);

@@ -170,17 +170,17 @@ typedef struct symaddr_config {
                                   default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
     symaddr_logger_t logger; /**< NULL (default): stderr */
     void *logger_cookie;
-    size_t lamport_bytes; /**< auto picks Lamport for f32, f16 and bf16 up to this many bytes (at
-                               most 512 KiB, and 2 MiB over the node size; 0: never); default
-                               $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own (on a
-                               GPU, 512 KiB and 1 MiB over the node size) */
-    int debug_level;       /**< 0 (WARN: failures only), 1 (INFO: once per context, what it
-                                runs on and with, and each collective's algorithm when it
-                                changes), 2 (TRACE: every allocation, import, registration and
-                                exchange too); default $SYMADDR_DEBUG, else 0 */
-    unsigned debug_subsys; /**< INFO and TRACE lines of these subsystems only: bits of INIT 1,
-                                BOOT 2, ALLOC 4, COLL 8, RMA 16, ENV 32; default
-                                $SYMADDR_DEBUG_SUBSYS (a comma list, ^ to negate), else all */
+    size_t lamport_bytes;   /**< auto picks Lamport for f32, f16 and bf16 up to this many bytes (at
+                                 most 512 KiB, and 2 MiB over the node size; 0: never); default
+                                 $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own (on a
+                                 GPU, 512 KiB and 1 MiB over the node size) */
+    int debug_level;        /**< 0 (WARN: failures only), 1 (INFO: once per context, what it
+                                 runs on and with, and each collective's algorithm when it
+                                 changes), 2 (TRACE: every allocation, import, registration and
+                                 exchange too); default $SYMADDR_DEBUG, else 0 */
+    unsigned debug_subsys;  /**< INFO and TRACE lines of these subsystems only: bits of INIT 1,
+                                 BOOT 2, ALLOC 4, COLL 8, RMA 16, ENV 32; default
+                                 $SYMADDR_DEBUG_SUBSYS (a comma list, ^ to negate), else all */
     const char *debug_file; /**< where lines go when there is no logger (%h: host, %p: pid);
                                  default $SYMADDR_DEBUG_FILE, else NULL: stderr */
 } symaddr_config_t;
@@ -190,7 +190,7 @@ typedef struct symaddr_config {
 #define SYMADDR_CONFIG_INITIALIZER                                                                 \
     {                                                                                              \
         sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,        \
-            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX, 0, 63u, NULL               \
+            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX, 0, 63u, NULL                \
     }
 
 /**
@@ -230,6 +230,10 @@ SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t 
  *         within the timeout (the context is released all the same).
  */
 SYMADDR_API symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p);
+
+/** The version of the library linked at run time, which may differ from the header's
+ *  SYMADDR_VERSION_MAJOR, _MINOR and _PATCH the caller was built with; any pointer may be NULL. */
+SYMADDR_API void symaddr_version(int *major_p, int *minor_p, int *patch_p);
 
 /** Name of a status ("SYMADDR_ERR_MISMATCH: ..."); never NULL. */
 SYMADDR_API const char *symaddr_strerror(symaddr_status_t status);
