@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Builds the three consumers of an installed symaddr (PREFIX: where `meson install` put it)
+# and runs each with 2 ranks: CMake (find_package), make (pkg-config), and Meson with symaddr
+# as a subproject of the source tree (SRC).
+set -euo pipefail
+PREFIX=$1 SRC=$(cd "$(dirname "$0")/../.." && pwd) WORK=${WORK:-$(mktemp -d)}
+here=$(cd "$(dirname "$0")" && pwd)
+libdir=$(find "$PREFIX" -name libsymaddr.so -printf '%h\n' | head -1)
+export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SYMADDR_BACKEND=cpu
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+run() { mpiexec -n 2 --oversubscribe "$@"; }
+
+cp -r "$here" "$WORK/consumers"
+for d in cmake make meson; do cp "$here/consumer.c" "$WORK/consumers/$d/"; done # one source
+echo "-- cmake: find_package(symaddr)"
+cmake -S "$WORK/consumers/cmake" -B "$WORK/cmake-build" -DCMAKE_PREFIX_PATH="$PREFIX" >/dev/null
+cmake --build "$WORK/cmake-build" >/dev/null
+run "$WORK/cmake-build/consumer"
+
+echo "-- make: pkg-config --cflags --libs symaddr"
+make -s -C "$WORK/consumers/make" consumer
+run "$WORK/consumers/make/consumer"
+
+echo "-- meson: dependency('symaddr') from a subproject"
+mkdir -p "$WORK/consumers/meson/subprojects"
+ln -s "$SRC" "$WORK/consumers/meson/subprojects/symaddr"
+env -u PKG_CONFIG_PATH meson setup --force-fallback-for=symaddr "$WORK/meson-build" \
+    "$WORK/consumers/meson" >/dev/null
+ninja -C "$WORK/meson-build" >/dev/null
+run "$WORK/meson-build/consumer"
+echo "consumers: 3 built and run"
