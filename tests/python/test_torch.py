@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""symaddr_torch on torch symmetric memory, one rank per GPU:
+"""The symaddr Python package on torch symmetric memory, one rank per GPU:
     mpirun -np 2 python3 tests/python/test_torch.py
 Exact values from distinct per-rank data against NCCL's all_reduce (through torch) and a
 sequential reference; prints the harness's summary line."""
@@ -13,7 +13,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.distributed._symmetric_memory as symm_mem  # noqa: E402
 
-import symaddr_torch as sa  # noqa: E402
+import symaddr as sa  # noqa: E402
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()

@@ -1,0 +1,163 @@
+# SPDX-License-Identifier: MIT
+"""The symaddr Python package on the cpu backend with NumPy arrays:
+    mpiexec -n 4 python3 tests/python/test_numpy.py
+Exact values from distinct per-rank data (rank + 1), odd sizes and views at odd offsets,
+against mpi4py's own collectives; every failure raises SymaddrError with its status. Prints the
+harness's summary line."""
+import os
+import sys
+
+if os.environ.get("SYMADDR_PYTHONPATH"):  # the source tree's package, before an installed one
+    sys.path.insert(0, os.environ["SYMADDR_PYTHONPATH"])
+
+import faulthandler  # noqa: E402
+
+from mpi4py import MPI  # noqa: E402  (initialises MPI before symaddr)
+import numpy as np  # noqa: E402
+
+# A rank that fails inside a case while its peers wait in MPI would hang them: fail instead.
+faulthandler.dump_traceback_later(240, exit=True)
+
+import symaddr as sa  # noqa: E402
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+passed = failed = 0
+N = 1001  # odd
+
+
+def case(name, fn):
+    global passed, failed
+    try:
+        fn()
+        ok, why = 1, ""
+    except Exception as e:  # noqa: BLE001
+        ok, why = 0, "%s: %s" % (type(e).__name__, e)
+    worst = comm.allreduce(ok, op=MPI.MIN)
+    if rank == 0:
+        print(("ok     - %s" % name) if worst else ("not ok - %s (%s)" % (name, why)), flush=True)
+    if worst:
+        passed += 1
+    else:
+        failed += 1
+        if not ok:
+            print("[rank %d] %s" % (rank, why), file=sys.stderr, flush=True)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def mpi_allreduce(a, op):
+    """MPI's own allreduce of a NumPy array (buffer form: every rank takes the same path)."""
+    out = np.empty_like(a)
+    comm.Allreduce(np.ascontiguousarray(a), out, op=op)
+    return out
+
+
+ctx = sa.Context(backend="cpu")
+check(ctx.rank == rank and ctx.size == size and ctx.backend == "cpu", "context")
+
+
+def test_version():
+    v = sa.version()
+    check(len(v) == 3 and all(isinstance(x, int) for x in v), "version %s" % (v,))
+
+
+def test_collectives():
+    for dtype in (np.float32, np.int32, np.float64, np.int64):
+        a, amap = ctx.allocate(size * N + 3, dtype)
+        r, _ = ctx.allocate(size * N + 3, dtype)
+        mine = (np.arange(size * N) % 7 + 1).astype(dtype) * (rank + 1)
+        send, recv = a[3:3 + N], r[3:3 + N]  # views at an odd offset (3 elements)
+        send[:] = mine[:N]
+        ctx.allreduce(send, recv)
+        check(np.array_equal(recv, mpi_allreduce(mine[:N], MPI.SUM)), "allreduce %s" % dtype)
+        ctx.allreduce(send, recv, op="max")
+        check(np.array_equal(recv, mpi_allreduce(mine[:N], MPI.MAX)), "max %s" % dtype)
+        ctx.allreduce(send)  # in place
+        check(np.array_equal(send, mpi_allreduce(mine[:N], MPI.SUM)), "in place %s" % dtype)
+        gathered = r[3:3 + size * N]
+        send[:] = mine[:N]
+        ctx.allgather(send, gathered)
+        want = np.empty(size * N, dtype)
+        comm.Allgather(mine[:N], want)
+        check(np.array_equal(gathered, want), "allgather %s" % dtype)
+        big = a[3:3 + size * N]
+        big[:] = mine
+        ctx.reduce_scatter(big, recv)
+        want = np.empty(N, dtype)
+        comm.Reduce_scatter_block(mine, want, op=MPI.SUM)
+        check(np.array_equal(recv, want), "reduce_scatter %s" % dtype)
+        ctx.alltoall(big, gathered)
+        want = np.empty(size * N, dtype)
+        comm.Alltoall(mine, want)
+        check(np.array_equal(gathered, want), "alltoall %s" % dtype)
+        root = size - 1
+        send[:] = mine[:N]
+        ctx.broadcast(send, recv, root=root)
+        want = mine[:N].copy()
+        comm.Bcast(want, root=root)
+        check(np.array_equal(recv, want), "broadcast %s" % dtype)
+        check(amap.peer_bases[rank] == a.__array_interface__["data"][0], "the map's own base")
+        ctx.free(a)
+        ctx.free(r)
+
+
+def test_put_get_and_import():
+    own, _ = ctx.allocate(N, np.float32)
+    local = ctx.empty_local(N, np.float32)
+    m = ctx.import_(local)  # plain memory made symmetric
+    check(len(m.peer_bases) == size and all(m.peer_bases), "import's table")
+    src = np.arange(N, dtype=np.float32) + 1000 * (rank + 1)
+    right, left = (rank + 1) % size, (rank - 1) % size
+    ctx.barrier()
+    ctx.put(own, src, right)
+    ctx.put(local, src, right)
+    ctx.barrier()
+    want = np.arange(N, dtype=np.float32) + 1000 * (left + 1)
+    check(np.array_equal(own, want) and np.array_equal(local, want), "put from the left")
+    got = np.empty(N, np.float32)
+    ctx.get(got, own, right)  # the right neighbour holds its left's (this rank's) data
+    check(np.array_equal(got, src), "get from the right")
+    ctx.barrier()
+    m.unregister()
+    ctx.free_local(local)
+    ctx.free(own)
+
+
+def test_errors_raise():
+    a, _ = ctx.allocate(16, np.float32)
+    try:
+        ctx.allreduce(a, a.astype(np.float64))
+        raise AssertionError("mismatched dtypes passed")
+    except sa.SymaddrError as e:
+        check(e.status < 0 and "dtype" in str(e), "dtype refusal: %s" % e)
+    try:
+        ctx.allreduce(np.zeros(4, np.complex64))
+        raise AssertionError("complex passed")
+    except sa.SymaddrError as e:
+        check("no dtype" in str(e), "complex refusal: %s" % e)
+    try:
+        ctx.put(np.zeros(16, np.float32), a, (rank + 1) % size)  # dst not symmetric
+        raise AssertionError("an unregistered dst passed")
+    except sa.SymaddrError as e:
+        check(e.status == -4, "unregistered refusal, want SYMADDR_ERR_NOT_FOUND: %s (%d)"
+              % (e, e.status))
+    try:
+        ctx.register(a, 64, [0] * (size + 1))
+        raise AssertionError("a table of the wrong length passed")
+    except sa.SymaddrError as e:
+        check("entries" in str(e), "table refusal: %s" % e)
+    ctx.free(a)
+
+
+case("version", test_version)
+case("collectives", test_collectives)
+case("put, get and import", test_put_get_and_import)
+case("errors raise SymaddrError", test_errors_raise)
+ctx.close()
+if rank == 0:
+    print("%d passed, %d failed, 0 skipped" % (passed, failed), flush=True)
+sys.exit(1 if failed else 0)
