@@ -101,6 +101,7 @@ static void context_free(symaddr_context_t *ctx)
     symaddr_bootstrap_fini(&ctx->core.boot);
     symaddr_registry_fini(&ctx->reg);
     pthread_mutex_destroy(&ctx->core.err.lock);
+    free(ctx->debug_file);
     free(ctx);
 }
 
@@ -187,6 +188,9 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         memcpy(&ctx->core.cfg, cfg, cfg->size < sizeof(*cfg) ? cfg->size : sizeof(*cfg));
     else
         symaddr_config_default(&ctx->core.cfg);
+    /* the log file's name is the context's own: the caller's string (or environment) may go */
+    if (ctx->core.cfg.size == sizeof(ctx->core.cfg) && ctx->core.cfg.debug_file)
+        ctx->core.cfg.debug_file = ctx->debug_file = strdup(ctx->core.cfg.debug_file);
     /* The communicator is split before the config is checked, so that every rank
      * reaches the agreement below whatever its own arguments were. */
     st = symaddr_bootstrap_init(

@@ -80,6 +80,7 @@ struct symaddr_context {
     symaddr_locality_t loc;
     int gpu_sharers;           /* ranks of the context on this rank's GPU, across node groups too */
     struct plain_alloc *plain; /* symaddr_mem_alloc's allocations, which only this context frees */
+    char *debug_file;          /* the context's copy of cfg.debug_file */
 };
 
 /* Whether the context spans more than one node group. */
