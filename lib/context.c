@@ -143,9 +143,15 @@ static void info_report(symaddr_context_t *ctx)
         const symaddr_provider_ops_t *ops = symaddr_provider_ops((symaddr_provider_kind_t)k);
         if (ops->alloc == symaddr_provider_alloc_unsupported)
             continue;
+        /* what its maps get (mapping.c): the backend's capabilities, owned memory */
+        uint64_t caps = ctx->be.ops->caps | SYMADDR_CAP_OWNED;
         if (ops->usable(ctx, "symaddr_init") == SYMADDR_OK)
-            SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC, "provider %s: allocates here",
-                        ops->name);
+            SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC,
+                        "provider %s: allocates here, maps with capabilities 0x%llx:%s%s%s%s",
+                        ops->name, (unsigned long long)caps,
+                        caps & SYMADDR_CAP_LOAD_STORE ? " load/store" : "",
+                        caps & SYMADDR_CAP_ATOMICS ? " atomics" : "",
+                        caps & SYMADDR_CAP_SYSTEM_ATOMICS ? " system-atomics" : "", " owned");
         else
             SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC, "provider %s: not here: %s",
                         ops->name, ctx->core.err.text);

@@ -103,7 +103,9 @@ static void test_info_names_the_algorithm(void *u)
                 "rank 0 names the version and the variables in force");
     T_CHECK(lines_with(backend == SYMADDR_BACKEND_CPU ? "backend cpu" : "backend ") == 1,
             "the backend, once");
-    T_CHECK(lines_with("provider ipc: allocates here") == 1, "the providers");
+    T_CHECK(lines_with("provider ipc: allocates here, maps with capabilities") == 1 &&
+                lines_with(" load/store") >= 1,
+            "the providers and their capabilities");
     /* 8 B, again (not printed), 1 MiB, 8 B (printed again) */
     T_CHECK(lines_with("allreduce 8 B float: lamport") == 2,
             "allreduce 8 B printed %d times, want 2 (once per change)",
