@@ -99,6 +99,14 @@ SYMADDR_DEVFN int symaddr_team_failed(const symaddr_team_t *t)
     return *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_STATUS] != 0;
 }
 
+/** Node rank @p q's copy of @p p, an address in symmetric memory whose peer table is @p pb
+ *  (NULL where q cannot reach it). */
+SYMADDR_DEVFN void *symaddr_team_peer(const symaddr_team_t *t, const void *p, const uint64_t *pb,
+                                      int q)
+{
+    return symaddr_translate(p, t->node_ranks[q], pb, t->rank);
+}
+
 /** Fail the call with @p st: recorded for the host (the first failure sticks), and every node
  *  peer's context is broken too, so that none of them returns OK from this call or a later one. */
 SYMADDR_DEVFN void symaddr_team_fail(const symaddr_team_t *t, symaddr_status_t st)
@@ -107,8 +115,8 @@ SYMADDR_DEVFN void symaddr_team_fail(const symaddr_team_t *t, symaddr_status_t s
     for (int q = 0; q < t->node_size; q++) {
         if (q == t->node_rank)
             continue;
-        uint64_t *peer = (uint64_t *)symaddr_translate(&t->sync[SYMADDR_SYNC_STATUS],
-                                                       t->node_ranks[q], t->sync_pb, t->rank);
+        uint64_t *peer =
+            (uint64_t *)symaddr_team_peer(t, &t->sync[SYMADDR_SYNC_STATUS], t->sync_pb, q);
         if (peer)
             symaddr_prim_cas_u64(peer, 0, (uint64_t) - (int64_t)SYMADDR_ERR_BROKEN, 1);
     }
@@ -165,8 +173,7 @@ SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team
     for (int q = first; q < t->node_size; q += stride) {
         if (q == t->node_rank)
             continue;
-        uint64_t *r = (uint64_t *)symaddr_translate(&flags[t->node_rank], t->node_ranks[q],
-                                                    t->sync_pb, t->rank);
+        uint64_t *r = (uint64_t *)symaddr_team_peer(t, &flags[t->node_rank], t->sync_pb, q);
         symaddr_fence();
         if (symaddr_prim_swap_u64(r, value, 1) == SYMADDR_TEAM_POISON) {
             symaddr_team_fail(t, SYMADDR_ERR_BROKEN); /* that peer gave up on this rank */
@@ -302,14 +309,6 @@ SYMADDR_DEVFN uint32_t *symaddr_team_slot_(const symaddr_team_t *t, const symadd
 {
     return (uint32_t *)((char *)t->sync + t->lamport_offset +
                         ((size_t)c->buf * (size_t)t->node_size + (size_t)q) * t->lamport_slot);
-}
-
-/** Node rank @p q's copy of @p p, an address in symmetric memory whose peer table is @p pb
- *  (NULL where q cannot reach it). */
-SYMADDR_DEVFN void *symaddr_team_peer(const symaddr_team_t *t, const void *p, const uint64_t *pb,
-                                      int q)
-{
-    return symaddr_translate(p, t->node_ranks[q], pb, t->rank);
 }
 
 /** Store the 16 bytes @p w at @p p (16-byte aligned, symmetric memory of table @p pb) on every
