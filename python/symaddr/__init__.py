@@ -284,6 +284,10 @@ class Context:
     def __exit__(self, *exc):
         self.close()
 
+    def _stream(self, stream):
+        """The stream of a call that takes no array: none on the cpu backend."""
+        return None if self.backend == "cpu" else _stream_of(None, stream)
+
     def _check(self, status):
         if status != 0:
             text = self._lib.symaddr_strerror(status).decode()
@@ -299,18 +303,25 @@ class Context:
 
     # ---- memory ---------------------------------------------------------------------------
 
-    def _wrap(self, addr, numel, dtype):
-        """numel elements of dtype at addr as an array of the backend's kind, without a copy."""
+    def _itemsize(self, dtype):
+        """Bytes of one element of dtype (NumPy's on cpu, torch's on a GPU)."""
         if self.backend == "cpu":
             import numpy as np
-            dt = np.dtype(dtype)
-            buf = (ctypes.c_char * (numel * dt.itemsize)).from_address(addr)
-            return np.frombuffer(buf, dtype=dt, count=numel)
+            return np.dtype(dtype).itemsize
         import torch
-        esz = torch.empty(0, dtype=dtype).element_size()
+        return torch.empty(0, dtype=dtype).element_size()
+
+    def _wrap(self, addr, numel, dtype):
+        """numel elements of dtype at addr as an array of the backend's kind, without a copy."""
+        nbytes = numel * self._itemsize(dtype)
+        if self.backend == "cpu":
+            import numpy as np
+            buf = (ctypes.c_char * nbytes).from_address(addr)
+            return np.frombuffer(buf, dtype=np.dtype(dtype), count=numel)
+        import torch
 
         class _Raw:  # hands the pointer to torch as bytes, without copying
-            __cuda_array_interface__ = {"shape": (numel * esz,), "typestr": "|u1",
+            __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
                                         "data": (addr, False), "version": 3}
 
         return torch.as_tensor(_Raw(), device="cuda").view(dtype)
@@ -321,21 +332,13 @@ class Context:
         prov, ptr, m = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.POINTER(_Map)()
         self._check(self._lib.symaddr_provider_get(self._h, _PROVIDERS[provider],
                                                    ctypes.byref(prov)))
-        probe = self._wrap_probe(dtype)
-        nbytes = numel * probe
+        nbytes = numel * self._itemsize(dtype)
         self._check(self._lib.symaddr_symmetric_alloc(prov, nbytes, ctypes.byref(ptr),
                                                       ctypes.byref(m)))
         amap = Map(self, m, ptr.value, nbytes)
         a = self._wrap(ptr.value, numel, dtype)
         self._own[ptr.value] = (prov, amap)
         return a, amap
-
-    def _wrap_probe(self, dtype):
-        if self.backend == "cpu":
-            import numpy as np
-            return np.dtype(dtype).itemsize
-        import torch
-        return torch.empty(0, dtype=dtype).element_size()
 
     def empty(self, numel, dtype):
         """allocate()'s array alone (the map stays with the context)."""
@@ -354,7 +357,7 @@ class Context:
         """A plain allocation of this rank (symaddr_mem_alloc): import() makes it symmetric.
         Free it with free_local()."""
         ptr = ctypes.c_void_p()
-        self._check(self._lib.symaddr_mem_alloc(self._h, numel * self._wrap_probe(dtype),
+        self._check(self._lib.symaddr_mem_alloc(self._h, numel * self._itemsize(dtype),
                                                 ctypes.byref(ptr)))
         self._plain.add(ptr.value)
         return self._wrap(ptr.value, numel, dtype)
@@ -464,8 +467,7 @@ class Context:
         return recv
 
     def barrier(self, stream=None):
-        self._check(self._lib.symaddr_barrier(
-            self._h, _stream_of(None, stream) if self.backend != "cpu" else None))
+        self._check(self._lib.symaddr_barrier(self._h, self._stream(stream)))
 
     # ---- one-sided ------------------------------------------------------------------------
 
@@ -489,5 +491,4 @@ class Context:
 
     def sync(self, stream=None):
         """Wait for the stream's symaddr work (and report a failure any rank met)."""
-        self._check(self._lib.symaddr_stream_sync(
-            self._h, _stream_of(None, stream) if self.backend != "cpu" else None))
+        self._check(self._lib.symaddr_stream_sync(self._h, self._stream(stream)))
