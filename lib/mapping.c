@@ -149,6 +149,8 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
     int *fds = NULL;
     symaddr_status_t st;
     char why[256] = "";
+    /* phase ends for TRACE: export, handle allgather, descriptor exchange, opens, table */
+    uint64_t t[6] = {symaddr_now_ns()};
 
     memset(&mine, 0, sizeof(mine));
     mine.handle.fd = -1;
@@ -161,6 +163,7 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
     st = (m->peers && m->host_table && all && fds) ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK && b->node_size > 1)
         st = ctx->be.ops->handle_export(&ctx->be, m->root, m->root_bytes, &mine.handle);
+    t[1] = symaddr_now_ns();
     mine.status = st;
     m->fabric = st == SYMADDR_OK && mine.handle.kind == SYMADDR_HANDLE_VMM_FABRIC;
     if (st != SYMADDR_OK)
@@ -171,18 +174,22 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
         symaddr_bootstrap_node_allgather(&ctx->core.boot, &mine, all, sizeof(mine)) != SYMADDR_OK &&
         st == SYMADDR_OK)
         st = symaddr_set_error(ctx, SYMADDR_ERR_MPI, "MPI_Allgather of handles failed");
+    t[2] = symaddr_now_ns();
     if (fds) {
         symaddr_status_t fst = symaddr_bootstrap_fd_alltoall(
             &ctx->core.boot, st == SYMADDR_OK ? mine.handle.fd : -1, fds, why, sizeof(why));
         if (fst != SYMADDR_OK && st == SYMADDR_OK)
             st = symaddr_set_error(ctx, fst, "descriptor exchange: %s", why);
     }
+    t[3] = symaddr_now_ns();
     if (st == SYMADDR_OK)
         st = open_peers(ctx, m, all, fds, offset);
+    t[4] = symaddr_now_ns();
     if (m->host_table)
         m->host_table[ctx->core.rank] = (uint64_t)(uintptr_t)m->root;
     if (st == SYMADDR_OK)
         st = symaddr_backing_upload(ctx, m);
+    t[5] = symaddr_now_ns();
     for (int q = 0; fds && q < b->node_size; q++)
         if (fds[q] >= 0)
             close(fds[q]);
@@ -190,8 +197,12 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
     free(all);
     st = symaddr_agree_status(&ctx->core, st, "handle exchange");
     SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_BOOT,
-                "handle exchange: %zu B at %p with %d node peers%s: %s", m->root_bytes, m->root,
-                b->node_size - 1, m->fabric ? " (fabric handles)" : "", symaddr_strerror(st));
+                "handle exchange: %zu B at %p with %d node peers%s: %s (us: export %.1f, "
+                "allgather %.1f, descriptors %.1f, open %.1f, table %.1f, agree %.1f)",
+                m->root_bytes, m->root, b->node_size - 1, m->fabric ? " (fabric handles)" : "",
+                symaddr_strerror(st), (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3,
+                (t[3] - t[2]) / 1e3, (t[4] - t[3]) / 1e3, (t[5] - t[4]) / 1e3,
+                (symaddr_now_ns() - t[5]) / 1e3);
     if (st != SYMADDR_OK) { /* the caller frees its root */
         symaddr_backing_close_peers(ctx, m);
         release_tables(ctx, m);

@@ -55,7 +55,9 @@ symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t b
         st = symaddr_check_size(&ctx->core.err, bytes, fn);
     if (st == SYMADDR_OK)
         st = new_registration(ctx, &r, fn);
+    uint64_t t0 = symaddr_now_ns();
     st = symaddr_agree(&ctx->core, SYMADDR_OP_ALLOCATE, bytes, (uint64_t)provider->kind, st, fn);
+    uint64_t t1 = symaddr_now_ns();
     if (st == SYMADDR_OK) {
         r->serial = ctx->core.seq;
         r->allocated = true;
@@ -68,8 +70,10 @@ symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t b
     *ptr_p = (void *)(uintptr_t)r->map.range_base;
     *map_p = &r->map;
     SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC,
-                "symaddr_symmetric_alloc: %zu B from %s at %p (call %llu)", bytes,
-                symaddr_provider_ops(provider->kind)->name, *ptr_p, (unsigned long long)r->serial);
+                "symaddr_symmetric_alloc: %zu B from %s at %p (call %llu; us: agree %.1f, "
+                "provider %.1f)",
+                bytes, symaddr_provider_ops(provider->kind)->name, *ptr_p,
+                (unsigned long long)r->serial, (t1 - t0) / 1e3, (symaddr_now_ns() - t1) / 1e3);
     return SYMADDR_OK;
 }
 
@@ -106,16 +110,22 @@ static symaddr_status_t find_for_release(symaddr_context_t *ctx, const void *ptr
 static symaddr_status_t release_(symaddr_context_t *ctx, symaddr_registration_t *r,
                                  symaddr_status_t st, uint64_t op, uint64_t arg1, const char *fn)
 {
+    uint64_t t0 = symaddr_now_ns();
     if (st == SYMADDR_OK) /* ranks' kernels may still use the memory */
         st = ctx->be.ops->stream_sync(&ctx->be, NULL);
+    uint64_t t1 = symaddr_now_ns();
     st = symaddr_agree(&ctx->core, op, st == SYMADDR_OK ? r->serial : 0, arg1, st, fn);
     if (st != SYMADDR_OK)
         return st;
-    SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC, "%s: %p (+%llu B, call %llu)", fn,
-                (void *)(uintptr_t)r->map.range_base, (unsigned long long)r->map.range_bytes,
-                (unsigned long long)r->serial);
+    uint64_t t2 = symaddr_now_ns();
+    void *base = (void *)(uintptr_t)r->map.range_base;
+    unsigned long long bytes = r->map.range_bytes, serial = r->serial;
     symaddr_registry_remove(&ctx->reg, r);
-    return symaddr_teardown(ctx, &r, 1, false);
+    st = symaddr_teardown(ctx, &r, 1, false);
+    SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC,
+                "%s: %p (+%llu B, call %llu; us: sync %.1f, agree %.1f, teardown %.1f)", fn, base,
+                bytes, serial, (t1 - t0) / 1e3, (t2 - t1) / 1e3, (symaddr_now_ns() - t2) / 1e3);
+    return st;
 }
 
 symaddr_status_t symaddr_symmetric_free_(symaddr_provider_t *provider, void *ptr)

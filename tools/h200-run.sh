@@ -3,8 +3,8 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl small small1 speed1 large put fused info bisect onegpu mps-on mps-off
-# pack. NCCL_INCLUDE=DIR
+# cpucoll sanitize p2p nccl small small1 speed1 diag1 large put fused info bisect onegpu mps-on
+# mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites.
 set -uo pipefail
@@ -180,6 +180,27 @@ for s in $steps; do
             CUDA_VISIBLE_DEVICES=0 timeout 60 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce \
                 -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-64K} -f 4 --iters 50 --graph --check --algo $a 2>&1 |
                 tee -a "$OUT/small1-${NP:-2}.txt"
+        done ;;
+    diag1)
+        # Issue-15 diagnostics on GPU 0 (start MPS first): translation variants at 1 and 8 MiB
+        # with 2 and 8 ranks (symaddr-put-bisect translate), where an ipc allocation's time
+        # goes at 8 ranks (the TRACE lines' phase timings), lookups by thread count.
+        export CUDA_VISIBLE_DEVICES=0
+        for np in 2 8; do
+            for mib in 1 8; do
+                timeout 60 mpiexec -n $np $B/tools/symaddr-put-bisect translate $mib 2>&1 |
+                    tee -a "$OUT/diag1-translate.txt"
+            done
+        done
+        SYMADDR_DEBUG=TRACE SYMADDR_DEBUG_SUBSYS=ALLOC,BOOT timeout 120 mpiexec -n 8 \
+            $B/tools/symaddr-bench alloc -b 4K -e 4K --iters 20 >"$OUT/diag1-alloc-trace.txt" 2>&1
+        grep -E "size|^ +[0-9]" "$OUT/diag1-alloc-trace.txt"
+        grep ":0 \[0\] symaddr TRACE" "$OUT/diag1-alloc-trace.txt" | tail -6
+        timeout 60 mpiexec -n 8 $B/tools/symaddr-bench alloc -b 4K -e 64M -f 16 --iters 20 2>&1 |
+            tee -a "$OUT/diag1-alloc.txt"
+        for t in 1 8; do
+            timeout 120 mpiexec -n 1 --bind-to none $B/tools/symaddr-bench lookup --threads $t 2>&1 |
+                tee -a "$OUT/diag1-lookup.txt"
         done ;;
     pack)
         # The device tool brings back at most 8 files: everything in one archive.

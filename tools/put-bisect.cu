@@ -5,6 +5,12 @@
  * 10 launches after 2 warm-ups, except the last, timed as symaddr-bench times it.
  *
  *   mpiexec -n 2 symaddr-put-bisect [ipc|vmm] [MiB]
+ *
+ * The translate mode does the same for symaddr-bench translate's gap at small sizes: every
+ * rank copies MiB (default 1) into its right neighbour's buffer at once, as the bench does,
+ * with the bench's grid, and each row changes how the kernel gets the peer address:
+ *
+ *   mpiexec -n 2 symaddr-put-bisect translate [MiB]
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -64,6 +70,47 @@ __global__ void k_put_grid(void *dst, const void *src, size_t bytes, int target,
     symaddr_put_grid(dst, src, bytes, target, peer_bases, me);
 }
 
+/* translate mode: the peer address per access (the bench's kernel), per access through the
+ * read-only path, once per thread, or as a kernel argument. */
+__global__ void t_per_access(int4 *dst, const int4 *src, size_t n, int target, const uint64_t *pb,
+                             int me)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        *(int4 *)symaddr_translate(dst + i, target, pb, me) = src[i];
+}
+
+__global__ void t_per_access_ldg(int4 *dst, const int4 *src, size_t n, int target,
+                                 const uint64_t *pb, int me)
+{
+    const unsigned long long *t = (const unsigned long long *)pb;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        *(int4 *)(__ldg(t + target) + ((uint64_t)(uintptr_t)(dst + i) - __ldg(t + me))) = src[i];
+}
+
+__global__ void t_once(int4 *dst, const int4 *src, size_t n, int target, const uint64_t *pb, int me)
+{
+    int4 *d = (int4 *)symaddr_translate(dst, target, pb, me);
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        d[i] = src[i];
+}
+
+__global__ void t_delta(int4 *dst, const int4 *src, size_t n, uint64_t delta)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        *(int4 *)((char *)(dst + i) + delta) = src[i];
+}
+
+__global__ void t_raw(int4 *remote, const int4 *src, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        remote[i] = src[i];
+}
+
 #define CK(x)                                                                                      \
     do {                                                                                           \
         cudaError_t e_ = (x);                                                                      \
@@ -93,6 +140,80 @@ template <typename F> static double gbps(F launch, size_t bytes, cudaStream_t s)
     return bytes * 10.0 / (ms * 1e-3) / 1e9;
 }
 
+/* Every rank launches at once (as symaddr-bench does); the slowest rank's microseconds per
+ * launch, by CUDA events and by the host clock around the same launches. */
+template <typename F> static void us_all(F launch, cudaStream_t s, double out[2])
+{
+    const int iters = 50;
+    cudaEvent_t a, b;
+    float ms = 0;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    for (int i = 0; i < 5; i++)
+        launch();
+    CK(cudaStreamSynchronize(s));
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    CK(cudaEventRecord(a, s));
+    for (int i = 0; i < iters; i++)
+        launch();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    double mine[2] = {0, (MPI_Wtime() - t0) * 1e6 / iters};
+    CK(cudaEventElapsedTime(&ms, a, b));
+    CK(cudaGetLastError());
+    mine[0] = ms * 1e3 / iters;
+    MPI_Allreduce(mine, out, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+}
+
+static int translate_mode(symaddr_context_t *ctx, symaddr_provider_t *prov, size_t bytes)
+{
+    void *dst, *src, *raw;
+    symaddr_map_t *dm, *sm;
+    if (symaddr_symmetric_alloc(prov, bytes, &dst, &dm) ||
+        symaddr_symmetric_alloc(prov, bytes, &src, &sm)) {
+        fprintf(stderr, "put-bisect: setup failed\n");
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    int me = symaddr_rank(ctx), size = symaddr_size(ctx), t = (me + 1) % size;
+    size_t n = bytes / 16;
+    unsigned blocks = n / 256 > 1024 ? 1024 : n / 256 ? (unsigned)(n / 256) : 1; /* the bench's */
+    const uint64_t *pb = dm->peer_bases;
+    symaddr_translate_host(dm, dst, t, &raw);
+    uint64_t delta = (uint64_t)(uintptr_t)raw - (uint64_t)(uintptr_t)dst;
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cudaMemset(src, 7, bytes));
+    CK(cudaDeviceSynchronize());
+    if (me == 0)
+        printf("# put-bisect translate: %d ranks, each %zu KiB to its right neighbour, %ux256, "
+               "slowest rank's us per launch\n%-46s %10s %10s\n",
+               size, bytes >> 10, blocks, "kernel", "events", "host");
+    double r[2];
+#define TROW(name, ...)                                                                            \
+    us_all([&] { __VA_ARGS__; }, s, r);                                                            \
+    if (me == 0)                                                                                   \
+        printf("%-46s %10.2f %10.2f\n", name, r[0], r[1]);
+    TROW("raw peer pointer", t_raw<<<blocks, 256, 0, s>>>((int4 *)raw, (const int4 *)src, n));
+    TROW("symaddr_translate per access (the bench's)",
+         t_per_access<<<blocks, 256, 0, s>>>((int4 *)dst, (const int4 *)src, n, t, pb, me));
+    TROW("per access, table through __ldg",
+         t_per_access_ldg<<<blocks, 256, 0, s>>>((int4 *)dst, (const int4 *)src, n, t, pb, me));
+    TROW("once per thread",
+         t_once<<<blocks, 256, 0, s>>>((int4 *)dst, (const int4 *)src, n, t, pb, me));
+    TROW("delta as a kernel argument",
+         t_delta<<<blocks, 256, 0, s>>>((int4 *)dst, (const int4 *)src, n, delta));
+    TROW("raw peer pointer (again)", t_raw<<<blocks, 256, 0, s>>>((int4 *)raw, (const int4 *)src, n));
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    cudaStreamDestroy(s);
+    symaddr_symmetric_free(prov, src);
+    symaddr_symmetric_free(prov, dst);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     symaddr_context_t *ctx;
@@ -101,6 +222,18 @@ int main(int argc, char **argv)
     void *dst, *src;
     MPI_Init(&argc, &argv);
     int vmm = argc > 1 && !strcmp(argv[1], "vmm");
+    if (argc > 1 && !strcmp(argv[1], "translate")) {
+        size_t mib = argc > 2 ? (size_t)atoll(argv[2]) : 1;
+        if (symaddr_init(MPI_COMM_WORLD, NULL, &ctx) != SYMADDR_OK ||
+            symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov)) {
+            fprintf(stderr, "put-bisect: setup failed\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        translate_mode(ctx, prov, mib << 20);
+        symaddr_finalize(&ctx);
+        MPI_Finalize();
+        return 0;
+    }
     size_t bytes = (argc > 2 ? (size_t)atoll(argv[2]) : 1024) << 20;
     if (symaddr_init(MPI_COMM_WORLD, NULL, &ctx) != SYMADDR_OK ||
         symaddr_provider_get(ctx, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC, &prov) ||
