@@ -124,8 +124,15 @@ def test_own_errors():
     try:
         ctx.allreduce(torch.zeros(4, dtype=torch.complex64, device="cuda"))
         raise AssertionError("complex64 was accepted")
+    except sa.SymaddrError as e:  # the package names the dtype and what it takes
+        assert "complex64" in str(e) and "bfloat16" in str(e), str(e)
+    a = ctx.empty(16, torch.float32)
+    try:  # refused by the library itself, with its status and message
+        ctx.put(a, torch.zeros(16, device="cuda"), size)
+        raise AssertionError("a put to rank %d of %d was accepted" % (size, size))
     except sa.SymaddrError as e:
-        assert "no reduction" in str(e)
+        assert e.status == -1 and "is not a rank of this context" in str(e), (e.status, str(e))
+    ctx.free(a)
     try:
         ctx.free(torch.zeros(4, device="cuda"))
         raise AssertionError("a tensor symaddr did not allocate was freed")
@@ -192,8 +199,8 @@ def test_bad_inputs():
     try:
         ctx.allreduce(torch.zeros(4, dtype=torch.complex64, device="cuda"))
         raise AssertionError("complex64 was accepted")
-    except sa.SymaddrError as e:
-        assert "no reduction" in str(e)
+    except sa.SymaddrError as e:  # the package names the dtype and what it takes
+        assert "complex64" in str(e) and "bfloat16" in str(e), str(e)
     # A table whose own entry is not the buffer: the library's own check, on every rank.
     bad = list(h.buffer_ptrs)
     bad[rank] += 256
