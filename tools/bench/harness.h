@@ -5,6 +5,7 @@
 #ifndef SYMADDR_BENCH_HARNESS_H
 #define SYMADDR_BENCH_HARNESS_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
