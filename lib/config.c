@@ -163,6 +163,16 @@ static bool set_debug_subsys(const char *v, symaddr_config_t *c)
     return symaddr_log_parse_subsys(v, &c->debug_subsys) || (c->debug_subsys = BAD_SUBSYS, false);
 }
 
+static bool set_retain(const char *v, symaddr_config_t *c)
+{
+    return parse_bytes(v, &c->retain_bytes) || (c->retain_bytes = BAD_SIZE, false);
+}
+
+static bool set_hip_finegrained(const char *v, symaddr_config_t *c)
+{
+    return parse_bool(v, &c->hip_finegrained) || (c->hip_finegrained = -1, false);
+}
+
 static bool set_debug_file(const char *v, symaddr_config_t *c)
 {
     c->debug_file = v;
@@ -209,6 +219,14 @@ static const config_var_t vars[] = {
      "the subsystems whose INFO and TRACE lines are printed", set_debug_subsys},
     {"SYMADDR_DEBUG_FILE", "- (stderr)", "a path; %h is the host name, %p the process id",
      "where symaddr's lines go when the config has no logger", set_debug_file},
+    {"SYMADDR_RETAIN_BYTES", "256M", "a byte count with an optional K, M, G or T suffix",
+     "freed ipc and vmm allocations kept mapped per rank, for a later allocation of the same "
+     "size (0: free at once); the same on every rank",
+     set_retain},
+    {"SYMADDR_HIP_FINEGRAINED", "0", "0/1, yes/no, true/false or on/off",
+     "hip: users' ipc allocations fine-grained (coherent with peer GPUs, system atomics) rather "
+     "than coarse-grained",
+     set_hip_finegrained},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -230,6 +248,8 @@ void symaddr_config_default(symaddr_config_t *cfg)
     cfg->lamport_bytes = SIZE_MAX;
     cfg->debug_level = SYMADDR_LOG_WARN;
     cfg->debug_subsys = SYMADDR_SUB_ALL;
+    cfg->retain_bytes = SYMADDR_DEFAULT_RETAIN_BYTES;
+    cfg->hip_finegrained = 0;
     for (size_t i = 0; i < NVARS; i++) {
         const char *v = getenv(vars[i].name);
         if (v && *v)
@@ -292,6 +312,11 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         var = "SYMADDR_DEBUG", what = "debug_level must be 0 (WARN), 1 (INFO) or 2 (TRACE)";
     else if (c->debug_subsys & ~(unsigned)SYMADDR_SUB_ALL)
         var = "SYMADDR_DEBUG_SUBSYS", what = "debug_subsys has bits of no subsystem";
+    else if (c->retain_bytes == BAD_SIZE)
+        var = "SYMADDR_RETAIN_BYTES", what = "retain_bytes is out of range",
+        st = SYMADDR_ERR_INVALID_SIZE;
+    else if (c->hip_finegrained != 0 && c->hip_finegrained != 1)
+        var = "SYMADDR_HIP_FINEGRAINED", what = "hip_finegrained must be 0 or 1";
     if (!var)
         return SYMADDR_OK;
     /* A field config_default could not fill: name the variable and its value. */

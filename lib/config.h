@@ -8,6 +8,7 @@
 #include "symaddr/symaddr.h"
 
 #define SYMADDR_DEFAULT_HEAP_BYTES ((size_t)64 << 20)
+#define SYMADDR_DEFAULT_RETAIN_BYTES ((size_t)256 << 20)
 #define SYMADDR_DEFAULT_TIMEOUT_MS 60000u
 /* Largest ll_bytes: the LL inbox of the collectives (collsync.c checks that they agree). */
 #define SYMADDR_CONFIG_LL_MAX_BYTES ((size_t)32 << 10)

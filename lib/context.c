@@ -51,6 +51,31 @@ void symaddr_call_leave(symaddr_context_t *ctx)
 }
 
 /* Choose and start the backend; local part of symaddr_init. */
+/* Settings whose ranks must agree (each rank keeps the same retained allocations): every rank
+ * sees every rank's value, so all reach the same verdict. */
+static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
+{
+    uint64_t mine = ctx->core.cfg.retain_bytes, *all = malloc(sizeof(uint64_t) * ctx->core.size);
+    if (!all) /* cannot take part: the peers time out, as they would if this rank had died */
+        return symaddr_core_break(
+            &ctx->core,
+            symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory"));
+    symaddr_status_t st =
+        symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, &mine, all, sizeof(mine),
+                              symaddr_bootstrap_deadline(&ctx->core.boot, 1));
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st, "symaddr_init: MPI_Allgather of the settings failed");
+    for (int r = 1; st == SYMADDR_OK && r < ctx->core.size; r++)
+        if (all[r] != all[0])
+            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
+                                   "symaddr_init: rank %d has retain_bytes %llu, rank 0 %llu; "
+                                   "set SYMADDR_RETAIN_BYTES (symaddr_config_t.retain_bytes) "
+                                   "alike on every rank",
+                                   r, (unsigned long long)all[r], (unsigned long long)all[0]);
+    free(all);
+    return st;
+}
+
 static symaddr_status_t backend_start(symaddr_context_t *ctx)
 {
     const symaddr_config_t *cfg = &ctx->core.cfg;
@@ -224,6 +249,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (st == SYMADDR_OK)
         st = backend_start(ctx);
     st = symaddr_agree_status(&ctx->core, st, "symaddr_init");
+    if (st == SYMADDR_OK)
+        st = same_everywhere(ctx);
     if (st == SYMADDR_OK && ctx->core.cfg.twoshot_bytes == 0)
         ctx->core.cfg.twoshot_bytes = tuning[ctx->be.ops->kind].twoshot;
     if (st == SYMADDR_OK && ctx->core.cfg.ll_bytes == SIZE_MAX)

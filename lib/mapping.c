@@ -60,6 +60,89 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m)
     m->root = NULL;
 }
 
+bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m)
+{
+    size_t budget = ctx->core.cfg.retain_bytes;
+    if (!m->owned || m->root_bytes > budget || ctx->core.broken != SYMADDR_OK)
+        return false;
+    symaddr_retained_flush(ctx, budget - m->root_bytes);
+    m->older = ctx->retained;
+    ctx->retained = m;
+    ctx->retained_bytes += m->root_bytes;
+    return true;
+}
+
+symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bool vmm)
+{
+    for (symaddr_backing_t **p = &ctx->retained; *p; p = &(*p)->older) {
+        symaddr_backing_t *m = *p;
+        if (m->asked != asked || m->vmm != vmm)
+            continue;
+        *p = m->older;
+        m->older = NULL;
+        ctx->retained_bytes -= m->root_bytes;
+        return m;
+    }
+    return NULL;
+}
+
+/* The retained backings past the newest keep bytes, unlinked, oldest last. */
+static symaddr_backing_t *retained_cut(symaddr_context_t *ctx, size_t keep)
+{
+    size_t kept = 0;
+    for (symaddr_backing_t **p = &ctx->retained; *p; p = &(*p)->older) {
+        if (kept + (*p)->root_bytes > keep) {
+            symaddr_backing_t *cut = *p;
+            *p = NULL;
+            for (symaddr_backing_t *m = cut; m; m = m->older)
+                ctx->retained_bytes -= m->root_bytes;
+            return cut;
+        }
+        kept += (*p)->root_bytes;
+    }
+    return NULL;
+}
+
+static void release_list(symaddr_context_t *ctx, symaddr_backing_t *m)
+{
+    while (m) {
+        symaddr_backing_t *older = m->older;
+        symaddr_backing_release(ctx, m);
+        free(m);
+        m = older;
+    }
+}
+
+symaddr_status_t symaddr_retained_flush(symaddr_context_t *ctx, size_t keep)
+{
+    symaddr_backing_t *cut = retained_cut(ctx, keep);
+    symaddr_status_t st = SYMADDR_OK;
+    if (!cut)
+        return SYMADDR_OK;
+    for (symaddr_backing_t *m = cut; m; m = m->older)
+        symaddr_backing_close_peers(ctx, m);
+    /* a peer may free its root only once nobody maps it; a broken context cannot wait */
+    if (ctx->core.broken == SYMADDR_OK &&
+        (st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.boot.node_comm,
+                                  symaddr_bootstrap_deadline(&ctx->core.boot, 1))) != SYMADDR_OK)
+        symaddr_core_break(&ctx->core, st);
+    release_list(ctx, cut);
+    return st;
+}
+
+void symaddr_retained_close_peers(symaddr_context_t *ctx)
+{
+    for (symaddr_backing_t *m = ctx->retained; m; m = m->older)
+        symaddr_backing_close_peers(ctx, m);
+}
+
+void symaddr_retained_release(symaddr_context_t *ctx)
+{
+    release_list(ctx, ctx->retained);
+    ctx->retained = NULL;
+    ctx->retained_bytes = 0;
+}
+
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     size_t n = SYMADDR_TABLE_HEADER + (size_t)ctx->core.size;
@@ -200,9 +283,8 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
                 "handle exchange: %zu B at %p with %d node peers%s: %s (us: export %.1f, "
                 "allgather %.1f, descriptors %.1f, open %.1f, table %.1f, agree %.1f)",
                 m->root_bytes, m->root, b->node_size - 1, m->fabric ? " (fabric handles)" : "",
-                symaddr_strerror(st), (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3,
-                (t[3] - t[2]) / 1e3, (t[4] - t[3]) / 1e3, (t[5] - t[4]) / 1e3,
-                (symaddr_now_ns() - t[5]) / 1e3);
+                symaddr_strerror(st), (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3, (t[3] - t[2]) / 1e3,
+                (t[4] - t[3]) / 1e3, (t[5] - t[4]) / 1e3, (symaddr_now_ns() - t[5]) / 1e3);
     if (st != SYMADDR_OK) { /* the caller frees its root */
         symaddr_backing_close_peers(ctx, m);
         release_tables(ctx, m);

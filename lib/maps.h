@@ -33,6 +33,8 @@ typedef struct symaddr_backing {
     symaddr_peer_root_t **peers; /* world_size entries; NULL for self and other nodes */
     uint64_t *dev_table;         /* peer_bases, then the validation error flag */
     uint64_t *host_table;
+    size_t asked;                  /* the allocation's size as its caller asked (retention) */
+    struct symaddr_backing *older; /* next in the context's retained list */
 } symaddr_backing_t;
 
 /* The handle symaddr_provider_get returns; what a kind does is in providers/. */
@@ -76,6 +78,8 @@ struct symaddr_context {
     symaddr_heap_t heap;
     bool has_heap;
     symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
+    symaddr_backing_t *retained;     /* freed ipc/vmm backings still mapped, newest first */
+    size_t retained_bytes;
     symaddr_coll_t coll;
     symaddr_locality_t loc;
     int gpu_sharers;           /* ranks of the context on this rank's GPU, across node groups too */
@@ -109,6 +113,20 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
 void symaddr_backing_close_peers(symaddr_context_t *ctx, symaddr_backing_t *m);
 /* Free the tables and, if owned, the root. */
 void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m);
+
+/* Retention (cfg.retain_bytes): a freed ipc or vmm backing stays mapped for a later allocation
+ * of the same size. Every rank's list changes in the same collective calls in the same order,
+ * so the ranks hold the same backings and take back the same one, without communicating.
+ * retain: keep m (owned, fits the budget once older ones are let go; those are released
+ * collectively); false leaves m to the caller. take: the newest of asked bytes, or NULL.
+ * flush: release the oldest until at most keep bytes stay (collective: a node barrier
+ * between dropping peers' roots and freeing this rank's). */
+bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m);
+symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bool vmm);
+symaddr_status_t symaddr_retained_flush(symaddr_context_t *ctx, size_t keep);
+/* Finalize's halves of a flush, around its own node barrier. */
+void symaddr_retained_close_peers(symaddr_context_t *ctx);
+void symaddr_retained_release(symaddr_context_t *ctx);
 
 /* Tables for a mapping whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);

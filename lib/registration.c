@@ -121,7 +121,10 @@ static symaddr_status_t release_(symaddr_context_t *ctx, symaddr_registration_t 
     void *base = (void *)(uintptr_t)r->map.range_base;
     unsigned long long bytes = r->map.range_bytes, serial = r->serial;
     symaddr_registry_remove(&ctx->reg, r);
-    st = symaddr_teardown(ctx, &r, 1, false);
+    if (symaddr_provider_ops(r->map.provider)->retain(ctx, r))
+        free(r);
+    else
+        st = symaddr_teardown(ctx, &r, 1, false);
     SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC,
                 "%s: %p (+%llu B, call %llu; us: sync %.1f, agree %.1f, teardown %.1f)", fn, base,
                 bytes, serial, (t1 - t0) / 1e3, (t2 - t1) / 1e3, (symaddr_now_ns() - t2) / 1e3);

@@ -205,7 +205,8 @@ static int translate_mode(symaddr_context_t *ctx, symaddr_provider_t *prov, size
          t_once<<<blocks, 256, 0, s>>>((int4 *)dst, (const int4 *)src, n, t, pb, me));
     TROW("delta as a kernel argument",
          t_delta<<<blocks, 256, 0, s>>>((int4 *)dst, (const int4 *)src, n, delta));
-    TROW("raw peer pointer (again)", t_raw<<<blocks, 256, 0, s>>>((int4 *)raw, (const int4 *)src, n));
+    TROW("raw peer pointer (again)",
+         t_raw<<<blocks, 256, 0, s>>>((int4 *)raw, (const int4 *)src, n));
     fflush(stdout);
     MPI_Barrier(MPI_COMM_WORLD);
     cudaStreamDestroy(s);

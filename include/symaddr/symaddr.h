@@ -183,6 +183,18 @@ typedef struct symaddr_config {
                                  $SYMADDR_DEBUG_SUBSYS (a comma list, ^ to negate), else all */
     const char *debug_file; /**< where lines go when there is no logger (%h: host, %p: pid);
                                  default $SYMADDR_DEBUG_FILE, else NULL: stderr */
+    size_t retain_bytes;    /**< ipc and vmm allocations freed by symaddr_symmetric_free stay
+                                 mapped, up to this many bytes per rank, and a later allocation
+                                 of the same size takes one back without a handle exchange
+                                 (the oldest go first; all go when an allocation runs out of
+                                 memory, and at symaddr_finalize); 0 frees at once. The same
+                                 on every rank, or symaddr_init refuses it. Default
+                                 $SYMADDR_RETAIN_BYTES, else 256 MiB */
+    int hip_finegrained;    /**< hip: users' ipc allocations are fine-grained (coherent with
+                                 peer GPUs without a kernel boundary, system-scope atomics
+                                 defined; SYMADDR_CAP_COHERENT and _SYSTEM_ATOMICS) instead of
+                                 coarse-grained (faster bulk traffic); the collectives' own
+                                 flags always are. Default $SYMADDR_HIP_FINEGRAINED, else 0 */
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =
@@ -190,7 +202,8 @@ typedef struct symaddr_config {
 #define SYMADDR_CONFIG_INITIALIZER                                                                 \
     {                                                                                              \
         sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,        \
-            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX, 0, 63u, NULL                \
+            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX, 0, 63u, NULL,               \
+            (size_t)256 << 20, 0                                                                   \
     }
 
 /**

@@ -55,6 +55,7 @@ const symaddr_provider_ops_t symaddr_provider_foreign_ops = {
     .alloc = symaddr_provider_alloc_unsupported,
     .check = foreign_check,
     .reg = foreign_reg,
+    .retain = symaddr_provider_retain_never,
     .detach = symaddr_provider_detach_nothing,
     .release = symaddr_provider_release_mapping,
 };

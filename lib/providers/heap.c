@@ -48,6 +48,7 @@ const symaddr_provider_ops_t symaddr_provider_heap_ops = {
     .alloc = heap_alloc,
     .check = symaddr_provider_check_unsupported,
     .reg = symaddr_provider_reg_unsupported,
+    .retain = symaddr_provider_retain_never,
     .detach = symaddr_provider_detach_nothing,
     .release = heap_release,
 };

@@ -58,6 +58,7 @@ const symaddr_provider_ops_t symaddr_provider_import_ops = {
     .alloc = symaddr_provider_alloc_unsupported,
     .check = import_check,
     .reg = import_reg,
+    .retain = symaddr_provider_retain_never,
     .detach = symaddr_provider_detach_peers,
     .release = symaddr_provider_release_mapping,
 };

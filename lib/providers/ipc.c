@@ -5,23 +5,50 @@
 
 #include <stdlib.h>
 
-/* Shared with the vmm provider, which differs only in how the memory is made. */
-symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t bytes,
-                                               symaddr_registration_t *r, bool vmm)
+static symaddr_status_t new_root(symaddr_context_t *ctx, symaddr_backing_t *m, size_t bytes,
+                                 bool vmm, size_t *mapped_p)
 {
-    symaddr_backing_t *m = calloc(1, sizeof(*m));
-    size_t mapped = bytes;
     symaddr_status_t st = !m    ? SYMADDR_ERR_NO_MEMORY
-                          : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, &mapped)
+                          : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, mapped_p)
                                 : ctx->be.ops->mem_alloc(&ctx->be, bytes, &m->root);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st,
                           "symaddr_symmetric_alloc: cannot allocate %zu bytes of %s "
                           "%smemory: %s",
                           bytes, ctx->be.ops->name, vmm ? "VMM " : "", symaddr_runtime_says(ctx));
-    st = symaddr_agree_status(&ctx->core, st, "symaddr_symmetric_alloc");
+    return symaddr_agree_status(&ctx->core, st, "symaddr_symmetric_alloc");
+}
+
+/* Shared with the vmm provider, which differs only in how the memory is made. */
+symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t bytes,
+                                               symaddr_registration_t *r, bool vmm)
+{
+    symaddr_backing_t *m = symaddr_backing_take(ctx, bytes, vmm);
+    if (m) { /* every rank takes back the same one: mapped, tables and all */
+        uint32_t zero = 0;
+        r->backing = m;
+        symaddr_status_t st =
+            symaddr_registration_publish(ctx, r, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC,
+                                         m->root, bytes, ctx->be.ops->caps);
+        if (st == SYMADDR_OK && ctx->core.cfg.validate) /* no fault of the last user's */
+            st = ctx->be.ops->memcpy(&ctx->be, r->map.error_flag, &zero, sizeof(zero));
+        return st;
+    }
+    m = calloc(1, sizeof(*m));
+    size_t mapped = bytes;
+    symaddr_status_t st = new_root(ctx, m, bytes, vmm, &mapped);
+    if (st != SYMADDR_OK && st != SYMADDR_ERR_BROKEN && ctx->retained) {
+        /* what retention holds may be what is missing: let it all go, and try again */
+        if (m && m->root)
+            (vmm ? ctx->be.ops->vmm_free : ctx->be.ops->mem_free)(&ctx->be, m->root);
+        if (m)
+            m->root = NULL;
+        if (symaddr_retained_flush(ctx, 0) == SYMADDR_OK)
+            st = new_root(ctx, m, bytes, vmm, &mapped);
+    }
     if (st == SYMADDR_OK) {
         m->root_bytes = mapped;
+        m->asked = bytes;
         m->owned = true;
         m->vmm = vmm;
         st = symaddr_backing_open(ctx, m, 0);
@@ -49,6 +76,7 @@ const symaddr_provider_ops_t symaddr_provider_ipc_ops = {
     .alloc = ipc_alloc,
     .check = symaddr_provider_check_unsupported,
     .reg = symaddr_provider_reg_unsupported,
+    .retain = symaddr_provider_retain_mapping,
     .detach = symaddr_provider_detach_peers,
     .release = symaddr_provider_release_mapping,
 };

@@ -33,6 +33,10 @@ typedef struct symaddr_provider_ops {
      * publish r. Every rank returns the same status. */
     symaddr_status_t (*reg)(symaddr_context_t *ctx, const symaddr_register_args_t *a,
                             symaddr_registration_t *r);
+    /* After the ranks agreed to free r (every rank decides alike): keep its memory mapped for
+     * a later allocation and return true (r->backing passes to the context), or return false
+     * to detach and release it. */
+    bool (*retain)(symaddr_context_t *ctx, symaddr_registration_t *r);
     /* Local: drop this process's mappings of peers' memory. */
     void (*detach)(symaddr_context_t *ctx, symaddr_registration_t *r);
     /* Local, once every node peer detached: free (what symaddr owns) or forget this rank's
@@ -54,6 +58,9 @@ symaddr_status_t symaddr_provider_reg_unsupported(symaddr_context_t *ctx,
                                                   const symaddr_register_args_t *a,
                                                   symaddr_registration_t *r);
 void symaddr_provider_detach_nothing(symaddr_context_t *ctx, symaddr_registration_t *r);
+bool symaddr_provider_retain_never(symaddr_context_t *ctx, symaddr_registration_t *r);
+/* retain of the allocating providers with a mapping of their own (ipc, vmm). */
+bool symaddr_provider_retain_mapping(symaddr_context_t *ctx, symaddr_registration_t *r);
 /* detach and release of a registration with a mapping of its own. */
 void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_t *r);
 void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registration_t *r);

@@ -59,6 +59,20 @@ void symaddr_provider_detach_nothing(symaddr_context_t *ctx, symaddr_registratio
     (void)ctx, (void)r;
 }
 
+bool symaddr_provider_retain_never(symaddr_context_t *ctx, symaddr_registration_t *r)
+{
+    (void)ctx, (void)r;
+    return false;
+}
+
+bool symaddr_provider_retain_mapping(symaddr_context_t *ctx, symaddr_registration_t *r)
+{
+    if (!symaddr_backing_retain(ctx, r->backing))
+        return false;
+    r->backing = NULL;
+    return true;
+}
+
 void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_t *r)
 {
     symaddr_backing_close_peers(ctx, r->backing);
@@ -86,6 +100,7 @@ symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t
         if (ctx->has_heap)
             symaddr_backing_close_peers(ctx, &ctx->heap.backing);
         symaddr_coll_close_peers(ctx);
+        symaddr_retained_close_peers(ctx);
     }
     if (ctx->core.broken == SYMADDR_OK &&
         (st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.boot.node_comm,
@@ -96,6 +111,7 @@ symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t
         free(regs[i]);
     }
     if (whole) {
+        symaddr_retained_release(ctx);
         symaddr_coll_fini(ctx);
         if (ctx->has_heap)
             symaddr_heap_fini(ctx);

@@ -30,6 +30,7 @@ const symaddr_provider_ops_t symaddr_provider_vmm_ops = {
     .alloc = vmm_alloc,
     .check = symaddr_provider_check_unsupported,
     .reg = symaddr_provider_reg_unsupported,
+    .retain = symaddr_provider_retain_mapping,
     .detach = symaddr_provider_detach_peers,
     .release = symaddr_provider_release_mapping,
 };

@@ -69,6 +69,8 @@ class _Config(ctypes.Structure):
         ("debug_level", ctypes.c_int),
         ("debug_subsys", ctypes.c_uint),
         ("debug_file", ctypes.c_char_p),
+        ("retain_bytes", ctypes.c_size_t),
+        ("hip_finegrained", ctypes.c_int),
     ]
 
 

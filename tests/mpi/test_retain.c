@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/* Retention (SYMADDR_RETAIN_BYTES): a freed ipc allocation stays mapped and the next one of the
+ * same size takes it back, with the same address and table on every rank and no handle
+ * exchange; the budget lets the oldest go; 0 retains nothing; ranks that disagree on the
+ * budget are refused at init. Handle exchanges are counted from the TRACE lines caught
+ * through the config's logger; data moves by symaddr_put at an odd offset and is checked
+ * against each neighbour's rank + 1. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+enum { BYTES = 40004 }; /* odd in 4-byte words */
+
+static int g_exchanges;
+
+static void count_exchanges(void *cookie, const char *line)
+{
+    (void)cookie;
+    g_exchanges += strstr(line, "handle exchange:") != NULL;
+}
+
+static symaddr_context_t *retaining_context(size_t retain_bytes)
+{
+    symaddr_config_t cfg;
+    symaddr_config_default(&cfg);
+    cfg.retain_bytes = retain_bytes;
+    cfg.logger = count_exchanges;
+    cfg.debug_level = 2;  /* TRACE */
+    cfg.debug_subsys = 2; /* BOOT: the exchanges */
+    return t_context(MPI_COMM_WORLD, &cfg);
+}
+
+/* Each rank puts words of value tag * (rank + 1) into its right neighbour's p, 3 bytes in,
+ * and checks what its left neighbour put into its own. */
+static void put_and_check(symaddr_context_t *ctx, char *p, uint32_t tag)
+{
+    enum { N = (BYTES - 8) / 4 };
+    uint32_t *src = malloc(N * 4), *got = malloc(N * 4);
+    void *stage = NULL;
+    int right = (t_rank + 1) % t_size, left = (t_rank + t_size - 1) % t_size;
+    for (int i = 0; i < N; i++)
+        src[i] = tag * (uint32_t)(t_rank + 1) + (uint32_t)i;
+    T_OK(ctx, symaddr_mem_alloc(ctx, N * 4, &stage));
+    T_OK(ctx, symaddr_memcpy(ctx, stage, src, N * 4));
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_put(ctx, p + 3, stage, N * 4, right, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_memcpy(ctx, got, p + 3, N * 4));
+    int wrong = 0;
+    for (int i = 0; i < N; i++)
+        wrong += got[i] != tag * (uint32_t)(left + 1) + (uint32_t)i;
+    T_CHECK(wrong == 0, "tag %u: %d of %d words from rank %d wrong", tag, wrong, N, left);
+    symaddr_mem_free(ctx, stage);
+    free(src);
+    free(got);
+}
+
+static void test_taken_back(void *u)
+{
+    (void)u;
+    symaddr_context_t *ctx = retaining_context((size_t)1 << 20);
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    void *p, *q;
+    uint64_t *table = malloc(sizeof(uint64_t) * t_size);
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+    g_exchanges = 0;
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &p, &m));
+    memcpy(table, m->host_peer_bases, sizeof(uint64_t) * t_size);
+    put_and_check(ctx, p, 1);
+    T_OK(ctx, symaddr_symmetric_free(prov, p));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &q, &m));
+    T_CHECK(q == p, "the same size came back at %p, not the retained %p", q, p);
+    T_CHECK(!memcmp(table, m->host_peer_bases, sizeof(uint64_t) * t_size),
+            "the taken-back map's table differs from the first one's");
+    T_CHECK(g_exchanges == 1, "%d handle exchanges for an allocation, a free and a take-back",
+            g_exchanges);
+    put_and_check(ctx, q, 7);
+    /* another size is a fresh allocation, exchanged */
+    void *r;
+    symaddr_map_t *mr;
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES + 64, &r, &mr));
+    T_CHECK(g_exchanges == 2, "%d handle exchanges after a new size", g_exchanges);
+    put_and_check(ctx, r, 11);
+    T_OK(ctx, symaddr_symmetric_free(prov, r));
+    T_OK(ctx, symaddr_symmetric_free(prov, q));
+    T_OK(ctx, symaddr_finalize(&ctx)); /* releases both retained allocations */
+    free(table);
+}
+
+static void test_budget_lets_the_oldest_go(void *u)
+{
+    (void)u;
+    symaddr_context_t *ctx = retaining_context(2 * (size_t)BYTES);
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    void *a, *b, *c, *x;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &a, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &b, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &c, &m));
+    T_OK(ctx, symaddr_symmetric_free(prov, a));
+    T_OK(ctx, symaddr_symmetric_free(prov, b));
+    T_OK(ctx, symaddr_symmetric_free(prov, c)); /* two fit: a goes */
+    g_exchanges = 0;
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &x, &m));
+    T_CHECK(x == c, "the newest retained (%p) should come back first, got %p", c, x);
+    put_and_check(ctx, x, 3);
+    void *y, *z;
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &y, &m));
+    T_CHECK(y == b, "then the older one (%p), got %p", b, y);
+    T_CHECK(g_exchanges == 0, "%d handle exchanges for two take-backs", g_exchanges);
+    T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &z, &m));
+    T_CHECK(g_exchanges == 1, "the third was let go, so a fresh allocation: %d exchanges",
+            g_exchanges);
+    put_and_check(ctx, z, 5);
+    T_OK(ctx, symaddr_symmetric_free(prov, x));
+    T_OK(ctx, symaddr_symmetric_free(prov, y));
+    T_OK(ctx, symaddr_symmetric_free(prov, z));
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+static void test_zero_retains_nothing(void *u)
+{
+    (void)u;
+    symaddr_context_t *ctx = retaining_context(0);
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    void *p;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+    g_exchanges = 0;
+    for (int i = 0; i < 3; i++) {
+        T_OK(ctx, symaddr_symmetric_alloc(prov, BYTES, &p, &m));
+        put_and_check(ctx, p, 13 + (uint32_t)i);
+        T_OK(ctx, symaddr_symmetric_free(prov, p));
+    }
+    T_CHECK(g_exchanges == 3, "retain_bytes 0: %d handle exchanges for 3 allocations", g_exchanges);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+static char g_refusal[512];
+
+static void catch_refusal(void *cookie, const char *line)
+{
+    (void)cookie;
+    if (strstr(line, "retain"))
+        snprintf(g_refusal, sizeof(g_refusal), "%s", line);
+}
+
+static void test_ranks_must_agree(void *u)
+{
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx = NULL;
+    symaddr_config_default(&cfg);
+    cfg.retain_bytes = t_rank == t_size - 1 ? 4096 : 8192;
+    cfg.logger = catch_refusal;
+    g_refusal[0] = 0;
+    symaddr_status_t st = symaddr_init(MPI_COMM_WORLD, &cfg, &ctx);
+    T_CHECK(st == SYMADDR_ERR_MISMATCH && ctx == NULL, "init with unequal budgets: %s",
+            symaddr_strerror(st));
+    if (t_rank == 0)
+        T_CHECK(strstr(g_refusal, "SYMADDR_RETAIN_BYTES") != NULL,
+                "the refusal names the variable: '%s'", g_refusal);
+}
+
+int main(int argc, char **argv)
+{
+    t_init(&argc, &argv);
+    T_RUN(test_taken_back, NULL);
+    T_RUN(test_budget_lets_the_oldest_go, NULL);
+    T_RUN(test_zero_retains_nothing, NULL);
+    T_RUN(test_ranks_must_agree, NULL);
+    return t_finish();
+}
