@@ -7,6 +7,7 @@
  * against each neighbour's rank + 1. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "harness.h"
 
@@ -140,6 +141,52 @@ static void test_zero_retains_nothing(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* An allocation that runs out (here: rank 1 out of descriptors, which the cpu backend's memory
+ * is) lets every retained allocation go and tries again, on every rank. */
+static void test_out_of_memory_lets_go(void *u)
+{
+    (void)u;
+    symaddr_context_t *ctx = retaining_context((size_t)64 << 20);
+    symaddr_provider_t *prov;
+    symaddr_map_t *m;
+    void *p[32], *q = NULL;
+    struct rlimit old, none;
+    int k = 2 * t_size < 32 ? 2 * t_size : 32;
+    if (symaddr_backend(ctx) != SYMADDR_BACKEND_CPU || t_size < 2) {
+        T_SKIP("needs the cpu backend, whose memory is descriptors, and 2 ranks");
+        T_OK(ctx, symaddr_finalize(&ctx));
+        return;
+    }
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+    for (int i = 0; i < k; i++) /* each retained allocation keeps its descriptor */
+        T_OK(ctx, symaddr_symmetric_alloc(prov, 4096 + 64 * (size_t)i, &p[i], &m));
+    for (int i = 0; i < k; i++)
+        T_OK(ctx, symaddr_symmetric_free(prov, p[i]));
+    getrlimit(RLIMIT_NOFILE, &old);
+    none = old;
+    if (t_rank == 1) {
+        none.rlim_cur = (rlim_t)t_count_entries("/proc/self/fd") - 1; /* not one free */
+        T_CHECK(setrlimit(RLIMIT_NOFILE, &none) == 0);
+    }
+    g_exchanges = 0;
+    symaddr_status_t st = symaddr_symmetric_alloc(prov, BYTES, &q, &m);
+    if (t_rank == 1)
+        setrlimit(RLIMIT_NOFILE, &old);
+    T_CHECK(st == SYMADDR_OK, "with %d allocations retained to let go: %s (%s)", k,
+            symaddr_strerror(st), symaddr_last_error(ctx));
+    if (st == SYMADDR_OK)
+        put_and_check(ctx, q, 17);
+    /* they all went: an old size needs an exchange again */
+    void *r = NULL;
+    T_OK(ctx, symaddr_symmetric_alloc(prov, 4096, &r, &m));
+    T_CHECK(g_exchanges == 2, "%d handle exchanges: the retained allocations were not let go",
+            g_exchanges);
+    if (q)
+        T_OK(ctx, symaddr_symmetric_free(prov, q));
+    T_OK(ctx, symaddr_symmetric_free(prov, r));
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 static char g_refusal[512];
 
 static void catch_refusal(void *cookie, const char *line)
@@ -176,6 +223,7 @@ int main(int argc, char **argv)
     T_RUN(test_taken_back, NULL);
     T_RUN(test_budget_lets_the_oldest_go, NULL);
     T_RUN(test_zero_retains_nothing, NULL);
+    T_RUN(test_out_of_memory_lets_go, NULL);
     T_RUN(test_ranks_must_agree, NULL);
     return t_finish();
 }
