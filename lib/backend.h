@@ -31,18 +31,30 @@ enum {
 
 typedef struct symaddr_backend symaddr_backend_t;
 
+/* What memory is for, which decides how a backend allocates it: bulk data (users' buffers: the
+ * fastest memory for bandwidth), or memory that kernels poll while peers store into it
+ * (flags, LL and Lamport inboxes: coherent across GPUs without a kernel boundary). On cuda
+ * and cpu both are the same memory; on hip, bulk is coarse-grained and coherent is
+ * fine-grained (see doc/amd.md). */
+typedef enum symaddr_mem_kind {
+    SYMADDR_MEM_BULK = 0,
+    SYMADDR_MEM_COHERENT = 1,
+    SYMADDR_MEM_KINDS_ = 2
+} symaddr_mem_kind_t;
+
 typedef struct symaddr_backend_ops {
     size_t size; /* sizeof(symaddr_backend_ops_t): callers never read past it */
     const char *name;
     symaddr_backend_kind_t kind;
-    uint64_t caps; /* SYMADDR_CAP_* that peers of one node get */
+    uint64_t caps[SYMADDR_MEM_KINDS_]; /* SYMADDR_CAP_* that peers of one node get, per kind */
 
     /* Number of usable devices; 0 means the backend cannot run here. */
     int (*device_count)(void);
     symaddr_status_t (*init)(symaddr_backend_t *be, int device, char *why, size_t why_len);
     void (*fini)(symaddr_backend_t *be);
 
-    symaddr_status_t (*mem_alloc)(symaddr_backend_t *be, size_t bytes, void **ptr_p);
+    symaddr_status_t (*mem_alloc)(symaddr_backend_t *be, size_t bytes, symaddr_mem_kind_t kind,
+                                  void **ptr_p);
     symaddr_status_t (*mem_free)(symaddr_backend_t *be, void *ptr);
     /* Small private device memory (peer tables): not exportable, no descriptor. */
     symaddr_status_t (*local_alloc)(symaddr_backend_t *be, size_t bytes, void **ptr_p);
@@ -86,7 +98,21 @@ struct symaddr_backend {
     int device;
     void *priv;
     char why[256]; /* the runtime's own text for the last refusal of an op ("" if none) */
+    /* Rate of the counter symaddr_clock_ns reads on this device, in kHz, where the device says
+     * (AMD: hipDeviceAttributeWallClockRate); 0 where the clock is nanoseconds already or the
+     * runtime cannot say. Device deadlines are scaled by it (symaddr_backend_deadline_ns). */
+    unsigned wall_clock_khz;
 };
+
+/* A deadline of ns nanoseconds in the units symaddr_clock_ns counts on the backend's device:
+ * device.h reads AMD's wall clock as 100 MHz (SYMADDR_WALL_CLOCK_KHZ); a device whose clock
+ * runs at another rate gets its deadlines scaled, so that they still fire after ns. */
+static inline uint64_t symaddr_backend_deadline_ns(const symaddr_backend_t *be, uint64_t ns)
+{
+    if (!be->wall_clock_khz || be->wall_clock_khz == 100000u)
+        return ns;
+    return (uint64_t)((double)ns * be->wall_clock_khz / 100000.0);
+}
 
 /* Every backend's ops table; a backend this build lacks is not linked in. */
 extern const symaddr_backend_ops_t symaddr_backend_cpu_ops;

@@ -73,8 +73,11 @@ static symaddr_status_t fail_errno(symaddr_backend_t *be, const char *what)
                                                                     : SYMADDR_ERR_BACKEND;
 }
 
-static symaddr_status_t cpu_mem_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
+/* Shared memory is coherent for every kind: one allocation path. */
+static symaddr_status_t cpu_mem_alloc(symaddr_backend_t *be, size_t bytes, symaddr_mem_kind_t kind,
+                                      void **ptr_p)
 {
+    (void)kind;
     cpu_state_t *s = be->priv;
     size_t len = page_round(bytes);
     symaddr_status_t st;
@@ -245,7 +248,10 @@ const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
     .size = sizeof(symaddr_backend_ops_t),
     .name = "cpu",
     .kind = SYMADDR_BACKEND_CPU,
-    .caps = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS,
+    .caps = {[SYMADDR_MEM_BULK] = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS |
+                                  SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT,
+             [SYMADDR_MEM_COHERENT] = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS |
+                                      SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT},
     .device_count = cpu_device_count,
     .init = cpu_init,
     .fini = cpu_fini,

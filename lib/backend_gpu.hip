@@ -120,6 +120,15 @@ static symaddr_status_t gpu_init(symaddr_backend_t *be, int device, char *why, s
     pthread_mutex_init(&g->lock, NULL);
     be->priv = g;
     be->device = device;
+    be->wall_clock_khz = 0;
+#if !defined(SYMADDR_USE_CUDA) && HIP_VERSION_MAJOR >= 6
+    int khz = 0; /* the counter wall_clock64 reads (doc/amd.md, F3) */
+    if (hipDeviceGetAttribute(&khz, hipDeviceAttributeWallClockRate, device) == hipSuccess &&
+        khz > 0)
+        be->wall_clock_khz = (unsigned)khz;
+    else
+        (void)hipGetLastError();
+#endif
     return SYMADDR_OK;
 }
 
@@ -133,14 +142,30 @@ static void gpu_fini(symaddr_backend_t *be)
     be->priv = NULL;
 }
 
-static symaddr_status_t gpu_mem_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
+/* Bulk memory is hipMalloc's (coarse-grained on AMD: coherent with other agents only at kernel
+ * boundaries, the fastest for bulk traffic); coherent memory, which kernels poll while peers
+ * store into it, is fine-grained on AMD (HIP "Coherence control"); CUDA memory is both. */
+static symaddr_status_t gpu_mem_alloc(symaddr_backend_t *be, size_t bytes, symaddr_mem_kind_t kind,
+                                      void **ptr_p)
 {
+#if defined(SYMADDR_USE_CUDA)
+    (void)kind;
     hipError_t e = hipMalloc(ptr_p, bytes);
+#else
+    hipError_t e = kind == SYMADDR_MEM_COHERENT
+                       ? hipExtMallocWithFlags(ptr_p, bytes, hipDeviceMallocFinegrained)
+                       : hipMalloc(ptr_p, bytes);
+#endif
     if (e != hipSuccess)
-        return fail(be, e,
-                    e == hipErrorMemoryAllocation ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
-                    "device allocation");
+        return fail(
+            be, e, e == hipErrorMemoryAllocation ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
+            kind == SYMADDR_MEM_COHERENT ? "fine-grained device allocation" : "device allocation");
     return SYMADDR_OK;
+}
+
+static symaddr_status_t gpu_local_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p)
+{
+    return gpu_mem_alloc(be, bytes, SYMADDR_MEM_BULK, ptr_p);
 }
 
 static symaddr_status_t gpu_mem_free(symaddr_backend_t *be, void *ptr)
@@ -439,6 +464,19 @@ static size_t gpu_mem_total(symaddr_backend_t *be)
     return total;
 }
 
+/* What peers get, per kind of memory (doc/amd.md, F2): CUDA peer memory is coherent and takes
+ * system-scope atomics whatever the allocation; on AMD, coarse-grained memory takes device-scope
+ * atomics from a peer but neither polling nor system scope is defined on it. */
+#define GPU_COHERENT_CAPS                                                                          \
+    (SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS |                   \
+     SYMADDR_CAP_COHERENT)
+static_assert(SYMADDR_MEM_BULK == 0 && SYMADDR_MEM_COHERENT == 1, "caps below are in kind order");
+#if defined(SYMADDR_USE_CUDA)
+#define GPU_BULK_CAPS GPU_COHERENT_CAPS
+#else
+#define GPU_BULK_CAPS (SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS)
+#endif
+
 #if defined(SYMADDR_USE_CUDA)
 extern "C" const symaddr_backend_ops_t symaddr_backend_cuda_ops = {
 #else
@@ -447,13 +485,13 @@ extern "C" const symaddr_backend_ops_t symaddr_backend_hip_ops = {
     .size = sizeof(symaddr_backend_ops_t),
     .name = GPU_NAME,
     .kind = GPU_KIND,
-    .caps = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS,
+    .caps = {GPU_BULK_CAPS, GPU_COHERENT_CAPS}, /* by symaddr_mem_kind_t, bulk first */
     .device_count = gpu_device_count,
     .init = gpu_init,
     .fini = gpu_fini,
     .mem_alloc = gpu_mem_alloc,
     .mem_free = gpu_mem_free,
-    .local_alloc = gpu_mem_alloc,
+    .local_alloc = gpu_local_alloc,
     .local_free = gpu_local_free,
     .mem_range = gpu_mem_range,
     .handle_export = gpu_handle_export,

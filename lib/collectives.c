@@ -128,7 +128,8 @@ static void team_fill(const symaddr_context_t *ctx, symaddr_team_t *t)
     t->max_blocks = ctx->coll.max_blocks;
     t->lamport_offset = ctx->coll.lamport_offset;
     t->lamport_slot = ctx->coll.lamport_slot;
-    t->timeout_ns = (uint64_t)ctx->core.cfg.timeout_ms * 1000000u;
+    t->timeout_ns =
+        symaddr_backend_deadline_ns(&ctx->be, (uint64_t)ctx->core.cfg.timeout_ms * 1000000u);
     /* not where another rank shares the GPU: an early-resident grid could keep its kernels
      * from the SMs */
     t->pdl = ctx->be.ops->kind == SYMADDR_BACKEND_CUDA && ctx->gpu_sharers == 1;

@@ -66,7 +66,7 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     if (st == SYMADDR_OK)
         st = grid_bound(ctx, &c->max_blocks);
     if (st == SYMADDR_OK)
-        st = ctx->be.ops->mem_alloc(&ctx->be, sync_bytes, &c->sync.root);
+        st = ctx->be.ops->mem_alloc(&ctx->be, sync_bytes, SYMADDR_MEM_COHERENT, &c->sync.root);
     if (st == SYMADDR_OK)
         st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, zeros, sync_bytes);
     if (st == SYMADDR_OK)
@@ -93,6 +93,7 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     if (st == SYMADDR_OK) {
         c->sync.root_bytes = sync_bytes;
         c->sync.owned = true;
+        c->sync.caps = ctx->be.ops->caps[SYMADDR_MEM_COHERENT];
         st = symaddr_backing_open(ctx, &c->sync, 0);
     }
     if (st != SYMADDR_OK) {

@@ -156,6 +156,11 @@ static void info_report(symaddr_context_t *ctx)
                 "of %d ranks, node rank %d",
                 c->rank, c->size, ctx->be.ops->name, symaddr_device(ctx), ctx->gpu_sharers,
                 c->boot.node_size, c->boot.node_rank);
+    if (ctx->be.wall_clock_khz && ctx->be.wall_clock_khz != 100000u)
+        SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_INIT,
+                    "device wall clock %u kHz, not the 100 MHz symaddr_clock_ns assumes: the "
+                    "collectives' kernel deadlines are scaled by %.4f",
+                    ctx->be.wall_clock_khz, ctx->be.wall_clock_khz / 100000.0);
     SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL,
                 "collectives: auto allreduce lamport to %zu B, ll to %zu B, two-shot from %zu B; "
                 "grids of at most %u blocks; timeout %u ms",
@@ -168,15 +173,16 @@ static void info_report(symaddr_context_t *ctx)
         const symaddr_provider_ops_t *ops = symaddr_provider_ops((symaddr_provider_kind_t)k);
         if (ops->alloc == symaddr_provider_alloc_unsupported)
             continue;
-        /* what its maps get (mapping.c): the backend's capabilities, owned memory */
-        uint64_t caps = ctx->be.ops->caps | SYMADDR_CAP_OWNED;
+        /* what its maps get (mapping.c): the memory's capabilities, owned */
+        uint64_t caps = ops->caps(ctx) | SYMADDR_CAP_OWNED;
         if (ops->usable(ctx, "symaddr_init") == SYMADDR_OK)
             SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC,
-                        "provider %s: allocates here, maps with capabilities 0x%llx:%s%s%s%s",
+                        "provider %s: allocates here, maps with capabilities 0x%llx:%s%s%s%s%s",
                         ops->name, (unsigned long long)caps,
                         caps & SYMADDR_CAP_LOAD_STORE ? " load/store" : "",
                         caps & SYMADDR_CAP_ATOMICS ? " atomics" : "",
-                        caps & SYMADDR_CAP_SYSTEM_ATOMICS ? " system-atomics" : "", " owned");
+                        caps & SYMADDR_CAP_SYSTEM_ATOMICS ? " system-atomics" : "",
+                        caps & SYMADDR_CAP_COHERENT ? " coherent" : "", " owned");
         else
             SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC, "provider %s: not here: %s",
                         ops->name, ctx->core.err.text);

@@ -54,7 +54,8 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
                                      : SYMADDR_PEER_SAME_NODE;
         direct[r] = (uint8_t)(same_gpu || r == ctx->core.rank ||
                               ctx->be.ops->can_access_peer(&ctx->be, mine.device, all[r].device));
-        atomics[r] = direct[r] && (ctx->be.ops->caps & SYMADDR_CAP_SYSTEM_ATOMICS);
+        atomics[r] =
+            direct[r] && (ctx->be.ops->caps[SYMADDR_MEM_BULK] & SYMADDR_CAP_SYSTEM_ATOMICS);
     }
     int stride = b->node_size > 1 ? b->node_to_rank[1] - b->node_to_rank[0] : 1;
     for (int q = 2; q < b->node_size; q++)

@@ -157,8 +157,9 @@ symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_
     /* The header lets validation mode check accesses from the table alone. */
     uint64_t *table = staged + SYMADDR_TABLE_HEADER;
     table[SYMADDR_HDR_MAGIC] = SYMADDR_TABLE_MAGIC;
-    table[SYMADDR_HDR_INFO] =
-        (uint64_t)(uint32_t)ctx->core.size | ((uint64_t)(ctx->core.cfg.validate != 0) << 32);
+    table[SYMADDR_HDR_INFO] = (uint64_t)(uint32_t)ctx->core.size |
+                              ((uint64_t)(ctx->core.cfg.validate != 0) << 32) |
+                              ((m->caps & SYMADDR_HDR_CAPS_MASK) << SYMADDR_HDR_CAPS_SHIFT);
     table[SYMADDR_HDR_BYTES] = m->root_bytes;
     table[SYMADDR_HDR_ERROR] = 0;
     memcpy(table, m->host_table, sizeof(uint64_t) * (size_t)ctx->core.size);
@@ -294,7 +295,7 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
 
 symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
                                               symaddr_provider_kind_t kind, void *range_base,
-                                              size_t range_bytes, uint64_t caps)
+                                              size_t range_bytes)
 {
     symaddr_backing_t *m = r->backing;
     symaddr_map_t *map = &r->map;
@@ -306,7 +307,7 @@ symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_re
     map->allocation_base = (uint64_t)(uintptr_t)m->root;
     map->allocation_bytes = m->root_bytes;
     map->capabilities =
-        caps | (m->owned ? SYMADDR_CAP_OWNED : 0) | (m->fabric ? SYMADDR_CAP_FABRIC : 0);
+        m->caps | (m->owned ? SYMADDR_CAP_OWNED : 0) | (m->fabric ? SYMADDR_CAP_FABRIC : 0);
     map->range_base = (uint64_t)(uintptr_t)range_base;
     map->range_bytes = range_bytes;
     map->error_flag = (uint32_t *)(m->dev_table + SYMADDR_HDR_ERROR);

@@ -33,6 +33,7 @@ typedef struct symaddr_backing {
     symaddr_peer_root_t **peers; /* world_size entries; NULL for self and other nodes */
     uint64_t *dev_table;         /* peer_bases, then the validation error flag */
     uint64_t *host_table;
+    uint64_t caps;                 /* SYMADDR_CAP_* of the memory itself (before OWNED, FABRIC) */
     size_t asked;                  /* the allocation's size as its caller asked (retention) */
     struct symaddr_backing *older; /* next in the context's retained list */
 } symaddr_backing_t;
@@ -131,10 +132,11 @@ void symaddr_retained_release(symaddr_context_t *ctx);
 /* Tables for a mapping whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);
 
-/* Fill r->map from its mapping and register it; frees nothing on failure. */
+/* Fill r->map from its mapping (capabilities: the backing's) and register it; frees nothing on
+ * failure. */
 symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
                                               symaddr_provider_kind_t kind, void *range_base,
-                                              size_t range_bytes, uint64_t caps);
+                                              size_t range_bytes);
 
 /* symaddr_mem_alloc's allocations of this context (plain.c): record one, take one back (NULL
  * when ptr is not one, or while a registration overlaps it: *overlap_p), free what is left. */

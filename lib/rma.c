@@ -17,7 +17,7 @@ symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **
     if (st != SYMADDR_OK)
         return st;
     void *ptr = NULL;
-    st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &ptr);
+    st = ctx->be.ops->mem_alloc(&ctx->be, bytes, SYMADDR_MEM_BULK, &ptr);
     if (st != SYMADDR_OK)
         return symaddr_set_error(ctx, st, "%s: cannot allocate %zu bytes: %s", fn, bytes,
                                  symaddr_runtime_says(ctx));

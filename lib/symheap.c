@@ -28,8 +28,8 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
     h->free_list = malloc(sizeof(*h->free_list) * h->cap);
     if (st == SYMADDR_OK && !h->free_list)
         st = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory");
-    if (st == SYMADDR_OK &&
-        (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, &h->backing.root)) != SYMADDR_OK)
+    if (st == SYMADDR_OK && (st = ctx->be.ops->mem_alloc(&ctx->be, bytes, SYMADDR_MEM_BULK,
+                                                         &h->backing.root)) != SYMADDR_OK)
         symaddr_set_error(ctx, st,
                           "symaddr_init: cannot allocate a %zu-byte symmetric heap (%s); lower "
                           "heap_bytes or SYMADDR_HEAP_SIZE",
@@ -38,6 +38,7 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
     if (st == SYMADDR_OK) {
         h->backing.root_bytes = bytes;
         h->backing.owned = true;
+        h->backing.caps = ctx->be.ops->caps[SYMADDR_MEM_BULK];
         st = symaddr_backing_open(ctx, &h->backing, 0);
     }
     if (st != SYMADDR_OK) {

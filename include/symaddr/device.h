@@ -55,9 +55,11 @@
 #define SYMADDR_TABLE_MAGIC 0x53594d4144445231ull /* "SYMADDR1" */
 #define SYMADDR_TABLE_HEADER 4
 #define SYMADDR_HDR_MAGIC (-4) /* SYMADDR_TABLE_MAGIC */
-#define SYMADDR_HDR_INFO (-3)  /* world_size | validate << 32 */
+#define SYMADDR_HDR_INFO (-3)  /* world_size | validate << 32 | the map's SYMADDR_CAP_* << 48 */
 #define SYMADDR_HDR_BYTES (-2) /* allocation_bytes */
 #define SYMADDR_HDR_ERROR (-1) /* first violation, as -status, in the low 32 bits */
+#define SYMADDR_HDR_CAPS_SHIFT 48
+#define SYMADDR_HDR_CAPS_MASK 0xffffull
 
 /** 16-bit floating-point values travel as their bits. */
 typedef uint16_t symaddr_f16_t;
@@ -145,6 +147,8 @@ SYMADDR_DEVFN void symaddr_yield(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
     __nanosleep(100);
+#elif defined(__HIP_DEVICE_COMPILE__)
+    __builtin_amdgcn_s_sleep(2); /* about 128 clocks: the wave yields its issue slots */
 #elif !SYMADDR_ON_GPU
     sched_yield();
 #endif
@@ -169,12 +173,31 @@ SYMADDR_DEVFN void symaddr_quiet(void) { symaddr_fence(); }
 /* ---- translation ------------------------------------------------------------------------- */
 
 #if SYMADDR_VALIDATE
-/* Returns 0, or the status of the violation after recording it (the first one wins). */
+/* Whether the table is one of symaddr's, made by a context that validates. */
+SYMADDR_DEVFN int symaddr_validating_(const uint64_t *peer_bases)
+{
+    return peer_bases[SYMADDR_HDR_MAGIC] == SYMADDR_TABLE_MAGIC &&
+           ((peer_bases[SYMADDR_HDR_INFO] >> 32) & 1);
+}
+
+/* Record violation st in the table's error flag (the first one wins); returns st. */
+SYMADDR_DEVFN int symaddr_validate_record_(const uint64_t *peer_bases, int st)
+{
+    uint32_t *flag = (uint32_t *)(uintptr_t)&peer_bases[SYMADDR_HDR_ERROR];
+#if SYMADDR_ON_GPU
+    atomicCAS_system((unsigned int *)flag, 0u, (unsigned int)-st);
+#else
+    uint32_t zero = 0;
+    __atomic_compare_exchange_n(flag, &zero, (uint32_t)-st, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+#endif
+    return st;
+}
+
+/* Returns 0, or the status of the violation after recording it. */
 SYMADDR_DEVFN int symaddr_validate_(const void *ptr, int target, const uint64_t *peer_bases,
                                     int local_rank)
 {
-    if (peer_bases[SYMADDR_HDR_MAGIC] != SYMADDR_TABLE_MAGIC ||
-        !(peer_bases[SYMADDR_HDR_INFO] >> 32))
+    if (!symaddr_validating_(peer_bases))
         return 0;
     int64_t world = (int64_t)(peer_bases[SYMADDR_HDR_INFO] & 0xffffffffu);
     int st = 0;
@@ -185,19 +208,26 @@ SYMADDR_DEVFN int symaddr_validate_(const void *ptr, int target, const uint64_t 
         st = SYMADDR_ERR_INVALID_ARG;
     else if (peer_bases[target] == 0)
         st = SYMADDR_ERR_UNREACHABLE;
-    if (st) {
-        uint32_t *flag = (uint32_t *)(uintptr_t)&peer_bases[SYMADDR_HDR_ERROR];
-#if SYMADDR_ON_GPU
-        atomicCAS_system((unsigned int *)flag, 0u, (unsigned int)-st);
-#else
-        uint32_t zero = 0;
-        __atomic_compare_exchange_n(flag, &zero, (uint32_t)-st, 0, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST);
-#endif
-    }
-    return st;
+    return st ? symaddr_validate_record_(peer_bases, st) : 0;
 }
 #endif
+
+/* 0 when the map behind peer_bases has every capability in need; else, under validation,
+ * SYMADDR_ERR_UNSUPPORTED recorded in its error flag (the access is then skipped). Without
+ * validation the table's capabilities are not read: 0. */
+SYMADDR_DEVFN int symaddr_validate_caps_(const uint64_t *peer_bases, uint64_t need)
+{
+#if SYMADDR_VALIDATE &&                                                                            \
+    (SYMADDR_ON_GPU ? defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__) : 1)
+    uint64_t caps =
+        (peer_bases[SYMADDR_HDR_INFO] >> SYMADDR_HDR_CAPS_SHIFT) & SYMADDR_HDR_CAPS_MASK;
+    if (symaddr_validating_(peer_bases) && (caps & need) != need)
+        return symaddr_validate_record_(peer_bases, SYMADDR_ERR_UNSUPPORTED);
+#else
+    (void)peer_bases, (void)need;
+#endif
+    return 0;
+}
 
 /** Translate @p ptr (inside the allocation of @p peer_bases) to rank @p target's copy.
  *  With validation on, returns NULL for a violation (and records it). */
@@ -422,13 +452,36 @@ SYMADDR_DEFINE_PRIM_(uint32_t, u32)
 SYMADDR_DEFINE_PRIM_(uint64_t, u64)
 #endif
 
-/* Remote atomics on type T (bits in U), explicit form at system scope and buffer form at the
- * scope the map's capabilities allow. Each returns the old value (0 if validation refused). */
+/* Where a system-scope atomic or signal lands: the translated address, or NULL when the access is
+ * refused (validation: out of bounds, or the map lacks system-scope atomics). */
+SYMADDR_DEVFN void *symaddr_system_target_(const void *ptr, int target, const uint64_t *peer_bases,
+                                           int local_rank)
+{
+    void *r = symaddr_translate(ptr, target, peer_bases, local_rank);
+    return r && !symaddr_validate_caps_(peer_bases, SYMADDR_CAP_SYSTEM_ATOMICS) ? r : NULL;
+}
+
+/* The same for a buffer form that needs the capabilities in need: refused (and recorded under
+ * validation) when the map lacks them, whatever the build. */
+SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr, int target,
+                                           uint64_t need)
+{
+    if ((buf.caps & need) != need) {
+        (void)symaddr_validate_caps_(buf.peer_bases, need);
+        return NULL;
+    }
+    return symaddr_translate(ptr, target, buf.peer_bases, buf.local_rank);
+}
+
+/* Remote atomics on type T (bits in U), explicit form at system scope (validation refuses it on
+ * a map without SYMADDR_CAP_SYSTEM_ATOMICS) and buffer form at the scope the map's capabilities
+ * allow (none without SYMADDR_CAP_ATOMICS: skipped, and recorded under validation). Each returns
+ * the old value (0 if skipped). */
 #define SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, op)                                             \
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
                                                       const uint64_t *peer_bases, int local_rank)  \
     {                                                                                              \
-        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                        \
+        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank);                   \
         return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value, 1) : (T)0;                           \
     }                                                                                              \
     SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                    \
@@ -440,7 +493,7 @@ SYMADDR_DEFINE_PRIM_(uint64_t, u64)
                                                              T value, int target)                  \
     {                                                                                              \
         U *r =                                                                                     \
-            (U *)symaddr_translate((T *)buf.ptr + index, target, buf.peer_bases, buf.local_rank);  \
+            (U *)symaddr_buffer_target_(buf, (T *)buf.ptr + index, target, SYMADDR_CAP_ATOMICS);   \
         return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value,                                      \
                                                  (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)     \
                  : (T)0;                                                                           \
@@ -451,7 +504,7 @@ SYMADDR_DEFINE_PRIM_(uint64_t, u64)
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
                                                       const uint64_t *peer_bases, int local_rank)  \
     {                                                                                              \
-        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                        \
+        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank);                   \
         if (!r)                                                                                    \
             return (T)0;                                                                           \
         U old = *(volatile U *)r, seen;                                                            \
@@ -478,7 +531,7 @@ SYMADDR_DEFINE_PRIM_(uint64_t, u64)
     SYMADDR_DEVFN T symaddr_atomic_cas_##sfx(T *ptr, T compare, T value, int target,               \
                                              const uint64_t *peer_bases, int local_rank)           \
     {                                                                                              \
-        U *r = (U *)symaddr_translate(ptr, target, peer_bases, local_rank);                        \
+        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank);                   \
         return r ? (T)symaddr_prim_cas_##usfx(r, (U)compare, (U)value, 1) : (T)0;                  \
     }
 
@@ -489,11 +542,16 @@ SYMADDR_DEFINE_ATOMICS_(uint64_t, uint64_t, u64, u64)
 
 /* ---- signals ----------------------------------------------------------------------------- */
 
+/* Signals need memory that a polling kernel sees change (SYMADDR_CAP_COHERENT) and atomics on
+ * it; the explicit forms work at system scope, which validation checks the map allows. */
+
 /** Make earlier remote stores visible, then set rank target's 64-bit flag to @p value. */
 SYMADDR_DEVFN void symaddr_signal_set(uint64_t *sig, uint64_t value, int target,
                                       const uint64_t *peer_bases, int local_rank)
 {
-    uint64_t *r = (uint64_t *)symaddr_translate(sig, target, peer_bases, local_rank);
+    uint64_t *r = (uint64_t *)symaddr_system_target_(sig, target, peer_bases, local_rank);
+    if (r && symaddr_validate_caps_(peer_bases, SYMADDR_CAP_COHERENT))
+        r = NULL;
     symaddr_fence();
     if (r)
         symaddr_prim_swap_u64(r, value, 1);
@@ -503,13 +561,43 @@ SYMADDR_DEVFN void symaddr_signal_set(uint64_t *sig, uint64_t value, int target,
 SYMADDR_DEVFN void symaddr_signal_add(uint64_t *sig, uint64_t value, int target,
                                       const uint64_t *peer_bases, int local_rank)
 {
-    uint64_t *r = (uint64_t *)symaddr_translate(sig, target, peer_bases, local_rank);
+    uint64_t *r = (uint64_t *)symaddr_system_target_(sig, target, peer_bases, local_rank);
+    if (r && symaddr_validate_caps_(peer_bases, SYMADDR_CAP_COHERENT))
+        r = NULL;
     symaddr_fence();
     if (r)
         symaddr_prim_add_u64(r, value, 1);
 }
 
-/** Nanoseconds from a clock that all threads of the caller share. */
+/** Buffer forms of the signals: flag @p index (64-bit words) of the bound buffer. They need a map
+ *  with SYMADDR_CAP_COHERENT and SYMADDR_CAP_ATOMICS (skipped otherwise, and recorded under
+ *  validation); the atomic is system-scope where the map has SYMADDR_CAP_SYSTEM_ATOMICS, else
+ *  device-scope. */
+SYMADDR_DEVFN void symaddr_buffer_signal_set(symaddr_buffer_t buf, size_t index, uint64_t value,
+                                             int target)
+{
+    uint64_t *r = (uint64_t *)symaddr_buffer_target_(buf, (uint64_t *)buf.ptr + index, target,
+                                                     SYMADDR_CAP_COHERENT | SYMADDR_CAP_ATOMICS);
+    symaddr_fence();
+    if (r)
+        symaddr_prim_swap_u64(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0);
+}
+
+SYMADDR_DEVFN void symaddr_buffer_signal_add(symaddr_buffer_t buf, size_t index, uint64_t value,
+                                             int target)
+{
+    uint64_t *r = (uint64_t *)symaddr_buffer_target_(buf, (uint64_t *)buf.ptr + index, target,
+                                                     SYMADDR_CAP_COHERENT | SYMADDR_CAP_ATOMICS);
+    symaddr_fence();
+    if (r)
+        symaddr_prim_add_u64(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0);
+}
+
+/** Nanoseconds from a clock that all threads of the caller share. On AMD GPUs it reads the
+ *  constant wall clock (wall_clock64) as 100 MHz, the rate of MI200 and MI300; on a device whose
+ *  hipDeviceAttributeWallClockRate differs, its nanoseconds are scaled by that rate over 100 MHz
+ *  (the library scales the deadlines it hands its kernels, symaddr_team_t.timeout_ns, to match;
+ *  a caller's own timeouts should do the same). */
 SYMADDR_DEVFN uint64_t symaddr_clock_ns(void)
 {
 #if defined(__CUDA_ARCH__)
@@ -547,6 +635,22 @@ SYMADDR_DEVFN symaddr_status_t symaddr_signal_wait_until(const uint64_t *sig, ui
             symaddr_yield();
         }
     }
+}
+
+/**
+ * symaddr_signal_wait_until on flag @p index (64-bit words) of the bound buffer.
+ * @return as symaddr_signal_wait_until, or SYMADDR_ERR_UNSUPPORTED at once when the map lacks
+ *         SYMADDR_CAP_COHERENT (a peer's store might never show while the kernel runs: on AMD,
+ *         coarse-grained memory; recorded under validation).
+ */
+SYMADDR_DEVFN symaddr_status_t symaddr_buffer_signal_wait_until(symaddr_buffer_t buf, size_t index,
+                                                                uint64_t value, uint64_t timeout_ns)
+{
+    if (!(buf.caps & SYMADDR_CAP_COHERENT)) {
+        (void)symaddr_validate_caps_(buf.peer_bases, SYMADDR_CAP_COHERENT);
+        return SYMADDR_ERR_UNSUPPORTED;
+    }
+    return symaddr_signal_wait_until((const uint64_t *)buf.ptr + index, value, timeout_ns);
 }
 
 #endif /* SYMADDR_DEVICE_H */

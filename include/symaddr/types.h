@@ -42,6 +42,10 @@ typedef enum symaddr_status {
     (1ull << 4) /**< shared through a fabric handle (VMM), so                                      \
                      peers on other nodes of the fabric could                                      \
                      map it too */
+#define SYMADDR_CAP_COHERENT                                                                       \
+    (1ull << 5) /**< a peer's stores become visible to a kernel polling this memory while it       \
+                     runs, without a kernel boundary: signal waits on it are defined (on AMD       \
+                     GPUs only fine-grained memory; NVIDIA GPUs and the cpu: all memory) */
 
 /** Every element type, as X(SUFFIX, name, bytes, C type of its bits): one list feeds the
  *  names, the sizes, the kernels built for each type, the benchmark and the tests. Adding a

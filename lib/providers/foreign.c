@@ -31,6 +31,7 @@ static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_regist
         memcpy(m->host_table, a->peer_addrs, sizeof(uint64_t) * (size_t)ctx->core.size);
         m->root = a->ptr;
         m->root_bytes = a->bytes;
+        m->caps = a->caps & ~SYMADDR_CAP_OWNED;
         if ((st = symaddr_backing_upload(ctx, m)) != SYMADDR_OK)
             symaddr_set_error(ctx, st, "%s: cannot place the peer table in device memory: %s", fn,
                               symaddr_runtime_says(ctx));
@@ -43,14 +44,14 @@ static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_regist
         return st;
     }
     r->backing = m;
-    return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_FOREIGN, a->ptr, a->bytes,
-                                        a->caps & ~SYMADDR_CAP_OWNED);
+    return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_FOREIGN, a->ptr, a->bytes);
 }
 
 /* The memory is the other library's: only the table goes (the mapping owns nothing). */
 const symaddr_provider_ops_t symaddr_provider_foreign_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "foreign",
+    .caps = symaddr_provider_caps_vouched,
     .usable = symaddr_provider_usable_always,
     .alloc = symaddr_provider_alloc_unsupported,
     .check = foreign_check,

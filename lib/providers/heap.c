@@ -32,8 +32,7 @@ static symaddr_status_t heap_alloc(symaddr_context_t *ctx, size_t bytes, symaddr
     }
     r->backing = &h->backing;
     return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_HEAP,
-                                        (char *)h->backing.root + r->heap_off, bytes,
-                                        ctx->be.ops->caps);
+                                        (char *)h->backing.root + r->heap_off, bytes);
 }
 
 static void heap_release(symaddr_context_t *ctx, symaddr_registration_t *r)
@@ -44,6 +43,7 @@ static void heap_release(symaddr_context_t *ctx, symaddr_registration_t *r)
 const symaddr_provider_ops_t symaddr_provider_heap_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "heap",
+    .caps = symaddr_provider_caps_bulk,
     .usable = heap_usable,
     .alloc = heap_alloc,
     .check = symaddr_provider_check_unsupported,

@@ -39,6 +39,7 @@ static symaddr_status_t import_reg(symaddr_context_t *ctx, const symaddr_registe
     if (st == SYMADDR_OK) {
         m->root = root;
         m->root_bytes = root_bytes;
+        m->caps = symaddr_provider_caps_bulk(ctx);
         st = symaddr_backing_open(ctx, m, (size_t)((char *)a->ptr - (char *)root));
     }
     if (st != SYMADDR_OK) {
@@ -46,14 +47,14 @@ static symaddr_status_t import_reg(symaddr_context_t *ctx, const symaddr_registe
         return st;
     }
     r->backing = m;
-    return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_IMPORT, a->ptr, a->bytes,
-                                        ctx->be.ops->caps);
+    return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_IMPORT, a->ptr, a->bytes);
 }
 
 /* The root is the owner's: only the tables go. */
 const symaddr_provider_ops_t symaddr_provider_import_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "import",
+    .caps = symaddr_provider_caps_bulk,
     .usable = symaddr_provider_usable_always,
     .alloc = symaddr_provider_alloc_unsupported,
     .check = import_check,

@@ -8,9 +8,10 @@
 static symaddr_status_t new_root(symaddr_context_t *ctx, symaddr_backing_t *m, size_t bytes,
                                  bool vmm, size_t *mapped_p)
 {
-    symaddr_status_t st = !m    ? SYMADDR_ERR_NO_MEMORY
-                          : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, mapped_p)
-                                : ctx->be.ops->mem_alloc(&ctx->be, bytes, &m->root);
+    symaddr_status_t st =
+        !m    ? SYMADDR_ERR_NO_MEMORY
+        : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, mapped_p)
+              : ctx->be.ops->mem_alloc(&ctx->be, bytes, symaddr_provider_user_kind(ctx), &m->root);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st,
                           "symaddr_symmetric_alloc: cannot allocate %zu bytes of %s "
@@ -27,9 +28,8 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
     if (m) { /* every rank takes back the same one: mapped, tables and all */
         uint32_t zero = 0;
         r->backing = m;
-        symaddr_status_t st =
-            symaddr_registration_publish(ctx, r, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC,
-                                         m->root, bytes, ctx->be.ops->caps);
+        symaddr_status_t st = symaddr_registration_publish(
+            ctx, r, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC, m->root, bytes);
         if (st == SYMADDR_OK && ctx->core.cfg.validate) /* no fault of the last user's */
             st = ctx->be.ops->memcpy(&ctx->be, r->map.error_flag, &zero, sizeof(zero));
         return st;
@@ -49,6 +49,7 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
     if (st == SYMADDR_OK) {
         m->root_bytes = mapped;
         m->asked = bytes;
+        m->caps = symaddr_provider_caps_user(ctx);
         m->owned = true;
         m->vmm = vmm;
         st = symaddr_backing_open(ctx, m, 0);
@@ -61,7 +62,7 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
     }
     r->backing = m;
     return symaddr_registration_publish(ctx, r, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC,
-                                        m->root, bytes, ctx->be.ops->caps);
+                                        m->root, bytes);
 }
 
 static symaddr_status_t ipc_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r)
@@ -72,6 +73,7 @@ static symaddr_status_t ipc_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_
 const symaddr_provider_ops_t symaddr_provider_ipc_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "ipc",
+    .caps = symaddr_provider_caps_user,
     .usable = symaddr_provider_usable_always,
     .alloc = ipc_alloc,
     .check = symaddr_provider_check_unsupported,

@@ -20,6 +20,9 @@ typedef struct symaddr_register_args {
 typedef struct symaddr_provider_ops {
     size_t size; /* sizeof(symaddr_provider_ops_t): callers never read past it */
     const char *name;
+    /* The SYMADDR_CAP_* its maps get from the memory it makes or takes (OWNED and FABRIC come
+     * on top; a foreign registration's are the caller's). */
+    uint64_t (*caps)(symaddr_context_t *ctx);
     /* Local: SYMADDR_OK when this context can use the provider, else why not. */
     symaddr_status_t (*usable)(symaddr_context_t *ctx, const char *fn);
     /* Collective, after the ranks agreed on the call: allocate bytes on every rank, fill
@@ -46,6 +49,14 @@ typedef struct symaddr_provider_ops {
 
 /* The ops of a kind; never NULL for a kind of symaddr_provider_kind_t. */
 const symaddr_provider_ops_t *symaddr_provider_ops(symaddr_provider_kind_t kind);
+
+/* caps of memory from the backend's plain allocator (bulk), of users' ipc and vmm memory (bulk,
+ * or coherent where the config asks: hip_finegrained), and of memory another library owns. */
+uint64_t symaddr_provider_caps_bulk(symaddr_context_t *ctx);
+uint64_t symaddr_provider_caps_user(symaddr_context_t *ctx);
+uint64_t symaddr_provider_caps_vouched(symaddr_context_t *ctx);
+/* The kind of memory symaddr_provider_caps_user describes. */
+symaddr_mem_kind_t symaddr_provider_user_kind(const symaddr_context_t *ctx);
 
 /* Stubs for the verbs a provider lacks. */
 symaddr_status_t symaddr_provider_usable_always(symaddr_context_t *ctx, const char *fn);

@@ -20,6 +20,27 @@ const symaddr_provider_ops_t *symaddr_provider_ops(symaddr_provider_kind_t kind)
     return providers[kind];
 }
 
+symaddr_mem_kind_t symaddr_provider_user_kind(const symaddr_context_t *ctx)
+{
+    return ctx->core.cfg.hip_finegrained ? SYMADDR_MEM_COHERENT : SYMADDR_MEM_BULK;
+}
+
+uint64_t symaddr_provider_caps_bulk(symaddr_context_t *ctx)
+{
+    return ctx->be.ops->caps[SYMADDR_MEM_BULK];
+}
+
+uint64_t symaddr_provider_caps_user(symaddr_context_t *ctx)
+{
+    return ctx->be.ops->caps[symaddr_provider_user_kind(ctx)];
+}
+
+uint64_t symaddr_provider_caps_vouched(symaddr_context_t *ctx)
+{
+    (void)ctx;
+    return 0;
+}
+
 symaddr_status_t symaddr_provider_usable_always(symaddr_context_t *ctx, const char *fn)
 {
     (void)ctx, (void)fn;

@@ -26,6 +26,7 @@ static symaddr_status_t vmm_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_
 const symaddr_provider_ops_t symaddr_provider_vmm_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "vmm",
+    .caps = symaddr_provider_caps_user,
     .usable = vmm_usable,
     .alloc = vmm_alloc,
     .check = symaddr_provider_check_unsupported,

@@ -31,7 +31,7 @@ static void test_neighbour_write(env_t *e)
     uint32_t host[COUNT];
     char why[256];
 
-    T_OK(NULL, ops->mem_alloc(&e->be, COUNT * sizeof(uint32_t), &buf));
+    T_OK(NULL, ops->mem_alloc(&e->be, COUNT * sizeof(uint32_t), SYMADDR_MEM_BULK, &buf));
     T_OK(NULL, ops->kernels->fill_u32(NULL, buf, COUNT, 0));
     T_OK(NULL, ops->handle_export(&e->be, buf, COUNT * sizeof(uint32_t), &h));
     T_OK(NULL, symaddr_bootstrap_node_allgather(b, &h, all, sizeof(h)));
@@ -82,7 +82,7 @@ static void test_no_leaks(env_t *e)
         symaddr_ipc_handle_t h;
         int *fds = malloc(sizeof(int) * (size_t)e->boot.node_size);
         char why[256];
-        T_OK(NULL, e->ops->mem_alloc(&e->be, 4097, &buf));
+        T_OK(NULL, e->ops->mem_alloc(&e->be, 4097, SYMADDR_MEM_BULK, &buf));
         T_OK(NULL, e->ops->handle_export(&e->be, buf, 4097, &h));
         T_OK(NULL, symaddr_bootstrap_fd_alltoall(&e->boot, h.fd, fds, why, sizeof(why)));
         for (int q = 0; q < e->boot.node_size; q++) {
@@ -101,6 +101,34 @@ static void test_no_leaks(env_t *e)
     T_CHECK(t_count_entries("/proc/self/fd") == fd0, "descriptors: %d before, %d after", fd0,
             t_count_entries("/proc/self/fd"));
     T_CHECK(t_count_entries("/dev/shm") <= shm0 || shm0 < 0, "/dev/shm grew from %d entries", shm0);
+}
+
+/* The capabilities each backend reports, per kind of memory (doc/amd.md): everything on the cpu
+ * and on NVIDIA GPUs; on AMD, coarse-grained bulk memory has device-scope atomics only, and
+ * fine-grained coherent memory has system-scope atomics and coherence too. Coherent memory
+ * always has what the collectives' flags need. A map gets its memory's bits (test_maps). */
+static void test_capabilities(env_t *e)
+{
+    const uint64_t all = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS |
+                         SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT;
+    const uint64_t want[][SYMADDR_MEM_KINDS_] = {
+        [SYMADDR_BACKEND_CPU] = {all, all},
+        [SYMADDR_BACKEND_CUDA] = {all, all},
+        [SYMADDR_BACKEND_HIP] = {SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS, all},
+    };
+    for (int k = 0; k < SYMADDR_MEM_KINDS_; k++)
+        T_CHECK(e->ops->caps[k] == want[e->ops->kind][k], "%s, kind %d: caps 0x%llx, want 0x%llx",
+                e->ops->name, k, (unsigned long long)e->ops->caps[k],
+                (unsigned long long)want[e->ops->kind][k]);
+    /* both kinds allocate, and the coherent kind is what signals need */
+    for (int k = 0; k < SYMADDR_MEM_KINDS_; k++) {
+        void *buf = NULL;
+        T_OK(NULL, e->ops->mem_alloc(&e->be, 4096, (symaddr_mem_kind_t)k, &buf));
+        if (buf)
+            T_OK(NULL, e->ops->mem_free(&e->be, buf));
+    }
+    T_CHECK((e->ops->caps[SYMADDR_MEM_COHERENT] & all) == all, "%s: coherent memory lacks bits",
+            e->ops->name);
 }
 
 int main(int argc, char **argv)
@@ -132,6 +160,7 @@ int main(int argc, char **argv)
     e.be.ops = e.ops;
     if (t_rank == 0)
         printf("# backend %s, %d ranks, %d per node\n", e.ops->name, t_size, e.boot.node_size);
+    T_RUN(test_capabilities, &e);
     T_RUN(test_neighbour_write, &e);
     T_RUN(test_no_leaks, &e);
     e.ops->fini(&e.be);

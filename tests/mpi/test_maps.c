@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <unistd.h>
 
+#include "maps.h" /* the backend's capabilities per kind of memory */
+
 #define COUNT 1001 /* odd number of elements */
 
 static void check_invariant(const symaddr_map_t *m, int rank, int size)
@@ -69,6 +71,39 @@ static void test_ipc_and_heap(symaddr_context_t *ctx)
         check_peers(ctx, m, (uint32_t *)ptr + 333, 333);
         MPI_Barrier(MPI_COMM_WORLD);
         T_OK(ctx, symaddr_symmetric_free(prov, ptr));
+    }
+}
+
+/* A map's capabilities are its memory's: heap and ipc memory is bulk, or coherent for ipc when
+ * the config asks for fine-grained memory (hip_finegrained), and symaddr owns both. */
+static void test_map_capabilities(void *unused)
+{
+    (void)unused;
+    for (int fine = 0; fine < 2; fine++) {
+        symaddr_config_t cfg;
+        symaddr_config_default(&cfg);
+        cfg.hip_finegrained = fine;
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        const uint64_t *caps = ctx->be.ops->caps;
+        for (int k = 0; k < 2; k++) {
+            symaddr_provider_kind_t kind = k ? SYMADDR_PROVIDER_IPC : SYMADDR_PROVIDER_HEAP;
+            uint64_t want =
+                (k && fine ? caps[SYMADDR_MEM_COHERENT] : caps[SYMADDR_MEM_BULK]) |
+                SYMADDR_CAP_OWNED;
+            symaddr_provider_t *prov;
+            symaddr_map_t *m;
+            void *ptr;
+            T_OK(ctx, symaddr_provider_get(ctx, kind, &prov));
+            T_OK(ctx, symaddr_symmetric_alloc(prov, 4096, &ptr, &m));
+            T_CHECK(m->capabilities == want, "%s, hip_finegrained %d: 0x%llx, want 0x%llx",
+                    k ? "ipc" : "heap", fine, (unsigned long long)m->capabilities,
+                    (unsigned long long)want);
+            symaddr_buffer_t buf;
+            T_OK(ctx, symaddr_buffer_bind(m, ptr, &buf));
+            T_CHECK(buf.caps == m->capabilities, "the bound buffer carries the map's bits");
+            T_OK(ctx, symaddr_symmetric_free(prov, ptr));
+        }
+        T_OK(ctx, symaddr_finalize(&ctx));
     }
 }
 
@@ -410,6 +445,7 @@ int main(int argc, char **argv)
                t_size, symaddr_node_size(ctx));
     T_RUN(test_ipc_and_heap, ctx);
     T_RUN(test_heap_shares_table, ctx);
+    T_RUN(test_map_capabilities, NULL);
     T_RUN(test_import_views, ctx);
     T_RUN(test_shared_window, ctx);
     T_RUN(test_ptr_fn_adapter, ctx);

@@ -628,6 +628,79 @@ static void test_mispairing(void *unused)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* ---- capabilities: what a map lacks, its atomics and signals refuse ------------------------- */
+
+/* Into the right neighbour's words: explicit add (system scope), buffer add, explicit signal,
+ * buffer signal; then a buffer wait on a word preset to 1. */
+__global__ void caps_kernel(uint64_t *w, int target, const uint64_t *pb, int me,
+                            symaddr_buffer_t buf, int *status)
+{
+    symaddr_atomic_add_u64(w, 5, target, pb, me);
+    (void)symaddr_buffer_atomic_fetch_add_u64(buf, 1, 7, target);
+    symaddr_signal_set(w + 2, 9, target, pb, me);
+    symaddr_buffer_signal_add(buf, 3, 11, target);
+    *status = symaddr_buffer_signal_wait_until(buf, 4, 1, 30ull * 1000000000ull);
+}
+
+/* The same words through a map with every capability, then through a second context's foreign
+ * table of them that vouches for load/store only: there every atomic and signal is skipped and
+ * recorded (validation), and the buffer wait refuses at once. */
+static void test_capabilities_honoured(void *unused)
+{
+    symaddr_config_t cfg;
+    symaddr_context_t *full, *lim;
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m, *lm;
+    uint64_t *w, host[8];
+    const uint64_t init[8] = {0, 0, 0, 0, 1, 0, 0, 0};
+    int right = (t_rank + 1) % t_size, st = -99;
+    (void)unused;
+    symaddr_config_default(&cfg);
+    cfg.validate = 1;
+    T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &full));
+    T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &lim));
+    T_OK(full, symaddr_provider_get(full, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(full, symaddr_symmetric_alloc(ipc, sizeof(init), (void **)&w, &m));
+    T_OK(lim, symaddr_register_peer_table(lim, w, sizeof(init), m->host_peer_bases,
+                                          SYMADDR_CAP_LOAD_STORE, &lm));
+    int *status = NULL;
+    T_OK(full, symaddr_mem_alloc(full, sizeof(int), (void **)&status));
+    symaddr_buffer_t fb, lb;
+    T_OK(full, symaddr_buffer_bind(m, w, &fb));
+    T_OK(lim, symaddr_buffer_bind(lm, w, &lb));
+    T_CHECK((m->capabilities & SYMADDR_CAP_COHERENT) && !(lm->capabilities & SYMADDR_CAP_ATOMICS));
+    for (int pass = 0; pass < 2; pass++) {
+        const symaddr_map_t *use = pass ? m : lm;
+        T_OK(full, symaddr_memcpy(full, w, init, sizeof(init)));
+        T_OK(full, symaddr_stream_sync(full, NULL));
+        MPI_Barrier(MPI_COMM_WORLD);
+        T_OK(full, SYMADDR_LAUNCH(caps_kernel, 1, 1, NULL, w, right, use->peer_bases, t_rank,
+                                  pass ? fb : lb, status));
+        T_OK(full, symaddr_stream_sync(full, NULL));
+        MPI_Barrier(MPI_COMM_WORLD);
+        T_OK(full, symaddr_memcpy(full, &st, status, sizeof(st)));
+        T_OK(full, symaddr_memcpy(full, host, w, sizeof(host)));
+        if (pass) {
+            T_OK(full, symaddr_map_check(full, m));
+            T_CHECK(st == SYMADDR_OK, "the wait on a coherent map returned %d", st);
+            T_CHECK(host[0] == 5 && host[1] == 7 && host[2] == 9 && host[3] == 11 && host[4] == 1,
+                    "full map: {%llu, %llu, %llu, %llu, %llu}", (unsigned long long)host[0],
+                    (unsigned long long)host[1], (unsigned long long)host[2],
+                    (unsigned long long)host[3], (unsigned long long)host[4]);
+        } else {
+            T_STATUS(lim, symaddr_map_check(lim, lm), SYMADDR_ERR_UNSUPPORTED);
+            T_CHECK(st == SYMADDR_ERR_UNSUPPORTED, "the wait on a map without coherence: %d", st);
+            T_CHECK(memcmp(host, init, sizeof(init)) == 0, "a refused atomic or signal landed");
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    T_OK(lim, symaddr_unregister(lim, lm));
+    T_OK(full, symaddr_mem_free(full, status));
+    T_OK(full, symaddr_symmetric_free(ipc, w));
+    T_OK(lim, symaddr_finalize(&lim));
+    T_OK(full, symaddr_finalize(&full));
+}
+
 /* ---- collectives between nodes, consumed on the caller's stream --------------------------- */
 
 __global__ void copy_kernel(float *dst, const float *src, size_t n)
@@ -724,6 +797,7 @@ int main(int argc, char **argv)
     T_RUN(test_heap_bases, NULL);
     T_RUN(test_signals, NULL);
     T_RUN(test_mispairing, NULL);
+    T_RUN(test_capabilities_honoured, NULL);
     T_RUN(test_stream_across_nodes, NULL);
     symaddr_finalize(&g_ctx);
     return t_finish();
