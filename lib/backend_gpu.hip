@@ -21,14 +21,20 @@
 static_assert(sizeof(hipIpcMemHandle_t) <= sizeof(((symaddr_ipc_handle_t *)0)->data),
               "IPC handle does not fit");
 
+#if defined(SYMADDR_USE_CUDA)
+typedef CUmemGenericAllocationHandle vmm_handle_t;
+#else
+typedef hipMemGenericAllocationHandle_t vmm_handle_t;
+#endif
+
 /* VMM mappings made here, allocated or imported, so that export, close and free find their
  * handles. */
 typedef struct vmm_rec {
     void *ptr;
     size_t bytes;
-    unsigned long long handle; /* CUmemGenericAllocationHandle */
-    int fd;                    /* exported descriptor, kept until free */
-    int fabric;                /* created with a fabric handle type */
+    vmm_handle_t handle;
+    int fd;     /* exported descriptor, kept until free */
+    int fabric; /* created with a fabric handle type */
     int imported;
     struct vmm_rec *next;
 } vmm_rec_t;
@@ -38,7 +44,7 @@ typedef struct gpu_state {
     vmm_rec_t *vmm;
 } gpu_state_t;
 
-[[maybe_unused]] static vmm_rec_t *vmm_find(symaddr_backend_t *be, const void *ptr, int unlink)
+static vmm_rec_t *vmm_find(symaddr_backend_t *be, const void *ptr, int unlink)
 {
     gpu_state_t *g = (gpu_state_t *)be->priv;
     vmm_rec_t *r = NULL;
@@ -54,7 +60,7 @@ typedef struct gpu_state {
     return r;
 }
 
-[[maybe_unused]] static void vmm_add(symaddr_backend_t *be, vmm_rec_t *r)
+static void vmm_add(symaddr_backend_t *be, vmm_rec_t *r)
 {
     gpu_state_t *g = (gpu_state_t *)be->priv;
     pthread_mutex_lock(&g->lock);
@@ -192,88 +198,235 @@ static symaddr_status_t gpu_mem_range(symaddr_backend_t *be, const void *ptr, vo
     return SYMADDR_OK;
 }
 
+/* ---- VMM: one body over the CUDA driver API or HIP's (ROCm 6 and later) ----------------------
+ * The wrappers below are the only per-runtime part. ROCm 5.2's headers declare HIP's VMM calls
+ * (beta there), so the hip build compiles this code against them, but wires it up only from
+ * ROCm 6 on; before that the vmm provider says it needs a newer ROCm. */
 #if defined(SYMADDR_USE_CUDA)
-/* ---- VMM through the CUDA driver API ------------------------------------------------------- */
+#define GPU_VMM_WIRED 1
+typedef CUresult vmm_result_t;
+typedef CUmemAllocationProp vmm_prop_t;
+#define VMM_OK CUDA_SUCCESS
+#define VMM_NO_MEMORY CUDA_ERROR_OUT_OF_MEMORY
 
-/* Every visible device may access the range; devices that cannot are left out. */
-static CUresult vmm_map(symaddr_backend_t *be, CUmemGenericAllocationHandle h, size_t bytes,
-                        size_t align, void **ptr_p)
+static symaddr_status_t vmm_fail(symaddr_backend_t *be, vmm_result_t r, symaddr_status_t st,
+                                 const char *what)
 {
-    CUdeviceptr ptr;
-    int ndev = 0;
-    CUresult r = cuMemAddressReserve(&ptr, bytes, align, 0, 0);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if ((r = cuMemMap(ptr, bytes, 0, h, 0)) != CUDA_SUCCESS) {
-        cuMemAddressFree(ptr, bytes);
-        return r;
-    }
-    cudaGetDeviceCount(&ndev);
-    CUmemAccessDesc own = {};
-    own.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    own.location.id = be->device;
-    own.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    r = cuMemSetAccess(ptr, bytes, &own, 1);
-    for (int d = 0; r == CUDA_SUCCESS && d < ndev; d++) {
-        CUmemAccessDesc other = own;
-        other.location.id = d;
-        if (d != be->device)
-            (void)cuMemSetAccess(ptr, bytes, &other, 1);
-    }
-    if (r != CUDA_SUCCESS) {
-        cuMemUnmap(ptr, bytes);
-        cuMemAddressFree(ptr, bytes);
-        return r;
-    }
-    *ptr_p = (void *)(uintptr_t)ptr;
-    return CUDA_SUCCESS;
+    return fail_drv(be, r, st, what);
 }
 
-static size_t vmm_granularity(const CUmemAllocationProp *prop)
+static vmm_result_t vmm_reserve(void **ptr_p, size_t bytes, size_t align)
+{
+    CUdeviceptr p = 0;
+    CUresult r = cuMemAddressReserve(&p, bytes, align, 0, 0);
+    *ptr_p = (void *)(uintptr_t)p;
+    return r;
+}
+#define DEVPTR_(p) ((CUdeviceptr)(uintptr_t)(p))
+static vmm_result_t vmm_unreserve(void *p, size_t bytes)
+{
+    return cuMemAddressFree(DEVPTR_(p), bytes);
+}
+static vmm_result_t vmm_map_handle(void *p, size_t bytes, vmm_handle_t h)
+{
+    return cuMemMap(DEVPTR_(p), bytes, 0, h, 0);
+}
+static vmm_result_t vmm_unmap(void *p, size_t bytes) { return cuMemUnmap(DEVPTR_(p), bytes); }
+static vmm_result_t vmm_allow(void *p, size_t bytes, int device)
+{
+    CUmemAccessDesc d = {};
+    d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    d.location.id = device;
+    d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    return cuMemSetAccess(DEVPTR_(p), bytes, &d, 1);
+}
+static void vmm_prop(vmm_prop_t *prop, int device, int fabric)
+{
+    memset(prop, 0, sizeof(*prop));
+    prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop->location.id = device;
+    prop->requestedHandleTypes =
+        (CUmemAllocationHandleType)(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
+                                    (fabric ? CU_MEM_HANDLE_TYPE_FABRIC : 0));
+}
+static vmm_result_t vmm_granularity_of(size_t *gran, const vmm_prop_t *prop)
+{
+    return cuMemGetAllocationGranularity(gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+}
+static vmm_result_t vmm_create(vmm_handle_t *h, size_t bytes, const vmm_prop_t *prop)
+{
+    return cuMemCreate(h, bytes, prop, 0);
+}
+static vmm_result_t vmm_release_handle(vmm_handle_t h) { return cuMemRelease(h); }
+static vmm_result_t vmm_export_fd(int *fd, vmm_handle_t h)
+{
+    return cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+}
+static vmm_result_t vmm_import_fd(vmm_handle_t *h, int fd)
+{
+    return cuMemImportFromShareableHandle(h, (void *)(uintptr_t)fd,
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+}
+/* Fabric handles (multi-node NVLink): CUDA only; HIP's headers have no such handle type. */
+static int vmm_fabric_supported(int device)
+{
+    CUdevice dev;
+    int fabric = 0;
+    if (cuDeviceGet(&dev, device) == CUDA_SUCCESS)
+        cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev);
+    return fabric;
+}
+static int vmm_export_fabric(void *data, size_t room, vmm_handle_t h)
+{
+    CUmemFabricHandle fh;
+    if (sizeof(fh) > room ||
+        cuMemExportToShareableHandle(&fh, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) != CUDA_SUCCESS)
+        return 0;
+    memcpy(data, &fh, sizeof(fh));
+    return 1;
+}
+static vmm_result_t vmm_import_fabric(vmm_handle_t *h, const void *data)
+{
+    CUmemFabricHandle fh;
+    memcpy(&fh, data, sizeof(fh));
+    return cuMemImportFromShareableHandle(h, &fh, CU_MEM_HANDLE_TYPE_FABRIC);
+}
+#else
+#define GPU_VMM_WIRED (HIP_VERSION_MAJOR >= 6)
+typedef hipError_t vmm_result_t;
+typedef hipMemAllocationProp vmm_prop_t;
+#define VMM_OK hipSuccess
+#define VMM_NO_MEMORY hipErrorOutOfMemory
+
+static symaddr_status_t vmm_fail(symaddr_backend_t *be, vmm_result_t r, symaddr_status_t st,
+                                 const char *what)
+{
+    return fail(be, r, st, what);
+}
+static vmm_result_t vmm_reserve(void **ptr_p, size_t bytes, size_t align)
+{
+    return hipMemAddressReserve(ptr_p, bytes, align, nullptr, 0);
+}
+static vmm_result_t vmm_unreserve(void *p, size_t bytes) { return hipMemAddressFree(p, bytes); }
+static vmm_result_t vmm_map_handle(void *p, size_t bytes, vmm_handle_t h)
+{
+    return hipMemMap(p, bytes, 0, h, 0);
+}
+static vmm_result_t vmm_unmap(void *p, size_t bytes) { return hipMemUnmap(p, bytes); }
+static vmm_result_t vmm_allow(void *p, size_t bytes, int device)
+{
+    hipMemAccessDesc d = {};
+    d.location.type = hipMemLocationTypeDevice;
+    d.location.id = device;
+    d.flags = hipMemAccessFlagsProtReadWrite;
+    return hipMemSetAccess(p, bytes, &d, 1);
+}
+static void vmm_prop(vmm_prop_t *prop, int device, int fabric)
+{
+    (void)fabric;
+    memset(prop, 0, sizeof(*prop));
+    prop->type = hipMemAllocationTypePinned;
+    prop->location.type = hipMemLocationTypeDevice;
+    prop->location.id = device;
+    prop->requestedHandleType = hipMemHandleTypePosixFileDescriptor;
+}
+static vmm_result_t vmm_granularity_of(size_t *gran, const vmm_prop_t *prop)
+{
+    return hipMemGetAllocationGranularity(gran, prop, hipMemAllocationGranularityMinimum);
+}
+static vmm_result_t vmm_create(vmm_handle_t *h, size_t bytes, const vmm_prop_t *prop)
+{
+    return hipMemCreate(h, bytes, prop, 0);
+}
+static vmm_result_t vmm_release_handle(vmm_handle_t h) { return hipMemRelease(h); }
+static vmm_result_t vmm_export_fd(int *fd, vmm_handle_t h)
+{
+    return hipMemExportToShareableHandle(fd, h, hipMemHandleTypePosixFileDescriptor, 0);
+}
+static vmm_result_t vmm_import_fd(vmm_handle_t *h, int fd)
+{
+    return hipMemImportFromShareableHandle(h, (void *)(uintptr_t)fd,
+                                           hipMemHandleTypePosixFileDescriptor);
+}
+static int vmm_fabric_supported(int device)
+{
+    (void)device;
+    return 0;
+}
+static int vmm_export_fabric(void *data, size_t room, vmm_handle_t h)
+{
+    (void)data, (void)room, (void)h;
+    return 0;
+}
+static vmm_result_t vmm_import_fabric(vmm_handle_t *h, const void *data)
+{
+    (void)h, (void)data;
+    return hipErrorNotSupported;
+}
+#endif
+
+/* Every visible device may access the range; devices that cannot are left out. */
+static vmm_result_t vmm_map(symaddr_backend_t *be, vmm_handle_t h, size_t bytes, size_t align,
+                            void **ptr_p)
+{
+    void *ptr = NULL;
+    int ndev = 0;
+    vmm_result_t r = vmm_reserve(&ptr, bytes, align);
+    if (r != VMM_OK)
+        return r;
+    if ((r = vmm_map_handle(ptr, bytes, h)) != VMM_OK) {
+        (void)vmm_unreserve(ptr, bytes);
+        return r;
+    }
+    (void)hipGetDeviceCount(&ndev);
+    r = vmm_allow(ptr, bytes, be->device);
+    for (int d = 0; r == VMM_OK && d < ndev; d++)
+        if (d != be->device)
+            (void)vmm_allow(ptr, bytes, d);
+    if (r != VMM_OK) {
+        (void)vmm_unmap(ptr, bytes);
+        (void)vmm_unreserve(ptr, bytes);
+        return r;
+    }
+    *ptr_p = ptr;
+    return VMM_OK;
+}
+
+static size_t vmm_granularity(const vmm_prop_t *prop)
 {
     size_t gran = 0;
-    if (cuMemGetAllocationGranularity(&gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
-            CUDA_SUCCESS ||
-        gran == 0)
+    if (vmm_granularity_of(&gran, prop) != VMM_OK || gran == 0)
         gran = 2u << 20;
     return gran;
 }
 
-static symaddr_status_t gpu_vmm_alloc(symaddr_backend_t *be, size_t bytes, void **ptr_p,
-                                      size_t *mapped_p)
+[[maybe_unused]] static symaddr_status_t gpu_vmm_alloc(symaddr_backend_t *be, size_t bytes,
+                                                       void **ptr_p, size_t *mapped_p)
 {
-    CUdevice dev;
-    int fabric = 0;
-    CUmemAllocationProp prop = {};
-    CUmemGenericAllocationHandle h;
+    int fabric = vmm_fabric_supported(be->device);
+    vmm_prop_t prop;
+    vmm_handle_t h;
     vmm_rec_t *rec = (vmm_rec_t *)calloc(1, sizeof(*rec));
     if (!rec)
         return SYMADDR_ERR_NO_MEMORY;
-    if (cuDeviceGet(&dev, be->device) == CUDA_SUCCESS)
-        cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev);
-    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    prop.location.id = be->device;
-    prop.requestedHandleTypes =
-        (CUmemAllocationHandleType)(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR |
-                                    (fabric ? CU_MEM_HANDLE_TYPE_FABRIC : 0));
+    vmm_prop(&prop, be->device, fabric);
     size_t gran = vmm_granularity(&prop), size = (bytes + gran - 1) / gran * gran;
-    CUresult r = cuMemCreate(&h, size, &prop, 0);
-    if (r != CUDA_SUCCESS && fabric) { /* no fabric manager: descriptors only */
+    vmm_result_t r = vmm_create(&h, size, &prop);
+    if (r != VMM_OK && fabric) { /* no fabric manager: descriptors only */
         fabric = 0;
-        prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-        r = cuMemCreate(&h, size, &prop, 0);
+        vmm_prop(&prop, be->device, 0);
+        r = vmm_create(&h, size, &prop);
     }
-    if (r != CUDA_SUCCESS) {
+    if (r != VMM_OK) {
         free(rec);
-        return fail_drv(be, r,
-                        r == CUDA_ERROR_OUT_OF_MEMORY ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
-                        "cuMemCreate");
+        return vmm_fail(be, r, r == VMM_NO_MEMORY ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
+                        "creating VMM memory");
     }
-    if ((r = vmm_map(be, h, size, gran, &rec->ptr)) != CUDA_SUCCESS) {
-        cuMemRelease(h);
+    if ((r = vmm_map(be, h, size, gran, &rec->ptr)) != VMM_OK) {
+        (void)vmm_release_handle(h);
         free(rec);
-        return fail_drv(be, r, SYMADDR_ERR_BACKEND, "mapping VMM memory");
+        return vmm_fail(be, r, SYMADDR_ERR_BACKEND, "mapping VMM memory");
     }
     rec->bytes = size;
     rec->handle = h;
@@ -287,15 +440,15 @@ static symaddr_status_t gpu_vmm_alloc(symaddr_backend_t *be, size_t bytes, void 
 
 static void vmm_release(vmm_rec_t *rec)
 {
-    cuMemUnmap((CUdeviceptr)(uintptr_t)rec->ptr, rec->bytes);
-    cuMemAddressFree((CUdeviceptr)(uintptr_t)rec->ptr, rec->bytes);
-    cuMemRelease(rec->handle);
+    (void)vmm_unmap(rec->ptr, rec->bytes);
+    (void)vmm_unreserve(rec->ptr, rec->bytes);
+    (void)vmm_release_handle(rec->handle);
     if (rec->fd >= 0)
         close(rec->fd);
     free(rec);
 }
 
-static symaddr_status_t gpu_vmm_free(symaddr_backend_t *be, void *ptr)
+[[maybe_unused]] static symaddr_status_t gpu_vmm_free(symaddr_backend_t *be, void *ptr)
 {
     vmm_rec_t *rec = vmm_find(be, ptr, 1);
     if (!rec)
@@ -307,50 +460,41 @@ static symaddr_status_t gpu_vmm_free(symaddr_backend_t *be, void *ptr)
 /* A descriptor always travels; a fabric handle too when the driver could make one. */
 static symaddr_status_t vmm_export(symaddr_backend_t *be, vmm_rec_t *rec, symaddr_ipc_handle_t *h)
 {
-    CUresult r = CUDA_SUCCESS;
+    vmm_result_t r = VMM_OK;
     memset(h, 0, sizeof(*h));
-    if (rec->fd < 0 &&
-        (r = cuMemExportToShareableHandle(
-             &rec->fd, rec->handle, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)) != CUDA_SUCCESS) {
+    if (rec->fd < 0 && (r = vmm_export_fd(&rec->fd, rec->handle)) != VMM_OK) {
         rec->fd = -1;
-        fail_drv(be, r, SYMADDR_ERR_NOT_SHAREABLE,
+        vmm_fail(be, r, SYMADDR_ERR_NOT_SHAREABLE,
                  "exporting VMM memory as a descriptor (out of file descriptors? ulimit -n)");
     }
     h->fd = rec->fd;
     h->bytes = rec->bytes;
     h->kind = SYMADDR_HANDLE_VMM;
-    CUmemFabricHandle fh;
-    static_assert(sizeof(fh) <= sizeof(h->data), "fabric handle does not fit");
-    if (rec->fabric && cuMemExportToShareableHandle(&fh, rec->handle, CU_MEM_HANDLE_TYPE_FABRIC,
-                                                    0) == CUDA_SUCCESS) {
-        memcpy(h->data, &fh, sizeof(fh));
+    if (rec->fabric && vmm_export_fabric(h->data, sizeof(h->data), rec->handle))
         h->kind = SYMADDR_HANDLE_VMM_FABRIC;
-    }
     return h->fd >= 0 || h->kind == SYMADDR_HANDLE_VMM_FABRIC ? SYMADDR_OK
                                                               : SYMADDR_ERR_NOT_SHAREABLE;
 }
 
 static symaddr_status_t vmm_open(symaddr_backend_t *be, const symaddr_ipc_handle_t *h, void **ptr_p)
 {
-    CUmemGenericAllocationHandle mh;
-    CUresult r = CUDA_ERROR_INVALID_VALUE;
-    if (h->kind == SYMADDR_HANDLE_VMM_FABRIC) {
-        CUmemFabricHandle fh;
-        memcpy(&fh, h->data, sizeof(fh));
-        r = cuMemImportFromShareableHandle(&mh, &fh, CU_MEM_HANDLE_TYPE_FABRIC);
-    }
-    if (r != CUDA_SUCCESS && h->fd >= 0)
-        r = cuMemImportFromShareableHandle(&mh, (void *)(uintptr_t)h->fd,
-                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    vmm_handle_t mh;
+    vmm_result_t r = VMM_OK;
+    int have = 0;
+    if (h->kind == SYMADDR_HANDLE_VMM_FABRIC)
+        have = (r = vmm_import_fabric(&mh, h->data)) == VMM_OK;
+    if (!have && h->fd >= 0)
+        have = (r = vmm_import_fd(&mh, h->fd)) == VMM_OK;
     if (h->fd >= 0)
         close(h->fd);
-    if (r != CUDA_SUCCESS)
-        return fail_drv(be, r, SYMADDR_ERR_BACKEND, "importing a peer's VMM memory");
+    if (!have)
+        return r != VMM_OK ? vmm_fail(be, r, SYMADDR_ERR_BACKEND, "importing a peer's VMM memory")
+                           : SYMADDR_ERR_NOT_SHAREABLE;
     vmm_rec_t *rec = (vmm_rec_t *)calloc(1, sizeof(*rec));
-    if (!rec || (r = vmm_map(be, mh, h->bytes, 0, &rec->ptr)) != CUDA_SUCCESS) {
+    if (!rec || (r = vmm_map(be, mh, h->bytes, 0, &rec->ptr)) != VMM_OK) {
         free(rec);
-        cuMemRelease(mh);
-        return rec ? fail_drv(be, r, SYMADDR_ERR_BACKEND, "mapping a peer's VMM memory")
+        (void)vmm_release_handle(mh);
+        return rec ? vmm_fail(be, r, SYMADDR_ERR_BACKEND, "mapping a peer's VMM memory")
                    : SYMADDR_ERR_NO_MEMORY;
     }
     rec->bytes = h->bytes;
@@ -361,10 +505,10 @@ static symaddr_status_t vmm_open(symaddr_backend_t *be, const symaddr_ipc_handle
     *ptr_p = rec->ptr;
     return SYMADDR_OK;
 }
+#if GPU_VMM_WIRED
 #define GPU_VMM_ALLOC gpu_vmm_alloc
 #define GPU_VMM_FREE gpu_vmm_free
 #else
-/* HIP's VMM calls are not used: ROCm 5.2, which this is built and checked with, lacks them. */
 #define GPU_VMM_ALLOC NULL
 #define GPU_VMM_FREE NULL
 #endif
@@ -392,13 +536,9 @@ static symaddr_status_t gpu_handle_export(symaddr_backend_t *be, void *base, siz
                                           symaddr_ipc_handle_t *h)
 {
     hipIpcMemHandle_t ipc;
-#if defined(SYMADDR_USE_CUDA)
     vmm_rec_t *rec = vmm_find(be, base, 0);
     if (rec)
         return vmm_export(be, rec, h);
-#else
-    (void)be;
-#endif
     hipError_t e = hipIpcGetMemHandle(&ipc, base);
     if (e != hipSuccess)
         return fail(be, e, SYMADDR_ERR_NOT_SHAREABLE, "exporting an IPC handle");
@@ -413,13 +553,8 @@ static symaddr_status_t gpu_handle_open(symaddr_backend_t *be, const symaddr_ipc
                                         void **ptr_p)
 {
     hipIpcMemHandle_t ipc;
-#if defined(SYMADDR_USE_CUDA)
     if (h->kind != SYMADDR_HANDLE_RUNTIME)
-        return vmm_open(be, h, ptr_p);
-#else
-    if (h->kind != SYMADDR_HANDLE_RUNTIME)
-        return SYMADDR_ERR_UNSUPPORTED;
-#endif
+        return GPU_VMM_WIRED ? vmm_open(be, h, ptr_p) : SYMADDR_ERR_UNSUPPORTED;
     memcpy(&ipc, h->data, sizeof(ipc));
     return check(be, hipIpcOpenMemHandle(ptr_p, ipc, hipIpcMemLazyEnablePeerAccess),
                  "opening a peer's IPC handle");
@@ -428,15 +563,11 @@ static symaddr_status_t gpu_handle_open(symaddr_backend_t *be, const symaddr_ipc
 static symaddr_status_t gpu_handle_close(symaddr_backend_t *be, void *ptr, size_t bytes)
 {
     (void)bytes;
-#if defined(SYMADDR_USE_CUDA)
     vmm_rec_t *rec = vmm_find(be, ptr, 1);
     if (rec) {
         vmm_release(rec);
         return SYMADDR_OK;
     }
-#else
-    (void)be;
-#endif
     return check(be, hipIpcCloseMemHandle(ptr), "closing a peer's IPC mapping");
 }
 

@@ -14,7 +14,8 @@ static symaddr_status_t vmm_usable(symaddr_context_t *ctx, const char *fn)
                              "%s: the %s backend has no VMM memory%s; use SYMADDR_PROVIDER_IPC", fn,
                              ctx->be.ops->name,
                              ctx->be.ops->kind == SYMADDR_BACKEND_HIP
-                                 ? " in this build (it needs a ROCm with hipMemCreate)"
+                                 ? " in this build (its hipMemCreate path is wired from ROCm 6 on; "
+                                   "rebuild against ROCm 6 or later)"
                                  : "");
 }
 
