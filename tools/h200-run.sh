@@ -201,6 +201,12 @@ for s in $steps; do
         for t in 1 8; do
             timeout 120 mpiexec -n 1 --bind-to none $B/tools/symaddr-bench lookup --threads $t 2>&1 |
                 tee -a "$OUT/diag1-lookup.txt"
+        done
+        for np in 2 8; do
+            for g in "" --graph; do
+                timeout 120 mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 512M -f 8 \
+                    --iters 50 $g 2>&1 | tee -a "$OUT/diag1-translate-bench.txt"
+            done
         done ;;
     pack)
         # The device tool brings back at most 8 files: everything in one archive.
