@@ -268,6 +268,28 @@ SYMADDR_DEVFN void symaddr_team_end(const symaddr_team_t *t, const symaddr_team_
 
 /* ---- Lamport: data that marks its own arrival ---------------------------------------------- */
 
+/* 8 bytes as one single-copy-atomic store or load, for the LL packets (data and flag in one
+ * word): PTX's volatile 64-bit access; on AMD GPUs and the cpu a relaxed 64-bit atomic, which
+ * LLVM's AMDGPU memory model lowers to one global_store_dwordx2 / global_load_dwordx2 (the
+ * load with glc: read past the L1). tests/amd/check-isa checks the instructions. */
+SYMADDR_DEVFN void symaddr_team_st8_(uint64_t *p, uint64_t v)
+{
+#if defined(__CUDA_ARCH__)
+    *(volatile uint64_t *)p = v;
+#else
+    __atomic_store_n(p, v, __ATOMIC_RELAXED);
+#endif
+}
+
+SYMADDR_DEVFN uint64_t symaddr_team_ld8_(const uint64_t *p)
+{
+#if defined(__CUDA_ARCH__)
+    return *(const volatile uint64_t *)p;
+#else
+    return __atomic_load_n(p, __ATOMIC_RELAXED);
+#endif
+}
+
 /* 16 bytes as one store or load; each 32-bit word is seen whole by a poller, which is all the
  * protocol needs. */
 SYMADDR_DEVFN void symaddr_team_st16_(uint32_t *p, const uint32_t w[4])

@@ -96,12 +96,7 @@ SYMADDR_DEVFN uint32_t ll_flag(uint64_t epoch) { return (uint32_t)(epoch % 0xfff
 
 SYMADDR_DEVFN void ll_put(uint64_t *p, uint32_t data, uint32_t flag)
 {
-    uint64_t v = (uint64_t)flag << 32 | data;
-#if SYMADDR_ON_GPU
-    *(volatile uint64_t *)p = v;
-#else
-    __atomic_store_n(p, v, __ATOMIC_RELAXED);
-#endif
+    symaddr_team_st8_(p, (uint64_t)flag << 32 | data);
 }
 
 /* The packet's data once its flag is @p flag, the packet then cleared; 0 in *ok when the
@@ -110,11 +105,7 @@ SYMADDR_DEVFN uint32_t ll_take(uint64_t *p, uint32_t flag, const symaddr_coll_de
                                uint64_t deadline, int *ok)
 {
     for (unsigned spin = 0;; spin++) {
-#if SYMADDR_ON_GPU
-        uint64_t v = *(const volatile uint64_t *)p;
-#else
-        uint64_t v = __atomic_load_n(p, __ATOMIC_RELAXED);
-#endif
+        uint64_t v = symaddr_team_ld8_(p);
         if ((uint32_t)(v >> 32) == flag) {
             ll_put(p, 0, 0);
             return (uint32_t)v;
