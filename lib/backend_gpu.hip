@@ -164,7 +164,7 @@ static symaddr_status_t gpu_mem_alloc(symaddr_backend_t *be, size_t bytes, symad
 #endif
     if (e != hipSuccess)
         return fail(
-            be, e, e == hipErrorMemoryAllocation ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
+            be, e, e == hipErrorOutOfMemory ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
             kind == SYMADDR_MEM_COHERENT ? "fine-grained device allocation" : "device allocation");
     return SYMADDR_OK;
 }

@@ -14,7 +14,7 @@ typedef CUdeviceptr hipDeviceptr_t;
 
 #define hipSuccess cudaSuccess
 #define hipErrorInvalidValue cudaErrorInvalidValue
-#define hipErrorMemoryAllocation cudaErrorMemoryAllocation
+#define hipErrorOutOfMemory cudaErrorMemoryAllocation
 #define hipMemcpyDefault cudaMemcpyDefault
 #define hipIpcMemLazyEnablePeerAccess cudaIpcMemLazyEnablePeerAccess
 
