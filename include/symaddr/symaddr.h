@@ -372,8 +372,11 @@ typedef void *(*symaddr_peer_ptr_fn_t)(const void *ptr, int pe);
  * The generic adapter for such libraries (collective): builds the peer table from @p fn and
  * registers it as symaddr_register_peer_table does. Rank r of the context is PE
  * @p pe_of_rank[r], or PE r when @p pe_of_rank is NULL. A NULL from @p fn leaves that peer
- * unreachable (base 0). symaddr never frees the memory. For example, with rocSHMEM:
+ * unreachable (base 0). symaddr never frees the memory. For example, with rocSHMEM (C++: its
+ * rocshmem_ptr is in namespace rocshmem; the C++ overload below takes its host form, whose
+ * pointer parameter is not const in rocSHMEM 3):
  *
+ *     using rocshmem::rocshmem_ptr;
  *     symaddr_register_ptr_fn(ctx, buf, bytes, rocshmem_ptr, NULL, SYMADDR_CAP_LOAD_STORE, &map);
  *
  * @return as symaddr_register_peer_table; SYMADDR_ERR_INVALID_ARG also when @p fn is NULL.
@@ -585,6 +588,25 @@ SYMADDR_API SYMADDR_DEPRECATED("symaddr_heap_bases_get") uint64_t *symaddr_get_h
     symaddr_context_t *ctx);
 
 #ifdef __cplusplus
+}
+
+/** C++: symaddr_register_ptr_fn for a ptr function whose pointer parameter is not const
+ *  (rocSHMEM 3's host rocshmem::rocshmem_ptr(void *, int)); @p fn is called only during the
+ *  call, from the calling thread. */
+inline symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr,
+                                                size_t bytes, void *(*fn)(void *ptr, int pe),
+                                                const int *pe_of_rank, uint64_t caps,
+                                                symaddr_map_t **map_p)
+{
+    static thread_local void *(*held)(void *, int);
+    struct adapt {
+        static void *call(const void *ptr, int pe) { return held(const_cast<void *>(ptr), pe); }
+    };
+    held = fn;
+    return fn ? symaddr_register_ptr_fn(ctx, local_ptr, bytes, &adapt::call, pe_of_rank, caps,
+                                        map_p)
+              : symaddr_register_ptr_fn(ctx, local_ptr, bytes, (symaddr_peer_ptr_fn_t)0, pe_of_rank,
+                                        caps, map_p);
 }
 #endif
 

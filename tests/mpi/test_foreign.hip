@@ -47,6 +47,10 @@ static void *win_ptr(const void *ptr, int pe)
     MPI_Win_shared_query(g_win, g_win_rank[pe], &bytes, &disp, &base);
     return (char *)base + ((const char *)ptr - g_win_base);
 }
+
+/* The same, with a pointer parameter that is not const, as rocSHMEM 3's host rocshmem_ptr has:
+ * C++ callers pass it to symaddr_register_ptr_fn as they pass a const one. */
+static void *win_ptr_mutable(void *ptr, int pe) { return win_ptr(ptr, pe); }
 #endif
 
 /* 0 and a reason when this source cannot run here. */
@@ -263,6 +267,31 @@ static void test_allreduce_foreign_to_own(void *unused)
 }
 
 /* Memory the foreign library does not own: a named status on every rank, nothing registered. */
+#if FOREIGN_SOURCE == FOREIGN_WINDOW
+/* A ptr function whose parameter is not const registers the same table as a const one. */
+static void test_ptr_fn_not_const(void *unused)
+{
+    (void)unused;
+    void *p = source_alloc(4096);
+    symaddr_map_t *a = NULL, *b = NULL;
+    symaddr_context_t *other = t_context(MPI_COMM_WORLD, NULL);
+    T_OK(g_ctx, symaddr_register_ptr_fn(g_ctx, p, 4096, win_ptr, NULL, SYMADDR_CAP_LOAD_STORE, &a));
+    T_OK(other, symaddr_register_ptr_fn(other, p, 4096, win_ptr_mutable, NULL,
+                                        SYMADDR_CAP_LOAD_STORE, &b));
+    if (a && b)
+        T_CHECK(!memcmp(a->host_peer_bases, b->host_peer_bases, sizeof(uint64_t) * t_size),
+                "the two ptr functions gave different tables");
+    if (b)
+        T_CHECK(b->host_peer_bases[t_rank] == (uint64_t)(uintptr_t)p &&
+                b->host_peer_bases[(t_rank + 1) % t_size] ==
+                    (uint64_t)(uintptr_t)win_ptr(p, (t_rank + 1) % t_size));
+    T_OK(g_ctx, symaddr_unregister(g_ctx, a));
+    T_OK(other, symaddr_unregister(other, b));
+    T_OK(other, symaddr_finalize(&other));
+    source_free(p);
+}
+#endif
+
 static void test_bad_inputs(void *unused)
 {
     (void)unused;
@@ -306,6 +335,9 @@ int main(int argc, char **argv)
     T_RUN(test_mixed_kernel, NULL);
     T_RUN(test_allreduce_foreign_to_own, NULL);
     T_RUN(test_bad_inputs, NULL);
+#if FOREIGN_SOURCE == FOREIGN_WINDOW
+    T_RUN(test_ptr_fn_not_const, NULL);
+#endif
     symaddr_finalize(&g_ctx);
     source_fini();
     return t_finish();
