@@ -3,8 +3,8 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl small small1 speed1 diag1 large put fused info bisect onegpu mps-on
-# mps-off pack. NCCL_INCLUDE=DIR
+# cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 large put fused info bisect onegpu
+# mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites.
 set -uo pipefail
@@ -206,6 +206,18 @@ for s in $steps; do
             for g in "" --graph; do
                 timeout 120 mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 512M -f 8 \
                     --iters 50 $g 2>&1 | tee -a "$OUT/diag1-translate-bench.txt"
+            done
+        done ;;
+    dtypes1)
+        # f32 against f16 and bf16 on GPU 0 with 8 ranks (start MPS first): the allreduce and its
+        # reduce-scatter half alone, the same bytes, two rounds in turn.
+        export CUDA_VISIBLE_DEVICES=0
+        for round in 1 2; do
+            for op in allreduce reduce_scatter; do
+                for dt in float bfloat16 half; do
+                    timeout 60 mpiexec -n 8 $B/tools/symaddr-bench $op --dtype $dt -b 1M -e 256M \
+                        -f 4 --iters 20 2>&1 | tee -a "$OUT/dtypes1.txt"
+                done
             done
         done ;;
     pack)
