@@ -66,24 +66,41 @@ SYMADDR_DEVFN void tile_store(T *p, const coll_tile_t<T, N> &t, int vec)
         p[j] = t.v[j];
 }
 
+/* acc op= the tile in, converted to the accumulating type. */
+template <int DT, int OP, int N>
+SYMADDR_DEVFN void accumulate(typename traits<DT>::A *acc,
+                              const coll_tile_t<typename traits<DT>::T, N> &in)
+{
+    typename traits<DT>::A v[N];
+    traits<DT>::load_n(in.v, v, N);
+    COLL_UNROLL
+    for (int j = 0; j < N; j++)
+        acc[j] = apply<OP>(acc[j], v[j]);
+}
+
 /* out = src[0][tile] op ... op src[n-1][tile], in node-rank order on every rank, so that every
- * rank gets the same bits. */
+ * rank gets the same bits. Two peers' tiles are loaded before either is added, so that two
+ * trips to memory overlap; the additions keep their order. */
 template <int DT, int OP, int N>
 SYMADDR_DEVFN void reduce_tile(coll_tile_t<typename traits<DT>::T, N> &out,
                                const typename traits<DT>::T *const *src, int n, size_t base,
                                int vec)
 {
     typedef traits<DT> tr;
-    coll_tile_t<typename tr::T, N> in;
-    typename tr::A acc[N], v[N];
+    coll_tile_t<typename tr::T, N> in, in2;
+    typename tr::A acc[N];
     tile_load<typename tr::T, N>(in, src[0] + base, vec);
     tr::load_n(in.v, acc, N);
-    for (int q = 1; q < n; q++) {
+    int q = 1;
+    for (; q + 1 < n; q += 2) {
         tile_load<typename tr::T, N>(in, src[q] + base, vec);
-        tr::load_n(in.v, v, N);
-        COLL_UNROLL
-        for (int j = 0; j < N; j++)
-            acc[j] = apply<OP>(acc[j], v[j]);
+        tile_load<typename tr::T, N>(in2, src[q + 1] + base, vec);
+        accumulate<DT, OP, N>(acc, in);
+        accumulate<DT, OP, N>(acc, in2);
+    }
+    if (q < n) {
+        tile_load<typename tr::T, N>(in, src[q] + base, vec);
+        accumulate<DT, OP, N>(acc, in);
     }
     tr::store_n(acc, out.v, N);
 }
