@@ -198,7 +198,58 @@ __attribute__((target("avx2"))) static void f32_to_bf16_avx2(const float *in, ui
 }
 
 static inline int symaddr_have_avx2_(void) { return __builtin_cpu_supports("avx2"); }
+
+/* acc[i] += in[i] converted, eight lanes at a time, one pass: the same additions in the same
+ * order as converting first and adding after, so the same bits. */
+__attribute__((target("avx,f16c"))) static void f16_add_f16c(float *acc, const uint16_t *in, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(
+            acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
+                                   _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(in + i)))));
+    for (; i < n; i++)
+        acc[i] += f16_to_f32(in[i]);
+}
+
+__attribute__((target("avx2"))) static void bf16_add_avx2(float *acc, const uint16_t *in, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(in + i)));
+        _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
+                                                _mm256_castsi256_ps(_mm256_slli_epi32(w, 16))));
+    }
+    for (; i < n; i++)
+        acc[i] += bf16_to_f32(in[i]);
+}
 #endif
+
+/* acc[i] += in[i] (f16 or bf16) in one pass where the cpu has the vector instructions for it;
+ * 0 when it does not (the caller converts, then adds). */
+SYMADDR_HOSTDEVFN int f16_add_n(float *acc, const uint16_t *in, int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_f16c_()) {
+        f16_add_f16c(acc, in, n);
+        return 1;
+    }
+#endif
+    (void)acc, (void)in, (void)n;
+    return 0;
+}
+
+SYMADDR_HOSTDEVFN int bf16_add_n(float *acc, const uint16_t *in, int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_avx2_()) {
+        bf16_add_avx2(acc, in, n);
+        return 1;
+    }
+#endif
+    (void)acc, (void)in, (void)n;
+    return 0;
+}
 
 SYMADDR_HOSTDEVFN void bf16_to_f32_n(const uint16_t *in, float *out, int n)
 {

@@ -72,6 +72,8 @@ SYMADDR_DEVFN void accumulate(typename traits<DT>::A *acc,
                               const coll_tile_t<typename traits<DT>::T, N> &in)
 {
     typename traits<DT>::A v[N];
+    if (traits<DT>::template add_n<OP>(acc, in.v, N))
+        return;
     traits<DT>::load_n(in.v, v, N);
     COLL_UNROLL
     for (int j = 0; j < N; j++)

@@ -27,6 +27,7 @@ template <int DT> struct traits;
             for (int j = 0; j < n; j++)                                                            \
                 out[j] = in[j];                                                                    \
         }                                                                                          \
+        template <int OP> SYMADDR_HOSTDEVFN int add_n(A *, const T *, int) { return 0; }           \
     };
 SYMADDR_PLAIN_TRAITS_(SYMADDR_INT32, int32_t)
 SYMADDR_PLAIN_TRAITS_(SYMADDR_UINT32, uint32_t)
@@ -41,6 +42,11 @@ template <> struct traits<SYMADDR_FLOAT16> {
     SYMADDR_HOSTDEVFN T store(A v) { return f32_to_f16(v); }
     SYMADDR_HOSTDEVFN void load_n(const T *in, A *out, int n) { f16_to_f32_n(in, out, n); }
     SYMADDR_HOSTDEVFN void store_n(const A *in, T *out, int n) { f32_to_f16_n(in, out, n); }
+    /* acc op= in in one pass, where that is faster (sums on x86 cpus); 0: not done */
+    template <int OP> SYMADDR_HOSTDEVFN int add_n(A *acc, const T *in, int n)
+    {
+        return OP == SYMADDR_SUM ? f16_add_n(acc, in, n) : 0;
+    }
 };
 template <> struct traits<SYMADDR_BFLOAT16> {
     typedef uint16_t T;
@@ -49,6 +55,10 @@ template <> struct traits<SYMADDR_BFLOAT16> {
     SYMADDR_HOSTDEVFN T store(A v) { return f32_to_bf16(v); }
     SYMADDR_HOSTDEVFN void load_n(const T *in, A *out, int n) { bf16_to_f32_n(in, out, n); }
     SYMADDR_HOSTDEVFN void store_n(const A *in, T *out, int n) { f32_to_bf16_n(in, out, n); }
+    template <int OP> SYMADDR_HOSTDEVFN int add_n(A *acc, const T *in, int n)
+    {
+        return OP == SYMADDR_SUM ? bf16_add_n(acc, in, n) : 0;
+    }
 };
 
 template <int OP, typename A> SYMADDR_HOSTDEVFN A apply(A a, A b)
