@@ -573,24 +573,28 @@ SYMADDR_DEVFN void symaddr_signal_add(uint64_t *sig, uint64_t value, int target,
  *  with SYMADDR_CAP_COHERENT and SYMADDR_CAP_ATOMICS (skipped otherwise, and recorded under
  *  validation); the atomic is system-scope where the map has SYMADDR_CAP_SYSTEM_ATOMICS, else
  *  device-scope. */
-SYMADDR_DEVFN void symaddr_buffer_signal_set(symaddr_buffer_t buf, size_t index, uint64_t value,
-                                             int target)
+SYMADDR_DEVFN void symaddr_buffer_signal_(symaddr_buffer_t buf, size_t index, uint64_t value,
+                                          int target, int add)
 {
     uint64_t *r = (uint64_t *)symaddr_buffer_target_(buf, (uint64_t *)buf.ptr + index, target,
                                                      SYMADDR_CAP_COHERENT | SYMADDR_CAP_ATOMICS);
+    int sys = (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0;
     symaddr_fence();
     if (r)
-        symaddr_prim_swap_u64(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0);
+        add ? (void)symaddr_prim_add_u64(r, value, sys)
+            : (void)symaddr_prim_swap_u64(r, value, sys);
+}
+
+SYMADDR_DEVFN void symaddr_buffer_signal_set(symaddr_buffer_t buf, size_t index, uint64_t value,
+                                             int target)
+{
+    symaddr_buffer_signal_(buf, index, value, target, 0);
 }
 
 SYMADDR_DEVFN void symaddr_buffer_signal_add(symaddr_buffer_t buf, size_t index, uint64_t value,
                                              int target)
 {
-    uint64_t *r = (uint64_t *)symaddr_buffer_target_(buf, (uint64_t *)buf.ptr + index, target,
-                                                     SYMADDR_CAP_COHERENT | SYMADDR_CAP_ATOMICS);
-    symaddr_fence();
-    if (r)
-        symaddr_prim_add_u64(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0);
+    symaddr_buffer_signal_(buf, index, value, target, 1);
 }
 
 /** Nanoseconds from a clock that all threads of the caller share. On AMD GPUs it reads the

@@ -100,17 +100,23 @@ def test_own_collectives():
             ctx.free(t)
 
 
-def test_own_put_get():
-    a = ctx.empty(N, torch.float32)
-    a.zero_()
+def put_ring(dst, barrier):
+    """Each rank puts its values into its right neighbour's dst; checks its left one's."""
+    dst.zero_()
     src = values(rank, N, torch.float32)
     torch.cuda.synchronize()
-    ctx.barrier()
-    ctx.put(a, src, (rank + 1) % size)
-    ctx.barrier()
+    barrier()
+    ctx.put(dst, src, (rank + 1) % size)
+    ctx.sync()
+    barrier()
     ctx.sync()
     left = (rank + size - 1) % size
-    assert bool((a == values(left, N, torch.float32)).all()), "put landed wrong"
+    assert bool((dst == values(left, N, torch.float32)).all()), "put landed wrong"
+
+
+def test_own_put_get():
+    a = ctx.empty(N, torch.float32)
+    put_ring(a, ctx.barrier)
     got = torch.empty(N, dtype=torch.float32, device="cuda")
     ctx.get(got, a, (rank + 1) % size)
     ctx.sync()
@@ -176,15 +182,7 @@ def test_put_own_to_symm():
     buf = symm_mem.empty(N, dtype=torch.float32, device="cuda")
     h = symm_mem.rendezvous(buf, group.group_name)
     m = ctx.register_symm_mem(buf, h)
-    buf.zero_()
-    src = values(rank, N, torch.float32)
-    torch.cuda.synchronize()
-    dist.barrier()
-    ctx.put(buf, src, (rank + 1) % size)
-    ctx.sync()
-    dist.barrier()
-    left = (rank + size - 1) % size
-    assert bool((buf == values(left, N, torch.float32)).all()), "put landed wrong"
+    put_ring(buf, dist.barrier)
     m.unregister()
 
 
