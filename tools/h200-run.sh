@@ -3,8 +3,8 @@
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
-# cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 large put fused info bisect onegpu
-# mps-on mps-off pack. NCCL_INCLUDE=DIR
+# cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 cpudtypes large put fused info bisect
+# onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites.
 set -uo pipefail
@@ -218,6 +218,15 @@ for s in $steps; do
                     timeout 60 mpiexec -n 8 $B/tools/symaddr-bench $op --dtype $dt -b 1M -e 256M \
                         -f 4 --iters 20 2>&1 | tee -a "$OUT/dtypes1.txt"
                 done
+            done
+        done ;;
+    cpudtypes)
+        # The cpu backend's allreduce by dtype, 8 ranks on 16 cores, three rounds in turn.
+        for round in 1 2 3; do
+            for dt in float bfloat16 half; do
+                SYMADDR_BACKEND=cpu timeout 120 mpiexec -n 8 --bind-to core \
+                    $B/tools/symaddr-bench-cpu allreduce --dtype $dt -b 1M -e 64M -f 4 --iters 10 \
+                    2>&1 | tee -a "$OUT/cpudtypes.txt"
             done
         done ;;
     pack)
