@@ -163,9 +163,9 @@ static symaddr_status_t gpu_mem_alloc(symaddr_backend_t *be, size_t bytes, symad
                        : hipMalloc(ptr_p, bytes);
 #endif
     if (e != hipSuccess)
-        return fail(
-            be, e, e == hipErrorOutOfMemory ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
-            kind == SYMADDR_MEM_COHERENT ? "fine-grained device allocation" : "device allocation");
+        return fail(be, e, e == hipErrorOutOfMemory ? SYMADDR_ERR_NO_MEMORY : SYMADDR_ERR_BACKEND,
+                    kind == SYMADDR_MEM_COHERENT ? "fine-grained device allocation"
+                                                 : "device allocation");
     return SYMADDR_OK;
 }
 

@@ -109,8 +109,8 @@ static void test_no_leaks(env_t *e)
  * always has what the collectives' flags need. A map gets its memory's bits (test_maps). */
 static void test_capabilities(env_t *e)
 {
-    const uint64_t all = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS |
-                         SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT;
+    const uint64_t all = SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS |
+                         SYMADDR_CAP_COHERENT;
     const uint64_t want[][SYMADDR_MEM_KINDS_] = {
         [SYMADDR_BACKEND_CPU] = {all, all},
         [SYMADDR_BACKEND_CUDA] = {all, all},

@@ -87,9 +87,8 @@ static void test_map_capabilities(void *unused)
         const uint64_t *caps = ctx->be.ops->caps;
         for (int k = 0; k < 2; k++) {
             symaddr_provider_kind_t kind = k ? SYMADDR_PROVIDER_IPC : SYMADDR_PROVIDER_HEAP;
-            uint64_t want =
-                (k && fine ? caps[SYMADDR_MEM_COHERENT] : caps[SYMADDR_MEM_BULK]) |
-                SYMADDR_CAP_OWNED;
+            uint64_t want = (k && fine ? caps[SYMADDR_MEM_COHERENT] : caps[SYMADDR_MEM_BULK]) |
+                            SYMADDR_CAP_OWNED;
             symaddr_provider_t *prov;
             symaddr_map_t *m;
             void *ptr;
