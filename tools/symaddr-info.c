@@ -117,11 +117,12 @@ int main(int argc, char **argv)
         st = symaddr_provider_get(ctx, kinds[k], &p);
         if (st == SYMADDR_OK && (st = symaddr_symmetric_alloc(p, 4096, &ptr, &m)) == SYMADDR_OK) {
             snprintf(prov_line[k], sizeof(prov_line[k]),
-                     "yes  caps 0x%llx%s%s%s%s%s, 4096 B maps %llu B",
+                     "yes  caps 0x%llx%s%s%s%s%s%s, 4096 B maps %llu B",
                      (unsigned long long)m->capabilities,
                      m->capabilities & SYMADDR_CAP_LOAD_STORE ? " load/store" : "",
                      m->capabilities & SYMADDR_CAP_ATOMICS ? " atomics" : "",
                      m->capabilities & SYMADDR_CAP_SYSTEM_ATOMICS ? " system-atomics" : "",
+                     m->capabilities & SYMADDR_CAP_COHERENT ? " coherent" : "",
                      m->capabilities & SYMADDR_CAP_OWNED ? " owned" : "",
                      m->capabilities & SYMADDR_CAP_FABRIC ? " fabric-handle" : "",
                      (unsigned long long)m->allocation_bytes);
