@@ -187,8 +187,9 @@ typedef struct symaddr_config {
                                  mapped, up to this many bytes per rank, and a later allocation
                                  of the same size takes one back without a handle exchange
                                  (the oldest go first; all go when an allocation runs out of
-                                 memory, and at symaddr_finalize); 0 frees at once. The same
-                                 on every rank, or symaddr_init refuses it. Default
+                                 memory, and at symaddr_finalize); 0 frees at once (a use after
+                                 free then faults instead of reaching retained memory). The
+                                 same on every rank, or symaddr_init refuses it. Default
                                  $SYMADDR_RETAIN_BYTES, else 256 MiB */
     int hip_finegrained;    /**< hip: users' ipc allocations are fine-grained (coherent with
                                  peer GPUs without a kernel boundary, system-scope atomics
