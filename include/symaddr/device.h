@@ -44,7 +44,6 @@
 #define SYMADDR_DEVFN static inline
 #define SYMADDR_HOSTDEVFN static inline
 #include <sched.h>
-#include <time.h>
 #endif
 
 #ifndef SYMADDR_VALIDATE
@@ -597,6 +596,16 @@ SYMADDR_DEVFN void symaddr_buffer_signal_add(symaddr_buffer_t buf, size_t index,
     symaddr_buffer_signal_(buf, index, value, target, 1);
 }
 
+#if !SYMADDR_ON_GPU
+/* libsymaddr's monotonic clock, in nanoseconds: the cpu backend's device clock. A function of
+ * the library, so that this header needs no POSIX clock and compiles as strict ISO C. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    uint64_t
+    symaddr_clock_host_ns(void);
+#endif
+
 /** Nanoseconds from a clock that all threads of the caller share. On AMD GPUs it reads the
  *  constant wall clock (wall_clock64) as 100 MHz, the rate of MI200 and MI300; on a device whose
  *  hipDeviceAttributeWallClockRate differs, its nanoseconds are scaled by that rate over 100 MHz
@@ -613,9 +622,7 @@ SYMADDR_DEVFN uint64_t symaddr_clock_ns(void)
 #elif SYMADDR_ON_GPU
     return 0; /* host pass of a GPU compile: never called */
 #else
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return symaddr_clock_host_ns();
 #endif
 }
 

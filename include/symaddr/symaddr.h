@@ -56,6 +56,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* symaddr uses no MPI C++ bindings, whose headers break -Werror C++ builds (Open MPI's casts
+ * between function types): C++ users get MPI's C interface, unless they asked otherwise. */
+#if defined(__cplusplus)
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
+#endif
 #include <mpi.h>
 
 #include "symaddr/types.h"

@@ -35,6 +35,8 @@ typedef struct symaddr_bootstrap {
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t symaddr_now_ns(void);
+/* The same clock for device.h's cpu path (exported: kernels built by users call it). */
+uint64_t symaddr_clock_host_ns(void);
 
 /* Collective over user_comm, bounded by timeout_ms where MPI allows it (duplicating the
  * communicator; MPI has no nonblocking split). sim_node_size > 0 splits each host into groups

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Builds the three consumers of an installed symaddr (PREFIX: where `meson install` put it)
 # and runs each with 2 ranks: CMake (find_package), make (pkg-config), and Meson with symaddr
-# as a subproject of the source tree (SRC).
+# as a subproject of the source tree (SRC). First, every public header compiles as users'
+# strict builds do: C99, C11, GNU11 (-pedantic) and C++11, C++17, warnings as errors, with no
+# flags but pkg-config's.
 set -euo pipefail
 PREFIX=$1 SRC=$(cd "$(dirname "$0")/../.." && pwd) WORK=${WORK:-$(mktemp -d)}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -12,6 +14,21 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SYMADDR_BACKEND=cpu
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 run() { mpiexec -n 2 --oversubscribe "$@"; }
+
+headers=$(cd "$(pkg-config --variable=includedir symaddr)" && ls symaddr/*.h)
+probe=$WORK/headers.c
+for h in $headers; do echo "#include <$h>"; done >"$probe"
+echo 'int main(void) { return (int)(symaddr_clock_ns() & 0) + SYMADDR_OK; }' >>"$probe"
+cp "$probe" "$WORK/headers.cpp"
+for std in c99 c11 gnu11; do
+    cc -std=$std -pedantic -Wall -Wextra -Werror $(pkg-config --cflags symaddr) "$probe" \
+        -o "$WORK/headers-$std" $(pkg-config --libs symaddr) $(mpicc --showme:link)
+done
+for std in c++11 c++17; do
+    c++ -std=$std -Wall -Wextra -Werror $(pkg-config --cflags symaddr) "$WORK/headers.cpp" \
+        -o "$WORK/headers-$std" $(pkg-config --libs symaddr) $(mpicc --showme:link)
+done
+echo "-- headers: $(echo $headers | wc -w) public headers compile as c99, c11, gnu11, c++11, c++17"
 
 cp -r "$here" "$WORK/consumers"
 for d in cmake make meson; do cp "$here/consumer.c" "$WORK/consumers/$d/"; done # one source
