@@ -3,9 +3,24 @@
 # Set up a fresh Debian 12 / Ubuntu 24.04 machine, build symaddr, and either
 #   ./quickstart.sh run    run the 8-rank demo benchmark on the best backend
 #   ./quickstart.sh test   run the full test suite (unit, headers, mpi)
-# MESON_ARGS adds options to the build (e.g. MESON_ARGS=-Dwerror=true).
+# MESON_ARGS adds options to the build (e.g. MESON_ARGS=-Dwerror=true). Set-up prints one line
+# per step; apt's, meson's and ninja's own output goes to quickstart.log (QUICKSTART_LOG).
 set -euo pipefail
 cd "$(dirname "$0")"
+log=${QUICKSTART_LOG:-$PWD/quickstart.log}
+: >"$log"
+
+# One line for a step; its output to the log, and on failure the log's end and its name.
+step() {
+    local what=$1
+    shift
+    echo "quickstart: $what"
+    if ! "$@" >>"$log" 2>&1; then
+        tail -n 20 "$log" >&2
+        echo "quickstart: $what failed; the full log is $log" >&2
+        exit 1
+    fi
+}
 
 mode=${1:-}
 case "$mode" in run|test) ;; *) echo "usage: $0 run|test" >&2; exit 2 ;; esac
@@ -21,9 +36,9 @@ pkg-config --exists cmocka 2>/dev/null || need+=(libcmocka-dev)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
-    echo "quickstart: installing ${need[*]}"
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
+    step "updating the package lists" $sudo apt-get update -qq
+    step "installing ${#need[@]} packages (${need[*]})" env DEBIAN_FRONTEND=noninteractive \
+        $sudo apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
 
 # mpirun refuses root unless told; tests and demos run as whoever calls this.
@@ -34,8 +49,8 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversub
 
 build=${BUILD_DIR:-build}
 # shellcheck disable=SC2086
-[ -f "$build/build.ninja" ] || meson setup "$build" ${MESON_ARGS:-}
-ninja -C "$build"
+[ -f "$build/build.ninja" ] || step "configuring $build" meson setup "$build" ${MESON_ARGS:-}
+step "building $(ninja -C "$build" -n 2>/dev/null | grep -c '^\[') targets" ninja -C "$build"
 
 if [ "$mode" = run ]; then
     mpiexec -n 8 --oversubscribe "$build/tools/symaddr-info"
