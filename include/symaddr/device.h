@@ -40,28 +40,37 @@
 #define SYMADDR_DEVFN static __device__ __forceinline__
 #define SYMADDR_HOSTDEVFN static __host__ __device__ __forceinline__
 #else
+/** 1 in a hipcc or nvcc compile (device and host passes), 0 in a plain C/C++ one. */
 #define SYMADDR_ON_GPU 0
+/** How device.h's functions are declared: device functions (GPU), or plain inline ones (the
+ *  cpu backend, where a kernel is a function). */
 #define SYMADDR_DEVFN static inline
+/** The same for functions that host code calls too. */
 #define SYMADDR_HOSTDEVFN static inline
 #include <sched.h>
 #endif
 
 #ifndef SYMADDR_VALIDATE
+/** Define to 1 before including device.h to build the validation checks into its functions. */
 #define SYMADDR_VALIDATE 0
 #endif
 
-/* Header of every table symaddr builds: peer_bases[-4 .. -1]. */
-#define SYMADDR_TABLE_MAGIC 0x53594d4144445231ull /* "SYMADDR1" */
-#define SYMADDR_TABLE_HEADER 4
-#define SYMADDR_HDR_MAGIC (-4) /* SYMADDR_TABLE_MAGIC */
-#define SYMADDR_HDR_INFO (-3)  /* world_size | validate << 32 | the map's SYMADDR_CAP_* << 48 */
-#define SYMADDR_HDR_BYTES (-2) /* allocation_bytes */
-#define SYMADDR_HDR_ERROR (-1) /* first violation, as -status, in the low 32 bits */
-#define SYMADDR_HDR_CAPS_SHIFT 48
-#define SYMADDR_HDR_CAPS_MASK 0xffffull
+/** @name The header in front of every table symaddr builds: peer_bases[-4 .. -1]
+ *  (what validation reads; tables of other libraries have none). */
+///@{
+#define SYMADDR_TABLE_MAGIC 0x53594d4144445231ull /**< "SYMADDR1" */
+#define SYMADDR_TABLE_HEADER 4                    /**< words of the header */
+#define SYMADDR_HDR_MAGIC (-4)                    /**< SYMADDR_TABLE_MAGIC */
+#define SYMADDR_HDR_INFO (-3)  /**< world_size | validate << 32 | the map's SYMADDR_CAP_* << 48 */
+#define SYMADDR_HDR_BYTES (-2) /**< allocation_bytes */
+#define SYMADDR_HDR_ERROR (-1) /**< first violation, as -status, in the low 32 bits */
+#define SYMADDR_HDR_CAPS_SHIFT 48       /**< where the capability bits sit in the INFO word */
+#define SYMADDR_HDR_CAPS_MASK 0xffffull /**< and how many */
+///@}
 
-/** 16-bit floating-point values travel as their bits. */
+/** 16-bit floating-point values (f16) travel as their bits. */
 typedef uint16_t symaddr_f16_t;
+/** bfloat16 values travel as their bits. */
 typedef uint16_t symaddr_bf16_t;
 
 /* ---- threads ---------------------------------------------------------------------------- */
@@ -76,6 +85,7 @@ SYMADDR_DEVFN unsigned symaddr_block_thread(void)
 #endif
 }
 
+/** Threads of the calling block (1 on the cpu). */
 SYMADDR_DEVFN unsigned symaddr_block_threads(void)
 {
 #if SYMADDR_ON_GPU
@@ -95,6 +105,7 @@ SYMADDR_DEVFN size_t symaddr_grid_thread(void)
 #endif
 }
 
+/** Threads of the whole grid (1 on the cpu). */
 SYMADDR_DEVFN size_t symaddr_grid_threads(void)
 {
 #if SYMADDR_ON_GPU
@@ -114,6 +125,7 @@ SYMADDR_DEVFN unsigned symaddr_block_index(void)
 #endif
 }
 
+/** Blocks of the grid (1 on the cpu). */
 SYMADDR_DEVFN unsigned symaddr_grid_blocks(void)
 {
 #if SYMADDR_ON_GPU
@@ -242,6 +254,7 @@ SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uin
                                ((uint64_t)(uintptr_t)ptr - peer_bases[local_rank]));
 }
 
+/** symaddr_translate of a bound buffer's own pointer to rank @p target. */
 SYMADDR_HOSTDEVFN void *symaddr_buffer_translate(symaddr_buffer_t buf, int target)
 {
     return symaddr_translate(buf.ptr, target, buf.peer_bases, buf.local_rank);
@@ -309,6 +322,7 @@ SYMADDR_DEVFN void symaddr_put_grid(void *dst, const void *src, size_t bytes, in
                         symaddr_grid_thread(), symaddr_grid_threads());
 }
 
+/** Grid-wide get: @p src is translated to @p target, @p dst is local. */
 SYMADDR_DEVFN void symaddr_get_grid(void *dst, const void *src, size_t bytes, int target,
                                     const uint64_t *peer_bases, int local_rank)
 {
@@ -323,6 +337,7 @@ SYMADDR_DEVFN void symaddr_buffer_put_block(symaddr_buffer_t dst, size_t offset,
     symaddr_put_block((char *)dst.ptr + offset, src, bytes, target, dst.peer_bases, dst.local_rank);
 }
 
+/** Block-cooperative get from @p offset bytes into the bound buffer @p src on @p target. */
 SYMADDR_DEVFN void symaddr_buffer_get_block(void *dst, symaddr_buffer_t src, size_t offset,
                                             size_t bytes, int target)
 {
@@ -568,10 +583,7 @@ SYMADDR_DEVFN void symaddr_signal_add(uint64_t *sig, uint64_t value, int target,
         symaddr_prim_add_u64(r, value, 1);
 }
 
-/** Buffer forms of the signals: flag @p index (64-bit words) of the bound buffer. They need a map
- *  with SYMADDR_CAP_COHERENT and SYMADDR_CAP_ATOMICS (skipped otherwise, and recorded under
- *  validation); the atomic is system-scope where the map has SYMADDR_CAP_SYSTEM_ATOMICS, else
- *  device-scope. */
+/* Buffer forms of the signals: flag index (64-bit words) of the bound buffer. */
 SYMADDR_DEVFN void symaddr_buffer_signal_(symaddr_buffer_t buf, size_t index, uint64_t value,
                                           int target, int add)
 {
@@ -584,12 +596,17 @@ SYMADDR_DEVFN void symaddr_buffer_signal_(symaddr_buffer_t buf, size_t index, ui
             : (void)symaddr_prim_swap_u64(r, value, sys);
 }
 
+/** Set flag @p index (64-bit words) of the bound buffer on rank @p target to @p value, after
+ *  earlier remote stores. Needs a map with SYMADDR_CAP_COHERENT and SYMADDR_CAP_ATOMICS (the
+ *  signal is skipped otherwise, and recorded under validation); the atomic is system-scope where
+ *  the map has SYMADDR_CAP_SYSTEM_ATOMICS, else device-scope. */
 SYMADDR_DEVFN void symaddr_buffer_signal_set(symaddr_buffer_t buf, size_t index, uint64_t value,
                                              int target)
 {
     symaddr_buffer_signal_(buf, index, value, target, 0);
 }
 
+/** Buffer form of symaddr_signal_add (the rules of symaddr_buffer_signal_set). */
 SYMADDR_DEVFN void symaddr_buffer_signal_add(symaddr_buffer_t buf, size_t index, uint64_t value,
                                              int target)
 {
@@ -597,8 +614,8 @@ SYMADDR_DEVFN void symaddr_buffer_signal_add(symaddr_buffer_t buf, size_t index,
 }
 
 #if !SYMADDR_ON_GPU
-/* libsymaddr's monotonic clock, in nanoseconds: the cpu backend's device clock. A function of
- * the library, so that this header needs no POSIX clock and compiles as strict ISO C. */
+/** libsymaddr's monotonic clock, in nanoseconds: the cpu backend's device clock. A function of
+ *  the library, so that this header needs no POSIX clock and compiles as strict ISO C. */
 #ifdef __cplusplus
 extern "C"
 #endif

@@ -60,10 +60,10 @@
  * between function types): C++ users get MPI's C interface, unless they asked otherwise. */
 #if defined(__cplusplus)
 #ifndef OMPI_SKIP_MPICXX
-#define OMPI_SKIP_MPICXX 1
+#define OMPI_SKIP_MPICXX 1 /**< no Open MPI C++ bindings */
 #endif
 #ifndef MPICH_SKIP_MPICXX
-#define MPICH_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1 /**< no MPICH C++ bindings */
 #endif
 #endif
 #include <mpi.h>
@@ -78,11 +78,13 @@ extern "C" {
 #if defined(SYMADDR_BUILDING) && defined(__GNUC__)
 #define SYMADDR_API __attribute__((visibility("default")))
 #else
+/** Marks the library's exported functions. */
 #define SYMADDR_API
 #endif
 #if defined(__GNUC__)
 #define SYMADDR_DEPRECATED(use) __attribute__((deprecated("use " use)))
 #else
+/** Marks a name kept for one release, and says which to @p use instead. */
 #define SYMADDR_DEPRECATED(use)
 #endif
 
@@ -145,7 +147,9 @@ typedef enum symaddr_allreduce_algo {
     SYMADDR_ALLREDUCE_LAMPORT = 4,
 } symaddr_allreduce_algo_t;
 
+/** A context: the ranks of a communicator, the backend they run on, their allocations. */
 typedef struct symaddr_context symaddr_context_t;
+/** A context's provider of one kind (symaddr_provider_get). */
 typedef struct symaddr_provider symaddr_provider_t;
 
 /** Receives each line symaddr would otherwise print (to $SYMADDR_DEBUG_FILE or stderr): a
@@ -179,33 +183,33 @@ typedef struct symaddr_config {
                                   Lamport (at most 32 KiB; 0: never);
                                   default $SYMADDR_LL_BYTES, else SIZE_MAX: the backend's own */
     symaddr_logger_t logger; /**< NULL (default): stderr */
-    void *logger_cookie;
-    size_t lamport_bytes;   /**< auto picks Lamport for f32, f16 and bf16 up to this many bytes (at
-                                 most 512 KiB, and 2 MiB over the node size; 0: never); default
-                                 $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own (on a
-                                 GPU, 512 KiB and 1 MiB over the node size) */
-    int debug_level;        /**< 0 (WARN: failures only), 1 (INFO: once per context, what it
-                                 runs on and with, and each collective's algorithm when it
-                                 changes), 2 (TRACE: every allocation, import, registration and
-                                 exchange too); default $SYMADDR_DEBUG, else 0 */
-    unsigned debug_subsys;  /**< INFO and TRACE lines of these subsystems only: bits of INIT 1,
-                                 BOOT 2, ALLOC 4, COLL 8, RMA 16, ENV 32; default
-                                 $SYMADDR_DEBUG_SUBSYS (a comma list, ^ to negate), else all */
-    const char *debug_file; /**< where lines go when there is no logger (%h: host, %p: pid);
-                                 default $SYMADDR_DEBUG_FILE, else NULL: stderr */
-    size_t retain_bytes;    /**< ipc and vmm allocations freed by symaddr_symmetric_free stay
-                                 mapped, up to this many bytes per rank, and a later allocation
-                                 of the same size takes one back without a handle exchange
-                                 (the oldest go first; all go when an allocation runs out of
-                                 memory, and at symaddr_finalize); 0 frees at once (a use after
-                                 free then faults instead of reaching retained memory). The
-                                 same on every rank, or symaddr_init refuses it. Default
-                                 $SYMADDR_RETAIN_BYTES, else 256 MiB */
-    int hip_finegrained;    /**< hip: users' ipc allocations are fine-grained (coherent with
-                                 peer GPUs without a kernel boundary, system-scope atomics
-                                 defined; SYMADDR_CAP_COHERENT and _SYSTEM_ATOMICS) instead of
-                                 coarse-grained (faster bulk traffic); the collectives' own
-                                 flags always are. Default $SYMADDR_HIP_FINEGRAINED, else 0 */
+    void *logger_cookie;     /**< passed to @p logger with each line */
+    size_t lamport_bytes;    /**< auto picks Lamport for f32, f16 and bf16 up to this many bytes (at
+                                  most 512 KiB, and 2 MiB over the node size; 0: never); default
+                                  $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own (on a
+                                  GPU, 512 KiB and 1 MiB over the node size) */
+    int debug_level;         /**< 0 (WARN: failures only), 1 (INFO: once per context, what it
+                                  runs on and with, and each collective's algorithm when it
+                                  changes), 2 (TRACE: every allocation, import, registration and
+                                  exchange too); default $SYMADDR_DEBUG, else 0 */
+    unsigned debug_subsys;   /**< INFO and TRACE lines of these subsystems only: bits of INIT 1,
+                                  BOOT 2, ALLOC 4, COLL 8, RMA 16, ENV 32; default
+                                  $SYMADDR_DEBUG_SUBSYS (a comma list, ^ to negate), else all */
+    const char *debug_file;  /**< where lines go when there is no logger (%h: host, %p: pid);
+                                  default $SYMADDR_DEBUG_FILE, else NULL: stderr */
+    size_t retain_bytes;     /**< ipc and vmm allocations freed by symaddr_symmetric_free stay
+                                  mapped, up to this many bytes per rank, and a later allocation
+                                  of the same size takes one back without a handle exchange
+                                  (the oldest go first; all go when an allocation runs out of
+                                  memory, and at symaddr_finalize); 0 frees at once (a use after
+                                  free then faults instead of reaching retained memory). The
+                                  same on every rank, or symaddr_init refuses it. Default
+                                  $SYMADDR_RETAIN_BYTES, else 256 MiB */
+    int hip_finegrained;     /**< hip: users' ipc allocations are fine-grained (coherent with
+                                  peer GPUs without a kernel boundary, system-scope atomics
+                                  defined; SYMADDR_CAP_COHERENT and _SYSTEM_ATOMICS) instead of
+                                  coarse-grained (faster bulk traffic); the collectives' own
+                                  flags always are. Default $SYMADDR_HIP_FINEGRAINED, else 0 */
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =
@@ -230,7 +234,9 @@ SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
 
 /**
  * Create a context over @p comm (collective over @p comm). The communicator is duplicated.
+ * @param comm the ranks of the context
  * @param cfg settings, or NULL for symaddr_config_default()
+ * @param ctx_p the new context
  * Every SYMADDR_* variable is parsed strictly: a value that does not parse is refused with a
  * message naming the variable, never replaced by a default.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL, a
@@ -267,6 +273,7 @@ SYMADDR_API const char *symaddr_last_error(const symaddr_context_t *ctx);
 
 /** The backend this context runs on, and its name ("cpu", "cuda", "hip"). */
 SYMADDR_API symaddr_backend_kind_t symaddr_backend(const symaddr_context_t *ctx);
+/** The name of a backend kind: "auto", "cpu", "cuda" or "hip". */
 SYMADDR_API const char *symaddr_backend_name(symaddr_backend_kind_t kind);
 
 /** Whether @p kind was compiled into this library (CPU always is). */
@@ -277,8 +284,11 @@ SYMADDR_API int symaddr_device(const symaddr_context_t *ctx);
 
 /** Rank and size in the context's communicator; node rank and size in its node group. */
 SYMADDR_API int symaddr_rank(const symaddr_context_t *ctx);
+/** Ranks of the context's communicator. */
 SYMADDR_API int symaddr_size(const symaddr_context_t *ctx);
+/** This rank's place in its node group. */
 SYMADDR_API int symaddr_node_rank(const symaddr_context_t *ctx);
+/** Ranks of this rank's node group. */
 SYMADDR_API int symaddr_node_size(const symaddr_context_t *ctx);
 
 /** The duplicated communicator the context runs on (do not free it). */
@@ -296,8 +306,10 @@ typedef enum symaddr_peer_class {
 /** The locality map: what lies between this rank and every other, and what traffic costs.
  *  It is separate from the address maps: translation never depends on it. */
 typedef struct symaddr_locality {
-    int world_size, local_rank;
-    int node_size, node_rank;
+    int world_size;                /**< ranks of the context */
+    int local_rank;                /**< this rank */
+    int node_size;                 /**< ranks of this rank's node group */
+    int node_rank;                 /**< this rank's place in it */
     const int *node_ranks;         /**< ranks of this rank's node group, in node-rank order */
     int rank_stride;               /**< constant step between consecutive node_ranks; 0 if none */
     const uint8_t *peer_class;     /**< world_size entries of symaddr_peer_class_t */
@@ -460,6 +472,7 @@ SYMADDR_API uint64_t *symaddr_heap_bases_get(symaddr_context_t *ctx);
  *  context that allocated it frees it: symaddr_mem_free on another context returns
  *  SYMADDR_ERR_NOT_FOUND and leaves the memory alone. */
 SYMADDR_API symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **ptr_p);
+/** Free memory of symaddr_mem_alloc (of this context). */
 SYMADDR_API symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr);
 
 /** Copy between any host or device pointers (peer mappings included); blocks until done. */
@@ -489,11 +502,14 @@ SYMADDR_API symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, cons
  */
 SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_i32(symaddr_context_t *ctx, int32_t *ptr,
                                                            int32_t value, int target, void *stream);
+/** symaddr_stream_atomic_add_i32 for uint32_t. */
 SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_u32(symaddr_context_t *ctx, uint32_t *ptr,
                                                            uint32_t value, int target,
                                                            void *stream);
+/** symaddr_stream_atomic_add_i32 for int64_t. */
 SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_i64(symaddr_context_t *ctx, int64_t *ptr,
                                                            int64_t value, int target, void *stream);
+/** symaddr_stream_atomic_add_i32 for uint64_t. */
 SYMADDR_API symaddr_status_t symaddr_stream_atomic_add_u64(symaddr_context_t *ctx, uint64_t *ptr,
                                                            uint64_t value, int target,
                                                            void *stream);
@@ -587,11 +603,11 @@ SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *s
  * One verb per act: memory is alloc'ed and freed (symaddr_mem_alloc, symaddr_symmetric_alloc),
  * getters end in _get, and symaddr_unregister ends both symaddr_import and every register. */
 
-/** Deprecated: symaddr_symmetric_alloc. */
+/** Deprecated: symaddr_symmetric_alloc(@p provider, @p bytes, @p ptr_p, @p map_p). */
 SYMADDR_API SYMADDR_DEPRECATED("symaddr_symmetric_alloc") symaddr_status_t
     symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes, void **ptr_p,
                                symaddr_map_t **map_p);
-/** Deprecated: symaddr_symmetric_free. */
+/** Deprecated: symaddr_symmetric_free(@p provider, @p ptr). */
 SYMADDR_API SYMADDR_DEPRECATED("symaddr_symmetric_free") symaddr_status_t
     symaddr_free_symmetric(symaddr_provider_t *provider, void *ptr);
 /** Deprecated: symaddr_heap_bases_get. */

@@ -86,22 +86,23 @@ typedef enum symaddr_redop {
 typedef struct symaddr_buffer {
     void *ptr;                  /**< local pointer inside the map's allocation */
     const uint64_t *peer_bases; /**< the map's device table */
-    int local_rank;
-    uint64_t caps; /**< SYMADDR_CAP_* of the map */
+    int local_rank;             /**< this rank: the table's own entry */
+    uint64_t caps;              /**< SYMADDR_CAP_* of the map */
 } symaddr_buffer_t;
 
 /** The context's node as a kernel sees it (symaddr_team_get), passed to a kernel by value:
  *  what the collective blocks of symaddr/team.h work on. */
 typedef struct symaddr_team {
-    uint64_t *sync;           /**< this rank's sync area (device memory) */
-    const uint64_t *sync_pb;  /**< its peer table */
-    const int *node_ranks;    /**< device array: node rank -> rank of the context */
-    int node_rank, node_size; /**< this rank's place in the node, and the node's ranks */
-    int rank;                 /**< this rank in the context */
-    unsigned max_blocks;      /**< most blocks a grid of team blocks may have on this GPU */
-    uint64_t lamport_offset;  /**< the Lamport buffers, in bytes into the sync area */
-    uint64_t lamport_slot;    /**< bytes of one peer's slot: the most one Lamport call moves */
-    uint64_t timeout_ns;      /**< deadline of every wait of a call */
+    uint64_t *sync;          /**< this rank's sync area (device memory) */
+    const uint64_t *sync_pb; /**< its peer table */
+    const int *node_ranks;   /**< device array: node rank -> rank of the context */
+    int node_rank;           /**< this rank's place in the node */
+    int node_size;           /**< the node's ranks */
+    int rank;                /**< this rank in the context */
+    unsigned max_blocks;     /**< most blocks a grid of team blocks may have on this GPU */
+    uint64_t lamport_offset; /**< the Lamport buffers, in bytes into the sync area */
+    uint64_t lamport_slot;   /**< bytes of one peer's slot: the most one Lamport call moves */
+    uint64_t timeout_ns;     /**< deadline of every wait of a call */
     int pdl; /**< 1 where a kernel of team blocks may be launched as a programmatic dependent
                   (CUDA, no other rank on this GPU), as symaddr's own collectives are */
 } symaddr_team_t;
