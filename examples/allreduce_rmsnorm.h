@@ -316,24 +316,24 @@ static inline int fused_launch(const symaddr_team_t *team, const uint16_t *x, co
 {
     if (rows <= fused_rows_per_call(team)) {
         unsigned blocks = (unsigned)rows < team->max_blocks ? (unsigned)rows : team->max_blocks;
-        LAUNCH_TEAM(team, allreduce_rmsnorm, blocks, THREADS, stream, *team, (const bf16x8_t *)x,
-                    (bf16x8_t *)res, (const bf16x8_t *)w, (bf16x8_t *)y, rows);
-        return LAUNCH_OK();
+        return SYMADDR_TEAM_KERNEL_LAUNCH(team, allreduce_rmsnorm, blocks, THREADS, stream, *team,
+                                          (const bf16x8_t *)x, (bf16x8_t *)res, (const bf16x8_t *)w,
+                                          (bf16x8_t *)y, rows) == SYMADDR_OK;
     }
     unsigned share = (unsigned)((rows + team->node_size - 1) / team->node_size);
     unsigned blocks = share < team->max_blocks ? share : team->max_blocks;
-    LAUNCH_TEAM(team, allreduce_rmsnorm_2shot, blocks, THREADS, stream, *team, (const bf16x8_t *)x,
-                x_pb, (bf16x8_t *)res, res_pb, (const bf16x8_t *)w, (bf16x8_t *)y, y_pb, rows);
-    return LAUNCH_OK();
+    return SYMADDR_TEAM_KERNEL_LAUNCH(team, allreduce_rmsnorm_2shot, blocks, THREADS, stream, *team,
+                                      (const bf16x8_t *)x, x_pb, (bf16x8_t *)res, res_pb,
+                                      (const bf16x8_t *)w, (bf16x8_t *)y, y_pb, rows) == SYMADDR_OK;
 }
 
 /* The unfused pipeline's RMSNorm, after an allreduce left the sum in sum. */
 static inline int rmsnorm_launch(const uint16_t *sum, uint16_t *res, const uint16_t *w, uint16_t *y,
                                  int rows, void *stream)
 {
-    LAUNCH(rmsnorm, (unsigned)rows, THREADS, stream, (const bf16x8_t *)sum, (bf16x8_t *)res,
-           (const bf16x8_t *)w, (bf16x8_t *)y, rows);
-    return LAUNCH_OK();
+    return SYMADDR_KERNEL_LAUNCH(rmsnorm, (unsigned)rows, THREADS, stream, (const bf16x8_t *)sum,
+                                 (bf16x8_t *)res, (const bf16x8_t *)w, (bf16x8_t *)y,
+                                 rows) == SYMADDR_OK;
 }
 
 #endif

@@ -86,8 +86,9 @@ int main(int argc, char **argv)
     CHECK(ctx, symaddr_stream_sync(ctx, NULL));
 
     int target = (rank + 1) % size;
-    LAUNCH(mixed, 4, 256, NULL, own, foreign, foreign_map ? foreign_map->peer_bases : NULL,
-           plain + VIEW, view_map->peer_bases, (size_t)N, target, rank);
+    CHECK(ctx, SYMADDR_KERNEL_LAUNCH(mixed, 4, 256, NULL, own, foreign,
+                                     foreign_map ? foreign_map->peer_bases : NULL, plain + VIEW,
+                                     view_map->peer_bases, (size_t)N, target, rank));
     CHECK(ctx, symaddr_stream_sync(ctx, NULL));
     CHECK(ctx, symaddr_memcpy(ctx, host, own, sizeof(host)));
     int wrong = 0;

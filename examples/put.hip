@@ -38,8 +38,8 @@ int main(int argc, char **argv)
     CHECK(ctx, symaddr_memcpy(ctx, src, host, sizeof(host)));
     CHECK(ctx, symaddr_barrier(ctx, NULL)); /* every dst exists before anyone writes into it */
 
-    LAUNCH(put_kernel, 4, 256, NULL, dst, src, (size_t)N, (rank + 1) % size, dst_map->peer_bases,
-           rank);
+    CHECK(ctx, SYMADDR_KERNEL_LAUNCH(put_kernel, 4, 256, NULL, dst, src, (size_t)N,
+                                     (rank + 1) % size, dst_map->peer_bases, rank));
     CHECK(ctx, symaddr_stream_sync(ctx, NULL));
     CHECK(ctx, symaddr_barrier(ctx, NULL)); /* every put has landed */
     CHECK(ctx, symaddr_stream_sync(ctx, NULL));
