@@ -50,7 +50,6 @@ void symaddr_call_leave(symaddr_context_t *ctx)
     __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
 }
 
-/* Choose and start the backend; local part of symaddr_init. */
 /* Settings whose ranks must agree (each rank keeps the same retained allocations): every rank
  * sees every rank's value, so all reach the same verdict. */
 static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
@@ -76,6 +75,7 @@ static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
     return st;
 }
 
+/* Choose and start the backend; local part of symaddr_init. */
 static symaddr_status_t backend_start(symaddr_context_t *ctx)
 {
     const symaddr_config_t *cfg = &ctx->core.cfg;

@@ -68,7 +68,6 @@ bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m)
     symaddr_retained_flush(ctx, budget - m->root_bytes);
     m->older = ctx->retained;
     ctx->retained = m;
-    ctx->retained_bytes += m->root_bytes;
     return true;
 }
 
@@ -80,7 +79,6 @@ symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bo
             continue;
         *p = m->older;
         m->older = NULL;
-        ctx->retained_bytes -= m->root_bytes;
         return m;
     }
     return NULL;
@@ -94,8 +92,6 @@ static symaddr_backing_t *retained_cut(symaddr_context_t *ctx, size_t keep)
         if (kept + (*p)->root_bytes > keep) {
             symaddr_backing_t *cut = *p;
             *p = NULL;
-            for (symaddr_backing_t *m = cut; m; m = m->older)
-                ctx->retained_bytes -= m->root_bytes;
             return cut;
         }
         kept += (*p)->root_bytes;
@@ -140,7 +136,6 @@ void symaddr_retained_release(symaddr_context_t *ctx)
 {
     release_list(ctx, ctx->retained);
     ctx->retained = NULL;
-    ctx->retained_bytes = 0;
 }
 
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m)

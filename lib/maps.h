@@ -80,7 +80,6 @@ struct symaddr_context {
     bool has_heap;
     symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
     symaddr_backing_t *retained;     /* freed ipc/vmm backings still mapped, newest first */
-    size_t retained_bytes;
     symaddr_coll_t coll;
     symaddr_locality_t loc;
     int gpu_sharers;           /* ranks of the context on this rank's GPU, across node groups too */

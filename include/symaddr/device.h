@@ -467,12 +467,12 @@ SYMADDR_DEFINE_PRIM_(uint64_t, u64)
 #endif
 
 /* Where a system-scope atomic or signal lands: the translated address, or NULL when the access is
- * refused (validation: out of bounds, or the map lacks system-scope atomics). */
+ * refused (validation: out of bounds, or the map lacks a capability in need). */
 SYMADDR_DEVFN void *symaddr_system_target_(const void *ptr, int target, const uint64_t *peer_bases,
-                                           int local_rank)
+                                           int local_rank, uint64_t need)
 {
     void *r = symaddr_translate(ptr, target, peer_bases, local_rank);
-    return r && !symaddr_validate_caps_(peer_bases, SYMADDR_CAP_SYSTEM_ATOMICS) ? r : NULL;
+    return r && !symaddr_validate_caps_(peer_bases, need) ? r : NULL;
 }
 
 /* The same for a buffer form that needs the capabilities in need: refused (and recorded under
@@ -495,7 +495,8 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
                                                       const uint64_t *peer_bases, int local_rank)  \
     {                                                                                              \
-        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank);                   \
+        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
+                                           SYMADDR_CAP_SYSTEM_ATOMICS);                            \
         return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value, 1) : (T)0;                           \
     }                                                                                              \
     SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                    \
@@ -518,7 +519,8 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
                                                       const uint64_t *peer_bases, int local_rank)  \
     {                                                                                              \
-        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank);                   \
+        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
+                                           SYMADDR_CAP_SYSTEM_ATOMICS);                            \
         if (!r)                                                                                    \
             return (T)0;                                                                           \
         U old = *(volatile U *)r, seen;                                                            \
@@ -545,7 +547,8 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
     SYMADDR_DEVFN T symaddr_atomic_cas_##sfx(T *ptr, T compare, T value, int target,               \
                                              const uint64_t *peer_bases, int local_rank)           \
     {                                                                                              \
-        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank);                   \
+        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
+                                           SYMADDR_CAP_SYSTEM_ATOMICS);                            \
         return r ? (T)symaddr_prim_cas_##usfx(r, (U)compare, (U)value, 1) : (T)0;                  \
     }
 
@@ -563,9 +566,8 @@ SYMADDR_DEFINE_ATOMICS_(uint64_t, uint64_t, u64, u64)
 SYMADDR_DEVFN void symaddr_signal_set(uint64_t *sig, uint64_t value, int target,
                                       const uint64_t *peer_bases, int local_rank)
 {
-    uint64_t *r = (uint64_t *)symaddr_system_target_(sig, target, peer_bases, local_rank);
-    if (r && symaddr_validate_caps_(peer_bases, SYMADDR_CAP_COHERENT))
-        r = NULL;
+    uint64_t *r = (uint64_t *)symaddr_system_target_(
+        sig, target, peer_bases, local_rank, SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT);
     symaddr_fence();
     if (r)
         symaddr_prim_swap_u64(r, value, 1);
@@ -575,9 +577,8 @@ SYMADDR_DEVFN void symaddr_signal_set(uint64_t *sig, uint64_t value, int target,
 SYMADDR_DEVFN void symaddr_signal_add(uint64_t *sig, uint64_t value, int target,
                                       const uint64_t *peer_bases, int local_rank)
 {
-    uint64_t *r = (uint64_t *)symaddr_system_target_(sig, target, peer_bases, local_rank);
-    if (r && symaddr_validate_caps_(peer_bases, SYMADDR_CAP_COHERENT))
-        r = NULL;
+    uint64_t *r = (uint64_t *)symaddr_system_target_(
+        sig, target, peer_bases, local_rank, SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT);
     symaddr_fence();
     if (r)
         symaddr_prim_add_u64(r, value, 1);

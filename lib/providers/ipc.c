@@ -5,7 +5,8 @@
 
 #include <stdlib.h>
 
-static symaddr_status_t new_root(symaddr_context_t *ctx, symaddr_backing_t *m, size_t bytes,
+/* One attempt at this rank's root, agreed by every rank. */
+static symaddr_status_t try_root(symaddr_context_t *ctx, symaddr_backing_t *m, size_t bytes,
                                  bool vmm, size_t *mapped_p)
 {
     symaddr_status_t st =
@@ -18,6 +19,20 @@ static symaddr_status_t new_root(symaddr_context_t *ctx, symaddr_backing_t *m, s
                           "%smemory: %s",
                           bytes, ctx->be.ops->name, vmm ? "VMM " : "", symaddr_runtime_says(ctx));
     return symaddr_agree_status(&ctx->core, st, "symaddr_symmetric_alloc");
+}
+
+/* This rank's root: when a rank ran out, what retention holds may be what is missing, so every
+ * rank lets it all go and tries once more. */
+static symaddr_status_t new_root(symaddr_context_t *ctx, symaddr_backing_t *m, size_t bytes,
+                                 bool vmm, size_t *mapped_p)
+{
+    symaddr_status_t st = try_root(ctx, m, bytes, vmm, mapped_p);
+    if (st == SYMADDR_OK || st == SYMADDR_ERR_BROKEN || !ctx->retained)
+        return st;
+    if (m)
+        symaddr_backing_release(ctx, m); /* the root this rank did get */
+    return symaddr_retained_flush(ctx, 0) == SYMADDR_OK ? try_root(ctx, m, bytes, vmm, mapped_p)
+                                                        : st;
 }
 
 /* Shared with the vmm provider, which differs only in how the memory is made. */
@@ -35,28 +50,21 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
         return st;
     }
     m = calloc(1, sizeof(*m));
+    if (m) {
+        m->owned = true;
+        m->vmm = vmm;
+    }
     size_t mapped = bytes;
     symaddr_status_t st = new_root(ctx, m, bytes, vmm, &mapped);
-    if (st != SYMADDR_OK && st != SYMADDR_ERR_BROKEN && ctx->retained) {
-        /* what retention holds may be what is missing: let it all go, and try again */
-        if (m && m->root)
-            (vmm ? ctx->be.ops->vmm_free : ctx->be.ops->mem_free)(&ctx->be, m->root);
-        if (m)
-            m->root = NULL;
-        if (symaddr_retained_flush(ctx, 0) == SYMADDR_OK)
-            st = new_root(ctx, m, bytes, vmm, &mapped);
-    }
     if (st == SYMADDR_OK) {
         m->root_bytes = mapped;
         m->asked = bytes;
         m->caps = symaddr_provider_caps_user(ctx);
-        m->owned = true;
-        m->vmm = vmm;
         st = symaddr_backing_open(ctx, m, 0);
     }
     if (st != SYMADDR_OK) {
-        if (m && m->root)
-            (vmm ? ctx->be.ops->vmm_free : ctx->be.ops->mem_free)(&ctx->be, m->root);
+        if (m)
+            symaddr_backing_release(ctx, m); /* the root, if this rank has one */
         free(m);
         return st;
     }
