@@ -90,8 +90,8 @@ static symaddr_status_t fail_drv(symaddr_backend_t *be, CUresult r, symaddr_stat
                                  const char *what)
 {
     const char *text = NULL, *name = NULL;
-    cuGetErrorString(r, &text);
-    cuGetErrorName(r, &name);
+    SYMADDR_CU(cuGetErrorString, r, &text);
+    SYMADDR_CU(cuGetErrorName, r, &name);
     snprintf(be->why, sizeof(be->why), "%s: %s (%s)", what, text ? text : "unknown error",
              name ? name : "?");
     return st;
@@ -218,27 +218,30 @@ static symaddr_status_t vmm_fail(symaddr_backend_t *be, vmm_result_t r, symaddr_
 static vmm_result_t vmm_reserve(void **ptr_p, size_t bytes, size_t align)
 {
     CUdeviceptr p = 0;
-    CUresult r = cuMemAddressReserve(&p, bytes, align, 0, 0);
+    CUresult r = SYMADDR_CU(cuMemAddressReserve, &p, bytes, align, 0, 0);
     *ptr_p = (void *)(uintptr_t)p;
     return r;
 }
 #define DEVPTR_(p) ((CUdeviceptr)(uintptr_t)(p))
 static vmm_result_t vmm_unreserve(void *p, size_t bytes)
 {
-    return cuMemAddressFree(DEVPTR_(p), bytes);
+    return SYMADDR_CU(cuMemAddressFree, DEVPTR_(p), bytes);
 }
 static vmm_result_t vmm_map_handle(void *p, size_t bytes, vmm_handle_t h)
 {
-    return cuMemMap(DEVPTR_(p), bytes, 0, h, 0);
+    return SYMADDR_CU(cuMemMap, DEVPTR_(p), bytes, 0, h, 0);
 }
-static vmm_result_t vmm_unmap(void *p, size_t bytes) { return cuMemUnmap(DEVPTR_(p), bytes); }
+static vmm_result_t vmm_unmap(void *p, size_t bytes)
+{
+    return SYMADDR_CU(cuMemUnmap, DEVPTR_(p), bytes);
+}
 static vmm_result_t vmm_allow(void *p, size_t bytes, int device)
 {
     CUmemAccessDesc d = {};
     d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     d.location.id = device;
     d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    return cuMemSetAccess(DEVPTR_(p), bytes, &d, 1);
+    return SYMADDR_CU(cuMemSetAccess, DEVPTR_(p), bytes, &d, 1);
 }
 static void vmm_prop(vmm_prop_t *prop, int device, int fabric)
 {
@@ -252,36 +255,38 @@ static void vmm_prop(vmm_prop_t *prop, int device, int fabric)
 }
 static vmm_result_t vmm_granularity_of(size_t *gran, const vmm_prop_t *prop)
 {
-    return cuMemGetAllocationGranularity(gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+    return SYMADDR_CU(cuMemGetAllocationGranularity, gran, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
 }
 static vmm_result_t vmm_create(vmm_handle_t *h, size_t bytes, const vmm_prop_t *prop)
 {
-    return cuMemCreate(h, bytes, prop, 0);
+    return SYMADDR_CU(cuMemCreate, h, bytes, prop, 0);
 }
-static vmm_result_t vmm_release_handle(vmm_handle_t h) { return cuMemRelease(h); }
+static vmm_result_t vmm_release_handle(vmm_handle_t h) { return SYMADDR_CU(cuMemRelease, h); }
 static vmm_result_t vmm_export_fd(int *fd, vmm_handle_t h)
 {
-    return cuMemExportToShareableHandle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    return SYMADDR_CU(cuMemExportToShareableHandle, fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                      0);
 }
 static vmm_result_t vmm_import_fd(vmm_handle_t *h, int fd)
 {
-    return cuMemImportFromShareableHandle(h, (void *)(uintptr_t)fd,
-                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+    return SYMADDR_CU(cuMemImportFromShareableHandle, h, (void *)(uintptr_t)fd,
+                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
 }
 /* Fabric handles (multi-node NVLink): CUDA only; HIP's headers have no such handle type. */
 static int vmm_fabric_supported(int device)
 {
     CUdevice dev;
     int fabric = 0;
-    if (cuDeviceGet(&dev, device) == CUDA_SUCCESS)
-        cuDeviceGetAttribute(&fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED, dev);
+    if (SYMADDR_CU(cuDeviceGet, &dev, device) == CUDA_SUCCESS)
+        SYMADDR_CU(cuDeviceGetAttribute, &fabric, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+                   dev);
     return fabric;
 }
 static int vmm_export_fabric(void *data, size_t room, vmm_handle_t h)
 {
     CUmemFabricHandle fh;
-    if (sizeof(fh) > room ||
-        cuMemExportToShareableHandle(&fh, h, CU_MEM_HANDLE_TYPE_FABRIC, 0) != CUDA_SUCCESS)
+    if (sizeof(fh) > room || SYMADDR_CU(cuMemExportToShareableHandle, &fh, h,
+                                        CU_MEM_HANDLE_TYPE_FABRIC, 0) != CUDA_SUCCESS)
         return 0;
     memcpy(data, &fh, sizeof(fh));
     return 1;
@@ -290,7 +295,7 @@ static vmm_result_t vmm_import_fabric(vmm_handle_t *h, const void *data)
 {
     CUmemFabricHandle fh;
     memcpy(&fh, data, sizeof(fh));
-    return cuMemImportFromShareableHandle(h, &fh, CU_MEM_HANDLE_TYPE_FABRIC);
+    return SYMADDR_CU(cuMemImportFromShareableHandle, h, &fh, CU_MEM_HANDLE_TYPE_FABRIC);
 }
 #else
 #define GPU_VMM_WIRED (HIP_VERSION_MAJOR >= 6)
