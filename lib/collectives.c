@@ -28,6 +28,7 @@ static const char *const coll_names[] = {
     [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = "symaddr_allreduce",
     [SYMADDR_COLL_ALLREDUCE_LL] = "symaddr_allreduce",
     [SYMADDR_COLL_ALLREDUCE_LAMPORT] = "symaddr_allreduce",
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = "symaddr_allreduce",
     [SYMADDR_COLL_REDUCE_SCATTER] = "symaddr_reduce_scatter",
     [SYMADDR_COLL_ALLGATHER] = "symaddr_allgather",
     [SYMADDR_COLL_BROADCAST] = "symaddr_broadcast",
@@ -83,12 +84,12 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
     symaddr_status_t st = symaddr_agree_status(&ctx->core, local, coll_names[kind]);
     if (st != SYMADDR_OK)
         return st;
-    uint64_t mine[5] = {kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT ||
-                                kind == SYMADDR_COLL_ALLREDUCE_LL ||
-                                kind == SYMADDR_COLL_ALLREDUCE_LAMPORT
-                            ? (uint64_t)SYMADDR_COLL_ALLREDUCE_ONESHOT
-                            : (uint64_t)kind,
-                        count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
+    uint64_t mine[5] = {
+        kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT || kind == SYMADDR_COLL_ALLREDUCE_LL ||
+                kind == SYMADDR_COLL_ALLREDUCE_LAMPORT || kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET
+            ? (uint64_t)SYMADDR_COLL_ALLREDUCE_ONESHOT
+            : (uint64_t)kind,
+        count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
     uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all)
         return symaddr_core_break(&ctx->core,
@@ -179,6 +180,8 @@ static const struct {
     [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "two-shot"},
     [SYMADDR_COLL_ALLREDUCE_LL] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "ll"},
     [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "lamport"},
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce",
+                                            "two-shot by loads"},
     [SYMADDR_COLL_REDUCE_SCATTER] = {SYMADDR_COLL_REDUCE_SCATTER, "reduce_scatter", "loads"},
     [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores"},
     [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root"},
@@ -459,14 +462,16 @@ static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t b
     if (algo == SYMADDR_ALLREDUCE_ONESHOT && bytes > SYMADDR_COLL_STAGE_BYTES)
         algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
     /* LL: one thread per 8 bytes; Lamport: per 16; two-shot: each rank reduces its share */
-    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT   ? bytes / (size_t)ctx->core.boot.node_size
+    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT || algo == SYMADDR_ALLREDUCE_TWOSHOT_GET
+                  ? bytes / (size_t)ctx->core.boot.node_size
               : algo == SYMADDR_ALLREDUCE_LL      ? bytes * 4
               : algo == SYMADDR_ALLREDUCE_LAMPORT ? bytes * 2
                                                   : bytes;
-    return algo == SYMADDR_ALLREDUCE_LL        ? SYMADDR_COLL_ALLREDUCE_LL
-           : algo == SYMADDR_ALLREDUCE_LAMPORT ? SYMADDR_COLL_ALLREDUCE_LAMPORT
-           : algo == SYMADDR_ALLREDUCE_ONESHOT ? SYMADDR_COLL_ALLREDUCE_ONESHOT
-                                               : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
+    return algo == SYMADDR_ALLREDUCE_LL            ? SYMADDR_COLL_ALLREDUCE_LL
+           : algo == SYMADDR_ALLREDUCE_LAMPORT     ? SYMADDR_COLL_ALLREDUCE_LAMPORT
+           : algo == SYMADDR_ALLREDUCE_ONESHOT     ? SYMADDR_COLL_ALLREDUCE_ONESHOT
+           : algo == SYMADDR_ALLREDUCE_TWOSHOT_GET ? SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET
+                                                   : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
 }
 
 /* Between nodes: every rank's block in turn is allreduced, a chunk at a time, into the sync

@@ -166,9 +166,10 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
     if (st == SYMADDR_OK) {
         memset(w, 0, sizeof(uint64_t) * SYMADDR_SYNC_WORDS);
         w[SYMADDR_SYNC_EPOCH] = next - 1;
+        /* every phase of next - 1 passed: its phase 3 (team.h's symaddr_team_flag_value_) */
         w[SYMADDR_SYNC_RELEASE] = (next - 1) * 4 + 2;
         for (size_t i = 0; i < flags; i++)
-            w[SYMADDR_SYNC_WORDS + i] = (next - 1) * 4 + 2; /* every phase of next - 1 passed */
+            w[SYMADDR_SYNC_WORDS + i] = (next - 1) * 4 + 2;
         st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, w,
                                  sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
     }

@@ -152,11 +152,13 @@ for s in $steps; do
                 --dtype $dt -b 1M -e 64M -f 4 --iters 10 2>&1 | tee -a "$OUT/speed1.txt"
         done ;;
     large)
-        # Allreduce from 32 MiB to 4 GiB against NCCL, one rank per GPU.
-        for dt in float bfloat16; do
-            timeout 200 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 32M \
-                -e 4G -f 2 --iters 10 --warmup 3 --compare nccl \
-                --json "$OUT/large-$dt.json" 2>&1 | tee -a "$OUT/large.txt"
+        # Allreduce from 32 MiB to 4 GiB against NCCL, one rank per GPU; ALGOS="a b" per algorithm.
+        for a in ${ALGOS:-auto}; do
+            for dt in float bfloat16; do
+                timeout 200 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
+                    -b ${LARGE_MIN:-32M} -e 4G -f 2 --iters 10 --warmup 3 --compare nccl --algo $a \
+                    --json "$OUT/large-$dt-$a.json" 2>&1 | tee -a "$OUT/large.txt"
+            done
         done ;;
     put)
         # put, one pair, against the runtime's peer copy, ipc and vmm (2 GPUs).

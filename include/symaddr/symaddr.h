@@ -133,7 +133,8 @@ typedef struct symaddr_map {
  *  packets: no barrier, for up to 32 KiB), Lamport (the same push with 16-byte stores whose
  *  data marks its own arrival: f32, f16 and bf16, up to 2 MiB over the node size and at most
  *  512 KiB; other types take LL), one-shot (every rank reads every peer's staged input, up to
- *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) for large messages. A
+ *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) and two-shot-get (both
+ *  by loads, with a barrier between) for large messages. A
  *  message too large for the chosen one takes the next. Auto picks Lamport (LL for integers and
  *  f64: LL) up to lamport_bytes (ll_bytes), then one-shot, then two-shot from twoshot_bytes.
  *
@@ -145,6 +146,7 @@ typedef enum symaddr_allreduce_algo {
     SYMADDR_ALLREDUCE_TWOSHOT = 2,
     SYMADDR_ALLREDUCE_LL = 3,
     SYMADDR_ALLREDUCE_LAMPORT = 4,
+    SYMADDR_ALLREDUCE_TWOSHOT_GET = 5,
 } symaddr_allreduce_algo_t;
 
 /** A context: the ranks of a communicator, the backend they run on, their allocations. */

@@ -164,6 +164,14 @@ SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *fla
     }
 }
 
+/* The flag value of @p phase (1 to 3) of call @p epoch: values grow with the epoch and wrap
+ * with it, and none is SYMADDR_TEAM_POISON (all ones), which epoch * 4 + phase would be at
+ * phase 3 of epoch 2^62 - 1. */
+SYMADDR_HOSTDEVFN uint64_t symaddr_team_flag_value_(uint64_t epoch, int phase)
+{
+    return epoch * 4 + (uint64_t)phase - 1;
+}
+
 /* Signal node peers first, first + stride, ... that this rank reached value on flag row flags
  * (one word per node rank, the signaller's), and wait until those peers signalled it back. */
 SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team_call_t *c,
@@ -195,7 +203,7 @@ SYMADDR_DEVFN int symaddr_team_barrier_block(const symaddr_team_t *t, const syma
     uint64_t *flags = t->sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * t->node_size;
     symaddr_block_sync();
     /* thread q of the block signals and waits for node peer q, so peers are served at once */
-    int ok = symaddr_team_meet_(t, c, flags, c->epoch * 4 + (uint64_t)phase,
+    int ok = symaddr_team_meet_(t, c, flags, symaddr_team_flag_value_(c->epoch, phase),
                                 (int)symaddr_block_thread(), (int)symaddr_block_threads());
     return symaddr_block_all(ok);
 }
@@ -209,7 +217,7 @@ SYMADDR_DEVFN int symaddr_team_barrier_grid(const symaddr_team_t *t, const symad
                                             int phase)
 {
     int ok = 1;
-    uint64_t value = c->epoch * 4 + (uint64_t)phase;
+    uint64_t value = symaddr_team_flag_value_(c->epoch, phase);
     symaddr_block_sync();
     if (symaddr_block_thread() == 0) {
         symaddr_fence(); /* the block's stores, local and to peers, before its arrival */

@@ -114,7 +114,7 @@ enum {
     SYMADDR_SYNC_STATUS = 2,  /**< first failure (-status), sticky until the host reads it */
     SYMADDR_SYNC_LAMPORT = 3, /**< the Lamport buffer of the next Lamport call: 0, 1 or 2 */
     SYMADDR_SYNC_GRID = 4,    /**< blocks that reached the running grid barrier */
-    SYMADDR_SYNC_RELEASE = 5, /**< the last grid barrier passed (epoch * 4 + phase) */
+    SYMADDR_SYNC_RELEASE = 5, /**< the last grid barrier passed (its flag value) */
     SYMADDR_SYNC_WORDS = 6,
 };
 

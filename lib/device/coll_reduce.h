@@ -66,6 +66,52 @@ finish:
     symaddr_team_end(&d.team, &call, 0);
 }
 
+/* Two-shot with loads only: each rank reduces its chunk (loads from every peer) into its own
+ * recv, and after a barrier copies every peer's reduced chunk from that peer's recv. A block
+ * reads what the same block of the peer wrote, since every rank cuts every chunk alike, so the
+ * block barriers order it. In place is safe: a rank writes a peer's chunk of its own buffer
+ * only after the barrier that follows that peer's reads. */
+template <int DT, int OP> __global__ void k_allreduce_twoshot_get(symaddr_coll_desc_t d)
+{
+    typedef traits<DT> tr;
+    typedef typename tr::T T;
+    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    const T *src[COLL_MAX_NODE];
+    T *recv = (T *)d.recv;
+    size_t lo, hi;
+    symaddr_team_share(&d.team, d.count, 64, &lo, &hi);
+    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1))
+        goto finish;
+    for (int q = 0; q < d.team.node_size; q++)
+        src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
+    FOR_TILES(TILE_N, base, len, lo, hi)
+    reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, d.vec, d.vec);
+    if (!symaddr_team_barrier_block(&d.team, &call, 2))
+        goto finish;
+    for (int k = 1; k < d.team.node_size; k++) {
+        int q = (d.team.node_rank + k) % d.team.node_size;
+        const T *from = (const T *)symaddr_team_peer(&d.team, d.recv, d.recv_pb, q);
+        symaddr_team_t tq = d.team; /* q's chunk, as q cut it */
+        size_t qlo, qhi;
+        tq.node_rank = q;
+        symaddr_team_share(&tq, d.count, 64, &qlo, &qhi);
+        FOR_TILES(TILE_N, base, len, qlo, qhi)
+        {
+            if (len == (size_t)TILE_N) {
+                coll_tile_t<T, TILE_N> v;
+                tile_load<T, TILE_N>(v, from + base, d.vec);
+                tile_store<T, TILE_N>(recv + base, v, d.vec);
+            } else {
+                for (size_t j = 0; j < len; j++)
+                    recv[base + j] = from[base + j];
+            }
+        }
+    }
+    symaddr_team_barrier_block(&d.team, &call, 3);
+finish:
+    symaddr_team_end(&d.team, &call, 0);
+}
+
 template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;

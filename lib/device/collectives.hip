@@ -80,6 +80,8 @@ template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc
         return COLL_LAUNCH(k_allreduce_oneshot<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
         return COLL_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d, stream, d);
+    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET:
+        return COLL_LAUNCH(k_allreduce_twoshot_get<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_LL: return COLL_LAUNCH(k_allreduce_ll<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_LAMPORT:
         if constexpr (lamport_ok<DT>::value)
@@ -142,6 +144,7 @@ template <int DT, int OP> void occupancy_reduce(int &m)
 {
     occupancy_min(m, k_allreduce_oneshot<DT, OP>);
     occupancy_min(m, k_allreduce_twoshot<DT, OP>);
+    occupancy_min(m, k_allreduce_twoshot_get<DT, OP>);
     occupancy_min(m, k_allreduce_ll<DT, OP>);
     if constexpr (lamport_ok<DT>::value)
         occupancy_min(m, k_allreduce_lamport<DT, OP>);

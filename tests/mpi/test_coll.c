@@ -260,6 +260,11 @@ static void test_allreduce_twoshot(void *u)
     (void)u;
     allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT);
 }
+static void test_allreduce_twoshot_get(void *u)
+{
+    (void)u;
+    allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT_GET);
+}
 static void test_allreduce_ll(void *u)
 {
     (void)u;
@@ -723,6 +728,7 @@ int main(int argc, char **argv)
     T_RUN(test_allreduce_auto, NULL);
     T_RUN(test_allreduce_oneshot, NULL);
     T_RUN(test_allreduce_twoshot, NULL);
+    T_RUN(test_allreduce_twoshot_get, NULL);
     T_RUN(test_allreduce_ll, NULL);
     T_RUN(test_allreduce_lamport, NULL);
     T_RUN(test_lamport, NULL);

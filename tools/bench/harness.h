@@ -78,7 +78,8 @@ static int usage(int rank)
                 "usage: symaddr-bench OP [-b MIN] [-e MAX] [-f FACTOR] [--iters N] [--warmup N]\n"
                 "         [--provider heap|ipc|vmm] [--check] [--json FILE]\n"
                 "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
-                "         [--op sum|prod|min|max] [--algo auto|oneshot|twoshot|ll|lamport]\n"
+                "         [--op sum|prod|min|max] [--algo "
+                "auto|oneshot|twoshot|twoshot-get|ll|lamport]\n"
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
                 "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
                 "         [--threads N]  (lookup: N threads look up at once, 1 to 64)\n"
@@ -136,8 +137,9 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                 return usage(rank);
             o->redop = (symaddr_redop_t)k;
         } else if (!strcmp(a, "--algo") && v) {
-            static const char *const algos[] = {"auto", "oneshot", "twoshot", "ll", "lamport"};
-            int k = lookup_name(algos, 5, argv[++i]);
+            static const char *const algos[] = {"auto", "oneshot", "twoshot",
+                                                "ll",   "lamport", "twoshot-get"};
+            int k = lookup_name(algos, 6, argv[++i]);
             if (k < 0)
                 return usage(rank);
             o->algo = (symaddr_allreduce_algo_t)k;
