@@ -450,9 +450,10 @@ static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t b
     if (algo == SYMADDR_ALLREDUCE_AUTO)
         algo = lamport_ok && bytes <= ctx->core.cfg.lamport_bytes && bytes <= ctx->coll.lamport_slot
                    ? SYMADDR_ALLREDUCE_LAMPORT
-               : bytes <= ctx->core.cfg.ll_bytes     ? SYMADDR_ALLREDUCE_LL
-               : bytes < ctx->core.cfg.twoshot_bytes ? SYMADDR_ALLREDUCE_ONESHOT
-                                                     : SYMADDR_ALLREDUCE_TWOSHOT;
+               : bytes <= ctx->core.cfg.ll_bytes      ? SYMADDR_ALLREDUCE_LL
+               : bytes < ctx->core.cfg.twoshot_bytes  ? SYMADDR_ALLREDUCE_ONESHOT
+               : bytes >= ctx->coll.twoshot_get_bytes ? SYMADDR_ALLREDUCE_TWOSHOT_GET
+                                                      : SYMADDR_ALLREDUCE_TWOSHOT;
     if (algo == SYMADDR_ALLREDUCE_LAMPORT && !lamport_ok)
         algo = SYMADDR_ALLREDUCE_LL; /* no spare bit pattern to mark arrival with */
     if (algo == SYMADDR_ALLREDUCE_LAMPORT && bytes > ctx->coll.lamport_slot)

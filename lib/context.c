@@ -11,17 +11,22 @@
 
 /* The auto allreduce's crossovers per backend, measured (doc/results/): Lamport (f32, f16,
  * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
- * each node peer), else LL up to ll, one-shot below twoshot, two-shot from there. */
+ * each node peer), else LL up to ll, one-shot below twoshot, two-shot from there: by loads only
+ * (two-shot-get) from get bytes when every rank of the node group has its own GPU, from
+ * get_shared when some share one. */
 static const struct {
-    size_t lamport, lamport_node, ll, twoshot;
+    size_t lamport, lamport_node, ll, twoshot, get, get_shared;
 } tuning[] = {
-    /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B */
-    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 128, 2u << 10},
-    /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
-     * even with one-shot at 128 KiB and 1.45x its time at 192 KiB */
-    [SYMADDR_BACKEND_CUDA] = {512u << 10, 1u << 20, 32u << 10, 256u << 10},
+    /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B; two-shot-get
+     * takes 1.4-2.2x two-shot's time from 16 KiB to 64 MiB */
+    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 128, 2u << 10, SIZE_MAX, SIZE_MAX},
+    /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; two-shot-get ahead of
+     * two-shot at every size from 256 KiB (1.12x its busbw at 4 GiB). 8 ranks sharing one,
+     * Lamport even with one-shot at 128 KiB and 1.45x its time at 192 KiB; two-shot-get behind
+     * two-shot to 16 MiB, ahead from 64 MiB */
+    [SYMADDR_BACKEND_CUDA] = {512u << 10, 1u << 20, 32u << 10, 256u << 10, 0, 32u << 20},
     /* not measured: the CUDA figures */
-    [SYMADDR_BACKEND_HIP] = {512u << 10, 1u << 20, 32u << 10, 256u << 10},
+    [SYMADDR_BACKEND_HIP] = {512u << 10, 1u << 20, 32u << 10, 256u << 10, 0, 32u << 20},
 };
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
@@ -162,10 +167,10 @@ static void info_report(symaddr_context_t *ctx)
                     "collectives' kernel deadlines are scaled by %.4f",
                     ctx->be.wall_clock_khz, ctx->be.wall_clock_khz / 100000.0);
     SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL,
-                "collectives: auto allreduce lamport to %zu B, ll to %zu B, two-shot from %zu B; "
-                "grids of at most %u blocks; timeout %u ms",
-                c->cfg.lamport_bytes, c->cfg.ll_bytes, c->cfg.twoshot_bytes, ctx->coll.max_blocks,
-                c->cfg.timeout_ms);
+                "collectives: auto allreduce lamport to %zu B, ll to %zu B, two-shot from %zu B, "
+                "by loads only from %zu B; grids of at most %u blocks; timeout %u ms",
+                c->cfg.lamport_bytes, c->cfg.ll_bytes, c->cfg.twoshot_bytes,
+                ctx->coll.twoshot_get_bytes, ctx->coll.max_blocks, c->cfg.timeout_ms);
     /* each provider that allocates: usable here, or why not (the error text is kept as it was) */
     char saved[sizeof(ctx->core.err.text)];
     memcpy(saved, ctx->core.err.text, sizeof(saved));
@@ -274,6 +279,9 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
             symaddr_agree_status(&ctx->core, symaddr_locality_init(ctx), "symaddr_init (locality)");
     if (st == SYMADDR_OK)
         st = symaddr_coll_init(ctx);
+    if (st == SYMADDR_OK)
+        ctx->coll.twoshot_get_bytes = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].get_shared
+                                                           : tuning[ctx->be.ops->kind].get;
     if (st != SYMADDR_OK) {
         if (ctx->core.rank == 0 || ctx_p == NULL)
             symaddr_log(&ctx->core.cfg, ctx->core.rank, ctx->core.boot.node_rank, SYMADDR_LOG_WARN,

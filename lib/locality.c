@@ -57,6 +57,12 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
         atomics[r] =
             direct[r] && (ctx->be.ops->caps[SYMADDR_MEM_BULK] & SYMADDR_CAP_SYSTEM_ATOMICS);
     }
+    ctx->node_gpu_shared = false;
+    for (int q = 0; q < b->node_size; q++)
+        for (int p = 0; p < q; p++) {
+            const loc_rec_t *x = &all[b->node_to_rank[p]], *y = &all[b->node_to_rank[q]];
+            ctx->node_gpu_shared |= gpu && !strcmp(x->host, y->host) && !strcmp(x->pci, y->pci);
+        }
     int stride = b->node_size > 1 ? b->node_to_rank[1] - b->node_to_rank[0] : 1;
     for (int q = 2; q < b->node_size; q++)
         if (b->node_to_rank[q] - b->node_to_rank[q - 1] != stride)

@@ -64,8 +64,9 @@ typedef struct symaddr_coll {
     size_t ll_offset;
     size_t lamport_offset, lamport_slot;  /* three buffers of node_size slots */
     size_t scratch_offset, scratch_bytes; /* 0 bytes on one node */
-    unsigned max_blocks; /* grid bound: what the GPU holds resident for every rank on it */
-    MPI_Comm leaders;    /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
+    unsigned max_blocks;      /* grid bound: what the GPU holds resident for every rank on it */
+    size_t twoshot_get_bytes; /* auto's two-shot goes by loads only from here */
+    MPI_Comm leaders;         /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
     int logged[SYMADDR_COLL_ALLTOALL + 1]; /* per collective, the kind last logged (+1) */
 } symaddr_coll_t;
@@ -83,6 +84,7 @@ struct symaddr_context {
     symaddr_coll_t coll;
     symaddr_locality_t loc;
     int gpu_sharers;           /* ranks of the context on this rank's GPU, across node groups too */
+    bool node_gpu_shared;      /* two ranks of this node group run on one GPU (same on each) */
     struct plain_alloc *plain; /* symaddr_mem_alloc's allocations, which only this context frees */
     char *debug_file;          /* the context's copy of cfg.debug_file */
 };
