@@ -206,8 +206,8 @@ static const config_var_t vars[] = {
     {"SYMADDR_LL_BYTES", "the backend's own (cpu 128, GPU 32K)",
      "a byte count up to 32K with an optional K suffix", "auto allreduce takes LL up to this size",
      set_ll},
-    {"SYMADDR_LAMPORT_BYTES", "the backend's own (cpu 128, GPU 512K)",
-     "a byte count up to 512K with an optional K suffix",
+    {"SYMADDR_LAMPORT_BYTES", "the backend's own (cpu 128, GPU 2M)",
+     "a byte count up to 2M with an optional K or M suffix",
      "auto allreduce takes Lamport (f32, f16, bf16) up to this size", set_lamport},
     {"SYMADDR_DEBUG", "WARN", "WARN, INFO or TRACE",
      "what symaddr prints: failures only; once per context what it runs on and with, and each "
@@ -307,7 +307,7 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         st = SYMADDR_ERR_INVALID_SIZE;
     else if (c->lamport_bytes != SIZE_MAX && c->lamport_bytes > SYMADDR_CONFIG_LAMPORT_MAX_BYTES)
         var = "SYMADDR_LAMPORT_BYTES",
-        what = "lamport_bytes is at most 512 KiB, a Lamport buffer's largest slot",
+        what = "lamport_bytes is at most 2 MiB, a Lamport buffer's largest slot",
         st = SYMADDR_ERR_INVALID_SIZE;
     else if (c->debug_level < SYMADDR_LOG_WARN || c->debug_level > SYMADDR_LOG_TRACE)
         var = "SYMADDR_DEBUG", what = "debug_level must be 0 (WARN), 1 (INFO) or 2 (TRACE)";

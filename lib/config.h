@@ -13,7 +13,7 @@
 /* Largest ll_bytes: the LL inbox of the collectives (collsync.c checks that they agree). */
 #define SYMADDR_CONFIG_LL_MAX_BYTES ((size_t)32 << 10)
 /* Largest lamport_bytes: what one Lamport call may move (collsync.c checks it too). */
-#define SYMADDR_CONFIG_LAMPORT_MAX_BYTES ((size_t)512 << 10)
+#define SYMADDR_CONFIG_LAMPORT_MAX_BYTES ((size_t)2 << 20)
 
 /* The name of a backend kind ("auto", "cpu", ...), NULL past the last. */
 const char *symaddr_config_backend_name(symaddr_backend_kind_t kind);

@@ -11,22 +11,21 @@
 
 /* The auto allreduce's crossovers per backend, measured (doc/results/): Lamport (f32, f16,
  * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
- * each node peer), else LL up to ll, one-shot below twoshot, two-shot from there: by loads only
- * (two-shot-get) from get bytes when every rank of the node group has its own GPU, from
- * get_shared when some share one. */
+ * each node peer; lamport_shared where ranks of the node share a GPU, whose memory then carries
+ * every push), else LL up to ll, one-shot below twoshot, two-shot from there, by loads only
+ * (two-shot-get) from get. */
 static const struct {
-    size_t lamport, lamport_node, ll, twoshot, get, get_shared;
+    size_t lamport, lamport_node, lamport_shared, ll, twoshot, get;
 } tuning[] = {
     /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B; two-shot-get
      * takes 1.4-2.2x two-shot's time from 16 KiB to 64 MiB */
-    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 128, 2u << 10, SIZE_MAX, SIZE_MAX},
-    /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; two-shot-get ahead of
-     * two-shot at every size from 256 KiB (1.12x its busbw at 4 GiB). 8 ranks sharing one,
-     * Lamport even with one-shot at 128 KiB and 1.45x its time at 192 KiB; two-shot-get behind
-     * two-shot to 16 MiB, ahead from 64 MiB */
-    [SYMADDR_BACKEND_CUDA] = {512u << 10, 1u << 20, 32u << 10, 256u << 10, 0, 32u << 20},
+    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 1u << 20, 128, 2u << 10, SIZE_MAX},
+    /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
+     * even with one-shot at 128 KiB and 1.45x its time at 192 KiB. Two-shot-get behind
+     * two-shot to 16 MiB and ahead from 64 MiB, on 2 GPUs and on one shared by 8 ranks. */
+    [SYMADDR_BACKEND_CUDA] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20},
     /* not measured: the CUDA figures */
-    [SYMADDR_BACKEND_HIP] = {512u << 10, 1u << 20, 32u << 10, 256u << 10, 0, 32u << 20},
+    [SYMADDR_BACKEND_HIP] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20},
 };
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
@@ -266,12 +265,6 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         ctx->core.cfg.twoshot_bytes = tuning[ctx->be.ops->kind].twoshot;
     if (st == SYMADDR_OK && ctx->core.cfg.ll_bytes == SIZE_MAX)
         ctx->core.cfg.ll_bytes = tuning[ctx->be.ops->kind].ll;
-    if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX) {
-        size_t per_peer = tuning[ctx->be.ops->kind].lamport_node / (size_t)ctx->core.boot.node_size;
-        ctx->core.cfg.lamport_bytes = tuning[ctx->be.ops->kind].lamport < per_peer
-                                          ? tuning[ctx->be.ops->kind].lamport
-                                          : per_peer;
-    }
     if (st == SYMADDR_OK && ctx->core.cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
     if (st == SYMADDR_OK)
@@ -280,8 +273,15 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (st == SYMADDR_OK)
         st = symaddr_coll_init(ctx);
     if (st == SYMADDR_OK)
-        ctx->coll.twoshot_get_bytes = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].get_shared
-                                                           : tuning[ctx->be.ops->kind].get;
+        ctx->coll.twoshot_get_bytes = tuning[ctx->be.ops->kind].get;
+    if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX) { /* needs the locality */
+        size_t node = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].lamport_shared
+                                           : tuning[ctx->be.ops->kind].lamport_node;
+        size_t per_peer = node / (size_t)ctx->core.boot.node_size;
+        ctx->core.cfg.lamport_bytes = tuning[ctx->be.ops->kind].lamport < per_peer
+                                          ? tuning[ctx->be.ops->kind].lamport
+                                          : per_peer;
+    }
     if (st != SYMADDR_OK) {
         if (ctx->core.rank == 0 || ctx_p == NULL)
             symaddr_log(&ctx->core.cfg, ctx->core.rank, ctx->core.boot.node_rank, SYMADDR_LOG_WARN,

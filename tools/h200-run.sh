@@ -118,9 +118,9 @@ for s in $steps; do
         # in the same run when COMPARE=nccl (one rank per GPU).
         for dt in float bfloat16; do
             for g in --graph ""; do
-                for a in lamport ll auto; do
+                for a in ${ALGOS:-lamport ll auto}; do
                     timeout 120 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
-                        -b 8 -e ${SMALL_MAX:-1M} -f 2 --iters 50 --warmup 10 --algo $a $g --check \
+                        -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-1M} -f 2 --iters 50 --warmup 10 --algo $a $g --check \
                         ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/small.txt"
                 done
             done

@@ -131,8 +131,8 @@ typedef struct symaddr_map {
 
 /** Allreduce algorithm: LL (every rank stores its input into every peer's inbox as flagged
  *  packets: no barrier, for up to 32 KiB), Lamport (the same push with 16-byte stores whose
- *  data marks its own arrival: f32, f16 and bf16, up to 2 MiB over the node size and at most
- *  512 KiB; other types take LL), one-shot (every rank reads every peer's staged input, up to
+ *  data marks its own arrival: f32, f16 and bf16, up to 4 MiB over the node size and at most
+ *  2 MiB; other types take LL), one-shot (every rank reads every peer's staged input, up to
  *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) and two-shot-get (both
  *  by loads, with a barrier between) for large messages. A message too large for the chosen
  *  one takes the next. Auto picks Lamport (LL for integers and f64: LL) up to lamport_bytes
@@ -189,9 +189,10 @@ typedef struct symaddr_config {
     symaddr_logger_t logger; /**< NULL (default): stderr */
     void *logger_cookie;     /**< passed to @p logger with each line */
     size_t lamport_bytes;    /**< auto picks Lamport for f32, f16 and bf16 up to this many bytes (at
-                                  most 512 KiB, and 2 MiB over the node size; 0: never); default
+                                  most 2 MiB, and 4 MiB over the node size; 0: never); default
                                   $SYMADDR_LAMPORT_BYTES, else SIZE_MAX: the backend's own (on a
-                                  GPU, 512 KiB and 1 MiB over the node size) */
+                                  GPU, 2 MiB and 4 MiB over the node size, 1 MiB where ranks
+                                  share a GPU) */
     int debug_level;         /**< 0 (WARN: failures only), 1 (INFO: once per context, what it
                                   runs on and with, and each collective's algorithm when it
                                   changes), 2 (TRACE: every allocation, import, registration and

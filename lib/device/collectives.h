@@ -28,8 +28,8 @@
  * would repeat a buffer where the epoch wraps); the reader resets what it took. The slots share
  * SYMADDR_COLL_LAMPORT_AREA bytes per buffer, so a call moves at most that over the node size
  * (and at most SYMADDR_COLL_LAMPORT_MAX). */
-#define SYMADDR_COLL_LAMPORT_AREA ((size_t)2 << 20)
-#define SYMADDR_COLL_LAMPORT_MAX ((size_t)512 << 10)
+#define SYMADDR_COLL_LAMPORT_AREA ((size_t)4 << 20)
+#define SYMADDR_COLL_LAMPORT_MAX ((size_t)2 << 20)
 
 typedef enum symaddr_coll_kind {
     SYMADDR_COLL_BARRIER,

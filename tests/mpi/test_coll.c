@@ -171,11 +171,11 @@ typedef struct fix {
     size_t cap;
 } fix_t;
 
-static void fix_init(fix_t *f, symaddr_context_t *ctx)
+static void fix_init_cap(fix_t *f, symaddr_context_t *ctx, size_t cap)
 {
     symaddr_map_t *m;
     f->ctx = ctx;
-    f->cap = (MAXCOUNT + VIEW) * sizeof(double) * (size_t)t_size;
+    f->cap = cap;
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &f->heap));
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &f->ipc));
     T_OK(ctx, symaddr_symmetric_alloc(f->ipc, f->cap, (void **)&f->a, &m));
@@ -183,6 +183,11 @@ static void fix_init(fix_t *f, symaddr_context_t *ctx)
     f->h_in = malloc(f->cap);
     f->h_out = malloc(f->cap);
     f->h_ref = malloc(f->cap);
+}
+
+static void fix_init(fix_t *f, symaddr_context_t *ctx)
+{
+    fix_init_cap(f, ctx, (MAXCOUNT + VIEW) * sizeof(double) * (size_t)t_size);
 }
 
 static void fix_fini(fix_t *f)
@@ -274,6 +279,36 @@ static void test_allreduce_lamport(void *u)
 {
     (void)u;
     allreduce_matrix(SYMADDR_ALLREDUCE_LAMPORT); /* integers and f64 take LL */
+}
+
+/* Lamport at its largest message, a whole slot (2 MiB between 2 ranks), and just past it (it
+ * takes the next algorithm), for f32, f16 and bf16, in place and out. */
+static void test_allreduce_lamport_slot(void *u)
+{
+    static const symaddr_dtype_t dts[] = {SYMADDR_FLOAT32, SYMADDR_FLOAT16, SYMADDR_BFLOAT16};
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_team_t team;
+    fix_t f;
+    (void)u;
+    symaddr_config_default(&cfg);
+    cfg.allreduce_algo = SYMADDR_ALLREDUCE_LAMPORT;
+    ctx = t_context(MPI_COMM_WORLD, &cfg);
+    T_OK(ctx, symaddr_team_get(ctx, &team));
+    fix_init_cap(&f, ctx, team.lamport_slot + 64 * sizeof(double));
+    for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
+        size_t es = symaddr_dtype_size(dts[k]);
+        size_t ns[] = {team.lamport_slot / es, team.lamport_slot / es - 3,
+                       team.lamport_slot / es + 5};
+        for (int c = 0; c < 3; c++) {
+            long bad = one_allreduce(&f, dts[k], SYMADDR_SUM, ns[c], c == 1);
+            T_CHECK(bad == 0, "lamport allreduce %s sum count %zu (slot %llu B)%s: %ld wrong",
+                    dt_names[dts[k]], ns[c], (unsigned long long)team.lamport_slot,
+                    c == 1 ? " in place" : "", bad);
+        }
+    }
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
 }
 
 /* f32 allreduce (sum) of n elements with values v(rank, i) from view offset off; the number of
@@ -699,7 +734,7 @@ static void test_algo_config(void *u)
     T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
     cfg.ll_bytes = 0; /* never LL */
     T_CHECK(cfg.lamport_bytes == SIZE_MAX, "lamport_bytes default: %zu", cfg.lamport_bytes);
-    cfg.lamport_bytes = (512 << 10) + 16; /* past the largest slot */
+    cfg.lamport_bytes = ((size_t)2 << 20) + 16; /* past the largest slot (2 MiB) */
     T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
     T_CHECK(ctx == NULL);
     setenv("SYMADDR_LAMPORT_BYTES", "2K", 1);
@@ -729,6 +764,7 @@ int main(int argc, char **argv)
     T_RUN(test_allreduce_oneshot, NULL);
     T_RUN(test_allreduce_twoshot, NULL);
     T_RUN(test_allreduce_twoshot_get, NULL);
+    T_RUN(test_allreduce_lamport_slot, NULL);
     T_RUN(test_allreduce_ll, NULL);
     T_RUN(test_allreduce_lamport, NULL);
     T_RUN(test_lamport, NULL);
