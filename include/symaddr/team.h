@@ -129,12 +129,35 @@ SYMADDR_DEVFN int symaddr_team_reached_(uint64_t v, uint64_t want)
     return v != SYMADDR_TEAM_POISON && (int64_t)(v - want) >= 0;
 }
 
+/* A waiter's deadline passed without the signal: settled on the signaller's own slot of the row
+ * (@p arrived, where it records its arrival before it signals anyone). If the value is there,
+ * the signaller arrived and was stopped while signalling: the wait is over, as it is for every
+ * other peer. Otherwise the poison goes there, the signaller fails when it arrives, and no peer
+ * passes this barrier: every rank fails the call, none returns OK from it. */
+SYMADDR_DEVFN int symaddr_team_give_up_(const symaddr_team_t *t, uint64_t *arrived, uint64_t want)
+{
+    uint64_t v = *(volatile uint64_t *)arrived;
+    for (;;) {
+        if (symaddr_team_reached_(v, want)) {
+            symaddr_fence();
+            return 1;
+        }
+        uint64_t seen =
+            v == SYMADDR_TEAM_POISON ? v : symaddr_prim_cas_u64(arrived, v, SYMADDR_TEAM_POISON, 1);
+        if (seen == v) { /* poisoned, by this rank or an earlier waiter */
+            symaddr_team_fail(t, SYMADDR_ERR_TIMEOUT);
+            return 0;
+        }
+        v = seen;
+    }
+}
+
 /* Wait for this rank's flag to reach want; 0 on failure. Giving up is settled with the
- * signaller on the flag itself: the waiter swaps in the poison only if the signal has not
- * landed, and the signaller sees the poison when it arrives. So a waiter that timed out and
- * the late rank it waited for both fail. */
+ * signaller: on its own slot @p arrived (symaddr_team_give_up_), or where that is NULL (a wait
+ * on this rank's own blocks) on the flag itself: the waiter swaps in the poison only if the
+ * signal has not landed, and the signaller sees the poison when it arrives. */
 SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *flag, uint64_t want,
-                                          uint64_t deadline)
+                                          uint64_t deadline, uint64_t *arrived)
 {
     for (unsigned spin = 0;; spin++) {
         uint64_t v = *(volatile uint64_t *)flag;
@@ -146,6 +169,8 @@ SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *fla
             if (v == SYMADDR_TEAM_POISON || symaddr_team_failed(t))
                 return 0; /* a peer failed and told us */
             if (symaddr_clock_ns() > deadline) {
+                if (arrived)
+                    return symaddr_team_give_up_(t, arrived, want);
                 for (;;) {
                     uint64_t seen = symaddr_prim_cas_u64(flag, v, SYMADDR_TEAM_POISON, 1);
                     if (seen == v) {
@@ -172,8 +197,23 @@ SYMADDR_HOSTDEVFN uint64_t symaddr_team_flag_value_(uint64_t epoch, int phase)
     return epoch * 4 + (uint64_t)phase - 1;
 }
 
+/* This rank reached @p value on flag row @p flags: recorded in its own slot of its own row
+ * (which no peer signals into) before it signals anyone, so that one word decides for every peer
+ * at once whether it arrived (symaddr_team_give_up_). 0, and the call failed, where a peer gave
+ * up on it first: it then signals no one. */
+SYMADDR_DEVFN int symaddr_team_arrive_(const symaddr_team_t *t, uint64_t *flags, uint64_t value)
+{
+    symaddr_fence(); /* this rank's stores before its arrival */
+    if (symaddr_prim_swap_u64(&flags[t->node_rank], value, 1) == SYMADDR_TEAM_POISON) {
+        symaddr_team_fail(t, SYMADDR_ERR_BROKEN);
+        return 0;
+    }
+    return 1;
+}
+
 /* Signal node peers first, first + stride, ... that this rank reached value on flag row flags
- * (one word per node rank, the signaller's), and wait until those peers signalled it back. */
+ * (one word per node rank, the signaller's), and wait until those peers signalled it back.
+ * After symaddr_team_arrive_. */
 SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team_call_t *c,
                                      uint64_t *flags, uint64_t value, int first, int stride)
 {
@@ -189,7 +229,9 @@ SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team
         }
     }
     for (int q = first; q < t->node_size && ok; q += stride)
-        if (q != t->node_rank && !symaddr_team_wait_flag_(t, &flags[q], value, c->deadline))
+        if (q != t->node_rank &&
+            !symaddr_team_wait_flag_(t, &flags[q], value, c->deadline,
+                                     (uint64_t *)symaddr_team_peer(t, &flags[q], t->sync_pb, q)))
             ok = 0;
     return ok;
 }
@@ -201,10 +243,13 @@ SYMADDR_DEVFN int symaddr_team_barrier_block(const symaddr_team_t *t, const syma
                                              int phase)
 {
     uint64_t *flags = t->sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * t->node_size;
+    uint64_t value = symaddr_team_flag_value_(c->epoch, phase);
     symaddr_block_sync();
+    int ok = symaddr_block_thread() == 0 ? symaddr_team_arrive_(t, flags, value) : 1;
     /* thread q of the block signals and waits for node peer q, so peers are served at once */
-    int ok = symaddr_team_meet_(t, c, flags, symaddr_team_flag_value_(c->epoch, phase),
-                                (int)symaddr_block_thread(), (int)symaddr_block_threads());
+    if (symaddr_block_all(ok))
+        ok = symaddr_team_meet_(t, c, flags, value, (int)symaddr_block_thread(),
+                                (int)symaddr_block_threads());
     return symaddr_block_all(ok);
 }
 
@@ -227,7 +272,7 @@ SYMADDR_DEVFN int symaddr_team_barrier_grid(const symaddr_team_t *t, const symad
             /* reset before the release: no block arrives at the next barrier before it */
             *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_GRID] = 0;
             uint64_t *row = t->sync + SYMADDR_SYNC_WORDS + (size_t)t->max_blocks * t->node_size;
-            ok = symaddr_team_meet_(t, c, row, value, 0, 1);
+            ok = symaddr_team_arrive_(t, row, value) && symaddr_team_meet_(t, c, row, value, 0, 1);
             /* on a failure (recorded) the others see it instead of the release */
             symaddr_fence();
             if (ok && symaddr_prim_swap_u64(&t->sync[SYMADDR_SYNC_RELEASE], value, 0) ==
@@ -236,7 +281,8 @@ SYMADDR_DEVFN int symaddr_team_barrier_grid(const symaddr_team_t *t, const symad
                 ok = 0;
             }
         } else {
-            ok = symaddr_team_wait_flag_(t, &t->sync[SYMADDR_SYNC_RELEASE], value, c->deadline);
+            ok = symaddr_team_wait_flag_(t, &t->sync[SYMADDR_SYNC_RELEASE], value, c->deadline,
+                                         NULL);
         }
     }
     return symaddr_block_all(ok);

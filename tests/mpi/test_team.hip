@@ -229,6 +229,58 @@ static void test_broadcast(void *unused)
     T_OK(g_ctx, symaddr_symmetric_free(prov, src));
 }
 
+/* Node rank 1 arrives and signals node rank 0 only, as a rank stopped in the middle of its
+ * signals does (its view of the team ends at node rank 1). Node rank 0 has every signal and
+ * passes, so the ranks that wait in vain for node rank 1's signal must pass too, once their
+ * deadline finds that it arrived: no rank may fail a barrier that another one passed. */
+__global__ void half_signalled_kernel(symaddr_team_t team, int *passed)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    symaddr_team_t view = team;
+    if (team.node_rank == 1)
+        view.node_size = 2;
+    int ok = symaddr_team_barrier_block(&view, &c, 1);
+    if (symaddr_block_thread() == 0)
+        *passed = ok;
+    symaddr_team_end(&team, &c, 0);
+}
+
+static void test_barrier_stopped_signaller(void *unused)
+{
+    (void)unused;
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_team_t team;
+    int *passed, mine = -1, *all = (int *)malloc(sizeof(int) * (size_t)t_size);
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 1000;
+    T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx));
+    T_OK(ctx, symaddr_team_get(ctx, &team));
+    if (team.node_size < 3) {
+        symaddr_finalize(&ctx);
+        free(all);
+        T_SKIP("needs 3 ranks on a node: one that passes, one stopped, one left waiting");
+        return;
+    }
+    T_OK(ctx, symaddr_mem_alloc(ctx, sizeof(int), (void **)&passed));
+    T_OK(ctx, symaddr_memcpy(ctx, passed, &mine, sizeof(int)));
+    T_OK(ctx, symaddr_barrier(ctx, NULL));
+    T_OK(ctx, SYMADDR_LAUNCH(half_signalled_kernel, 1, 128, NULL, team, passed));
+    symaddr_status_t st = symaddr_stream_sync(ctx, NULL);
+    T_CHECK(st == SYMADDR_OK, "node rank %d: %s after a barrier node rank 0 passed", team.node_rank,
+            symaddr_strerror(st));
+    T_OK(ctx, symaddr_memcpy(ctx, &mine, passed, sizeof(int)));
+    MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < t_size; r++)
+        T_CHECK(all[r] == 1, "rank %d: the barrier returned %d, and node rank 0's returned %d", r,
+                all[r], all[0]);
+    T_OK(ctx, symaddr_barrier(ctx, NULL)); /* and the context goes on */
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    symaddr_mem_free(ctx, passed);
+    free(all);
+    symaddr_finalize(&ctx);
+}
+
 /* Rank 0 never launches: every other rank's grid barrier gives up at the deadline, and every
  * rank, rank 0 included, reports the failure from its next call instead of OK. */
 static void test_grid_barrier_timeout(void *unused)
@@ -284,6 +336,7 @@ int main(int argc, char **argv)
     T_RUN(test_twoshot_and_lamport, NULL);
     T_RUN(test_broadcast, NULL);
     symaddr_finalize(&g_ctx);
-    T_RUN(test_grid_barrier_timeout, NULL); /* its own context, which it breaks */
+    T_RUN(test_barrier_stopped_signaller, NULL); /* its own context */
+    T_RUN(test_grid_barrier_timeout, NULL);      /* its own context, which it breaks */
     return t_finish();
 }
