@@ -236,9 +236,9 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     stream = graph_stream_create(o);
     json_out_t json = {};
     if (rank == 0) {
-        printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s%s%s\n", o->op, n,
-               symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
-               redop_names[o->redop], o->graph ? ", graph" : "",
+        printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s, algorithm %s%s%s\n",
+               o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
+               redop_names[o->redop], algo_names[o->algo], o->graph ? ", graph" : "",
                with_nccl  ? ", reference: NCCL on the same buffers and stream"
                : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
                                  : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
@@ -259,6 +259,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         json_str(&json, "dtype", dtype_names[o->dtype]);
         json_str(&json, "redop", redop_names[o->redop]);
         json_num(&json, "graph", o->graph, 0);
+        json_str(&json, "algo", algo_names[o->algo]);
         json_str(&json, "reference", with_mpi ? o->compare : "");
     }
     double start = MPI_Wtime();

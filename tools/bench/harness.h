@@ -47,6 +47,9 @@ static int bench_op_known(const char *name);
 #define DTYPE_NAME(E, name, bytes, T) #name,
 static const char *const dtype_names[] = {SYMADDR_DTYPE_LIST(DTYPE_NAME)};
 static const char *const redop_names[] = {"sum", "prod", "min", "max"};
+/* symaddr_allreduce_algo_t's values, as SYMADDR_ALLREDUCE spells them */
+static const char *const algo_names[] = {"auto", "oneshot", "twoshot",
+                                         "ll",   "lamport", "twoshot-get"};
 
 static int lookup_name(const char *const *names, int n, const char *s)
 {
@@ -137,9 +140,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                 return usage(rank);
             o->redop = (symaddr_redop_t)k;
         } else if (!strcmp(a, "--algo") && v) {
-            static const char *const algos[] = {"auto", "oneshot", "twoshot",
-                                                "ll",   "lamport", "twoshot-get"};
-            int k = lookup_name(algos, 6, argv[++i]);
+            int k = lookup_name(algo_names, 6, argv[++i]);
             if (k < 0)
                 return usage(rank);
             o->algo = (symaddr_allreduce_algo_t)k;
