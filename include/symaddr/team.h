@@ -12,7 +12,10 @@
  *  - on a failure (a peer late past team.timeout_ns, or one that failed and said so) a block
  *    returns 0 from the block that waited, records the status in the sync area, where the next
  *    host collective or symaddr_stream_sync of every node peer reports it, and the context is
- *    broken; the kernel should then skip to symaddr_team_end.
+ *    broken; the kernel should then skip to symaddr_team_end;
+ *  - a barrier settles alike on every rank: a rank that arrived but was stopped before it told
+ *    every peer counts as arrived for all of them, one that never arrived fails it for all, so
+ *    no rank passes a barrier another rank failed.
  *
  * Calls are numbered by an epoch kept in device memory (no host counter), so kernels using
  * these blocks can be captured in a CUDA or HIP graph and replayed.
