@@ -19,16 +19,7 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
     /* Each thread stages exactly the elements it reduces later, so the block's own barrier
      * covers them. */
     FOR_TILES(TILE_N, base, len, 0, d.count)
-    {
-        if (len == TILE_N) {
-            coll_tile_t<T, TILE_N> v;
-            tile_load<T, TILE_N>(v, send + base, d.vec);
-            tile_store<T, TILE_N>(slot + base, v, 1);
-        } else {
-            for (size_t j = 0; j < len; j++)
-                slot[base + j] = send[base + j];
-        }
-    }
+    copy_tile<T>(slot + base, send + base, len, d.vec, 1);
     if (!symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
@@ -96,16 +87,7 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot_get(symaddr_coll_d
         tq.node_rank = q;
         symaddr_team_share(&tq, d.count, 64, &qlo, &qhi);
         FOR_TILES(TILE_N, base, len, qlo, qhi)
-        {
-            if (len == (size_t)TILE_N) {
-                coll_tile_t<T, TILE_N> v;
-                tile_load<T, TILE_N>(v, from + base, d.vec);
-                tile_store<T, TILE_N>(recv + base, v, d.vec);
-            } else {
-                for (size_t j = 0; j < len; j++)
-                    recv[base + j] = from[base + j];
-            }
-        }
+        copy_tile<T>(recv + base, from + base, len, d.vec, d.vec);
     }
     symaddr_team_barrier_block(&d.team, &call, 3);
 finish:

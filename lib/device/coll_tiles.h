@@ -120,6 +120,21 @@ SYMADDR_DEVFN typename traits<DT>::T reduce_elem(const typename traits<DT>::T *c
 
 #define TILE_N (COLL_TILE_BYTES / (int)sizeof(T))
 
+/* dst[0, len) = src[0, len) for the tile at hand: a whole one through registers (16-byte packs
+ * where vec_in and vec_out allow), a partial one element by element. */
+template <typename T>
+SYMADDR_DEVFN void copy_tile(T *dst, const T *src, size_t len, int vec_in, int vec_out)
+{
+    if (len == (size_t)TILE_N) {
+        coll_tile_t<T, TILE_N> v;
+        tile_load<T, TILE_N>(v, src, vec_in);
+        tile_store<T, TILE_N>(dst, v, vec_out);
+    } else {
+        for (size_t j = 0; j < len; j++)
+            dst[j] = src[j];
+    }
+}
+
 /* Reduce the tile [base, base + len) of src into dst[(first + k) % ndst] for every k < ndst:
  * a whole tile through registers (16-byte packs where vec_in and vec_out allow), a partial one
  * element by element. */
