@@ -128,7 +128,7 @@ static bool set_allreduce(const char *v, symaddr_config_t *c)
 {
     static const char *const names[] = {"auto", "oneshot", "twoshot",
                                         "ll",   "lamport", "twoshot-get"};
-    for (int k = 0; k < 5; k++)
+    for (int k = 0; k < (int)(sizeof(names) / sizeof(names[0])); k++)
         if (!strcasecmp(v, names[k]))
             return c->allreduce_algo = (symaddr_allreduce_algo_t)k, true;
     c->allreduce_algo = (symaddr_allreduce_algo_t)-1;

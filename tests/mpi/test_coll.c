@@ -723,6 +723,10 @@ static void test_algo_config(void *u)
     symaddr_config_default(&cfg);
     T_CHECK(cfg.allreduce_algo == SYMADDR_ALLREDUCE_LL && cfg.ll_bytes == 4096);
     unsetenv("SYMADDR_LL_BYTES");
+    setenv("SYMADDR_ALLREDUCE", "twoshot-get", 1); /* the last name */
+    symaddr_config_default(&cfg);
+    T_CHECK(cfg.allreduce_algo == SYMADDR_ALLREDUCE_TWOSHOT_GET,
+            "SYMADDR_ALLREDUCE=twoshot-get read as %d", (int)cfg.allreduce_algo);
     setenv("SYMADDR_ALLREDUCE", "fastest", 1);
     symaddr_config_default(&cfg);
     T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_ARG);
