@@ -72,6 +72,25 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
     return SYMADDR_OK;
 }
 
+/* The collective a kind belongs to (its family: what ranks must agree they call, and what the
+ * INFO log tracks) and the algorithm it names, for the INFO log. */
+static const struct {
+    symaddr_coll_kind_t family;
+    const char *collective, *algo;
+} kind_info[] = {
+    [SYMADDR_COLL_BARRIER] = {SYMADDR_COLL_BARRIER, "barrier", "flags"},
+    [SYMADDR_COLL_ALLREDUCE_ONESHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "one-shot"},
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "two-shot"},
+    [SYMADDR_COLL_ALLREDUCE_LL] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "ll"},
+    [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "lamport"},
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce",
+                                            "two-shot by loads"},
+    [SYMADDR_COLL_REDUCE_SCATTER] = {SYMADDR_COLL_REDUCE_SCATTER, "reduce_scatter", "loads"},
+    [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores"},
+    [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root"},
+    [SYMADDR_COLL_ALLTOALL] = {SYMADDR_COLL_ALLTOALL, "alltoall", "stores"},
+};
+
 /* In validation mode every rank learns whether the others passed the same arguments and
  * whether any rank's arguments were bad; all then return the same status. Without it a bad
  * argument fails on its rank alone, and the peers time out. */
@@ -84,12 +103,8 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
     symaddr_status_t st = symaddr_agree_status(&ctx->core, local, coll_names[kind]);
     if (st != SYMADDR_OK)
         return st;
-    uint64_t mine[5] = {
-        kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT || kind == SYMADDR_COLL_ALLREDUCE_LL ||
-                kind == SYMADDR_COLL_ALLREDUCE_LAMPORT || kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET
-            ? (uint64_t)SYMADDR_COLL_ALLREDUCE_ONESHOT
-            : (uint64_t)kind,
-        count, (uint64_t)dt, (uint64_t)op, (uint64_t)root};
+    uint64_t mine[5] = {(uint64_t)kind_info[kind].family, count, (uint64_t)dt, (uint64_t)op,
+                        (uint64_t)root};
     uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all)
         return symaddr_core_break(&ctx->core,
@@ -170,28 +185,10 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     d->blocks = (unsigned)(blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks : blocks);
 }
 
-/* The collective a kind belongs to, and the algorithm it names, for the INFO log. */
-static const struct {
-    symaddr_coll_kind_t family;
-    const char *collective, *algo;
-} kind_log[] = {
-    [SYMADDR_COLL_BARRIER] = {SYMADDR_COLL_BARRIER, "barrier", "flags"},
-    [SYMADDR_COLL_ALLREDUCE_ONESHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "one-shot"},
-    [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "two-shot"},
-    [SYMADDR_COLL_ALLREDUCE_LL] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "ll"},
-    [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "lamport"},
-    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce",
-                                            "two-shot by loads"},
-    [SYMADDR_COLL_REDUCE_SCATTER] = {SYMADDR_COLL_REDUCE_SCATTER, "reduce_scatter", "loads"},
-    [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores"},
-    [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root"},
-    [SYMADDR_COLL_ALLTOALL] = {SYMADDR_COLL_ALLTOALL, "alltoall", "stores"},
-};
-
 /* INFO: the algorithm of a collective, when it is not the one this context last logged. */
 static void log_algorithm(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
 {
-    int *last = &ctx->coll.logged[kind_log[d->kind].family];
+    int *last = &ctx->coll.logged[kind_info[d->kind].family];
     if (*last == (int)d->kind + 1 ||
         !symaddr_log_on(&ctx->core.cfg, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL))
         return;
@@ -205,8 +202,8 @@ static void log_algorithm(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
         SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "barrier: flags");
     else
         SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "%s %zu%s %s: %s",
-                    kind_log[d->kind].collective, shown, unit, symaddr_dtype_name(d->dtype),
-                    kind_log[d->kind].algo);
+                    kind_info[d->kind].collective, shown, unit, symaddr_dtype_name(d->dtype),
+                    kind_info[d->kind].algo);
 }
 
 static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream)

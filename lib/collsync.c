@@ -3,6 +3,7 @@
  * LL inboxes and, across nodes, the reduce-scatter scratch; the grid bound; and the status the
  * kernels record. The calls themselves are in collectives.c. */
 #include "maps.h"
+#include "symaddr/team.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -166,10 +167,10 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
     if (st == SYMADDR_OK) {
         memset(w, 0, sizeof(uint64_t) * SYMADDR_SYNC_WORDS);
         w[SYMADDR_SYNC_EPOCH] = next - 1;
-        /* every phase of next - 1 passed: its phase 3 (team.h's symaddr_team_flag_value_) */
-        w[SYMADDR_SYNC_RELEASE] = (next - 1) * 4 + 2;
+        /* every phase of next - 1 passed: its phase 3 */
+        w[SYMADDR_SYNC_RELEASE] = symaddr_team_flag_value_(next - 1, 3);
         for (size_t i = 0; i < flags; i++)
-            w[SYMADDR_SYNC_WORDS + i] = (next - 1) * 4 + 2;
+            w[SYMADDR_SYNC_WORDS + i] = w[SYMADDR_SYNC_RELEASE];
         st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, w,
                                  sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + flags));
     }

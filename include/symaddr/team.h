@@ -132,21 +132,23 @@ SYMADDR_DEVFN int symaddr_team_reached_(uint64_t v, uint64_t want)
     return v != SYMADDR_TEAM_POISON && (int64_t)(v - want) >= 0;
 }
 
-/* A waiter's deadline passed without the signal: settled on the signaller's own slot of the row
- * (@p arrived, where it records its arrival before it signals anyone). If the value is there,
- * the signaller arrived and was stopped while signalling: the wait is over, as it is for every
- * other peer. Otherwise the poison goes there, the signaller fails when it arrives, and no peer
- * passes this barrier: every rank fails the call, none returns OK from it. */
-SYMADDR_DEVFN int symaddr_team_give_up_(const symaddr_team_t *t, uint64_t *arrived, uint64_t want)
+/* A waiter's deadline passed without the signal: settled on one word, @p word. For a barrier
+ * between ranks that is the signaller's own slot of the row, where it records its arrival
+ * before it signals anyone: if the value is there, the signaller arrived and was stopped while
+ * signalling, and the wait is over, as it is for every other peer. Otherwise the poison goes
+ * there, the signaller fails when it arrives, and no peer passes this barrier: every rank fails
+ * the call, none returns OK from it. For a wait on this rank's own blocks it is the flag
+ * itself, which the last block swaps its release into. */
+SYMADDR_DEVFN int symaddr_team_give_up_(const symaddr_team_t *t, uint64_t *word, uint64_t want)
 {
-    uint64_t v = *(volatile uint64_t *)arrived;
+    uint64_t v = *(volatile uint64_t *)word;
     for (;;) {
         if (symaddr_team_reached_(v, want)) {
             symaddr_fence();
             return 1;
         }
         uint64_t seen =
-            v == SYMADDR_TEAM_POISON ? v : symaddr_prim_cas_u64(arrived, v, SYMADDR_TEAM_POISON, 1);
+            v == SYMADDR_TEAM_POISON ? v : symaddr_prim_cas_u64(word, v, SYMADDR_TEAM_POISON, 1);
         if (seen == v) { /* poisoned, by this rank or an earlier waiter */
             symaddr_team_fail(t, SYMADDR_ERR_TIMEOUT);
             return 0;
@@ -155,10 +157,9 @@ SYMADDR_DEVFN int symaddr_team_give_up_(const symaddr_team_t *t, uint64_t *arriv
     }
 }
 
-/* Wait for this rank's flag to reach want; 0 on failure. Giving up is settled with the
- * signaller: on its own slot @p arrived (symaddr_team_give_up_), or where that is NULL (a wait
- * on this rank's own blocks) on the flag itself: the waiter swaps in the poison only if the
- * signal has not landed, and the signaller sees the poison when it arrives. */
+/* Wait for this rank's flag to reach want; 0 on failure. Past the deadline it settles with the
+ * signaller (symaddr_team_give_up_) on the signaller's own slot @p arrived, or on the flag
+ * itself where that is NULL (a wait on this rank's own blocks). */
 SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *flag, uint64_t want,
                                           uint64_t deadline, uint64_t *arrived)
 {
@@ -171,22 +172,8 @@ SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *fla
         if ((spin & 63) == 63) {
             if (v == SYMADDR_TEAM_POISON || symaddr_team_failed(t))
                 return 0; /* a peer failed and told us */
-            if (symaddr_clock_ns() > deadline) {
-                if (arrived)
-                    return symaddr_team_give_up_(t, arrived, want);
-                for (;;) {
-                    uint64_t seen = symaddr_prim_cas_u64(flag, v, SYMADDR_TEAM_POISON, 1);
-                    if (seen == v) {
-                        symaddr_team_fail(t, SYMADDR_ERR_TIMEOUT);
-                        return 0;
-                    }
-                    if (symaddr_team_reached_(seen, want)) {
-                        symaddr_fence();
-                        return 1;
-                    }
-                    v = seen;
-                }
-            }
+            if (symaddr_clock_ns() > deadline)
+                return symaddr_team_give_up_(t, arrived ? arrived : flag, want);
             symaddr_yield();
         }
     }
@@ -226,10 +213,8 @@ SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team
             continue;
         uint64_t *r = (uint64_t *)symaddr_team_peer(t, &flags[t->node_rank], t->sync_pb, q);
         symaddr_fence();
-        if (symaddr_prim_swap_u64(r, value, 1) == SYMADDR_TEAM_POISON) {
-            symaddr_team_fail(t, SYMADDR_ERR_BROKEN); /* that peer gave up on this rank */
-            ok = 0;
-        }
+        /* no peer poisons this slot: one that gives up settles on this rank's own slot */
+        symaddr_prim_swap_u64(r, value, 1);
     }
     for (int q = first; q < t->node_size && ok; q += stride)
         if (q != t->node_rank &&
