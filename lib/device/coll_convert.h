@@ -251,8 +251,37 @@ SYMADDR_HOSTDEVFN int bf16_add_n(float *acc, const uint16_t *in, int n)
     return 0;
 }
 
+/* The GPU converts a tile a pair at a time (element 2k in the low half of a 32-bit word), with
+ * its packed instructions where it has them, and checks the pairs for NaNs in bulk: nonzero if
+ * either half of w is a NaN of the format whose largest other magnitude is top (f16 0x7c00,
+ * bf16 0x7f80). A tile with a NaN is converted again by the scalar rule. */
+#if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+#define SYMADDR_CVT_PAIRS_ 1
+SYMADDR_HOSTDEVFN uint32_t symaddr_pair_nan_(uint32_t w, uint32_t top)
+{
+    return ((w & 0x7fff7fffu) + (0x7fffu - top) * 0x10001u) & 0x80008000u;
+}
+
+SYMADDR_HOSTDEVFN uint32_t symaddr_pair_of_(const uint16_t *in)
+{
+    uint32_t w;
+    memcpy(&w, in, sizeof(w));
+    return w;
+}
+#endif
+
 SYMADDR_HOSTDEVFN void bf16_to_f32_n(const uint16_t *in, float *out, int n)
 {
+#if defined(SYMADDR_CVT_PAIRS_)
+    if (n % 2 == 0) {
+        for (int i = 0; i < n; i += 2) {
+            uint32_t w = symaddr_pair_of_(in + i);
+            out[i] = symaddr_f32_of_bits_(w << 16);
+            out[i + 1] = symaddr_f32_of_bits_(w & 0xffff0000u);
+        }
+        return;
+    }
+#endif
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_avx2_()) {
         bf16_to_f32_avx2(in, out, n);
@@ -265,6 +294,20 @@ SYMADDR_HOSTDEVFN void bf16_to_f32_n(const uint16_t *in, float *out, int n)
 
 SYMADDR_HOSTDEVFN void f32_to_bf16_n(const float *in, uint16_t *out, int n)
 {
+#if defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
+    if (n % 2 == 0) {
+        uint32_t nan = 0;
+        for (int i = 0; i < n; i += 2) {
+            uint32_t w;
+            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(in[i + 1]), "f"(in[i]));
+            memcpy(out + i, &w, sizeof(w));
+            nan |= symaddr_pair_nan_(w, 0x7f80u);
+        }
+        for (int i = 0; nan && i < n; i++)
+            out[i] = f32_to_bf16(in[i]);
+        return;
+    }
+#endif
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_avx2_()) {
         f32_to_bf16_avx2(in, out, n);
@@ -282,7 +325,24 @@ SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
         f16_to_f32_f16c(in, out, n);
         return;
     }
-#elif defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
+#elif defined(SYMADDR_CVT_PTX_)
+    if (n % 2 == 0) {
+        uint32_t nan = 0;
+        for (int i = 0; i < n; i += 2) {
+            uint32_t w = symaddr_pair_of_(in + i);
+            asm("{.reg .b16 lo, hi;\n\t"
+                "mov.b32 {lo, hi}, %2;\n\t"
+                "cvt.f32.f16 %0, lo;\n\t"
+                "cvt.f32.f16 %1, hi;}"
+                : "=f"(out[i]), "=f"(out[i + 1])
+                : "r"(w));
+            nan |= symaddr_pair_nan_(w, 0x7c00u);
+        }
+        for (int i = 0; nan && i < n; i++)
+            out[i] = f16_to_f32(in[i]);
+        return;
+    }
+#elif defined(SYMADDR_CVT_HIP_)
     int nan = 0;
     for (int i = 0; i < n; i++) {
         out[i] = f16_to_f32_hw_(in[i]);
@@ -302,8 +362,22 @@ SYMADDR_HOSTDEVFN void f32_to_f16_n(const float *in, uint16_t *out, int n)
         f32_to_f16_f16c(in, out, n);
         return;
     }
-#elif defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
-    int nan = 0;
+#elif defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
+    if (n % 2 == 0) {
+        uint32_t nan = 0;
+        for (int i = 0; i < n; i += 2) {
+            uint32_t w;
+            asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(in[i + 1]), "f"(in[i]));
+            memcpy(out + i, &w, sizeof(w));
+            nan |= symaddr_pair_nan_(w, 0x7c00u);
+        }
+        for (int i = 0; nan && i < n; i++)
+            out[i] = f32_to_f16(in[i]);
+        return;
+    }
+#endif
+#if !defined(SYMADDR_CVT_F16C_) && (defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_))
+    int nan = 0; /* hip, or an odd run */
     for (int i = 0; i < n; i++) {
         out[i] = f32_to_f16_hw_(in[i]);
         nan |= in[i] != in[i];
