@@ -13,19 +13,25 @@
  * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
  * each node peer; lamport_shared where ranks of the node share a GPU, whose memory then carries
  * every push), else LL up to ll, one-shot below twoshot, two-shot from there, by loads only
- * (two-shot-get) from get. */
+ * (two-shot-get) from get (get_shared where node ranks share a GPU); and the threads of a
+ * Lamport block. */
 static const struct {
-    size_t lamport, lamport_node, lamport_shared, ll, twoshot, get;
+    size_t lamport, lamport_node, lamport_shared, ll, twoshot, get, get_shared;
+    unsigned lamport_threads;
 } tuning[] = {
     /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B; two-shot-get
      * takes 1.4-2.2x two-shot's time from 16 KiB to 64 MiB */
-    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 1u << 20, 128, 2u << 10, SIZE_MAX},
+    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 1u << 20, 128, 2u << 10, SIZE_MAX, SIZE_MAX, 1},
     /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
      * even with one-shot at 128 KiB and 1.45x its time at 192 KiB. Two-shot-get behind
-     * two-shot to 16 MiB and ahead from 64 MiB, on 2 GPUs and on one shared by 8 ranks. */
-    [SYMADDR_BACKEND_CUDA] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20},
-    /* not measured: the CUDA figures */
-    [SYMADDR_BACKEND_HIP] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20},
+     * two-shot to 16 MiB and ahead from 64 MiB on 2 GPUs; on one GPU shared by 8 ranks behind it
+     * at every size to 256 MiB (274 against 314 GB/s busbw there). Lamport blocks of 128
+     * threads ahead of 512 from 16 KiB to 256 KiB on 2 GPUs, 64 behind at 256 KiB. */
+    [SYMADDR_BACKEND_CUDA] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
+                              SIZE_MAX, 128},
+    /* not measured: the CUDA figures, with the blocks the other kernels have */
+    [SYMADDR_BACKEND_HIP] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
+                             SIZE_MAX, 512},
 };
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
@@ -272,8 +278,11 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
             symaddr_agree_status(&ctx->core, symaddr_locality_init(ctx), "symaddr_init (locality)");
     if (st == SYMADDR_OK)
         st = symaddr_coll_init(ctx);
-    if (st == SYMADDR_OK)
-        ctx->coll.twoshot_get_bytes = tuning[ctx->be.ops->kind].get;
+    if (st == SYMADDR_OK) {
+        ctx->coll.twoshot_get_bytes = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].get_shared
+                                                           : tuning[ctx->be.ops->kind].get;
+        ctx->coll.lamport_threads = tuning[ctx->be.ops->kind].lamport_threads;
+    }
     if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX) { /* needs the locality */
         size_t node = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].lamport_shared
                                            : tuning[ctx->be.ops->kind].lamport_node;

@@ -137,8 +137,8 @@ typedef struct symaddr_map {
  *  by loads, with a barrier between) for large messages. A message too large for the chosen
  *  one takes the next. Auto picks Lamport (LL for integers and f64: LL) up to lamport_bytes
  *  (ll_bytes), then one-shot, then two-shot from twoshot_bytes, by loads only where the
- *  backend measured it faster (GPU: always when every rank of the node has its own GPU, from
- *  32 MiB when some share one; cpu: never).
+ *  backend measured it faster (GPU: from 32 MiB where every rank of the node has its own GPU,
+ *  never where some share one; cpu: never).
  *
  *  Lamport marks a 32-bit word that has not arrived by all ones, a NaN; a NaN of all ones in
  *  the input is sent with its lowest bit cleared, so it comes back a NaN but not bit for bit. */

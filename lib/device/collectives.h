@@ -10,6 +10,8 @@
 #include "symaddr/types.h"
 
 #define SYMADDR_COLL_MAX_BLOCKS 128
+/* Threads of a GPU collective's block, unless its descriptor says otherwise. */
+#define SYMADDR_COLL_THREADS 512
 /* Rows of barrier flags, one word per node peer each: one per block, and the grid barrier's
  * (row team.max_blocks, which no block index reaches). */
 #define SYMADDR_COLL_FLAG_ROWS (SYMADDR_COLL_MAX_BLOCKS + 1)
@@ -60,7 +62,8 @@ typedef struct symaddr_coll_desc {
      * allgather and alltoall place blocks by rank in the context's communicator. */
     symaddr_team_t team;
     unsigned blocks;
-    int vec; /* every buffer and peer base is 16-byte aligned */
+    unsigned threads; /* per block; 0: SYMADDR_COLL_THREADS (1 on the cpu) */
+    int vec;          /* every buffer and peer base is 16-byte aligned */
 } symaddr_coll_desc_t;
 
 #endif

@@ -30,7 +30,7 @@
 #define COLL_UNROLL
 #else
 #define COLL_TILE_BYTES 32
-#define COLL_THREADS 512
+#define COLL_THREADS SYMADDR_COLL_THREADS
 #define COLL_UNROLL _Pragma("unroll")
 #endif
 
@@ -58,18 +58,21 @@ namespace
 /* A collective kernel's launch: on CUDA, by symaddr/team.h's launcher as a programmatic dependent
  * where the team allows it, else by name. Written out per backend, since a launch macro inside
  * another would split the template's comma. */
+#define COLL_BLOCK_THREADS(d) ((d).threads ? (d).threads : COLL_THREADS)
 #if defined(SYMADDR_KERNELS_CPU)
 #define COLL_LAUNCH(kernel, d, stream, ...) ((void)(stream), kernel(__VA_ARGS__), SYMADDR_OK)
 #elif defined(SYMADDR_USE_CUDA)
 #define COLL_LAUNCH(kernel, d, stream, ...)                                                        \
-    ((d).team.pdl ? symaddr_launch_status(symaddr_team_launch(&(d).team, kernel, (d).blocks,       \
-                                                              COLL_THREADS, stream, __VA_ARGS__))  \
-                  : (kernel<<<dim3((d).blocks), dim3(COLL_THREADS), 0, (hipStream_t)(stream)>>>(   \
-                         __VA_ARGS__),                                                             \
-                     symaddr_launch_status(hipGetLastError())))
+    ((d).team.pdl                                                                                  \
+         ? symaddr_launch_status(symaddr_team_launch(&(d).team, kernel, (d).blocks,                \
+                                                     COLL_BLOCK_THREADS(d), stream, __VA_ARGS__))  \
+         : (kernel<<<dim3((d).blocks), dim3(COLL_BLOCK_THREADS(d)), 0, (hipStream_t)(stream)>>>(   \
+                __VA_ARGS__),                                                                      \
+            symaddr_launch_status(hipGetLastError())))
 #else
 #define COLL_LAUNCH(kernel, d, stream, ...)                                                        \
-    (kernel<<<dim3((d).blocks), dim3(COLL_THREADS), 0, (hipStream_t)(stream)>>>(__VA_ARGS__),      \
+    (kernel<<<dim3((d).blocks), dim3(COLL_BLOCK_THREADS(d)), 0, (hipStream_t)(stream)>>>(          \
+         __VA_ARGS__),                                                                             \
      symaddr_launch_status(hipGetLastError()))
 #endif
 
