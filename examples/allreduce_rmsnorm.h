@@ -62,9 +62,21 @@ __host__ __device__ static inline void unpack8(const bf16x8_t *c, float v[8])
     }
 }
 
+/* 8 floats as bf16. NVIDIA GPUs convert a pair in one instruction, whose NaNs lose their
+ * payload: a run with a NaN is converted again by to_bf, so that every backend gives the same
+ * bits. */
 __host__ __device__ static inline bf16x8_t pack8(const float v[8])
 {
     bf16x8_t c;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint32_t nan = 0;
+    for (int j = 0; j < 4; j++) {
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(c.w[j]) : "f"(v[2 * j + 1]), "f"(v[2 * j]));
+        nan |= ((c.w[j] & 0x7fff7fffu) + 0x007f007fu) & 0x80008000u; /* a half above inf */
+    }
+    if (!nan)
+        return c;
+#endif
     for (int j = 0; j < 4; j++)
         c.w[j] = (uint32_t)to_bf(v[2 * j]) | (uint32_t)to_bf(v[2 * j + 1]) << 16;
     return c;
@@ -165,11 +177,13 @@ __device__ static void norm_row(const rows_out_t *o, const row_in_t *in, size_t 
             continue;
         float r[8];
         unpack8(&in->res[i], r);
-        for (int j = 0; j < 8; j++) {
-            acc[i][j] = bf(to_bf(acc[i][j] + r[j])); /* residual', rounded as it is stored */
+        for (int j = 0; j < 8; j++)
+            r[j] = acc[i][j] + r[j];
+        bf16x8_t stored = pack8(r); /* residual', rounded as it is stored */
+        unpack8(&stored, acc[i]);
+        for (int j = 0; j < 8; j++)
             ss += acc[i][j] * acc[i][j];
-        }
-        store8(o, &o->res[row * CHUNKS + (size_t)k], o->res_pb, pack8(acc[i]));
+        store8(o, &o->res[row * CHUNKS + (size_t)k], o->res_pb, stored);
     }
     float scale = RSQRT(block_sum(ss) / HIDDEN + EPS);
     for (int i = 0; i < PER_THREAD; i++) {
