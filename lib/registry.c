@@ -15,8 +15,8 @@
  * however many registrations live, and lookups, which read the same memory, are not slowed by
  * a writer rewriting all of it. */
 #define CHUNK 256
-#define POOL_CHUNKS 16  /* freed chunks kept for the next changes */
-#define RECLAIM_EVERY 8 /* retired snapshots kept before they are reclaimed */
+#define POOL_CHUNKS 16   /* freed chunks kept for the next changes */
+#define RECLAIM_EVERY 64 /* retired snapshots kept before they are reclaimed */
 
 typedef struct reg_chunk {
     size_t n;
