@@ -87,33 +87,44 @@ static size_t out_elems(int c, size_t n)
     return c == C_ALLGATHER || c == C_ALLTOALL ? n * (size_t)t_size : n;
 }
 
+/* Run c on both sides with the input in, into outputs filled with a pattern first, and read
+ * the outputs back into o1 (cpu) and o2: the first element where they differ, or out_elems. */
+static size_t run_both(side_t *cpu, side_t *gpu, int c, size_t n, symaddr_dtype_t dt,
+                       symaddr_redop_t op, const void *in, char *o1, char *o2)
+{
+    size_t es = symaddr_dtype_size(dt), ni = in_elems(c, n), no = out_elems(c, n);
+    memset(o1, 0x5a, no * es);
+    T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, cpu->a, in, ni * es));
+    T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, gpu->a, in, ni * es));
+    T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, cpu->b, o1, no * es));
+    T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, gpu->b, o1, no * es));
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(cpu->ctx, run(cpu, c, n, dt, op));
+    T_OK(gpu->ctx, run(gpu, c, n, dt, op));
+    T_OK(cpu->ctx, symaddr_stream_sync(cpu->ctx, NULL));
+    T_OK(gpu->ctx, symaddr_stream_sync(gpu->ctx, NULL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, o1, cpu->b, no * es));
+    T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, o2, gpu->b, no * es));
+    size_t first = no;
+    for (size_t i = 0; i < no && first == no; i++)
+        if (memcmp(o1 + i * es, o2 + i * es, es) != 0)
+            first = i;
+    return first;
+}
+
 static void compare(side_t *cpu, side_t *gpu, int c, symaddr_dtype_t dt, symaddr_redop_t op)
 {
-    size_t es = symaddr_dtype_size(dt);
     char *in = malloc(MAXBYTES), *o1 = malloc(MAXBYTES), *o2 = malloc(MAXBYTES);
     for (size_t k = 0; k < NCOUNTS; k++) {
-        size_t n = counts[k], ni = in_elems(c, n), no = out_elems(c, n);
-        fill(in, dt, ni, (unsigned)(t_rank * 7919 + (int)dt * 131 + (int)op * 17 + (int)k));
-        memset(o1, 0x5a, no * es);
-        T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, cpu->a, in, ni * es));
-        T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, gpu->a, in, ni * es));
-        T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, cpu->b, o1, no * es));
-        T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, gpu->b, o1, no * es));
-        MPI_Barrier(MPI_COMM_WORLD);
-        T_OK(cpu->ctx, run(cpu, c, n, dt, op));
-        T_OK(gpu->ctx, run(gpu, c, n, dt, op));
-        T_OK(cpu->ctx, symaddr_stream_sync(cpu->ctx, NULL));
-        T_OK(gpu->ctx, symaddr_stream_sync(gpu->ctx, NULL));
-        MPI_Barrier(MPI_COMM_WORLD);
-        T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, o1, cpu->b, no * es));
-        T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, o2, gpu->b, no * es));
-        size_t first = no;
-        for (size_t i = 0; i < no && first == no; i++)
-            if (memcmp(o1 + i * es, o2 + i * es, es) != 0)
-                first = i;
-        T_CHECK(first == no, "%s %s op %d count %zu: cpu and %s differ first at element %zu",
-                cname[c], symaddr_dtype_name(dt), (int)op, n,
-                symaddr_backend_name(symaddr_backend(gpu->ctx)), first);
+        size_t n = counts[k];
+        fill(in, dt, in_elems(c, n),
+             (unsigned)(t_rank * 7919 + (int)dt * 131 + (int)op * 17 + (int)k));
+        size_t first = run_both(cpu, gpu, c, n, dt, op, in, o1, o2);
+        T_CHECK(first == out_elems(c, n),
+                "%s %s op %d count %zu: cpu and %s differ first at element %zu", cname[c],
+                symaddr_dtype_name(dt), (int)op, n, symaddr_backend_name(symaddr_backend(gpu->ctx)),
+                first);
     }
     free(in);
     free(o1);
@@ -147,26 +158,14 @@ static void fill_special(void *h, symaddr_dtype_t dt, size_t n, unsigned seed, u
 
 static void compare_special(side_t *cpu, side_t *gpu, int c, symaddr_dtype_t dt, symaddr_redop_t op)
 {
-    size_t n = 70001, ni = in_elems(c, n), no = n, es = 2;
+    size_t n = 70001, no = out_elems(c, n);
     unsigned nsp = op == SYMADDR_SUM    ? SUM_SPECIALS
                    : op == SYMADDR_PROD ? PROD_SPECIALS
                                         : (unsigned)(sizeof(f16_special) / 2);
-    uint16_t *in = malloc(ni * es), *o1 = malloc(no * es), *o2 = malloc(no * es);
-    fill_special(in, dt, ni, (unsigned)(t_rank * 7919 + (int)dt * 131 + (int)op * 17), nsp);
-    T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, cpu->a, in, ni * es));
-    T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, gpu->a, in, ni * es));
-    MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(cpu->ctx, run(cpu, c, n, dt, op));
-    T_OK(gpu->ctx, run(gpu, c, n, dt, op));
-    T_OK(cpu->ctx, symaddr_stream_sync(cpu->ctx, NULL));
-    T_OK(gpu->ctx, symaddr_stream_sync(gpu->ctx, NULL));
-    MPI_Barrier(MPI_COMM_WORLD);
-    T_OK(cpu->ctx, symaddr_memcpy(cpu->ctx, o1, cpu->b, no * es));
-    T_OK(gpu->ctx, symaddr_memcpy(gpu->ctx, o2, gpu->b, no * es));
-    size_t first = no;
-    for (size_t i = 0; i < no && first == no; i++)
-        if (o1[i] != o2[i])
-            first = i;
+    uint16_t *in = malloc(in_elems(c, n) * 2), *o1 = malloc(no * 2), *o2 = malloc(no * 2);
+    fill_special(in, dt, in_elems(c, n), (unsigned)(t_rank * 7919 + (int)dt * 131 + (int)op * 17),
+                 nsp);
+    size_t first = run_both(cpu, gpu, c, n, dt, op, in, (char *)o1, (char *)o2);
     T_CHECK(first == no,
             "%s %s op %d, special values: cpu and %s differ first at element %zu "
             "(%#06x against %#06x)",
