@@ -355,6 +355,42 @@ SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
         out[i] = f16_to_f32(in[i]);
 }
 
+/* f16 to f32 for a reduce tile that checks its result: on NVIDIA GPUs the instruction alone,
+ * whose NaNs come out with other bits than the rule's. A NaN in that reaches the result makes
+ * it a NaN (min and max pass one on, sums and products make one), and one that does not leaves
+ * no trace, so the tile converts again by the rule only where its result has a NaN
+ * (SYMADDR_CVT_LOOSE_). Elsewhere the rule itself. */
+#if defined(SYMADDR_CVT_PTX_)
+#define SYMADDR_CVT_LOOSE_ 1
+#else
+#define SYMADDR_CVT_LOOSE_ 0
+#endif
+SYMADDR_HOSTDEVFN void f16_to_f32_loose_n(const uint16_t *in, float *out, int n)
+{
+#if defined(SYMADDR_CVT_PTX_)
+    if (n % 2 == 0) {
+        for (int i = 0; i < n; i += 2)
+            asm("{.reg .b16 lo, hi;\n\t"
+                "mov.b32 {lo, hi}, %2;\n\t"
+                "cvt.f32.f16 %0, lo;\n\t"
+                "cvt.f32.f16 %1, hi;}"
+                : "=f"(out[i]), "=f"(out[i + 1])
+                : "r"(symaddr_pair_of_(in + i)));
+        return;
+    }
+#endif
+    f16_to_f32_n(in, out, n);
+}
+
+/* Whether a run of f16 holds a NaN. */
+SYMADDR_HOSTDEVFN int f16_nan_n(const uint16_t *v, int n)
+{
+    int nan = 0;
+    for (int i = 0; i < n; i++)
+        nan |= (v[i] & 0x7fffu) > 0x7c00u;
+    return nan;
+}
+
 SYMADDR_HOSTDEVFN void f32_to_f16_n(const float *in, uint16_t *out, int n)
 {
 #if defined(SYMADDR_CVT_F16C_)

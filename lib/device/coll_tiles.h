@@ -66,15 +66,26 @@ SYMADDR_DEVFN void tile_store(T *p, const coll_tile_t<T, N> &t, int vec)
         p[j] = t.v[j];
 }
 
+/* Convert a tile to the accumulating type, by the rule (EXACT) or loosely (coll_types.h). */
+template <int DT, int EXACT>
+SYMADDR_DEVFN void tile_convert(const typename traits<DT>::T *in, typename traits<DT>::A *out,
+                                int n)
+{
+    if (EXACT)
+        traits<DT>::load_n(in, out, n);
+    else
+        traits<DT>::load_loose_n(in, out, n);
+}
+
 /* acc op= the tile in, converted to the accumulating type. */
-template <int DT, int OP, int N>
+template <int DT, int OP, int N, int EXACT>
 SYMADDR_DEVFN void accumulate(typename traits<DT>::A *acc,
                               const coll_tile_t<typename traits<DT>::T, N> &in)
 {
     typename traits<DT>::A v[N];
     if (traits<DT>::template add_n<OP>(acc, in.v, N))
         return;
-    traits<DT>::load_n(in.v, v, N);
+    tile_convert<DT, EXACT>(in.v, v, N);
     COLL_UNROLL
     for (int j = 0; j < N; j++)
         acc[j] = apply<OP>(acc[j], v[j]);
@@ -83,28 +94,45 @@ SYMADDR_DEVFN void accumulate(typename traits<DT>::A *acc,
 /* out = src[0][tile] op ... op src[n-1][tile], in node-rank order on every rank, so that every
  * rank gets the same bits. Two peers' tiles are loaded before either is added, so that two
  * trips to memory overlap; the additions keep their order. */
+template <int DT, int OP, int N, int EXACT>
+SYMADDR_DEVFN void reduce_tile_(coll_tile_t<typename traits<DT>::T, N> &out,
+                                const typename traits<DT>::T *const *src, int n, size_t base,
+                                int vec)
+{
+    typedef traits<DT> tr;
+    coll_tile_t<typename tr::T, N> in, in2;
+    typename tr::A acc[N];
+    tile_load<typename tr::T, N>(in, src[0] + base, vec);
+    tile_convert<DT, EXACT>(in.v, acc, N);
+    int q = 1;
+    for (; q + 1 < n; q += 2) {
+        tile_load<typename tr::T, N>(in, src[q] + base, vec);
+        tile_load<typename tr::T, N>(in2, src[q + 1] + base, vec);
+        accumulate<DT, OP, N, EXACT>(acc, in);
+        accumulate<DT, OP, N, EXACT>(acc, in2);
+    }
+    if (q < n) {
+        tile_load<typename tr::T, N>(in, src[q] + base, vec);
+        accumulate<DT, OP, N, EXACT>(acc, in);
+    }
+    tr::store_n(acc, out.v, N);
+}
+
+/* The tile reduced with loose conversions where the type has them, and again by the rule where
+ * the result has a NaN, whose bits the loose ones do not keep. */
 template <int DT, int OP, int N>
 SYMADDR_DEVFN void reduce_tile(coll_tile_t<typename traits<DT>::T, N> &out,
                                const typename traits<DT>::T *const *src, int n, size_t base,
                                int vec)
 {
     typedef traits<DT> tr;
-    coll_tile_t<typename tr::T, N> in, in2;
-    typename tr::A acc[N];
-    tile_load<typename tr::T, N>(in, src[0] + base, vec);
-    tr::load_n(in.v, acc, N);
-    int q = 1;
-    for (; q + 1 < n; q += 2) {
-        tile_load<typename tr::T, N>(in, src[q] + base, vec);
-        tile_load<typename tr::T, N>(in2, src[q + 1] + base, vec);
-        accumulate<DT, OP, N>(acc, in);
-        accumulate<DT, OP, N>(acc, in2);
+    if constexpr (tr::loose) {
+        reduce_tile_<DT, OP, N, 0>(out, src, n, base, vec);
+        if (tr::nan_n(out.v, N))
+            reduce_tile_<DT, OP, N, 1>(out, src, n, base, vec);
+    } else {
+        reduce_tile_<DT, OP, N, 1>(out, src, n, base, vec);
     }
-    if (q < n) {
-        tile_load<typename tr::T, N>(in, src[q] + base, vec);
-        accumulate<DT, OP, N>(acc, in);
-    }
-    tr::store_n(acc, out.v, N);
 }
 
 template <int DT, int OP>

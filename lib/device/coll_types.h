@@ -10,7 +10,9 @@
 
 /* T: how it is stored; A: what it accumulates in. */
 template <int DT> struct traits;
-/* load_n and store_n convert a run (a tile), which the cpu does in bulk. */
+/* load_n and store_n convert a run (a tile), which the cpu does in bulk. Where loose is 1,
+ * load_loose_n may give a NaN other bits than load_n, and a tile whose result has a NaN
+ * (nan_n) is reduced again with load_n. */
 #define SYMADDR_PLAIN_TRAITS_(DT, TYPE)                                                            \
     template <> struct traits<DT> {                                                                \
         typedef TYPE T;                                                                            \
@@ -28,6 +30,9 @@ template <int DT> struct traits;
                 out[j] = in[j];                                                                    \
         }                                                                                          \
         template <int OP> SYMADDR_HOSTDEVFN int add_n(A *, const T *, int) { return 0; }           \
+        SYMADDR_HOSTDEVFN void load_loose_n(const T *in, A *out, int n) { load_n(in, out, n); }    \
+        SYMADDR_HOSTDEVFN int nan_n(const T *, int) { return 0; }                                  \
+        enum { loose = 0 };                                                                        \
     };
 SYMADDR_PLAIN_TRAITS_(SYMADDR_INT32, int32_t)
 SYMADDR_PLAIN_TRAITS_(SYMADDR_UINT32, uint32_t)
@@ -42,6 +47,12 @@ template <> struct traits<SYMADDR_FLOAT16> {
     SYMADDR_HOSTDEVFN T store(A v) { return f32_to_f16(v); }
     SYMADDR_HOSTDEVFN void load_n(const T *in, A *out, int n) { f16_to_f32_n(in, out, n); }
     SYMADDR_HOSTDEVFN void store_n(const A *in, T *out, int n) { f32_to_f16_n(in, out, n); }
+    SYMADDR_HOSTDEVFN void load_loose_n(const T *in, A *out, int n)
+    {
+        f16_to_f32_loose_n(in, out, n);
+    }
+    SYMADDR_HOSTDEVFN int nan_n(const T *v, int n) { return f16_nan_n(v, n); }
+    enum { loose = SYMADDR_CVT_LOOSE_ };
     /* acc op= in in one pass, where that is faster (sums on x86 cpus); 0: not done */
     template <int OP> SYMADDR_HOSTDEVFN int add_n(A *acc, const T *in, int n)
     {
@@ -55,6 +66,9 @@ template <> struct traits<SYMADDR_BFLOAT16> {
     SYMADDR_HOSTDEVFN T store(A v) { return f32_to_bf16(v); }
     SYMADDR_HOSTDEVFN void load_n(const T *in, A *out, int n) { bf16_to_f32_n(in, out, n); }
     SYMADDR_HOSTDEVFN void store_n(const A *in, T *out, int n) { f32_to_bf16_n(in, out, n); }
+    SYMADDR_HOSTDEVFN void load_loose_n(const T *in, A *out, int n) { load_n(in, out, n); }
+    SYMADDR_HOSTDEVFN int nan_n(const T *, int) { return 0; }
+    enum { loose = 0 }; /* its conversion is a shift: exact, NaNs too */
     template <int OP> SYMADDR_HOSTDEVFN int add_n(A *acc, const T *in, int n)
     {
         return OP == SYMADDR_SUM ? bf16_add_n(acc, in, n) : 0;
