@@ -270,6 +270,25 @@ SYMADDR_HOSTDEVFN uint32_t symaddr_pair_of_(const uint16_t *in)
 }
 #endif
 
+#if defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
+/* Pairs of f32 (n even) to f16 (f16 = 1) or bf16 by one instruction each, rounding to nearest
+ * even; nonzero if a NaN came out, whose bits are then the instruction's, not the rule's. */
+SYMADDR_DEVFN uint32_t f32_pairs_to_half_hw_(const float *in, uint16_t *out, int n, int f16)
+{
+    uint32_t nan = 0;
+    for (int i = 0; i < n; i += 2) {
+        uint32_t w;
+        if (f16)
+            asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(in[i + 1]), "f"(in[i]));
+        else
+            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(in[i + 1]), "f"(in[i]));
+        memcpy(out + i, &w, sizeof(w));
+        nan |= symaddr_pair_nan_(w, f16 ? 0x7c00u : 0x7f80u);
+    }
+    return nan;
+}
+#endif
+
 SYMADDR_HOSTDEVFN void bf16_to_f32_n(const uint16_t *in, float *out, int n)
 {
 #if defined(SYMADDR_CVT_PAIRS_)
@@ -295,18 +314,8 @@ SYMADDR_HOSTDEVFN void bf16_to_f32_n(const uint16_t *in, float *out, int n)
 SYMADDR_HOSTDEVFN void f32_to_bf16_n(const float *in, uint16_t *out, int n)
 {
 #if defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
-    if (n % 2 == 0) {
-        uint32_t nan = 0;
-        for (int i = 0; i < n; i += 2) {
-            uint32_t w;
-            asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(in[i + 1]), "f"(in[i]));
-            memcpy(out + i, &w, sizeof(w));
-            nan |= symaddr_pair_nan_(w, 0x7f80u);
-        }
-        for (int i = 0; nan && i < n; i++)
-            out[i] = f32_to_bf16(in[i]);
-        return;
-    }
+    if (n % 2 == 0 && !f32_pairs_to_half_hw_(in, out, n, 0))
+        return; /* else a NaN came out: the rule below */
 #endif
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_avx2_()) {
@@ -318,6 +327,29 @@ SYMADDR_HOSTDEVFN void f32_to_bf16_n(const float *in, uint16_t *out, int n)
         out[i] = f32_to_bf16(in[i]);
 }
 
+/* Whether a run of f16 holds a NaN. */
+SYMADDR_HOSTDEVFN int f16_nan_n(const uint16_t *v, int n)
+{
+    int nan = 0;
+    for (int i = 0; i < n; i++)
+        nan |= (v[i] & 0x7fffu) > 0x7c00u;
+    return nan;
+}
+
+#if defined(SYMADDR_CVT_PTX_)
+/* Pairs of f16 (n even) by the instruction alone: NaNs get its bits, not the rule's. */
+SYMADDR_DEVFN void f16_pairs_to_f32_hw_(const uint16_t *in, float *out, int n)
+{
+    for (int i = 0; i < n; i += 2)
+        asm("{.reg .b16 lo, hi;\n\t"
+            "mov.b32 {lo, hi}, %2;\n\t"
+            "cvt.f32.f16 %0, lo;\n\t"
+            "cvt.f32.f16 %1, hi;}"
+            : "=f"(out[i]), "=f"(out[i + 1])
+            : "r"(symaddr_pair_of_(in + i)));
+}
+#endif
+
 SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
 {
 #if defined(SYMADDR_CVT_F16C_)
@@ -327,20 +359,9 @@ SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
     }
 #elif defined(SYMADDR_CVT_PTX_)
     if (n % 2 == 0) {
-        uint32_t nan = 0;
-        for (int i = 0; i < n; i += 2) {
-            uint32_t w = symaddr_pair_of_(in + i);
-            asm("{.reg .b16 lo, hi;\n\t"
-                "mov.b32 {lo, hi}, %2;\n\t"
-                "cvt.f32.f16 %0, lo;\n\t"
-                "cvt.f32.f16 %1, hi;}"
-                : "=f"(out[i]), "=f"(out[i + 1])
-                : "r"(w));
-            nan |= symaddr_pair_nan_(w, 0x7c00u);
-        }
-        for (int i = 0; nan && i < n; i++)
-            out[i] = f16_to_f32(in[i]);
-        return;
+        f16_pairs_to_f32_hw_(in, out, n);
+        if (!f16_nan_n(in, n))
+            return;
     }
 #elif defined(SYMADDR_CVT_HIP_)
     int nan = 0;
@@ -369,26 +390,11 @@ SYMADDR_HOSTDEVFN void f16_to_f32_loose_n(const uint16_t *in, float *out, int n)
 {
 #if defined(SYMADDR_CVT_PTX_)
     if (n % 2 == 0) {
-        for (int i = 0; i < n; i += 2)
-            asm("{.reg .b16 lo, hi;\n\t"
-                "mov.b32 {lo, hi}, %2;\n\t"
-                "cvt.f32.f16 %0, lo;\n\t"
-                "cvt.f32.f16 %1, hi;}"
-                : "=f"(out[i]), "=f"(out[i + 1])
-                : "r"(symaddr_pair_of_(in + i)));
+        f16_pairs_to_f32_hw_(in, out, n);
         return;
     }
 #endif
     f16_to_f32_n(in, out, n);
-}
-
-/* Whether a run of f16 holds a NaN. */
-SYMADDR_HOSTDEVFN int f16_nan_n(const uint16_t *v, int n)
-{
-    int nan = 0;
-    for (int i = 0; i < n; i++)
-        nan |= (v[i] & 0x7fffu) > 0x7c00u;
-    return nan;
 }
 
 SYMADDR_HOSTDEVFN void f32_to_f16_n(const float *in, uint16_t *out, int n)
@@ -400,14 +406,9 @@ SYMADDR_HOSTDEVFN void f32_to_f16_n(const float *in, uint16_t *out, int n)
     }
 #elif defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
     if (n % 2 == 0) {
-        uint32_t nan = 0;
-        for (int i = 0; i < n; i += 2) {
-            uint32_t w;
-            asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w) : "f"(in[i + 1]), "f"(in[i]));
-            memcpy(out + i, &w, sizeof(w));
-            nan |= symaddr_pair_nan_(w, 0x7c00u);
-        }
-        for (int i = 0; nan && i < n; i++)
+        if (!f32_pairs_to_half_hw_(in, out, n, 1))
+            return;
+        for (int i = 0; i < n; i++) /* a NaN came out: the rule */
             out[i] = f32_to_f16(in[i]);
         return;
     }
