@@ -171,11 +171,14 @@ static void info_report(symaddr_context_t *ctx)
                     "device wall clock %u kHz, not the 100 MHz symaddr_clock_ns assumes: the "
                     "collectives' kernel deadlines are scaled by %.4f",
                     ctx->be.wall_clock_khz, ctx->be.wall_clock_khz / 100000.0);
+    char get[48] = "never";
+    if (ctx->coll.twoshot_get_bytes != SIZE_MAX)
+        snprintf(get, sizeof(get), "from %zu B", ctx->coll.twoshot_get_bytes);
     SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL,
                 "collectives: auto allreduce lamport to %zu B, ll to %zu B, two-shot from %zu B, "
-                "by loads only from %zu B; grids of at most %u blocks; timeout %u ms",
-                c->cfg.lamport_bytes, c->cfg.ll_bytes, c->cfg.twoshot_bytes,
-                ctx->coll.twoshot_get_bytes, ctx->coll.max_blocks, c->cfg.timeout_ms);
+                "by loads only %s; grids of at most %u blocks; timeout %u ms",
+                c->cfg.lamport_bytes, c->cfg.ll_bytes, c->cfg.twoshot_bytes, get,
+                ctx->coll.max_blocks, c->cfg.timeout_ms);
     /* each provider that allocates: usable here, or why not (the error text is kept as it was) */
     char saved[sizeof(ctx->core.err.text)];
     memcpy(saved, ctx->core.err.text, sizeof(saved));
