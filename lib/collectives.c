@@ -180,23 +180,20 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
      * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the
      * GPU holds resident for every rank that shares it. */
     size_t blocks = (work_bytes + (16u << 10) - 1) / (16u << 10);
-    if (ctx->be.ops->kind == SYMADDR_BACKEND_CPU || blocks < 1)
-        blocks = 1;
-    d->blocks = (unsigned)(blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks : blocks);
-    /* Lamport: one 16-byte chunk per thread, over as many SMs as the grid may have, in blocks of
-     * lamport_threads (their pushes and loads then spread over more SMs), or more where the
-     * chunks outnumber the grid's threads (doc/results/: on 2 H200s, 128 threads take 0.3-0.4 us
-     * less than 512 from 16 KiB to 256 KiB). */
+    /* Lamport: one 16-byte chunk per thread, in blocks of lamport_threads (their pushes and
+     * loads then spread over more SMs), or more where the chunks outnumber the grid's threads
+     * (doc/results/: on 2 H200s, 128 threads take 0.3-0.4 us less than 512 from 16 KiB to
+     * 256 KiB). */
     if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT && ctx->be.ops->kind != SYMADDR_BACKEND_CPU) {
         size_t chunks = work_bytes / 32, threads = ctx->coll.lamport_threads;
         while (threads < SYMADDR_COLL_THREADS && chunks > threads * ctx->coll.max_blocks)
             threads *= 2;
         blocks = (chunks + threads - 1) / threads;
         d->threads = (unsigned)threads;
-        d->blocks = (unsigned)(blocks < 1                      ? 1
-                               : blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks
-                                                               : blocks);
     }
+    if (ctx->be.ops->kind == SYMADDR_BACKEND_CPU || blocks < 1)
+        blocks = 1;
+    d->blocks = (unsigned)(blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks : blocks);
 }
 
 /* INFO: the algorithm of a collective, when it is not the one this context last logged. */

@@ -364,12 +364,9 @@ SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
             return;
     }
 #elif defined(SYMADDR_CVT_HIP_)
-    int nan = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         out[i] = f16_to_f32_hw_(in[i]);
-        nan |= (in[i] & 0x7fffu) > 0x7c00u;
-    }
-    if (!nan)
+    if (!f16_nan_n(in, n))
         return;
 #endif
     for (int i = 0; i < n; i++)

@@ -140,7 +140,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
                 return usage(rank);
             o->redop = (symaddr_redop_t)k;
         } else if (!strcmp(a, "--algo") && v) {
-            int k = lookup_name(algo_names, 6, argv[++i]);
+            int k = lookup_name(algo_names, (int)(sizeof(algo_names) / sizeof(algo_names[0])),
+                                argv[++i]);
             if (k < 0)
                 return usage(rank);
             o->algo = (symaddr_allreduce_algo_t)k;
