@@ -83,6 +83,10 @@ typedef struct symaddr_backend_ops {
     int (*can_access_peer)(symaddr_backend_t *be, int dev, int peer_dev);
 
     symaddr_status_t (*memcpy)(symaddr_backend_t *be, void *dst, const void *src, size_t bytes);
+    /* A copy ordered on stream, by the device's copy engine where it has one (the cpu copies at
+     * once); either side may be a node peer's mapping. */
+    symaddr_status_t (*memcpy_async)(symaddr_backend_t *be, void *dst, const void *src,
+                                     size_t bytes, void *stream);
     symaddr_status_t (*stream_sync)(symaddr_backend_t *be, void *stream);
 
     /* Memory a rank may at most take: the device's (GPUs) or the machine's (cpu), in bytes. */

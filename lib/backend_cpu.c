@@ -236,6 +236,13 @@ static symaddr_status_t cpu_memcpy(symaddr_backend_t *be, void *dst, const void 
     return SYMADDR_OK;
 }
 
+static symaddr_status_t cpu_memcpy_async(symaddr_backend_t *be, void *dst, const void *src,
+                                         size_t n, void *stream)
+{
+    (void)stream;
+    return cpu_memcpy(be, dst, src, n);
+}
+
 static symaddr_status_t cpu_stream_sync(symaddr_backend_t *be, void *stream)
 {
     (void)be;
@@ -268,6 +275,7 @@ const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
     .device_id = cpu_device_id,
     .can_access_peer = cpu_can_access_peer,
     .memcpy = cpu_memcpy,
+    .memcpy_async = cpu_memcpy_async,
     .stream_sync = cpu_stream_sync,
     .mem_total = cpu_mem_total,
     .kernels = &symaddr_kernels_cpu,

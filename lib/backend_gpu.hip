@@ -586,6 +586,13 @@ static symaddr_status_t gpu_memcpy(symaddr_backend_t *be, void *dst, const void 
     return check(be, e, "copy");
 }
 
+static symaddr_status_t gpu_memcpy_async(symaddr_backend_t *be, void *dst, const void *src,
+                                         size_t n, void *stream)
+{
+    return check(be, hipMemcpyAsync(dst, src, n, hipMemcpyDefault, (hipStream_t)stream),
+                 "an asynchronous copy");
+}
+
 static symaddr_status_t gpu_stream_sync(symaddr_backend_t *be, void *stream)
 {
     return check(be, stream ? hipStreamSynchronize((hipStream_t)stream) : hipDeviceSynchronize(),
@@ -638,6 +645,7 @@ extern "C" const symaddr_backend_ops_t symaddr_backend_hip_ops = {
     .device_id = gpu_device_id,
     .can_access_peer = gpu_can_access_peer,
     .memcpy = gpu_memcpy,
+    .memcpy_async = gpu_memcpy_async,
     .stream_sync = gpu_stream_sync,
     .mem_total = gpu_mem_total,
     .kernels = &symaddr_kernels_gpu,

@@ -2,6 +2,7 @@
 /* Host side of the collectives: argument checks, algorithm choice, and the hierarchical path
  * (symmetric memory inside a node, MPI between nodes), all on the caller's stream. */
 #include "context.h"
+#include "symaddr/team.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ static const char *const coll_names[] = {
     [SYMADDR_COLL_ALLREDUCE_LL] = "symaddr_allreduce",
     [SYMADDR_COLL_ALLREDUCE_LAMPORT] = "symaddr_allreduce",
     [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = "symaddr_allreduce",
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY] = "symaddr_allreduce",
     [SYMADDR_COLL_REDUCE_SCATTER] = "symaddr_reduce_scatter",
     [SYMADDR_COLL_ALLGATHER] = "symaddr_allgather",
     [SYMADDR_COLL_BROADCAST] = "symaddr_broadcast",
@@ -37,10 +39,11 @@ static const char *const coll_names[] = {
 
 /* ---- argument checks ---------------------------------------------------------------------- */
 
-/* *bits_p collects the address bits of ptr and of every peer's copy (for d->vec). */
+/* *bits_p collects the address bits of ptr and of every peer's copy (for d->vec); the table
+ * comes in device (*pb_p) and host memory (*host_pb_p). */
 static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size_t bytes,
-                                   size_t align, const uint64_t **pb_p, uint64_t *bits_p,
-                                   const char *fn, const char *what)
+                                   size_t align, const uint64_t **pb_p, const uint64_t **host_pb_p,
+                                   uint64_t *bits_p, const char *fn, const char *what)
 {
     symaddr_registration_t *r;
     if (!ptr)
@@ -69,6 +72,7 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
         *bits_p |= base;
     }
     *pb_p = r->map.peer_bases;
+    *host_pb_p = r->map.host_peer_bases;
     return SYMADDR_OK;
 }
 
@@ -85,6 +89,8 @@ static const struct {
     [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "lamport"},
     [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce",
                                             "two-shot by loads"},
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce",
+                                             "two-shot, all-gather by the copy engine"},
     [SYMADDR_COLL_REDUCE_SCATTER] = {SYMADDR_COLL_REDUCE_SCATTER, "reduce_scatter", "loads"},
     [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores"},
     [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root"},
@@ -217,9 +223,9 @@ static void log_algorithm(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
                     kind_info[d->kind].algo);
 }
 
-static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream)
+static symaddr_status_t launch_kernel(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                      void *stream)
 {
-    log_algorithm(ctx, d);
     symaddr_status_t st = ctx->be.ops->coll->launch(d, stream);
     if (st == SYMADDR_ERR_UNSUPPORTED)
         return symaddr_set_error(ctx, st,
@@ -231,6 +237,44 @@ static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t
                                  coll_names[d->kind], ctx->be.ops->name, symaddr_launch_why);
     /* The cpu backend ran it already: report a failure now. */
     return ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? symaddr_coll_status(ctx) : SYMADDR_OK;
+}
+
+/* Two-shot-copy's all-gather, after its kernel reduced this rank's part into recv: the copy
+ * engine pushes the part into every node peer's recv, then a barrier keeps each rank in the
+ * call until the peers' copies into its recv are done. Nothing else touches a peer's copy of
+ * this part meanwhile: in place, it is the peer's send there, which only this rank read, in
+ * the kernel before. A failed kernel's copies move data that the call then reports as failed. */
+static symaddr_status_t gather_by_copy(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                       void *stream)
+{
+    size_t es = symaddr_dtype_size(d->dtype), lo, hi;
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
+    uint64_t off = (uint64_t)(uintptr_t)d->recv - d->recv_host_pb[ctx->core.rank];
+    symaddr_status_t st = SYMADDR_OK;
+    symaddr_team_share(&d->team, d->count, 64, &lo, &hi);
+    for (int k = 1; k < b->node_size && st == SYMADDR_OK && hi > lo; k++) {
+        int q = (b->node_rank + k) % b->node_size;
+        char *peer = (char *)(uintptr_t)(d->recv_host_pb[b->node_to_rank[q]] + off);
+        st = ctx->be.ops->memcpy_async(&ctx->be, peer + lo * es, (char *)d->recv + lo * es,
+                                       (hi - lo) * es, stream);
+    }
+    if (st != SYMADDR_OK)
+        return symaddr_set_error(ctx, st,
+                                 "symaddr_allreduce: the %s runtime refused a copy to a "
+                                 "peer: %s",
+                                 ctx->be.ops->name, ctx->be.why);
+    symaddr_coll_desc_t bar;
+    desc_init(ctx, &bar, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
+    return launch_kernel(ctx, &bar, stream);
+}
+
+static symaddr_status_t launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream)
+{
+    log_algorithm(ctx, d);
+    symaddr_status_t st = launch_kernel(ctx, d, stream);
+    return st == SYMADDR_OK && d->kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY
+               ? gather_by_copy(ctx, d, stream)
+               : st;
 }
 
 /* ---- between nodes ------------------------------------------------------------------------ */
@@ -391,15 +435,15 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
                                    size_t work_bytes, symaddr_coll_desc_t *d)
 {
     const char *fn = coll_names[kind];
-    const uint64_t *spb = NULL, *rpb = NULL;
+    const uint64_t *spb = NULL, *rpb = NULL, *shpb = NULL, *rhpb = NULL;
     size_t es = symaddr_dtype_size(dt);
     /* reduce-scatter reads at send + node_rank * count elements */
     uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? count * es : 0;
     symaddr_status_t st = local;
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, send, send_bytes, es, &spb, &bits, fn, "send");
+        st = sym_buffer(ctx, send, send_bytes, es, &spb, &shpb, &bits, fn, "send");
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, recv, recv_bytes, es, &rpb, &bits, fn, "recv");
+        st = sym_buffer(ctx, recv, recv_bytes, es, &rpb, &rhpb, &bits, fn, "recv");
     if (st == SYMADDR_OK && rule)
         st = rule(ctx, send, recv, count * es, count * es * (size_t)ctx->core.size, fn);
     if ((st = check_match(ctx, st, kind, count, dt, op, root)) != SYMADDR_OK)
@@ -409,6 +453,7 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
     d->send_pb = spb;
     d->recv = recv;
     d->recv_pb = rpb;
+    d->recv_host_pb = rhpb;
     d->root = root;
     d->vec = (bits & 15) == 0;
     return SYMADDR_OK;
@@ -458,10 +503,11 @@ static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t b
     if (algo == SYMADDR_ALLREDUCE_AUTO)
         algo = lamport_ok && bytes <= ctx->core.cfg.lamport_bytes && bytes <= ctx->coll.lamport_slot
                    ? SYMADDR_ALLREDUCE_LAMPORT
-               : bytes <= ctx->core.cfg.ll_bytes      ? SYMADDR_ALLREDUCE_LL
-               : bytes < ctx->core.cfg.twoshot_bytes  ? SYMADDR_ALLREDUCE_ONESHOT
-               : bytes >= ctx->coll.twoshot_get_bytes ? SYMADDR_ALLREDUCE_TWOSHOT_GET
-                                                      : SYMADDR_ALLREDUCE_TWOSHOT;
+               : bytes <= ctx->core.cfg.ll_bytes       ? SYMADDR_ALLREDUCE_LL
+               : bytes < ctx->core.cfg.twoshot_bytes   ? SYMADDR_ALLREDUCE_ONESHOT
+               : bytes >= ctx->coll.twoshot_copy_bytes ? SYMADDR_ALLREDUCE_TWOSHOT_COPY
+               : bytes >= ctx->coll.twoshot_get_bytes  ? SYMADDR_ALLREDUCE_TWOSHOT_GET
+                                                       : SYMADDR_ALLREDUCE_TWOSHOT;
     if (algo == SYMADDR_ALLREDUCE_LAMPORT && !lamport_ok)
         algo = SYMADDR_ALLREDUCE_LL; /* no spare bit pattern to mark arrival with */
     if (algo == SYMADDR_ALLREDUCE_LAMPORT && bytes > ctx->coll.lamport_slot)
@@ -471,16 +517,18 @@ static symaddr_coll_kind_t allreduce_kind(const symaddr_context_t *ctx, size_t b
     if (algo == SYMADDR_ALLREDUCE_ONESHOT && bytes > SYMADDR_COLL_STAGE_BYTES)
         algo = SYMADDR_ALLREDUCE_TWOSHOT; /* one-shot stages at most this much */
     /* LL: one thread per 8 bytes; Lamport: per 16; two-shot: each rank reduces its share */
-    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT || algo == SYMADDR_ALLREDUCE_TWOSHOT_GET
+    *work_p = algo == SYMADDR_ALLREDUCE_TWOSHOT || algo == SYMADDR_ALLREDUCE_TWOSHOT_GET ||
+                      algo == SYMADDR_ALLREDUCE_TWOSHOT_COPY
                   ? bytes / (size_t)ctx->core.boot.node_size
               : algo == SYMADDR_ALLREDUCE_LL      ? bytes * 4
               : algo == SYMADDR_ALLREDUCE_LAMPORT ? bytes * 2
                                                   : bytes;
-    return algo == SYMADDR_ALLREDUCE_LL            ? SYMADDR_COLL_ALLREDUCE_LL
-           : algo == SYMADDR_ALLREDUCE_LAMPORT     ? SYMADDR_COLL_ALLREDUCE_LAMPORT
-           : algo == SYMADDR_ALLREDUCE_ONESHOT     ? SYMADDR_COLL_ALLREDUCE_ONESHOT
-           : algo == SYMADDR_ALLREDUCE_TWOSHOT_GET ? SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET
-                                                   : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
+    return algo == SYMADDR_ALLREDUCE_LL             ? SYMADDR_COLL_ALLREDUCE_LL
+           : algo == SYMADDR_ALLREDUCE_LAMPORT      ? SYMADDR_COLL_ALLREDUCE_LAMPORT
+           : algo == SYMADDR_ALLREDUCE_ONESHOT      ? SYMADDR_COLL_ALLREDUCE_ONESHOT
+           : algo == SYMADDR_ALLREDUCE_TWOSHOT_GET  ? SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET
+           : algo == SYMADDR_ALLREDUCE_TWOSHOT_COPY ? SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY
+                                                    : SYMADDR_COLL_ALLREDUCE_TWOSHOT;
 }
 
 /* Between nodes: every rank's block in turn is allreduced, a chunk at a time, into the sync
@@ -505,6 +553,7 @@ static symaddr_status_t reduce_scatter_nodes(symaddr_context_t *ctx, const symad
             d.send_pb = d0->send_pb;
             d.recv = scratch;
             d.recv_pb = c->sync.dev_table;
+            d.recv_host_pb = c->sync.host_table;
             d.vec = d0->vec && ((uintptr_t)d.send & 15) == 0;
             st = allreduce_nodes(ctx, &d, stream);
             if (st == SYMADDR_OK && b == ctx->core.rank)

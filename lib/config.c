@@ -126,8 +126,8 @@ static bool set_timeout(const char *v, symaddr_config_t *c)
 
 static bool set_allreduce(const char *v, symaddr_config_t *c)
 {
-    static const char *const names[] = {"auto", "oneshot", "twoshot",
-                                        "ll",   "lamport", "twoshot-get"};
+    static const char *const names[] = {"auto",    "oneshot",     "twoshot",     "ll",
+                                        "lamport", "twoshot-get", "twoshot-copy"};
     for (int k = 0; k < (int)(sizeof(names) / sizeof(names[0])); k++)
         if (!strcasecmp(v, names[k]))
             return c->allreduce_algo = (symaddr_allreduce_algo_t)k, true;
@@ -198,8 +198,9 @@ static const config_var_t vars[] = {
     {"SYMADDR_VALIDATE", "0 (the -Dvalidate build option)", "0/1, yes/no, true/false or on/off",
      "check every device access through a symaddr table and every collective's arguments",
      set_validate},
-    {"SYMADDR_ALLREDUCE", "auto", "auto, oneshot, twoshot, twoshot-get, ll or lamport",
-     "allreduce algorithm", set_allreduce},
+    {"SYMADDR_ALLREDUCE", "auto",
+     "auto, oneshot, twoshot, twoshot-get, twoshot-copy, ll or lamport", "allreduce algorithm",
+     set_allreduce},
     {"SYMADDR_TWOSHOT_BYTES", "the backend's own (cpu 2K, GPU 256K)",
      "a byte count with an optional K, M, G or T suffix",
      "auto allreduce takes two-shot from this size on", set_twoshot},
@@ -294,7 +295,7 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         var = "SYMADDR_VALIDATE", what = "validate must be 0 or 1";
     else if (c->timeout_ms == 0)
         var = "SYMADDR_TIMEOUT_MS", what = "timeout_ms must be > 0";
-    else if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_TWOSHOT_GET)
+    else if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_TWOSHOT_COPY)
         var = "SYMADDR_ALLREDUCE", what = "allreduce_algo is not a symaddr_allreduce_algo_t";
     else if (c->heap_bytes == BAD_SIZE)
         var = "SYMADDR_HEAP_SIZE", what = "heap_bytes is out of range",

@@ -13,25 +13,27 @@
  * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
  * each node peer; lamport_shared where ranks of the node share a GPU, whose memory then carries
  * every push), else LL up to ll, one-shot below twoshot, two-shot from there, by loads only
- * (two-shot-get) from get (get_shared where node ranks share a GPU); and the threads of a
+ * (two-shot-get) from get (get_shared where node ranks share a GPU), with the all-gather by
+ * the copy engine (two-shot-copy) from copy, where two-shot-get is taken; and the threads of a
  * Lamport block. */
 static const struct {
-    size_t lamport, lamport_node, lamport_shared, ll, twoshot, get, get_shared;
+    size_t lamport, lamport_node, lamport_shared, ll, twoshot, get, get_shared, copy;
     unsigned lamport_threads;
 } tuning[] = {
     /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B; two-shot-get
      * takes 1.4-2.2x two-shot's time from 16 KiB to 64 MiB */
-    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 1u << 20, 128, 2u << 10, SIZE_MAX, SIZE_MAX, 1},
+    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 1u << 20, 128, 2u << 10, SIZE_MAX, SIZE_MAX, SIZE_MAX,
+                             1},
     /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
      * even with one-shot at 128 KiB and 1.45x its time at 192 KiB. Two-shot-get behind
      * two-shot to 16 MiB and ahead from 64 MiB on 2 GPUs; on one GPU shared by 8 ranks behind it
      * at every size to 256 MiB (274 against 314 GB/s busbw there). Lamport blocks of 128
      * threads ahead of 512 from 16 KiB to 256 KiB on 2 GPUs, 64 behind at 256 KiB. */
     [SYMADDR_BACKEND_CUDA] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
-                              SIZE_MAX, 128},
-    /* not measured: the CUDA figures, with the blocks the other kernels have */
+                              SIZE_MAX, 256u << 20, 128},
+    /* not measured: the CUDA figures, with the blocks the other kernels have, and no copies */
     [SYMADDR_BACKEND_HIP] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
-                             SIZE_MAX, 512},
+                             SIZE_MAX, SIZE_MAX, 512},
 };
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
@@ -171,13 +173,16 @@ static void info_report(symaddr_context_t *ctx)
                     "device wall clock %u kHz, not the 100 MHz symaddr_clock_ns assumes: the "
                     "collectives' kernel deadlines are scaled by %.4f",
                     ctx->be.wall_clock_khz, ctx->be.wall_clock_khz / 100000.0);
-    char get[48] = "never";
+    char get[48] = "never", copy[48] = "never";
     if (ctx->coll.twoshot_get_bytes != SIZE_MAX)
         snprintf(get, sizeof(get), "from %zu B", ctx->coll.twoshot_get_bytes);
+    if (ctx->coll.twoshot_copy_bytes != SIZE_MAX)
+        snprintf(copy, sizeof(copy), "from %zu B", ctx->coll.twoshot_copy_bytes);
     SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL,
                 "collectives: auto allreduce lamport to %zu B, ll to %zu B, two-shot from %zu B, "
-                "by loads only %s; grids of at most %u blocks; timeout %u ms",
-                c->cfg.lamport_bytes, c->cfg.ll_bytes, c->cfg.twoshot_bytes, get,
+                "by loads only %s, all-gather by the copy engine %s; grids of at most %u blocks; "
+                "timeout %u ms",
+                c->cfg.lamport_bytes, c->cfg.ll_bytes, c->cfg.twoshot_bytes, get, copy,
                 ctx->coll.max_blocks, c->cfg.timeout_ms);
     /* each provider that allocates: usable here, or why not (the error text is kept as it was) */
     char saved[sizeof(ctx->core.err.text)];
@@ -284,6 +289,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (st == SYMADDR_OK) {
         ctx->coll.twoshot_get_bytes = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].get_shared
                                                            : tuning[ctx->be.ops->kind].get;
+        ctx->coll.twoshot_copy_bytes =
+            ctx->coll.twoshot_get_bytes == SIZE_MAX ? SIZE_MAX : tuning[ctx->be.ops->kind].copy;
         ctx->coll.lamport_threads = tuning[ctx->be.ops->kind].lamport_threads;
     }
     if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX) { /* needs the locality */

@@ -64,10 +64,11 @@ typedef struct symaddr_coll {
     size_t ll_offset;
     size_t lamport_offset, lamport_slot;  /* three buffers of node_size slots */
     size_t scratch_offset, scratch_bytes; /* 0 bytes on one node */
-    unsigned max_blocks;      /* grid bound: what the GPU holds resident for every rank on it */
-    size_t twoshot_get_bytes; /* auto's two-shot goes by loads only from here */
-    unsigned lamport_threads; /* a Lamport block's threads, where the chunks allow */
-    MPI_Comm leaders;         /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
+    unsigned max_blocks;       /* grid bound: what the GPU holds resident for every rank on it */
+    size_t twoshot_get_bytes;  /* auto's two-shot goes by loads only from here */
+    size_t twoshot_copy_bytes; /* and gathers by the copy engine from here */
+    unsigned lamport_threads;  /* a Lamport block's threads, where the chunks allow */
+    MPI_Comm leaders;          /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
     int logged[SYMADDR_COLL_ALLTOALL + 1]; /* per collective, the kind last logged (+1) */
 } symaddr_coll_t;

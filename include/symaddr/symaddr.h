@@ -133,12 +133,15 @@ typedef struct symaddr_map {
  *  packets: no barrier, for up to 32 KiB), Lamport (the same push with 16-byte stores whose
  *  data marks its own arrival: f32, f16 and bf16, up to 4 MiB over the node size and at most
  *  2 MiB; other types take LL), one-shot (every rank reads every peer's staged input, up to
- *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores) and two-shot-get (both
- *  by loads, with a barrier between) for large messages. A message too large for the chosen
- *  one takes the next. Auto picks Lamport (LL for integers and f64: LL) up to lamport_bytes
- *  (ll_bytes), then one-shot, then two-shot from twoshot_bytes, by loads only where the
- *  backend measured it faster (GPU: from 32 MiB where every rank of the node has its own GPU,
- *  never where some share one; cpu: never).
+ *  256 KiB), two-shot (reduce-scatter by loads, all-gather by stores), two-shot-get (both
+ *  by loads, with a barrier between) and two-shot-copy (reduce-scatter by loads, all-gather by
+ *  the copy engine, which pushes each rank's reduced part into every peer's recv, then a
+ *  barrier) for large messages. A message too large for the chosen one takes the next. Auto
+ *  picks Lamport (LL for integers and f64: LL) up to lamport_bytes (ll_bytes), then one-shot,
+ *  then two-shot from twoshot_bytes, by loads only where the backend measured it faster (GPU:
+ *  from 32 MiB where every rank of the node has its own GPU, never where some share one; cpu:
+ *  never), and with the copy engine from where the backend measured that faster (CUDA: from
+ *  256 MiB where every rank of the node has its own GPU; cpu, HIP: never).
  *
  *  Lamport marks a 32-bit word that has not arrived by all ones, a NaN; a NaN of all ones in
  *  the input is sent with its lowest bit cleared, so it comes back a NaN but not bit for bit. */
@@ -149,6 +152,7 @@ typedef enum symaddr_allreduce_algo {
     SYMADDR_ALLREDUCE_LL = 3,
     SYMADDR_ALLREDUCE_LAMPORT = 4,
     SYMADDR_ALLREDUCE_TWOSHOT_GET = 5,
+    SYMADDR_ALLREDUCE_TWOSHOT_COPY = 6,
 } symaddr_allreduce_algo_t;
 
 /** A context: the ranks of a communicator, the backend they run on, their allocations. */

@@ -61,7 +61,8 @@ finish:
  * recv, and after a barrier copies every peer's reduced chunk from that peer's recv. A block
  * reads what the same block of the peer wrote, since every rank cuts every chunk alike, so the
  * block barriers order it. In place is safe: a rank writes a peer's chunk of its own buffer
- * only after the barrier that follows that peer's reads. */
+ * only after the barrier that follows that peer's reads. Two-shot-copy ends after the reduce:
+ * the host's copies push the chunk into the peers' recv (lib/collectives.c). */
 template <int DT, int OP> __global__ void k_allreduce_twoshot_get(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
@@ -77,7 +78,8 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot_get(symaddr_coll_d
         src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
     FOR_TILES(TILE_N, base, len, lo, hi)
     reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, d.vec, d.vec);
-    if (!symaddr_team_barrier_block(&d.team, &call, 2))
+    if (d.kind == SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY ||
+        !symaddr_team_barrier_block(&d.team, &call, 2))
         goto finish;
     for (int k = 1; k < d.team.node_size; k++) {
         int q = (d.team.node_rank + k) % d.team.node_size;

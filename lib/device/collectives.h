@@ -40,6 +40,7 @@ typedef enum symaddr_coll_kind {
     SYMADDR_COLL_ALLREDUCE_LL,
     SYMADDR_COLL_ALLREDUCE_LAMPORT,
     SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET,
+    SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY, /* the kernel reduces; the host's copies gather */
     SYMADDR_COLL_REDUCE_SCATTER,
     SYMADDR_COLL_ALLGATHER,
     SYMADDR_COLL_BROADCAST,
@@ -54,10 +55,11 @@ typedef struct symaddr_coll_desc {
     const uint64_t *send_pb; /* send's table (world-indexed) */
     void *recv;
     const uint64_t *recv_pb;
-    size_t stage_offset; /* byte offset of the two staging slots in the sync area */
-    size_t ll_offset;    /* byte offset of the LL inboxes in the sync area */
-    size_t count;        /* elements: total (allreduce), per rank (others) */
-    int root;            /* node rank of the broadcast root */
+    const uint64_t *recv_host_pb; /* recv's table in host memory, for the host's copies */
+    size_t stage_offset;          /* byte offset of the two staging slots in the sync area */
+    size_t ll_offset;             /* byte offset of the LL inboxes in the sync area */
+    size_t count;                 /* elements: total (allreduce), per rank (others) */
+    int root;                     /* node rank of the broadcast root */
     /* The node group the kernel runs over, as symaddr_team_get gives it to users' kernels;
      * allgather and alltoall place blocks by rank in the context's communicator. */
     symaddr_team_t team;

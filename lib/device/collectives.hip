@@ -84,6 +84,7 @@ template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc
     case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
         return COLL_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET:
+    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY:
         return COLL_LAUNCH(k_allreduce_twoshot_get<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_LL: return COLL_LAUNCH(k_allreduce_ll<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_LAMPORT:

@@ -270,6 +270,11 @@ static void test_allreduce_twoshot_get(void *u)
     (void)u;
     allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT_GET);
 }
+static void test_allreduce_twoshot_copy(void *u)
+{
+    (void)u;
+    allreduce_matrix(SYMADDR_ALLREDUCE_TWOSHOT_COPY);
+}
 static void test_allreduce_ll(void *u)
 {
     (void)u;
@@ -723,10 +728,10 @@ static void test_algo_config(void *u)
     symaddr_config_default(&cfg);
     T_CHECK(cfg.allreduce_algo == SYMADDR_ALLREDUCE_LL && cfg.ll_bytes == 4096);
     unsetenv("SYMADDR_LL_BYTES");
-    setenv("SYMADDR_ALLREDUCE", "twoshot-get", 1); /* the last name */
+    setenv("SYMADDR_ALLREDUCE", "twoshot-copy", 1); /* the last name */
     symaddr_config_default(&cfg);
-    T_CHECK(cfg.allreduce_algo == SYMADDR_ALLREDUCE_TWOSHOT_GET,
-            "SYMADDR_ALLREDUCE=twoshot-get read as %d", (int)cfg.allreduce_algo);
+    T_CHECK(cfg.allreduce_algo == SYMADDR_ALLREDUCE_TWOSHOT_COPY,
+            "SYMADDR_ALLREDUCE=twoshot-copy read as %d", (int)cfg.allreduce_algo);
     setenv("SYMADDR_ALLREDUCE", "fastest", 1);
     symaddr_config_default(&cfg);
     T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_ARG);
@@ -768,6 +773,7 @@ int main(int argc, char **argv)
     T_RUN(test_allreduce_oneshot, NULL);
     T_RUN(test_allreduce_twoshot, NULL);
     T_RUN(test_allreduce_twoshot_get, NULL);
+    T_RUN(test_allreduce_twoshot_copy, NULL);
     T_RUN(test_allreduce_lamport_slot, NULL);
     T_RUN(test_allreduce_ll, NULL);
     T_RUN(test_allreduce_lamport, NULL);

@@ -125,6 +125,25 @@ static void test_allreduce(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_symmetric_free(g_ipc, r));
 }
 
+/* Each large algorithm by name as well as auto's pick, in contexts of their own. */
+static void test_allreduce_algos(void *u)
+{
+    static const symaddr_allreduce_algo_t algos[] = {
+        SYMADDR_ALLREDUCE_TWOSHOT, SYMADDR_ALLREDUCE_TWOSHOT_GET, SYMADDR_ALLREDUCE_TWOSHOT_COPY};
+    symaddr_provider_t *ipc = g_ipc;
+    (void)u;
+    for (size_t a = 0; a < sizeof(algos) / sizeof(algos[0]); a++) {
+        symaddr_config_t cfg;
+        symaddr_config_default(&cfg);
+        cfg.allreduce_algo = algos[a];
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &g_ipc));
+        test_allreduce(ctx);
+        T_OK(ctx, symaddr_finalize(&ctx));
+    }
+    g_ipc = ipc;
+}
+
 static void test_others(symaddr_context_t *ctx)
 {
     size_t n = BYTES / 4, per = n / (size_t)t_size;
@@ -161,6 +180,7 @@ int main(int argc, char **argv)
                symaddr_backend_name(symaddr_backend(ctx)), t_size, same_gpu + 1);
     symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &g_ipc);
     T_RUN(test_allreduce, ctx);
+    T_RUN(test_allreduce_algos, NULL);
     T_RUN(test_others, ctx);
     symaddr_finalize(&ctx);
     return t_finish();

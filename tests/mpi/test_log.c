@@ -113,7 +113,8 @@ static void test_info_names_the_algorithm(void *u)
     T_CHECK(lines_with("allreduce 4 MiB float: two-shot") == 1, "the 4 MiB allreduce's algorithm");
     /* the crossovers, once, in words where one is never taken (not SIZE_MAX's digits) */
     T_CHECK(lines_with("collectives: auto allreduce lamport to ") == 1 &&
-                lines_with("by loads only never; ") + lines_with("by loads only from ") == 1 &&
+                lines_with("by loads only never, ") + lines_with("by loads only from ") == 1 &&
+                lines_with("copy engine never; ") + lines_with("copy engine from ") == 1 &&
                 lines_with("18446744073709551615") == 0,
             "the auto allreduce's crossovers, once and readable");
     T_CHECK(lines_with("TRACE") == 0, "INFO printed TRACE lines");

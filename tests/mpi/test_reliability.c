@@ -256,6 +256,7 @@ static void test_late_rank(void *u)
     late_rank(SYMADDR_ALLREDUCE_ONESHOT, SYMADDR_INT32);
     late_rank(SYMADDR_ALLREDUCE_TWOSHOT, SYMADDR_INT32);
     late_rank(SYMADDR_ALLREDUCE_TWOSHOT_GET, SYMADDR_INT32);
+    late_rank(SYMADDR_ALLREDUCE_TWOSHOT_COPY, SYMADDR_INT32);
     late_rank(SYMADDR_ALLREDUCE_LL, SYMADDR_INT32);
     late_rank(SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_FLOAT32);
 }
@@ -313,10 +314,10 @@ static void test_epoch_wrap(void *u)
     static const uint64_t starts[] = {((uint64_t)1 << 32) - 3, ((uint64_t)1 << 62) - 3,
                                       ((uint64_t)1 << 63) - 3, ~(uint64_t)0 - 3};
     static const symaddr_allreduce_algo_t algos[] = {
-        SYMADDR_ALLREDUCE_LL, SYMADDR_ALLREDUCE_ONESHOT, SYMADDR_ALLREDUCE_TWOSHOT,
-        SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_ALLREDUCE_TWOSHOT_GET};
+        SYMADDR_ALLREDUCE_LL,      SYMADDR_ALLREDUCE_ONESHOT,     SYMADDR_ALLREDUCE_TWOSHOT,
+        SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_ALLREDUCE_TWOSHOT_GET, SYMADDR_ALLREDUCE_TWOSHOT_COPY};
     (void)u;
-    for (int a = 0; a < 5; a++) {
+    for (int a = 0; a < (int)(sizeof(algos) / sizeof(algos[0])); a++) {
         symaddr_config_t cfg;
         symaddr_config_default(&cfg);
         cfg.allreduce_algo = algos[a];

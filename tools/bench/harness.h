@@ -48,8 +48,8 @@ static int bench_op_known(const char *name);
 static const char *const dtype_names[] = {SYMADDR_DTYPE_LIST(DTYPE_NAME)};
 static const char *const redop_names[] = {"sum", "prod", "min", "max"};
 /* symaddr_allreduce_algo_t's values, as SYMADDR_ALLREDUCE spells them */
-static const char *const algo_names[] = {"auto", "oneshot", "twoshot",
-                                         "ll",   "lamport", "twoshot-get"};
+static const char *const algo_names[] = {"auto",    "oneshot",     "twoshot",     "ll",
+                                         "lamport", "twoshot-get", "twoshot-copy"};
 
 static int lookup_name(const char *const *names, int n, const char *s)
 {
@@ -82,7 +82,7 @@ static int usage(int rank)
                 "         [--provider heap|ipc|vmm] [--check] [--json FILE]\n"
                 "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
                 "         [--op sum|prod|min|max] [--algo "
-                "auto|oneshot|twoshot|twoshot-get|ll|lamport]\n"
+                "auto|oneshot|twoshot|twoshot-get|twoshot-copy|ll|lamport]\n"
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
                 "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
                 "         [--threads N]  (lookup: N threads look up at once, 1 to 64)\n"
