@@ -14,26 +14,32 @@
  * each node peer; lamport_shared where ranks of the node share a GPU, whose memory then carries
  * every push), else LL up to ll, one-shot below twoshot, two-shot from there, by loads only
  * (two-shot-get) from get (get_shared where node ranks share a GPU), with the all-gather by
- * the copy engine (two-shot-copy) from copy, where two-shot-get is taken; and the threads of a
- * Lamport block. */
+ * the copy engine (two-shot-copy) from copy, where two-shot-get is taken; the threads of a
+ * Lamport block; and the size from which put and get to another GPU go by the copy engine. */
 static const struct {
     size_t lamport, lamport_node, lamport_shared, ll, twoshot, get, get_shared, copy;
     unsigned lamport_threads;
+    size_t rma_copy;
 } tuning[] = {
     /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B; two-shot-get
      * takes 1.4-2.2x two-shot's time from 16 KiB to 64 MiB */
     [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 1u << 20, 128, 2u << 10, SIZE_MAX, SIZE_MAX, SIZE_MAX,
-                             1},
+                             1, SIZE_MAX},
     /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
      * even with one-shot at 128 KiB and 1.45x its time at 192 KiB. Two-shot-get behind
      * two-shot to 16 MiB and ahead from 64 MiB on 2 GPUs; on one GPU shared by 8 ranks behind it
      * at every size to 256 MiB (274 against 314 GB/s busbw there). Lamport blocks of 128
-     * threads ahead of 512 from 16 KiB to 256 KiB on 2 GPUs, 64 behind at 256 KiB. */
+     * threads ahead of 512 from 16 KiB to 256 KiB on 2 GPUs, 64 behind at 256 KiB. Two-shot-copy
+     * ahead of two-shot-get from 32 MiB on 2 GPUs (1.13-1.19x NCCL to 256 MiB, 1.05x at 4 GiB,
+     * where two-shot-get is 0.98-0.99x), behind two-shot at 16 MiB; on one GPU shared by 8 ranks
+     * behind two-shot (276 against 313 GB/s at 256 MiB). A put by the copy engine to the other
+     * GPU even with a kernel's to 16 KiB, ahead from 64 KiB (3.6 against 4.4 us), 1.07x at
+     * 1 GiB (396 against 369 GB/s). */
     [SYMADDR_BACKEND_CUDA] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
-                              SIZE_MAX, 256u << 20, 128},
+                              SIZE_MAX, 32u << 20, 128, 64u << 10},
     /* not measured: the CUDA figures, with the blocks the other kernels have, and no copies */
     [SYMADDR_BACKEND_HIP] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
-                             SIZE_MAX, SIZE_MAX, 512},
+                             SIZE_MAX, SIZE_MAX, 512, SIZE_MAX},
 };
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
@@ -292,6 +298,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         ctx->coll.twoshot_copy_bytes =
             ctx->coll.twoshot_get_bytes == SIZE_MAX ? SIZE_MAX : tuning[ctx->be.ops->kind].copy;
         ctx->coll.lamport_threads = tuning[ctx->be.ops->kind].lamport_threads;
+        ctx->rma_copy_bytes = tuning[ctx->be.ops->kind].rma_copy;
     }
     if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX) { /* needs the locality */
         size_t node = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].lamport_shared

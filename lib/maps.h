@@ -89,6 +89,7 @@ struct symaddr_context {
     bool node_gpu_shared;      /* two ranks of this node group run on one GPU (same on each) */
     struct plain_alloc *plain; /* symaddr_mem_alloc's allocations, which only this context frees */
     char *debug_file;          /* the context's copy of cfg.debug_file */
+    size_t rma_copy_bytes;     /* put and get to another GPU go by the copy engine from here */
 };
 
 /* Whether the context spans more than one node group. */

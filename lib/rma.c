@@ -128,15 +128,40 @@ static symaddr_status_t rma_map(symaddr_context_t *ctx, const void *sym, const v
     return SYMADDR_OK;
 }
 
+/* target's copy of sym where the copy engine moves a put or get of bytes: from rma_copy_bytes
+ * (the backend's measured crossover) to a rank on another GPU, where the engine outruns a
+ * kernel's stores and loads; NULL where a kernel moves it (ranks sharing a GPU copy within
+ * one memory, where the kernel is faster). */
+static void *by_copy_engine(const symaddr_context_t *ctx, const symaddr_map_t *m, const void *sym,
+                            size_t bytes, int target)
+{
+    if (bytes < ctx->rma_copy_bytes || ctx->loc.peer_class[target] != SYMADDR_PEER_SAME_NODE)
+        return NULL;
+    return (void *)(uintptr_t)(m->host_peer_bases[target] +
+                               ((uint64_t)(uintptr_t)sym - m->host_peer_bases[m->local_rank]));
+}
+
+static symaddr_status_t copied(symaddr_context_t *ctx, symaddr_status_t st, const char *fn)
+{
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st, "%s: the %s runtime refused the copy: %s", fn, ctx->be.ops->name,
+                          symaddr_runtime_says(ctx));
+    return st;
+}
+
 symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, const void *src, size_t bytes,
                              int target, void *stream)
 {
     const symaddr_map_t *m;
+    void *peer;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
     symaddr_status_t st = rma_map(ctx, dst, src, bytes, target, &m, "symaddr_put");
     if (st != SYMADDR_OK || bytes == 0)
         return st;
+    if ((peer = by_copy_engine(ctx, m, dst, bytes, target)))
+        return copied(ctx, ctx->be.ops->memcpy_async(&ctx->be, peer, src, bytes, stream),
+                      "symaddr_put");
     return launched(ctx,
                     ctx->be.ops->kernels->put_bytes(stream, dst, src, bytes, target, m->peer_bases,
                                                     m->local_rank),
@@ -147,11 +172,15 @@ symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src,
                              int target, void *stream)
 {
     const symaddr_map_t *m;
+    void *peer;
     if (!ctx)
         return SYMADDR_ERR_INVALID_ARG;
     symaddr_status_t st = rma_map(ctx, src, dst, bytes, target, &m, "symaddr_get");
     if (st != SYMADDR_OK || bytes == 0)
         return st;
+    if ((peer = by_copy_engine(ctx, m, src, bytes, target)))
+        return copied(ctx, ctx->be.ops->memcpy_async(&ctx->be, dst, peer, bytes, stream),
+                      "symaddr_get");
     return launched(ctx,
                     ctx->be.ops->kernels->get_bytes(stream, dst, src, bytes, target, m->peer_bases,
                                                     m->local_rank),

@@ -141,7 +141,7 @@ typedef struct symaddr_map {
  *  then two-shot from twoshot_bytes, by loads only where the backend measured it faster (GPU:
  *  from 32 MiB where every rank of the node has its own GPU, never where some share one; cpu:
  *  never), and with the copy engine from where the backend measured that faster (CUDA: from
- *  256 MiB where every rank of the node has its own GPU; cpu, HIP: never).
+ *  32 MiB where every rank of the node has its own GPU; cpu, HIP: never).
  *
  *  Lamport marks a 32-bit word that has not arrived by all ones, a NaN; a NaN of all ones in
  *  the input is sent with its lowest bit cleared, so it comes back a NaN but not bit for bit. */
@@ -491,6 +491,8 @@ SYMADDR_API symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, c
 /**
  * Stream-ordered copy of @p bytes from local @p src to rank @p target's copy of @p dst, which
  * must lie inside a registration (any provider; views included). Immediate on the cpu backend.
+ * CUDA moves 64 KiB and more to a rank on another GPU by the copy engine (cudaMemcpyAsync),
+ * and the rest by a kernel; HIP always by a kernel.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL or a target out of range;
  *         SYMADDR_ERR_NOT_FOUND if dst is not registered; SYMADDR_ERR_OUT_OF_BOUNDS if
  *         [dst, dst+bytes) runs past its registration; SYMADDR_ERR_UNREACHABLE if the target has
@@ -499,7 +501,8 @@ SYMADDR_API symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, c
 SYMADDR_API symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, const void *src,
                                          size_t bytes, int target, void *stream);
 
-/** The reverse of symaddr_put: @p src is symmetric (translated to @p target), @p dst local. */
+/** The reverse of symaddr_put: @p src is symmetric (translated to @p target), @p dst local;
+ *  the same path by size and target. */
 SYMADDR_API symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src,
                                          size_t bytes, int target, void *stream);
 
