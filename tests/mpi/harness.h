@@ -143,9 +143,9 @@ static inline int t_count_entries(const char *path)
     return n;
 }
 
-/* A context over two simulated nodes of t_size / 2 ranks, or NULL and a SKIP when the number
- * of ranks is odd. */
-static inline symaddr_context_t *t_two_node_context(void)
+/* A context over two simulated nodes of t_size / 2 ranks whose allreduce is algo, or NULL and a
+ * SKIP when the number of ranks is odd. */
+static inline symaddr_context_t *t_two_node_context_algo(symaddr_allreduce_algo_t algo)
 {
     symaddr_config_t cfg;
     if (t_size % 2) {
@@ -154,7 +154,13 @@ static inline symaddr_context_t *t_two_node_context(void)
     }
     symaddr_config_default(&cfg);
     cfg.node_size = t_size / 2;
+    cfg.allreduce_algo = algo;
     return t_context(MPI_COMM_WORLD, &cfg);
+}
+
+static inline symaddr_context_t *t_two_node_context(void)
+{
+    return t_two_node_context_algo(SYMADDR_ALLREDUCE_AUTO);
 }
 
 #endif

@@ -534,12 +534,13 @@ static void test_mixed_providers(void *u)
     free(got);
 }
 
-/* Two simulated nodes of size/2: inside on symmetric memory, between through MPI. */
-static void test_two_nodes(void *u)
+/* Two simulated nodes of size/2: inside on symmetric memory, between through MPI; with auto's
+ * allreduce, and with two-shot-copy, whose copies then reach the scratch of reduce-scatter's
+ * step between nodes too. */
+static void two_nodes(symaddr_allreduce_algo_t algo)
 {
     fix_t f;
-    (void)u;
-    symaddr_context_t *ctx = t_two_node_context();
+    symaddr_context_t *ctx = t_two_node_context_algo(algo);
     if (!ctx)
         return;
     T_CHECK(symaddr_node_size(ctx) == t_size / 2);
@@ -560,6 +561,13 @@ static void test_two_nodes(void *u)
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
     fix_fini(&f);
     T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+static void test_two_nodes(void *u)
+{
+    (void)u;
+    two_nodes(SYMADDR_ALLREDUCE_AUTO);
+    two_nodes(SYMADDR_ALLREDUCE_TWOSHOT_COPY);
 }
 
 /* 1000 allreduces, no host synchronisation in between: the counters keep counting.
