@@ -243,7 +243,9 @@ static symaddr_status_t launch_kernel(symaddr_context_t *ctx, const symaddr_coll
  * engine pushes the part into every node peer's recv, then a barrier keeps each rank in the
  * call until the peers' copies into its recv are done. Nothing else touches a peer's copy of
  * this part meanwhile: in place, it is the peer's send there, which only this rank read, in
- * the kernel before. A failed kernel's copies move data that the call then reports as failed. */
+ * the kernel before. A failed kernel's copies move data that the call then reports as failed;
+ * a refused copy keeps this rank from the barrier, so that its peers time out rather than
+ * return without its part. */
 static symaddr_status_t gather_by_copy(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
                                        void *stream)
 {
@@ -260,9 +262,9 @@ static symaddr_status_t gather_by_copy(symaddr_context_t *ctx, const symaddr_col
     }
     if (st != SYMADDR_OK)
         return symaddr_set_error(ctx, st,
-                                 "symaddr_allreduce: the %s runtime refused a copy to a "
+                                 "symaddr_allreduce: the %s runtime refused a copy to a node "
                                  "peer: %s",
-                                 ctx->be.ops->name, ctx->be.why);
+                                 ctx->be.ops->name, symaddr_runtime_says(ctx));
     symaddr_coll_desc_t bar;
     desc_init(ctx, &bar, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
     return launch_kernel(ctx, &bar, stream);
