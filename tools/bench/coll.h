@@ -263,6 +263,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         json_str(&json, "reference", with_mpi ? o->compare : "");
     }
     double start = MPI_Wtime();
+    long wrong_total = 0; /* over every size: a run that found any fails */
     for (double s = (double)o->min; s <= (double)max; s *= o->factor) {
         size_t count, sb, rb;
         coll_shape(c, (size_t)s, esz, n, &count, &sb, &rb);
@@ -291,6 +292,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                     w += memcmp(hr + i, hm + i, esz) != 0;
                 MPI_Allreduce(&w, &wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
             }
+            wrong_total += wrong > 0 ? wrong : 0;
         }
         double t = 0, worst, tm = 0, tm_worst = 0;
         if (st == SYMADDR_OK)
@@ -379,7 +381,9 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     if (with_nccl && nccl.comm)
         nccl.comm_destroy(nccl.comm);
 #endif
-    return 0;
+    if (wrong_total && rank == 0)
+        fprintf(stderr, "symaddr-bench: %s returned %ld wrong elements\n", o->op, wrong_total);
+    return wrong_total ? 1 : 0;
 }
 
 #endif
