@@ -23,8 +23,16 @@ static const struct {
 } tuning[] = {
     /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B; two-shot-get
      * takes 1.4-2.2x two-shot's time from 16 KiB to 64 MiB */
-    [SYMADDR_BACKEND_CPU] = {128, 1u << 20, 1u << 20, 128, 2u << 10, SIZE_MAX, SIZE_MAX, SIZE_MAX,
-                             1, SIZE_MAX},
+    [SYMADDR_BACKEND_CPU] = {.lamport = 128,
+                             .lamport_node = 1u << 20,
+                             .lamport_shared = 1u << 20,
+                             .ll = 128,
+                             .twoshot = 2u << 10,
+                             .get = SIZE_MAX,
+                             .get_shared = SIZE_MAX,
+                             .copy = SIZE_MAX,
+                             .lamport_threads = 1,
+                             .rma_copy = SIZE_MAX},
     /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
      * even with one-shot at 128 KiB and 1.45x its time at 192 KiB. Two-shot-get behind
      * two-shot to 16 MiB and ahead from 64 MiB on 2 GPUs; on one GPU shared by 8 ranks behind it
@@ -35,11 +43,27 @@ static const struct {
      * behind two-shot (276 against 313 GB/s at 256 MiB). A put by the copy engine to the other
      * GPU even with a kernel's to 16 KiB, ahead from 64 KiB (3.6 against 4.4 us), 1.07x at
      * 1 GiB (396 against 369 GB/s). */
-    [SYMADDR_BACKEND_CUDA] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
-                              SIZE_MAX, 32u << 20, 128, 64u << 10},
+    [SYMADDR_BACKEND_CUDA] = {.lamport = 2u << 20,
+                              .lamport_node = 4u << 20,
+                              .lamport_shared = 1u << 20,
+                              .ll = 32u << 10,
+                              .twoshot = 256u << 10,
+                              .get = 32u << 20,
+                              .get_shared = SIZE_MAX,
+                              .copy = 32u << 20,
+                              .lamport_threads = 128,
+                              .rma_copy = 64u << 10},
     /* not measured: the CUDA figures, with the blocks the other kernels have, and no copies */
-    [SYMADDR_BACKEND_HIP] = {2u << 20, 4u << 20, 1u << 20, 32u << 10, 256u << 10, 32u << 20,
-                             SIZE_MAX, SIZE_MAX, 512, SIZE_MAX},
+    [SYMADDR_BACKEND_HIP] = {.lamport = 2u << 20,
+                             .lamport_node = 4u << 20,
+                             .lamport_shared = 1u << 20,
+                             .ll = 32u << 10,
+                             .twoshot = 256u << 10,
+                             .get = 32u << 20,
+                             .get_shared = SIZE_MAX,
+                             .copy = SIZE_MAX,
+                             .lamport_threads = 512,
+                             .rma_copy = SIZE_MAX},
 };
 
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)

@@ -496,7 +496,7 @@ SYMADDR_API symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, c
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL or a target out of range;
  *         SYMADDR_ERR_NOT_FOUND if dst is not registered; SYMADDR_ERR_OUT_OF_BOUNDS if
  *         [dst, dst+bytes) runs past its registration; SYMADDR_ERR_UNREACHABLE if the target has
- *         no load/store path; SYMADDR_ERR_BACKEND if the launch fails.
+ *         no load/store path; SYMADDR_ERR_BACKEND if the runtime refuses the launch or copy.
  */
 SYMADDR_API symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, const void *src,
                                          size_t bytes, int target, void *stream);
