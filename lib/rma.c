@@ -135,10 +135,10 @@ static symaddr_status_t rma_map(symaddr_context_t *ctx, const void *sym, const v
 static void *by_copy_engine(const symaddr_context_t *ctx, const symaddr_map_t *m, const void *sym,
                             size_t bytes, int target)
 {
+    void *peer;
     if (bytes < ctx->rma_copy_bytes || ctx->loc.peer_class[target] != SYMADDR_PEER_SAME_NODE)
         return NULL;
-    return (void *)(uintptr_t)(m->host_peer_bases[target] +
-                               ((uint64_t)(uintptr_t)sym - m->host_peer_bases[m->local_rank]));
+    return symaddr_translate_host(m, sym, target, &peer) == SYMADDR_OK ? peer : NULL;
 }
 
 static symaddr_status_t copied(symaddr_context_t *ctx, symaddr_status_t st, const char *fn)
