@@ -235,6 +235,44 @@ static void test_writers_not_starved(void **state)
 
 /* Random inserts and removes of ranges in a space of SLOTS, checked after each against a plain
  * array: every lookup, every owner, overlaps, the count and the last entry. */
+/* Ranges made in address order (as a heap makes them) fill their chunks instead of halving
+ * them; the last range of the address space is found to its last byte, and nothing past it. */
+static void test_in_order_and_top(void **state)
+{
+    enum { N = 300 };
+    symaddr_registry_t reg;
+    symaddr_registration_t *r[N + 1], *found;
+    (void)state;
+    assert_int_equal(symaddr_registry_init(&reg), 0);
+    for (int i = 0; i < N; i++) {
+        r[i] = reg_new(0x100000 + (uint64_t)i * 0x100, 0x100);
+        assert_int_equal(symaddr_registry_insert(&reg, r[i]), SYMADDR_OK);
+    }
+    r[N] = reg_new(UINT64_MAX - 0x100, 0x100); /* ends at UINT64_MAX, exclusive */
+    assert_int_equal(symaddr_registry_insert(&reg, r[N]), SYMADDR_OK);
+    for (int i = 0; i < N; i++) {
+        uint64_t b = 0x100000 + (uint64_t)i * 0x100;
+        assert_int_equal(symaddr_registry_lookup(&reg, (void *)(uintptr_t)(b + 0xff), &found),
+                         SYMADDR_OK);
+        assert_ptr_equal(found, r[i]);
+        assert_ptr_equal(symaddr_registry_owner(&reg, &r[i]->map), r[i]);
+    }
+    assert_int_equal(symaddr_registry_lookup(&reg, (void *)(uintptr_t)(UINT64_MAX - 1), &found),
+                     SYMADDR_OK);
+    assert_ptr_equal(found, r[N]);
+    assert_int_equal(symaddr_registry_lookup(&reg, (void *)(uintptr_t)UINT64_MAX, &found),
+                     SYMADDR_ERR_NOT_FOUND);
+    assert_int_equal(
+        symaddr_registry_lookup(&reg, (void *)(uintptr_t)(0x100000 + N * 0x100), &found),
+        SYMADDR_ERR_NOT_FOUND);
+    for (int i = 0; i <= N; i++) {
+        assert_int_equal(symaddr_registry_remove(&reg, r[i]), SYMADDR_OK);
+        free(r[i]);
+    }
+    assert_int_equal(symaddr_registry_count(&reg), 0);
+    symaddr_registry_fini(&reg);
+}
+
 static void test_against_model(void **state)
 {
     enum { SLOTS = 3000, STEPS = 40000 };
@@ -310,7 +348,7 @@ int main(void)
         cmocka_unit_test(test_insert_lookup),     cmocka_unit_test(test_overlap_refused),
         cmocka_unit_test(test_double_free_named), cmocka_unit_test(test_many_concurrent),
         cmocka_unit_test(test_double_free_late),  cmocka_unit_test(test_writers_not_starved),
-        cmocka_unit_test(test_against_model),
+        cmocka_unit_test(test_in_order_and_top),  cmocka_unit_test(test_against_model),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

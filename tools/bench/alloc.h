@@ -64,8 +64,15 @@ static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
 
 /* Lookups of interior pointers by o->threads threads at once, with 1 and 10,000 live
  * allocations; then allocate+free of the heap with 4 threads looking up meanwhile, against
- * the same alone. */
-enum { LOOKUP_LIVE = 10000, LOOKUP_CALLS = 1000000, LOOKUP_WRITES = 2000 };
+ * the same alone. Each thread is pinned to a core of its own where the rank has enough, warms
+ * up, then starts with the others; a round reports its slowest thread, and LOOKUP_ROUNDS rounds
+ * show how steady the machine is. */
+enum {
+    LOOKUP_LIVE = 10000,
+    LOOKUP_CALLS = 1000000, /* per thread and round */
+    LOOKUP_ROUNDS = 5,
+    LOOKUP_WRITES = 2000
+};
 
 typedef struct lookup_job {
     symaddr_context_t *ctx;
@@ -75,40 +82,100 @@ typedef struct lookup_job {
     double seconds;   /* wall time of the calls */
     long wrong, done; /* lookups that missed; lookups made */
     unsigned seed;
+    int cpu;               /* to pin to; -1: none */
+    pthread_barrier_t *go; /* timed calls start together (NULL: at once) */
 } lookup_job_t;
+
+/* calls random lookups (until *stop when 0); returns the misses. */
+static long lookup_calls(const lookup_job_t *j, long calls, unsigned *x, long *done)
+{
+    symaddr_map_t *found;
+    long wrong = 0, i;
+    for (i = 0; calls ? i < calls : !__atomic_load_n(j->stop, __ATOMIC_RELAXED); i++) {
+        *x = *x * 1103515245u + 12345u;
+        /* live pointers only: with a writer running, p[0, n) stay allocated */
+        int k = (int)(*x % (unsigned)j->n);
+        char *q = (char *)j->p[k] + (*x >> 8) % 256;
+        if (symaddr_lookup(j->ctx, q, &found) != SYMADDR_OK ||
+            (uint64_t)(uintptr_t)q - found->range_base >= found->range_bytes)
+            wrong++;
+    }
+    *done = i;
+    return wrong;
+}
 
 static void *lookup_thread(void *arg)
 {
     lookup_job_t *j = (lookup_job_t *)arg;
-    symaddr_map_t *found;
     unsigned x = j->seed;
-    long wrong = 0, done = 0; /* in registers: jobs share cache lines */
-    double t0 = MPI_Wtime();
-    for (long i = 0; j->calls ? i < j->calls : !__atomic_load_n(j->stop, __ATOMIC_RELAXED); i++) {
-        x = x * 1103515245u + 12345u;
-        /* live pointers only: with a writer running, p[0, n) stay allocated */
-        int k = (int)(x % (unsigned)j->n);
-        char *q = (char *)j->p[k] + (x >> 8) % 256;
-        if (symaddr_lookup(j->ctx, q, &found) != SYMADDR_OK ||
-            (uint64_t)(uintptr_t)q - found->range_base >= found->range_bytes)
-            wrong++;
-        done++;
+    long done;
+    if (j->cpu >= 0) {
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(j->cpu, &one);
+        pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
     }
+    if (j->go) {
+        j->wrong = lookup_calls(j, j->calls / 4, &x, &done); /* warm the caches */
+        pthread_barrier_wait(j->go);
+    }
+    double t0 = MPI_Wtime();
+    j->wrong += lookup_calls(j, j->calls, &x, &j->done);
     j->seconds = MPI_Wtime() - t0;
-    j->wrong = wrong;
-    j->done = done;
     return NULL;
 }
 
+/* Cpus of this rank's set for threads threads, each on a core of its own (the first hardware
+ * thread of each core) when there are that many cores, else every cpu of the set in turn;
+ * -1 each when the set cannot be read. Returns whether every thread has a core to itself. */
+static int lookup_cpus(int threads, int *cpu)
+{
+    cpu_set_t set;
+    int n = 0, own = 1;
+    for (int t = 0; t < threads; t++)
+        cpu[t] = -1;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0)
+        return 0;
+    for (int c = 0; c < CPU_SETSIZE && n < threads; c++) {
+        char path[96];
+        int first = c;
+        if (!CPU_ISSET(c, &set))
+            continue;
+        snprintf(path, sizeof(path), "/sys/devices/system/cpu/cpu%d/topology/thread_siblings_list",
+                 c);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            if (fscanf(f, "%d", &first) != 1)
+                first = c;
+            fclose(f);
+        }
+        if (first == c)
+            cpu[n++] = c;
+    }
+    if (n < threads) { /* fewer cores than threads: share them */
+        own = 0;
+        n = 0;
+        for (int c = 0; c < CPU_SETSIZE && n < threads; c++)
+            if (CPU_ISSET(c, &set))
+                cpu[n++] = c;
+        for (int t = n; t < threads && n > 0; t++)
+            cpu[t] = cpu[t % n];
+    }
+    return own;
+}
+
 /* ns per lookup of the slowest thread (of every rank), with threads threads at once. */
-static double lookup_time(symaddr_context_t *ctx, void **p, int n, int threads, long *wrong)
+static double lookup_time(symaddr_context_t *ctx, void **p, int n, int threads, const int *cpu,
+                          long *wrong)
 {
     pthread_t tid[64];
     lookup_job_t jobs[64];
+    pthread_barrier_t go;
     double worst = 0;
+    pthread_barrier_init(&go, NULL, (unsigned)threads);
     MPI_Barrier(symaddr_comm(ctx));
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (lookup_job_t){ctx, p, n, LOOKUP_CALLS / threads, NULL, 0, 0, 0, 77u * t + 1};
+        jobs[t] = (lookup_job_t){ctx, p, n, LOOKUP_CALLS, NULL, 0, 0, 0, 77u * t + 1, cpu[t], &go};
         pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
     }
     for (int t = 0; t < threads; t++) {
@@ -117,7 +184,14 @@ static double lookup_time(symaddr_context_t *ctx, void **p, int n, int threads, 
         worst = per > worst ? per : worst;
         *wrong += jobs[t].wrong;
     }
+    pthread_barrier_destroy(&go);
     return now_max(ctx, worst) * 1e9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 /* Seconds per allocate+free of 256 B from the heap, with readers lookup threads meanwhile. */
@@ -128,7 +202,7 @@ static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void 
     lookup_job_t jobs[4];
     int stop = 0, ok = 1;
     for (int t = 0; t < readers; t++) {
-        jobs[t] = (lookup_job_t){ctx, p, n, 0, &stop, 0, 0, 0, 99u * t + 5};
+        jobs[t] = (lookup_job_t){ctx, p, n, 0, &stop, 0, 0, 0, 99u * t + 5, -1, NULL};
         pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
     }
     MPI_Barrier(symaddr_comm(ctx));
@@ -155,18 +229,23 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     symaddr_provider_t *heap;
     symaddr_map_t *m;
     void **p = (void **)calloc(LOOKUP_LIVE, sizeof(void *));
-    int rank = symaddr_rank(ctx), ok = 1, n = 0, live[2] = {1, LOOKUP_LIVE};
+    int rank = symaddr_rank(ctx), ok = 1, n = 0, live[2] = {1, LOOKUP_LIVE}, cpu[64];
     long wrong = 0, lookups = 0, all_wrong;
-    double t[2], w[2];
-    cpu_set_t set;
-    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+    double t[2][LOOKUP_ROUNDS], med[2] = {0, 0}, w[2] = {0, 0};
+    int own = lookup_cpus(o->threads, cpu);
     if (symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap))
         return 1;
     for (int k = 0; k < 2 && ok; k++) {
         while (n < live[k] && ok)
             ok = symaddr_symmetric_alloc(heap, 256, &p[n++], &m) == SYMADDR_OK;
-        if (ok)
-            t[k] = lookup_time(ctx, p, n, o->threads, &wrong);
+        for (int r = 0; r < LOOKUP_ROUNDS && ok; r++)
+            t[k][r] = lookup_time(ctx, p, n, o->threads, cpu, &wrong);
+        if (ok) {
+            double sorted[LOOKUP_ROUNDS];
+            memcpy(sorted, t[k], sizeof(sorted));
+            qsort(sorted, LOOKUP_ROUNDS, sizeof(double), cmp_double);
+            med[k] = sorted[LOOKUP_ROUNDS / 2];
+        }
     }
     if (ok) {
         w[0] = write_time(ctx, heap, p, n, 0, &wrong, &lookups);
@@ -175,15 +254,26 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
     if (rank == 0 && ok) {
         printf("# symaddr-bench lookup: %d ranks, backend %s, heap allocations of 256 B, "
-               "%d lookup thread%s per rank, %d cpus to run them on\n",
+               "%d lookup thread%s per rank, %s\n",
                symaddr_size(ctx), symaddr_backend_name(symaddr_backend(ctx)), o->threads,
-               o->threads > 1 ? "s" : "", cpus);
-        if (cpus < o->threads + 1)
-            printf("# the threads share fewer cpus than there are of them, so each waits for the "
-                   "others: start the rank with mpiexec --bind-to none to measure contention\n");
-        printf("%12s %14s %8s %7s\n", "live", "ns/lookup", "ratio", "#wrong");
-        printf("%12d %14.1f %8s %7s\n", 1, t[0], "1.00", "-");
-        printf("%12d %14.1f %8.2f %7ld\n", LOOKUP_LIVE, t[1], t[1] / t[0], all_wrong);
+               o->threads > 1 ? "s" : "",
+               own ? "each pinned to a core of its own" : "pinned to cpus they share");
+        if (!own)
+            printf("# the threads share cpus, so each waits for the others: start the rank with "
+                   "mpiexec --bind-to none to measure contention\n");
+        printf("# ns/lookup: the slowest thread's mean over %d calls; the median of %d rounds, "
+               "then each round\n",
+               LOOKUP_CALLS, LOOKUP_ROUNDS);
+        printf("%12s %14s %8s %7s  %s\n", "live", "ns/lookup", "ratio", "#wrong", "rounds");
+        for (int k = 0; k < 2; k++) {
+            char nw[24] = "-";
+            if (k)
+                snprintf(nw, sizeof(nw), "%ld", all_wrong);
+            printf("%12d %14.1f %8.2f %7s ", live[k], med[k], med[k] / med[0], nw);
+            for (int r = 0; r < LOOKUP_ROUNDS; r++)
+                printf(" %.1f", t[k][r]);
+            printf("\n");
+        }
         printf("# allocate+free of 256 B with %d live, alone and with 4 threads looking up "
                "(%ld lookups meanwhile on rank 0)\n",
                LOOKUP_LIVE, lookups);
