@@ -54,6 +54,7 @@ typedef struct symaddr_team_call {
     uint64_t epoch;    /**< the call's number */
     uint64_t deadline; /**< of every wait of the call (symaddr_clock_ns) */
     uint64_t buf;      /**< the Lamport buffer this call uses, if it pushes */
+    uint64_t ticket;   /**< the block's place among the grid's blocks to begin (thread 0) */
 } symaddr_team_call_t;
 
 #if defined(__CUDACC__) && defined(__cplusplus)
@@ -93,6 +94,16 @@ SYMADDR_DEVFN symaddr_team_call_t symaddr_team_begin(const symaddr_team_t *t)
     c.epoch = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] + 1;
     c.buf = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_LAMPORT];
     c.deadline = symaddr_clock_ns() + t->timeout_ns;
+    c.ticket = 0;
+    /* The block whose ticket is last knows that every block of the grid has read the call's
+     * words, and rewrites them at its end (symaddr_team_end). Its threads hand their values to
+     * the barrier so that they have arrived before the ticket is taken; taking it here rather
+     * than at the end hides the atomic's trip behind the call's work. */
+    if (symaddr_grid_blocks() > 1) {
+        (void)symaddr_block_all((c.epoch | c.buf) != ~(uint64_t)0);
+        if (symaddr_block_thread() == 0)
+            c.ticket = symaddr_prim_add_u64(&t->sync[SYMADDR_SYNC_DONE], 1, 0);
+    }
     return c;
 }
 
@@ -284,21 +295,15 @@ SYMADDR_DEVFN void symaddr_team_end(const symaddr_team_t *t, const symaddr_team_
     /* No fence: only this rank's later kernels read the words written here, and only after this
      * grid ended (a kernel boundary, or griddepcontrol.wait under a programmatic dependent
      * launch), which makes every store of the grid visible to them. A fence cost a call 0.5 us
-     * on 2 H200s: it waits until the peers acknowledged the block's stores. What the end needs
-     * is that no block still reads the call's words when the last block rewrites them: each
-     * thread hands the values it read at symaddr_team_begin to the barrier, so they have
-     * arrived before any block counts itself done. */
-    (void)symaddr_block_all((c->epoch | c->buf) != ~(uint64_t)0);
-    if (symaddr_block_thread() == 0) {
-        uint64_t done = symaddr_grid_blocks() == 1
-                            ? 0
-                            : symaddr_prim_add_u64(&t->sync[SYMADDR_SYNC_DONE], 1, 0);
-        if (done == symaddr_grid_blocks() - 1) { /* the last block publishes the call's end */
-            t->sync[SYMADDR_SYNC_DONE] = 0;
-            if (pushed)
-                t->sync[SYMADDR_SYNC_LAMPORT] = (c->buf + 1) % 3;
-            *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] = c->epoch;
-        }
+     * on 2 H200s: it waits until the peers acknowledged the block's stores. No block still reads
+     * the call's words when the block with the last ticket rewrites them: every block read them
+     * before it took its ticket (symaddr_team_begin). */
+    if (symaddr_block_thread() == 0 && c->ticket == symaddr_grid_blocks() - 1) {
+        if (c->ticket > 0)
+            t->sync[SYMADDR_SYNC_DONE] = 0; /* every ticket of the call is taken */
+        if (pushed)
+            t->sync[SYMADDR_SYNC_LAMPORT] = (c->buf + 1) % 3;
+        *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] = c->epoch;
     }
 }
 

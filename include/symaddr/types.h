@@ -110,7 +110,7 @@ typedef struct symaddr_team {
 /** Words at the start of every rank's sync area; the barrier flags follow. */
 enum {
     SYMADDR_SYNC_EPOCH = 0,   /**< calls completed by this rank */
-    SYMADDR_SYNC_DONE = 1,    /**< blocks of the running call that finished */
+    SYMADDR_SYNC_DONE = 1,    /**< blocks of the running call that began (their tickets) */
     SYMADDR_SYNC_STATUS = 2,  /**< first failure (-status), sticky until the host reads it */
     SYMADDR_SYNC_LAMPORT = 3, /**< the Lamport buffer of the next Lamport call: 0, 1 or 2 */
     SYMADDR_SYNC_GRID = 4,    /**< blocks that reached the running grid barrier */
