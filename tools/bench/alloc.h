@@ -77,10 +77,11 @@ enum {
 typedef struct lookup_job {
     symaddr_context_t *ctx;
     void **p;
-    int n, calls;     /* live pointers to pick from; lookups to make (0: until stop) */
-    const int *stop;  /* with calls == 0 */
-    double seconds;   /* wall time of the calls */
-    long wrong, done; /* lookups that missed; lookups made */
+    symaddr_map_t **m; /* the map each of p was allocated with */
+    int n, calls;      /* live pointers to pick from; lookups to make (0: until stop) */
+    const int *stop;   /* with calls == 0 */
+    double seconds;    /* wall time of the calls */
+    long wrong, done;  /* lookups that missed; lookups made */
     unsigned seed;
     int cpu;               /* to pin to; -1: none */
     pthread_barrier_t *go; /* timed calls start together (NULL: at once) */
@@ -96,8 +97,9 @@ static long lookup_calls(const lookup_job_t *j, long calls, unsigned *x, long *d
         /* live pointers only: with a writer running, p[0, n) stay allocated */
         int k = (int)(*x % (unsigned)j->n);
         char *q = (char *)j->p[k] + (*x >> 8) % 256;
-        if (symaddr_lookup(j->ctx, q, &found) != SYMADDR_OK ||
-            (uint64_t)(uintptr_t)q - found->range_base >= found->range_bytes)
+        /* the map the allocation returned, compared without reading it: what a caller reads
+         * in it afterwards is not the lookup's time */
+        if (symaddr_lookup(j->ctx, q, &found) != SYMADDR_OK || found != j->m[k])
             wrong++;
     }
     *done = i;
@@ -165,8 +167,8 @@ static int lookup_cpus(int threads, int *cpu)
 }
 
 /* ns per lookup of the slowest thread (of every rank), with threads threads at once. */
-static double lookup_time(symaddr_context_t *ctx, void **p, int n, int threads, const int *cpu,
-                          long *wrong)
+static double lookup_time(symaddr_context_t *ctx, void **p, symaddr_map_t **m, int n, int threads,
+                          const int *cpu, long *wrong)
 {
     pthread_t tid[64];
     lookup_job_t jobs[64];
@@ -175,7 +177,8 @@ static double lookup_time(symaddr_context_t *ctx, void **p, int n, int threads, 
     pthread_barrier_init(&go, NULL, (unsigned)threads);
     MPI_Barrier(symaddr_comm(ctx));
     for (int t = 0; t < threads; t++) {
-        jobs[t] = (lookup_job_t){ctx, p, n, LOOKUP_CALLS, NULL, 0, 0, 0, 77u * t + 1, cpu[t], &go};
+        jobs[t] =
+            (lookup_job_t){ctx, p, m, n, LOOKUP_CALLS, NULL, 0, 0, 0, 77u * t + 1, cpu[t], &go};
         pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
     }
     for (int t = 0; t < threads; t++) {
@@ -195,22 +198,22 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Seconds per allocate+free of 256 B from the heap, with readers lookup threads meanwhile. */
-static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void **p, int n,
-                         int readers, long *wrong, long *lookups)
+static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void **p,
+                         symaddr_map_t **m, int n, int readers, long *wrong, long *lookups)
 {
     pthread_t tid[4];
     lookup_job_t jobs[4];
     int stop = 0, ok = 1;
     for (int t = 0; t < readers; t++) {
-        jobs[t] = (lookup_job_t){ctx, p, n, 0, &stop, 0, 0, 0, 99u * t + 5, -1, NULL};
+        jobs[t] = (lookup_job_t){ctx, p, m, n, 0, &stop, 0, 0, 0, 99u * t + 5, -1, NULL};
         pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
     }
     MPI_Barrier(symaddr_comm(ctx));
     double t0 = MPI_Wtime();
     for (int i = 0; i < LOOKUP_WRITES && ok; i++) {
         void *q;
-        symaddr_map_t *m;
-        ok = symaddr_symmetric_alloc(heap, 256, &q, &m) == SYMADDR_OK &&
+        symaddr_map_t *qm;
+        ok = symaddr_symmetric_alloc(heap, 256, &q, &qm) == SYMADDR_OK &&
              symaddr_symmetric_free(heap, q) == SYMADDR_OK;
     }
     double t = (MPI_Wtime() - t0) / LOOKUP_WRITES;
@@ -227,9 +230,9 @@ static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void 
 static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
 {
     symaddr_provider_t *heap;
-    symaddr_map_t *m;
     void **p = (void **)calloc(LOOKUP_LIVE, sizeof(void *));
-    int rank = symaddr_rank(ctx), ok = 1, n = 0, live[2] = {1, LOOKUP_LIVE}, cpu[64];
+    symaddr_map_t **m = (symaddr_map_t **)calloc(LOOKUP_LIVE, sizeof(symaddr_map_t *));
+    int rank = symaddr_rank(ctx), ok = p && m, n = 0, live[2] = {1, LOOKUP_LIVE}, cpu[64];
     long wrong = 0, lookups = 0, all_wrong;
     double t[2][LOOKUP_ROUNDS], med[2] = {0, 0}, w[2] = {0, 0};
     int own = lookup_cpus(o->threads, cpu);
@@ -237,9 +240,9 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
         return 1;
     for (int k = 0; k < 2 && ok; k++) {
         while (n < live[k] && ok)
-            ok = symaddr_symmetric_alloc(heap, 256, &p[n++], &m) == SYMADDR_OK;
+            ok = symaddr_symmetric_alloc(heap, 256, &p[n], &m[n]) == SYMADDR_OK, n++;
         for (int r = 0; r < LOOKUP_ROUNDS && ok; r++)
-            t[k][r] = lookup_time(ctx, p, n, o->threads, cpu, &wrong);
+            t[k][r] = lookup_time(ctx, p, m, n, o->threads, cpu, &wrong);
         if (ok) {
             double sorted[LOOKUP_ROUNDS];
             memcpy(sorted, t[k], sizeof(sorted));
@@ -248,8 +251,8 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
         }
     }
     if (ok) {
-        w[0] = write_time(ctx, heap, p, n, 0, &wrong, &lookups);
-        w[1] = write_time(ctx, heap, p, n, 4, &wrong, &lookups);
+        w[0] = write_time(ctx, heap, p, m, n, 0, &wrong, &lookups);
+        w[1] = write_time(ctx, heap, p, m, n, 4, &wrong, &lookups);
     }
     MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
     if (rank == 0 && ok) {
@@ -288,6 +291,7 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
         if (p[i])
             symaddr_symmetric_free(heap, p[i]);
     free(p);
+    free(m);
     return ok && !all_wrong ? 0 : 1;
 }
 

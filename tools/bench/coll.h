@@ -236,13 +236,18 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     stream = graph_stream_create(o);
     json_out_t json = {};
     if (rank == 0) {
-        printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s, algorithm %s%s%s\n",
+        char rounds_s[64] = "";
+        if (o->rounds > 1)
+            snprintf(rounds_s, sizeof(rounds_s), "; times: the median of %d rounds, in turn",
+                     o->rounds);
+        printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s, algorithm %s%s%s%s\n",
                o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
                redop_names[o->redop], algo_names[o->algo], o->graph ? ", graph" : "",
                with_nccl  ? ", reference: NCCL on the same buffers and stream"
                : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
                                  : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
-                          : "");
+                          : "",
+               rounds_s);
         if (o->check && c->reduces && esz == 2)
             printf("# --check: against MPI on the same values in f32, rounded back to %s; "
                    "wrong: more than one step of %s apart\n",
@@ -294,47 +299,53 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
             }
             wrong_total += wrong > 0 ? wrong : 0;
         }
-        double t = 0, worst, tm = 0, tm_worst = 0;
-        if (st == SYMADDR_OK)
-            st = time_calls(
-                ctx, o, stream, [&] { return c->run(ctx, o, send, recv, count, stream); }, &t);
-        if (st != SYMADDR_OK) {
-            fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
-                    symaddr_last_error(ctx));
-            MPI_Abort(symaddr_comm(ctx), 1);
-        }
-        MPI_Allreduce(&t, &worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        /* rounds timings of each, in turn, so that a stall of the machine in one of them
+         * shows as an outlier round, which the median leaves out, on both sides alike */
+        double worst_r[15] = {0}, tm_r[15] = {0};
         int mpi_ok = 1;
-        if (with_nccl) {
-#if defined(SYMADDR_BENCH_NCCL)
-            mpi_ok = time_calls(
-                         ctx, o, stream,
-                         [&] {
-                             return nccl_coll(o, c, send, recv, count, stream)
-                                        ? SYMADDR_OK
-                                        : SYMADDR_ERR_BACKEND;
-                         },
-                         &tm) == SYMADDR_OK;
-#endif
-            MPI_Allreduce(&tm, &tm_worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
-        } else if (with_mpi) {
-            /* The same data through MPI: directly on the cpu backend's host memory, staged
-             * through the host on a GPU, which is what such a user has to do. */
-            char *ms = cpu ? send : hs, *mr = cpu ? recv : hm;
-            for (int i = -o->warmup; i < o->iters && mpi_ok; i++) {
-                if (i == 0) {
-                    MPI_Barrier(symaddr_comm(ctx));
-                    tm = MPI_Wtime();
-                }
-                if (!cpu)
-                    symaddr_memcpy(ctx, hs, send, sb);
-                mpi_ok = c->mpi(o, symaddr_comm(ctx), ms, mr, count);
-                if (!cpu)
-                    symaddr_memcpy(ctx, recv, hm, rb);
+        for (int r = 0; r < o->rounds; r++) {
+            double t = 0, tm = 0;
+            if (st == SYMADDR_OK)
+                st = time_calls(
+                    ctx, o, stream, [&] { return c->run(ctx, o, send, recv, count, stream); }, &t);
+            if (st != SYMADDR_OK) {
+                fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
+                        symaddr_last_error(ctx));
+                MPI_Abort(symaddr_comm(ctx), 1);
             }
-            tm = (MPI_Wtime() - tm) / o->iters;
-            MPI_Allreduce(&tm, &tm_worst, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+            MPI_Allreduce(&t, &worst_r[r], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+            if (with_nccl && mpi_ok) {
+#if defined(SYMADDR_BENCH_NCCL)
+                mpi_ok = time_calls(
+                             ctx, o, stream,
+                             [&] {
+                                 return nccl_coll(o, c, send, recv, count, stream)
+                                            ? SYMADDR_OK
+                                            : SYMADDR_ERR_BACKEND;
+                             },
+                             &tm) == SYMADDR_OK;
+#endif
+                MPI_Allreduce(&tm, &tm_r[r], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+            } else if (with_mpi && mpi_ok) {
+                /* The same data through MPI: directly on the cpu backend's host memory, staged
+                 * through the host on a GPU, which is what such a user has to do. */
+                char *ms = cpu ? send : hs, *mr = cpu ? recv : hm;
+                for (int i = -o->warmup; i < o->iters && mpi_ok; i++) {
+                    if (i == 0) {
+                        MPI_Barrier(symaddr_comm(ctx));
+                        tm = MPI_Wtime();
+                    }
+                    if (!cpu)
+                        symaddr_memcpy(ctx, hs, send, sb);
+                    mpi_ok = c->mpi(o, symaddr_comm(ctx), ms, mr, count);
+                    if (!cpu)
+                        symaddr_memcpy(ctx, recv, hm, rb);
+                }
+                tm = (MPI_Wtime() - tm) / o->iters;
+                MPI_Allreduce(&tm, &tm_r[r], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+            }
         }
+        double worst = median_of(worst_r, o->rounds), tm_worst = median_of(tm_r, o->rounds);
         if (rank == 0) {
             double algbw = (double)(size_t)s / worst / 1e9;
             char wrong_s[24] = "-";

@@ -33,6 +33,7 @@ typedef struct opts {
     size_t min, max;
     double factor;
     int iters, warmup, check, graph, one_pair;
+    int rounds;  /* collectives: timings of each side, in turn; the median is shown */
     int threads; /* lookup: threads looking up at once */
     symaddr_provider_kind_t provider;
     const char *json, *compare;
@@ -86,6 +87,8 @@ static int usage(int rank)
                 "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
                 "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
                 "         [--threads N]  (lookup: N threads look up at once, 1 to 64)\n"
+                "         [--rounds N]  (collectives: N timings of symaddr and of the reference\n"
+                "                        in turn, the median of each shown; 1 to 15)\n"
                 "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
                 "      reduce_scatter broadcast alltoall fused_rmsnorm\n");
     return 2;
@@ -103,6 +106,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
     o->dtype = SYMADDR_FLOAT32;
     o->redop = SYMADDR_SUM;
     o->threads = 1;
+    o->rounds = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-b") && v)
@@ -125,6 +129,8 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             o->one_pair = 1;
         else if (!strcmp(a, "--threads") && v)
             o->threads = atoi(argv[++i]);
+        else if (!strcmp(a, "--rounds") && v)
+            o->rounds = atoi(argv[++i]);
         else if (!strcmp(a, "--compare") && v)
             o->compare = argv[++i];
         else if (!strcmp(a, "--backend") && v)
@@ -161,7 +167,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             return usage(rank);
     }
     if (!o->op || o->min == 0 || o->max < o->min || o->factor <= 1 || o->iters <= 0 ||
-        o->threads < 1 || o->threads > 64)
+        o->threads < 1 || o->threads > 64 || o->rounds < 1 || o->rounds > 15)
         return usage(rank);
     if (o->compare && strcmp(o->compare, "mpi") && strcmp(o->compare, "nccl") &&
         strcmp(o->compare, "rccl"))
@@ -422,6 +428,19 @@ static int kernels_match(symaddr_context_t *ctx, const opts_t *o)
                 BENCH_BACKEND == SYMADDR_BACKEND_CPU ? "symaddr-bench-cpu" : "symaddr-bench",
                 symaddr_backend_name(BENCH_BACKEND));
     return 0;
+}
+
+/* The median of v[0, n), n <= 15 (the upper one of an even n). */
+static double median_of(const double *v, int n)
+{
+    double s[15];
+    for (int i = 0; i < n; i++) { /* insertion sort: n is small */
+        int j = i;
+        for (; j > 0 && s[j - 1] > v[i]; j--)
+            s[j] = s[j - 1];
+        s[j] = v[i];
+    }
+    return s[n / 2];
 }
 
 static double now_max(symaddr_context_t *ctx, double t)
