@@ -269,8 +269,17 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
             }
         }
         size_t n = (bytes - c * 16 < 16 ? bytes - c * 16 : 16) / sizeof(T);
-        for (size_t j = 0; j < n && ok; j++)
-            ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
+        if (n == PER && d.vec && ok) { /* one 16-byte store, not PER narrow ones */
+            T out[PER];
+            coll_pack_t v;
+            for (int j = 0; j < PER; j++)
+                out[j] = tr::store(acc[j]);
+            memcpy(&v, out, 16);
+            ((coll_pack_t *)d.recv)[c] = v;
+        } else {
+            for (size_t j = 0; j < n && ok; j++)
+                ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
+        }
     }
 finish:
     symaddr_team_end(&d.team, &call, 1);
