@@ -14,22 +14,16 @@
  * chunks are shared with the snapshot before, so a change costs a few kilobytes of copying
  * however many registrations live, and lookups, which read the same memory, are not slowed by
  * a writer rewriting all of it. */
-#define CHUNK 64
-#define LINE 8           /* keys in a cache line */
+#define CHUNK 256
 #define POOL_CHUNKS 16   /* freed chunks kept for the next changes */
 #define RECLAIM_EVERY 64 /* retired snapshots kept before they are reclaimed */
 
 typedef struct reg_chunk {
     size_t n;
     struct reg_chunk *link; /* in a retired snapshot's garbage, or in the pool */
-    /* every LINE-th key, then the keys, both padded with UINT64_MAX: a search reads one line
-     * of each, so it misses the cache twice per chunk instead of once per halving */
-    uint64_t top[CHUNK / LINE] __attribute__((aligned(64)));
-    uint64_t key[CHUNK] __attribute__((aligned(64))); /* the range's base, or the registration */
-    struct {
-        uint64_t end; /* the range's end (by range only) */
-        symaddr_registration_t *r;
-    } e[CHUNK]; /* beside each other: one more line for both */
+    uint64_t key[CHUNK];    /* the range's base, or the registration's address */
+    uint64_t end[CHUNK];    /* the range's end (by range only) */
+    symaddr_registration_t *r[CHUNK];
 } reg_chunk_t;
 
 struct symaddr_registry_snapshot {
@@ -96,7 +90,7 @@ static reg_chunk_t *chunk_take(symaddr_registry_t *reg)
         reg->npool--;
         return c;
     }
-    return aligned_alloc(64, sizeof(reg_chunk_t));
+    return malloc(sizeof(reg_chunk_t));
 }
 
 static void chunk_drop(symaddr_registry_t *reg, reg_chunk_t *c)
@@ -260,32 +254,6 @@ static size_t upper_in(const uint64_t *v, size_t n, uint64_t x)
     return (size_t)(b - v) + (*b <= x);
 }
 
-/* How many of v[0, LINE) are <= x: compares without branches, which the compiler vectorises. */
-static size_t count_le(const uint64_t *v, uint64_t x)
-{
-    size_t k = 0;
-    for (int i = 0; i < LINE; i++)
-        k += v[i] <= x;
-    return k;
-}
-
-/* How many keys of c are <= x: the line that top points to, then a count in it. */
-static size_t chunk_upper(const reg_chunk_t *c, uint64_t x)
-{
-    size_t line = count_le(c->top, x);
-    size_t k = line ? (line - 1) * LINE + count_le(c->key + (line - 1) * LINE, x) : 0;
-    return k < c->n ? k : c->n; /* the padding counts too when x is UINT64_MAX */
-}
-
-/* Pads c's keys past n and fills its top line, once its entries are in. */
-static void chunk_seal(reg_chunk_t *c)
-{
-    for (size_t i = c->n; i < CHUNK; i++)
-        c->key[i] = UINT64_MAX;
-    for (size_t l = 0; l < CHUNK / LINE; l++)
-        c->top[l] = c->key[l * LINE];
-}
-
 /* The chunk of a side where key belongs (the last whose first key is <= key; the first if
  * none), or none on an empty side: its index in *t_p. */
 static reg_chunk_t *chunk_of(const reg_chunk_t *const *c, const uint64_t *first, size_t n,
@@ -302,8 +270,8 @@ static symaddr_registration_t *find_in(const symaddr_registry_snapshot_t *s, uin
     if (k == 0)
         return NULL;
     const reg_chunk_t *c = s->ac[k - 1];
-    size_t i = chunk_upper(c, addr); /* >= 1: the chunk's first base is <= addr */
-    return i > 0 && addr < c->e[i - 1].end ? c->e[i - 1].r : NULL;
+    size_t i = upper_in(c->key, c->n, addr); /* >= 1: the chunk's first base is <= addr */
+    return i > 0 && addr < c->end[i - 1] ? c->r[i - 1] : NULL;
 }
 
 static bool overlaps_in(const symaddr_registry_snapshot_t *s, uint64_t base, uint64_t end)
@@ -312,8 +280,8 @@ static bool overlaps_in(const symaddr_registry_snapshot_t *s, uint64_t base, uin
     if (k == 0) /* every range starts after base */
         return s->na && s->ac[0]->key[0] < end;
     const reg_chunk_t *c = s->ac[k - 1];
-    size_t i = chunk_upper(c, base);
-    if (i > 0 && c->e[i - 1].end > base)
+    size_t i = upper_in(c->key, c->n, base);
+    if (i > 0 && c->end[i - 1] > base)
         return true;
     if (i < c->n)
         return c->key[i] < end;
@@ -327,8 +295,8 @@ static symaddr_registration_t *owner_in(const symaddr_registry_snapshot_t *s, ui
     if (k == 0)
         return NULL;
     const reg_chunk_t *c = s->mc[k - 1];
-    size_t j = chunk_upper(c, key);
-    return j > 0 && c->key[j - 1] == key ? c->e[j - 1].r : NULL;
+    size_t j = upper_in(c->key, c->n, key);
+    return j > 0 && c->key[j - 1] == key ? c->r[j - 1] : NULL;
 }
 
 /* ---- changes ------------------------------------------------------------------------------ */
@@ -359,7 +327,7 @@ static void entry_at(const reg_chunk_t *old, size_t pos, size_t idx, uint64_t ke
         return;
     }
     size_t o = idx < pos ? idx : idx - 1;
-    *k_p = old->key[o], *e_p = old->e[o].end, *r_p = old->e[o].r;
+    *k_p = old->key[o], *e_p = old->end[o], *r_p = old->r[o];
 }
 
 /* Put (key, end, r) into a side: the chunk it belongs to is copied with it (split in two when
@@ -371,10 +339,8 @@ static int side_insert(symaddr_registry_t *reg, side_t next, const side_t cur, u
 {
     size_t t;
     reg_chunk_t *old = chunk_of((const reg_chunk_t *const *)cur.c, cur.first, *cur.n, key, &t);
-    size_t n = old ? old->n : 0, pos = old ? chunk_upper(old, key) : 0, m = n + 1;
-    /* a full chunk splits in halves, or keeps its entries when key goes after them: ranges
-     * made in address order then fill their chunks */
-    size_t parts = m > CHUNK ? 2 : 1, h = parts == 2 ? (pos == n ? n : m / 2) : m;
+    size_t n = old ? old->n : 0, pos = old ? upper_in(old->key, n, key) : 0, m = n + 1;
+    size_t parts = m > CHUNK ? 2 : 1, h = parts == 2 ? m / 2 : m;
     reg_chunk_t *with[2] = {chunk_take(reg), parts == 2 ? chunk_take(reg) : NULL};
     if (!with[0] || (parts == 2 && !with[1])) {
         for (int k = 0; k < 2; k++)
@@ -388,13 +354,11 @@ static int side_insert(symaddr_registry_t *reg, side_t next, const side_t cur, u
     for (size_t idx = 0; idx < m; idx++) {
         reg_chunk_t *c = idx < h ? with[0] : with[1];
         size_t at = idx < h ? idx : idx - h;
-        entry_at(old, pos, idx, key, end, r, &c->key[at], &c->e[at].end, &c->e[at].r);
+        entry_at(old, pos, idx, key, end, r, &c->key[at], &c->end[at], &c->r[at]);
     }
     side_replace(next, cur, t, old != NULL, with, parts);
-    for (size_t k = 0; k < parts; k++) {
-        chunk_seal(with[k]);
+    for (size_t k = 0; k < parts; k++)
         made[(*nmade)++] = with[k];
-    }
     if (old) {
         old->link = *garbage;
         *garbage = old;
@@ -409,7 +373,7 @@ static int side_remove(symaddr_registry_t *reg, side_t next, const side_t cur, u
 {
     size_t t;
     reg_chunk_t *old = chunk_of((const reg_chunk_t *const *)cur.c, cur.first, *cur.n, key, &t);
-    size_t pos = chunk_upper(old, key) - 1;
+    size_t pos = upper_in(old->key, old->n, key) - 1;
     reg_chunk_t *c = NULL;
     if (old->n > 1) {
         if (!(c = chunk_take(reg)))
@@ -418,10 +382,9 @@ static int side_remove(symaddr_registry_t *reg, side_t next, const side_t cur, u
         for (size_t i = 0, o = 0; i < old->n; i++) {
             if (i == pos)
                 continue;
-            c->key[o] = old->key[i], c->e[o] = old->e[i];
+            c->key[o] = old->key[i], c->end[o] = old->end[i], c->r[o] = old->r[i];
             o++;
         }
-        chunk_seal(c);
     }
     side_replace(next, cur, t, 1, &c, c ? 1 : 0);
     old->link = *garbage;
@@ -440,7 +403,7 @@ static size_t snap_need(const symaddr_registry_snapshot_t *s)
 static bool pool_fill(symaddr_registry_t *reg, size_t n)
 {
     while (reg->npool < n) {
-        reg_chunk_t *c = aligned_alloc(64, sizeof(*c));
+        reg_chunk_t *c = malloc(sizeof(*c));
         if (!c)
             return false;
         chunk_drop(reg, c);
@@ -507,7 +470,7 @@ int symaddr_registry_init(symaddr_registry_t *reg)
     memset(reg, 0, sizeof(*reg));
     reg->epoch = 1; /* 0 marks an idle reader slot */
     reg->cur = snap_alloc(0);
-    if (!reg->cur || posix_memalign((void **)&reg->readers, 128,
+    if (!reg->cur || posix_memalign((void **)&reg->readers, 64,
                                     SYMADDR_REGISTRY_SLOTS * sizeof(*reg->readers))) {
         free(reg->cur);
         reg->cur = NULL;
@@ -704,7 +667,7 @@ symaddr_registration_t *symaddr_registry_last(symaddr_registry_t *reg)
     symaddr_registration_t *r = NULL;
     if (s->na) {
         const reg_chunk_t *c = s->ac[s->na - 1];
-        r = c->e[c->n - 1].r;
+        r = c->r[c->n - 1];
     }
     read_end(reg, t);
     return r;

@@ -38,12 +38,11 @@ typedef struct symaddr_registry {
     size_t npool;
     size_t nretired; /* snapshots on the retired list */
     uint64_t epoch;  /* changes so far, plus one */
-    /* SYMADDR_REGISTRY_SLOTS slots, two cache lines each (allocated aligned: a registry sits
-     * inside a context that is not), so that readers never write to a line another reads, nor
-     * to one that a core fetches along with its neighbour (x86 fetches lines in pairs). */
+    /* SYMADDR_REGISTRY_SLOTS slots, a cache line each (allocated aligned: a registry sits
+     * inside a context that is not), so that readers never write to a line another reads. */
     struct symaddr_registry_reader {
         uint64_t epoch; /* when its thread's lookup began; 0 when idle */
-    } __attribute__((aligned(128))) * readers;
+    } __attribute__((aligned(64))) * readers;
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
     size_t nfreed, capfreed;
