@@ -6,7 +6,7 @@
 # cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 cpudtypes large put fused info bisect
 # onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
-# test step to those suites.
+# test step to those suites; ROUNDS=n times each size n times in turn with its reference (small: 3).
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -109,7 +109,7 @@ for s in $steps; do
         for dt in float bfloat16; do
             for g in "" --graph; do
                 timeout 150 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 8 -e ${NCCL_MAX:-1G} -f 4 \
-                    --iters 20 --warmup 5 --compare nccl $g \
+                    --iters 20 --warmup 5 --compare nccl $g ${ROUNDS:+--rounds $ROUNDS} \
                     --json "$OUT/allreduce-$dt${g:+-graph}.json" 2>&1 | tee -a "$OUT/nccl.txt"
             done
         done ;;
@@ -121,7 +121,7 @@ for s in $steps; do
                 for a in ${ALGOS:-lamport ll auto}; do
                     timeout 120 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
                         -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-1M} -f 2 --iters 50 --warmup 10 --algo $a $g --check \
-                        ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/small.txt"
+                        --rounds ${ROUNDS:-3} ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/small.txt"
                 done
             done
         done ;;
@@ -157,6 +157,7 @@ for s in $steps; do
             for dt in float bfloat16; do
                 timeout 200 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
                     -b ${LARGE_MIN:-32M} -e 4G -f 2 --iters 10 --warmup 3 --compare nccl --algo $a \
+                    ${ROUNDS:+--rounds $ROUNDS} \
                     --json "$OUT/large-$dt-$a.json" 2>&1 | tee -a "$OUT/large.txt"
             done
         done ;;
