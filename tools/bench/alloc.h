@@ -128,17 +128,19 @@ static void *lookup_thread(void *arg)
 }
 
 /* Cpus of this rank's set for threads threads, each on a core of its own (the first hardware
- * thread of each core) when there are that many cores, else every cpu of the set in turn;
- * -1 each when the set cannot be read. Returns whether every thread has a core to itself. */
-static int lookup_cpus(int threads, int *cpu)
+ * thread of each core): the local-th group of threads cores when the set has that many (ranks
+ * of a node that share a set take turns), else the first; otherwise every cpu of the set in
+ * turn. -1 each when the set cannot be read. Returns whether every thread has a core that no
+ * other thread of this rank, nor of another rank of the node, is pinned to. */
+static int lookup_cpus(int threads, int local, int locals, int *cpu)
 {
     cpu_set_t set;
-    int n = 0, own = 1;
+    int n = 0, own = 1, first_core[CPU_SETSIZE];
     for (int t = 0; t < threads; t++)
         cpu[t] = -1;
     if (sched_getaffinity(0, sizeof(set), &set) != 0)
         return 0;
-    for (int c = 0; c < CPU_SETSIZE && n < threads; c++) {
+    for (int c = 0; c < CPU_SETSIZE; c++) {
         char path[96];
         int first = c;
         if (!CPU_ISSET(c, &set))
@@ -152,17 +154,25 @@ static int lookup_cpus(int threads, int *cpu)
             fclose(f);
         }
         if (first == c)
+            first_core[n++] = c;
+    }
+    if (n >= (local + 1) * threads) {
+        for (int t = 0; t < threads; t++)
+            cpu[t] = first_core[local * threads + t];
+        return 1;
+    }
+    if (n >= threads) { /* the ranks before this one may hold these cores */
+        for (int t = 0; t < threads; t++)
+            cpu[t] = first_core[t];
+        return locals == 1;
+    }
+    own = 0; /* fewer cores than threads: share them */
+    n = 0;
+    for (int c = 0; c < CPU_SETSIZE && n < threads; c++)
+        if (CPU_ISSET(c, &set))
             cpu[n++] = c;
-    }
-    if (n < threads) { /* fewer cores than threads: share them */
-        own = 0;
-        n = 0;
-        for (int c = 0; c < CPU_SETSIZE && n < threads; c++)
-            if (CPU_ISSET(c, &set))
-                cpu[n++] = c;
-        for (int t = n; t < threads && n > 0; t++)
-            cpu[t] = cpu[t % n];
-    }
+    for (int t = n; t < threads && n > 0; t++)
+        cpu[t] = cpu[t % n];
     return own;
 }
 
@@ -235,7 +245,15 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     int rank = symaddr_rank(ctx), ok = p && m, n = 0, live[2] = {1, LOOKUP_LIVE}, cpu[64];
     long wrong = 0, lookups = 0, all_wrong;
     double t[2][LOOKUP_ROUNDS], med[2] = {0, 0}, w[2] = {0, 0};
-    int own = lookup_cpus(o->threads, cpu);
+    int local = 0, locals = 1;
+    MPI_Comm node;
+    if (MPI_Comm_split_type(symaddr_comm(ctx), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
+        MPI_SUCCESS) {
+        MPI_Comm_rank(node, &local);
+        MPI_Comm_size(node, &locals);
+        MPI_Comm_free(&node);
+    }
+    int own = lookup_cpus(o->threads, local, locals, cpu);
     if (symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap))
         return 1;
     for (int k = 0; k < 2 && ok; k++) {
@@ -260,10 +278,11 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
                "%d lookup thread%s per rank, %s\n",
                symaddr_size(ctx), symaddr_backend_name(symaddr_backend(ctx)), o->threads,
                o->threads > 1 ? "s" : "",
-               own ? "each pinned to a core of its own" : "pinned to cpus they share");
+               own ? "each pinned to a core of its own" : "pinned to cpus they may share");
         if (!own)
-            printf("# the threads share cpus, so each waits for the others: start the rank with "
-                   "mpiexec --bind-to none to measure contention\n");
+            printf("# threads may share cpus (this rank's, or other ranks' of the node), so each "
+                   "may wait for the others: run one rank with mpiexec --bind-to none to measure "
+                   "contention\n");
         printf("# ns/lookup: the slowest thread's mean over %d calls; the median of %d rounds, "
                "then each round\n",
                LOOKUP_CALLS, LOOKUP_ROUNDS);
