@@ -212,18 +212,122 @@ __attribute__((target("avx,f16c"))) static void f16_add_f16c(float *acc, const u
         acc[i] += f16_to_f32(in[i]);
 }
 
+/* Eight bf16 to f32: a shift, as bf16_to_f32. */
+__attribute__((target("avx2"))) static inline __m256 bf16x8_avx2(const uint16_t *p)
+{
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
 __attribute__((target("avx2"))) static void bf16_add_avx2(float *acc, const uint16_t *in, int n)
 {
     int i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(in + i)));
-        _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i),
-                                                _mm256_castsi256_ps(_mm256_slli_epi32(w, 16))));
-    }
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(acc + i, _mm256_add_ps(_mm256_loadu_ps(acc + i), bf16x8_avx2(in + i)));
     for (; i < n; i++)
         acc[i] += bf16_to_f32(in[i]);
 }
+
+/* acc[i] = src[0][base + i] + ... + src[m - 1][base + i], each converted, added in row order
+ * (the bits of converting each row and adding it to acc in turn), eight lanes at a time: each
+ * row is read once, in place, and the lanes stay in registers between rows, where the pass per
+ * row read and wrote acc (twice the bytes of the row itself) every time. */
+__attribute__((target("avx,f16c"))) static void
+f16_sum_rows_f16c(float *acc, const uint16_t *const *src, int m, size_t base, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src[0] + base + i)));
+        for (int q = 1; q < m; q++)
+            v = _mm256_add_ps(
+                v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src[q] + base + i))));
+        _mm256_storeu_ps(acc + i, v);
+    }
+    for (; i < n; i++) {
+        float v = f16_to_f32(src[0][base + i]);
+        for (int q = 1; q < m; q++)
+            v += f16_to_f32(src[q][base + i]);
+        acc[i] = v;
+    }
+}
+
+/* f32 rows the same way, with AVX: no conversion. */
+__attribute__((target("avx"))) static void f32_sum_rows_avx(float *acc, const float *const *src,
+                                                            int m, size_t base, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(src[0] + base + i);
+        for (int q = 1; q < m; q++)
+            v = _mm256_add_ps(v, _mm256_loadu_ps(src[q] + base + i));
+        _mm256_storeu_ps(acc + i, v);
+    }
+    for (; i < n; i++) {
+        float v = src[0][base + i];
+        for (int q = 1; q < m; q++)
+            v += src[q][base + i];
+        acc[i] = v;
+    }
+}
+
+__attribute__((target("avx2"))) static void
+bf16_sum_rows_avx2(float *acc, const uint16_t *const *src, int m, size_t base, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = bf16x8_avx2(src[0] + base + i);
+        for (int q = 1; q < m; q++)
+            v = _mm256_add_ps(v, bf16x8_avx2(src[q] + base + i));
+        _mm256_storeu_ps(acc + i, v);
+    }
+    for (; i < n; i++) {
+        float v = bf16_to_f32(src[0][base + i]);
+        for (int q = 1; q < m; q++)
+            v += bf16_to_f32(src[q][base + i]);
+        acc[i] = v;
+    }
+}
 #endif
+
+/* The sum of m rows into acc, as above, where the cpu has the instructions for it; 0 when it
+ * does not (the caller adds a tile at a time). */
+SYMADDR_HOSTDEVFN int f16_sum_rows(float *acc, const uint16_t *const *src, int m, size_t base,
+                                   int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_f16c_()) {
+        f16_sum_rows_f16c(acc, src, m, base, n);
+        return 1;
+    }
+#endif
+    (void)acc, (void)src, (void)m, (void)base, (void)n;
+    return 0;
+}
+
+SYMADDR_HOSTDEVFN int f32_sum_rows(float *acc, const float *const *src, int m, size_t base, int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_f16c_()) { /* AVX, enabled by the OS */
+        f32_sum_rows_avx(acc, src, m, base, n);
+        return 1;
+    }
+#endif
+    (void)acc, (void)src, (void)m, (void)base, (void)n;
+    return 0;
+}
+
+SYMADDR_HOSTDEVFN int bf16_sum_rows(float *acc, const uint16_t *const *src, int m, size_t base,
+                                    int n)
+{
+#if defined(SYMADDR_CVT_F16C_)
+    if (symaddr_have_avx2_()) {
+        bf16_sum_rows_avx2(acc, src, m, base, n);
+        return 1;
+    }
+#endif
+    (void)acc, (void)src, (void)m, (void)base, (void)n;
+    return 0;
+}
 
 /* acc[i] += in[i] (f16 or bf16) in one pass where the cpu has the vector instructions for it;
  * 0 when it does not (the caller converts, then adds). */

@@ -167,12 +167,71 @@ static void test_runs(void **state)
 #endif
 }
 
+/* The one-pass sums of rows (the cpu's f16 and bf16 allreduce tiles) give the bits of
+ * converting each row and adding the rows in order: 1 to 8 rows of every kind of value, NaNs
+ * (one in eight), infinities and subnormals included, at an odd offset and an odd length (the
+ * scalar tail); f32 rows alike. Summing the rows in another order fails it. */
+static void test_sum_rows(void **state)
+{
+    (void)state;
+    enum { ROWS = 8, LEN = 1001, BASE = 3 };
+    static uint16_t data[ROWS][BASE + LEN];
+    static float acc[LEN];
+    const uint16_t *src[ROWS];
+    uint32_t x = 12345;
+    for (int q = 0; q < ROWS; q++) {
+        for (int i = 0; i < BASE + LEN; i++) {
+            x = x * 1103515245u + 12345u;
+            data[q][i] = (uint16_t)(x >> 16);
+            if ((x & 7) == 0) /* a NaN of either format, payload and sign from x */
+                data[q][i] |= 0x7fc0u | 0x7e00u;
+        }
+        src[q] = data[q];
+    }
+    for (int f16 = 0; f16 < 2; f16++)
+        for (int m = 1; m <= ROWS; m++) {
+            int done =
+                f16 ? f16_sum_rows(acc, src, m, BASE, LEN) : bf16_sum_rows(acc, src, m, BASE, LEN);
+            if (!done)
+                continue; /* no one-pass sum on this cpu: the tiles add a row at a time */
+            for (int i = 0; i < LEN; i++) {
+                float want = f16 ? f16_to_f32(src[0][BASE + i]) : bf16_to_f32(src[0][BASE + i]);
+                for (int q = 1; q < m; q++)
+                    want += f16 ? f16_to_f32(src[q][BASE + i]) : bf16_to_f32(src[q][BASE + i]);
+                if (bits(acc[i]) != bits(want))
+                    fail_msg("%s_sum_rows of %d rows at %d: 0x%08x, row by row 0x%08x",
+                             f16 ? "f16" : "bf16", m, i, bits(acc[i]), bits(want));
+            }
+        }
+    /* f32 rows: pairs of the same values as bits of floats */
+    static float fdata[ROWS][BASE + LEN];
+    const float *fsrc[ROWS];
+    for (int q = 0; q < ROWS; q++) {
+        for (int i = 0; i < BASE + LEN; i++)
+            fdata[q][i] = fbits((uint32_t)data[q][i] << 16 | data[(q + 1) % ROWS][i]);
+        fsrc[q] = fdata[q];
+    }
+    for (int m = 1; m <= ROWS; m++) {
+        if (!f32_sum_rows(acc, fsrc, m, BASE, LEN))
+            continue;
+        for (int i = 0; i < LEN; i++) {
+            float want = fsrc[0][BASE + i];
+            for (int q = 1; q < m; q++)
+                want += fsrc[q][BASE + i];
+            if (bits(acc[i]) != bits(want))
+                fail_msg("f32_sum_rows of %d rows at %d: 0x%08x, row by row 0x%08x", m, i,
+                         bits(acc[i]), bits(want));
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_to_f32),
         cmocka_unit_test(test_from_f32),
         cmocka_unit_test(test_runs),
+        cmocka_unit_test(test_sum_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
