@@ -176,23 +176,27 @@ __attribute__((target("avx2"))) static void bf16_to_f32_avx2(const uint16_t *in,
         out[i] = bf16_to_f32(in[i]);
 }
 
-__attribute__((target("avx2"))) static void f32_to_bf16_avx2(const float *in, uint16_t *out, int n)
+/* Eight f32 (as bits) to bf16 by the integer steps of f32_to_bf16, stored at out. */
+__attribute__((target("avx2"))) static inline void bf16x8_store_avx2(uint16_t *out, __m256i u)
 {
-    int i = 0;
     const __m256i one = _mm256_set1_epi32(1), round = _mm256_set1_epi32(0x7fff);
     const __m256i abs = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
     const __m256i quiet = _mm256_set1_epi32(0x40);
-    for (; i + 8 <= n; i += 8) {
-        __m256i u = _mm256_loadu_si256((const __m256i *)(in + i));
-        __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
-        __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, round), lsb), 16);
-        __m256i nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
-        __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
-        r = _mm256_blendv_epi8(r, nan, is_nan);
-        /* 32 to 16 bits: packs work per 128-bit lane, so put the two halves back in order */
-        r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xd8);
-        _mm_storeu_si128((__m128i *)(out + i), _mm256_castsi256_si128(r));
-    }
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), one);
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(u, round), lsb), 16);
+    __m256i nan = _mm256_or_si256(_mm256_srli_epi32(u, 16), quiet);
+    __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, abs), inf);
+    r = _mm256_blendv_epi8(r, nan, is_nan);
+    /* 32 to 16 bits: packs work per 128-bit lane, so put the two halves back in order */
+    r = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0xd8);
+    _mm_storeu_si128((__m128i *)out, _mm256_castsi256_si128(r));
+}
+
+__attribute__((target("avx2"))) static void f32_to_bf16_avx2(const float *in, uint16_t *out, int n)
+{
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        bf16x8_store_avx2(out + i, _mm256_loadu_si256((const __m256i *)(in + i)));
     for (; i < n; i++)
         out[i] = f32_to_bf16(in[i]);
 }
@@ -228,12 +232,13 @@ __attribute__((target("avx2"))) static void bf16_add_avx2(float *acc, const uint
         acc[i] += bf16_to_f32(in[i]);
 }
 
-/* acc[i] = src[0][base + i] + ... + src[m - 1][base + i], each converted, added in row order
- * (the bits of converting each row and adding it to acc in turn), eight lanes at a time: each
- * row is read once, in place, and the lanes stay in registers between rows, where the pass per
- * row read and wrote acc (twice the bytes of the row itself) every time. */
+/* out[i] = src[0][base + i] + ... + src[m - 1][base + i], each converted to f32, added in row
+ * order and converted back (the bits of converting each row, adding it to an f32 accumulator in
+ * turn, and converting the result), eight lanes at a time: each row is read once, in place, and
+ * the lanes stay in registers between rows, where a pass per row read and wrote the
+ * accumulator (twice the bytes of the row itself) every time. */
 __attribute__((target("avx,f16c"))) static void
-f16_sum_rows_f16c(float *acc, const uint16_t *const *src, int m, size_t base, int n)
+f16_sum_rows_f16c(uint16_t *out, const uint16_t *const *src, int m, size_t base, int n)
 {
     int i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -241,18 +246,19 @@ f16_sum_rows_f16c(float *acc, const uint16_t *const *src, int m, size_t base, in
         for (int q = 1; q < m; q++)
             v = _mm256_add_ps(
                 v, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src[q] + base + i))));
-        _mm256_storeu_ps(acc + i, v);
+        _mm_storeu_si128((__m128i *)(out + i),
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     for (; i < n; i++) {
         float v = f16_to_f32(src[0][base + i]);
         for (int q = 1; q < m; q++)
             v += f16_to_f32(src[q][base + i]);
-        acc[i] = v;
+        out[i] = f32_to_f16(v);
     }
 }
 
 /* f32 rows the same way, with AVX: no conversion. */
-__attribute__((target("avx"))) static void f32_sum_rows_avx(float *acc, const float *const *src,
+__attribute__((target("avx"))) static void f32_sum_rows_avx(float *out, const float *const *src,
                                                             int m, size_t base, int n)
 {
     int i = 0;
@@ -260,72 +266,72 @@ __attribute__((target("avx"))) static void f32_sum_rows_avx(float *acc, const fl
         __m256 v = _mm256_loadu_ps(src[0] + base + i);
         for (int q = 1; q < m; q++)
             v = _mm256_add_ps(v, _mm256_loadu_ps(src[q] + base + i));
-        _mm256_storeu_ps(acc + i, v);
+        _mm256_storeu_ps(out + i, v);
     }
     for (; i < n; i++) {
         float v = src[0][base + i];
         for (int q = 1; q < m; q++)
             v += src[q][base + i];
-        acc[i] = v;
+        out[i] = v;
     }
 }
 
 __attribute__((target("avx2"))) static void
-bf16_sum_rows_avx2(float *acc, const uint16_t *const *src, int m, size_t base, int n)
+bf16_sum_rows_avx2(uint16_t *out, const uint16_t *const *src, int m, size_t base, int n)
 {
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = bf16x8_avx2(src[0] + base + i);
         for (int q = 1; q < m; q++)
             v = _mm256_add_ps(v, bf16x8_avx2(src[q] + base + i));
-        _mm256_storeu_ps(acc + i, v);
+        bf16x8_store_avx2(out + i, _mm256_castps_si256(v));
     }
     for (; i < n; i++) {
         float v = bf16_to_f32(src[0][base + i]);
         for (int q = 1; q < m; q++)
             v += bf16_to_f32(src[q][base + i]);
-        acc[i] = v;
+        out[i] = f32_to_bf16(v);
     }
 }
 #endif
 
-/* The sum of m rows into acc, as above, where the cpu has the instructions for it; 0 when it
+/* The sum of m rows into out, as above, where the cpu has the instructions for it; 0 when it
  * does not (the caller adds a tile at a time). */
-SYMADDR_HOSTDEVFN int f16_sum_rows(float *acc, const uint16_t *const *src, int m, size_t base,
+SYMADDR_HOSTDEVFN int f16_sum_rows(uint16_t *out, const uint16_t *const *src, int m, size_t base,
                                    int n)
 {
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_f16c_()) {
-        f16_sum_rows_f16c(acc, src, m, base, n);
+        f16_sum_rows_f16c(out, src, m, base, n);
         return 1;
     }
 #endif
-    (void)acc, (void)src, (void)m, (void)base, (void)n;
+    (void)out, (void)src, (void)m, (void)base, (void)n;
     return 0;
 }
 
-SYMADDR_HOSTDEVFN int f32_sum_rows(float *acc, const float *const *src, int m, size_t base, int n)
+SYMADDR_HOSTDEVFN int f32_sum_rows(float *out, const float *const *src, int m, size_t base, int n)
 {
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_f16c_()) { /* AVX, enabled by the OS */
-        f32_sum_rows_avx(acc, src, m, base, n);
+        f32_sum_rows_avx(out, src, m, base, n);
         return 1;
     }
 #endif
-    (void)acc, (void)src, (void)m, (void)base, (void)n;
+    (void)out, (void)src, (void)m, (void)base, (void)n;
     return 0;
 }
 
-SYMADDR_HOSTDEVFN int bf16_sum_rows(float *acc, const uint16_t *const *src, int m, size_t base,
+SYMADDR_HOSTDEVFN int bf16_sum_rows(uint16_t *out, const uint16_t *const *src, int m, size_t base,
                                     int n)
 {
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_avx2_()) {
-        bf16_sum_rows_avx2(acc, src, m, base, n);
+        bf16_sum_rows_avx2(out, src, m, base, n);
         return 1;
     }
 #endif
-    (void)acc, (void)src, (void)m, (void)base, (void)n;
+    (void)out, (void)src, (void)m, (void)base, (void)n;
     return 0;
 }
 

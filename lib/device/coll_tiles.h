@@ -91,20 +91,20 @@ SYMADDR_DEVFN void accumulate(typename traits<DT>::A *acc,
         acc[j] = apply<OP>(acc[j], v[j]);
 }
 
-/* acc = the sum of the n rows' tiles at base, each row read once in place, where the type has
+/* out = the sum of the n rows' tiles at base, each row read once in place, where the type has
  * a one-pass sum (f32, f16 and bf16 on x86 cpus); 0 where it has none. */
 template <int DT>
-SYMADDR_HOSTDEVFN int sum_rows(typename traits<DT>::A *acc,
+SYMADDR_HOSTDEVFN int sum_rows(typename traits<DT>::T *out,
                                const typename traits<DT>::T *const *src, int n, size_t base,
                                int len)
 {
     if constexpr (DT == SYMADDR_FLOAT32)
-        return f32_sum_rows(acc, src, n, base, len);
+        return f32_sum_rows(out, src, n, base, len);
     else if constexpr (DT == SYMADDR_BFLOAT16)
-        return bf16_sum_rows(acc, src, n, base, len);
+        return bf16_sum_rows(out, src, n, base, len);
     else if constexpr (DT == SYMADDR_FLOAT16)
-        return f16_sum_rows(acc, src, n, base, len);
-    (void)acc, (void)src, (void)n, (void)base, (void)len;
+        return f16_sum_rows(out, src, n, base, len);
+    (void)out, (void)src, (void)n, (void)base, (void)len;
     return 0;
 }
 
@@ -121,11 +121,10 @@ SYMADDR_DEVFN void reduce_tile_(coll_tile_t<typename traits<DT>::T, N> &out,
     typename tr::A acc[N];
 #if defined(SYMADDR_KERNELS_CPU)
     /* a sum by the one-pass rows where there is one (f16 by its loose conversion only, as
-     * accumulate's): the same additions in the same order, without a pass over acc per row */
-    if (OP == SYMADDR_SUM && (!EXACT || !tr::loose) && sum_rows<DT>(acc, src, n, base, N)) {
-        tr::store_n(acc, out.v, N);
+     * accumulate's): the same additions in the same order, without a pass over acc per row
+     * nor the conversion of acc after */
+    if (OP == SYMADDR_SUM && (!EXACT || !tr::loose) && sum_rows<DT>(out.v, src, n, base, N))
         return;
-    }
 #endif
     tile_load<typename tr::T, N>(in, src[0] + base, vec);
     tile_convert<DT, EXACT>(in.v, acc, N);

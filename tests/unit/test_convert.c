@@ -168,15 +168,16 @@ static void test_runs(void **state)
 }
 
 /* The one-pass sums of rows (the cpu's f16 and bf16 allreduce tiles) give the bits of
- * converting each row and adding the rows in order: 1 to 8 rows of every kind of value, NaNs
- * (one in eight), infinities and subnormals included, at an odd offset and an odd length (the
- * scalar tail); f32 rows alike. Summing the rows in another order fails it. */
+ * converting each row, adding the rows in order and converting the sum back: 1 to 8 rows of every
+ * kind of value, NaNs (one in eight), infinities and subnormals included, at an odd offset and an
+ * odd length (the scalar tail); f32 rows alike. Summing the rows in another order fails it. */
 static void test_sum_rows(void **state)
 {
     (void)state;
     enum { ROWS = 8, LEN = 1001, BASE = 3 };
     static uint16_t data[ROWS][BASE + LEN];
     static float acc[LEN];
+    static uint16_t h16[LEN];
     const uint16_t *src[ROWS];
     uint32_t x = 12345;
     for (int q = 0; q < ROWS; q++) {
@@ -191,16 +192,17 @@ static void test_sum_rows(void **state)
     for (int f16 = 0; f16 < 2; f16++)
         for (int m = 1; m <= ROWS; m++) {
             int done =
-                f16 ? f16_sum_rows(acc, src, m, BASE, LEN) : bf16_sum_rows(acc, src, m, BASE, LEN);
+                f16 ? f16_sum_rows(h16, src, m, BASE, LEN) : bf16_sum_rows(h16, src, m, BASE, LEN);
             if (!done)
                 continue; /* no one-pass sum on this cpu: the tiles add a row at a time */
             for (int i = 0; i < LEN; i++) {
                 float want = f16 ? f16_to_f32(src[0][BASE + i]) : bf16_to_f32(src[0][BASE + i]);
                 for (int q = 1; q < m; q++)
                     want += f16 ? f16_to_f32(src[q][BASE + i]) : bf16_to_f32(src[q][BASE + i]);
-                if (bits(acc[i]) != bits(want))
-                    fail_msg("%s_sum_rows of %d rows at %d: 0x%08x, row by row 0x%08x",
-                             f16 ? "f16" : "bf16", m, i, bits(acc[i]), bits(want));
+                uint16_t w16 = f16 ? f32_to_f16(want) : f32_to_bf16(want);
+                if (h16[i] != w16)
+                    fail_msg("%s_sum_rows of %d rows at %d: 0x%04x, row by row 0x%04x",
+                             f16 ? "f16" : "bf16", m, i, h16[i], w16);
             }
         }
     /* f32 rows: pairs of the same values as bits of floats */
