@@ -69,9 +69,9 @@ static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
  * show how steady the machine is. */
 enum {
     LOOKUP_LIVE = 10000,
-    LOOKUP_CALLS = 1000000, /* per thread and round */
+    LOOKUP_CALLS = 50000, /* per thread and round, times --iters (20: a million) */
     LOOKUP_ROUNDS = 5,
-    LOOKUP_WRITES = 2000
+    LOOKUP_WRITES = 100 /* allocate+free, times --iters (20: 2000) */
 };
 
 typedef struct lookup_job {
@@ -178,7 +178,7 @@ static int lookup_cpus(int threads, int local, int locals, int *cpu)
 
 /* ns per lookup of the slowest thread (of every rank), with threads threads at once. */
 static double lookup_time(symaddr_context_t *ctx, void **p, symaddr_map_t **m, int n, int threads,
-                          const int *cpu, long *wrong)
+                          int calls, const int *cpu, long *wrong)
 {
     pthread_t tid[64];
     lookup_job_t jobs[64];
@@ -187,8 +187,7 @@ static double lookup_time(symaddr_context_t *ctx, void **p, symaddr_map_t **m, i
     pthread_barrier_init(&go, NULL, (unsigned)threads);
     MPI_Barrier(symaddr_comm(ctx));
     for (int t = 0; t < threads; t++) {
-        jobs[t] =
-            (lookup_job_t){ctx, p, m, n, LOOKUP_CALLS, NULL, 0, 0, 0, 77u * t + 1, cpu[t], &go};
+        jobs[t] = (lookup_job_t){ctx, p, m, n, calls, NULL, 0, 0, 0, 77u * t + 1, cpu[t], &go};
         pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
     }
     for (int t = 0; t < threads; t++) {
@@ -209,7 +208,8 @@ static int cmp_double(const void *a, const void *b)
 
 /* Seconds per allocate+free of 256 B from the heap, with readers lookup threads meanwhile. */
 static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void **p,
-                         symaddr_map_t **m, int n, int readers, long *wrong, long *lookups)
+                         symaddr_map_t **m, int n, int readers, int writes, long *wrong,
+                         long *lookups)
 {
     pthread_t tid[4];
     lookup_job_t jobs[4];
@@ -220,13 +220,13 @@ static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void 
     }
     MPI_Barrier(symaddr_comm(ctx));
     double t0 = MPI_Wtime();
-    for (int i = 0; i < LOOKUP_WRITES && ok; i++) {
+    for (int i = 0; i < writes && ok; i++) {
         void *q;
         symaddr_map_t *qm;
         ok = symaddr_symmetric_alloc(heap, 256, &q, &qm) == SYMADDR_OK &&
              symaddr_symmetric_free(heap, q) == SYMADDR_OK;
     }
-    double t = (MPI_Wtime() - t0) / LOOKUP_WRITES;
+    double t = (MPI_Wtime() - t0) / writes;
     __atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
     for (int t = 0; t < readers; t++) {
         pthread_join(tid[t], NULL);
@@ -260,7 +260,7 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
         while (n < live[k] && ok)
             ok = symaddr_symmetric_alloc(heap, 256, &p[n], &m[n]) == SYMADDR_OK, n++;
         for (int r = 0; r < LOOKUP_ROUNDS && ok; r++)
-            t[k][r] = lookup_time(ctx, p, m, n, o->threads, cpu, &wrong);
+            t[k][r] = lookup_time(ctx, p, m, n, o->threads, o->iters * LOOKUP_CALLS, cpu, &wrong);
         if (ok) {
             double sorted[LOOKUP_ROUNDS];
             memcpy(sorted, t[k], sizeof(sorted));
@@ -269,8 +269,8 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
         }
     }
     if (ok) {
-        w[0] = write_time(ctx, heap, p, m, n, 0, &wrong, &lookups);
-        w[1] = write_time(ctx, heap, p, m, n, 4, &wrong, &lookups);
+        w[0] = write_time(ctx, heap, p, m, n, 0, o->iters * LOOKUP_WRITES, &wrong, &lookups);
+        w[1] = write_time(ctx, heap, p, m, n, 4, o->iters * LOOKUP_WRITES, &wrong, &lookups);
     }
     MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
     if (rank == 0 && ok) {
@@ -285,7 +285,7 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
                    "contention\n");
         printf("# ns/lookup: the slowest thread's mean over %d calls; the median of %d rounds, "
                "then each round\n",
-               LOOKUP_CALLS, LOOKUP_ROUNDS);
+               o->iters * LOOKUP_CALLS, LOOKUP_ROUNDS);
         printf("%12s %14s %8s %7s  %s\n", "live", "ns/lookup", "ratio", "#wrong", "rounds");
         for (int k = 0; k < 2; k++) {
             char nw[24] = "-";
