@@ -236,8 +236,9 @@ __attribute__((target("avx2"))) static void bf16_add_avx2(float *acc, const uint
  * order and converted back (the bits of converting each row, adding it to an f32 accumulator in
  * turn, and converting the result), eight lanes at a time: each row is read once, in place, and
  * the lanes stay in registers between rows, where a pass per row read and wrote the
- * accumulator (twice the bytes of the row itself) every time. */
-__attribute__((target("avx,f16c"))) static void
+ * accumulator (twice the bytes of the row itself) every time. Returns the elements done: n
+ * rounded down to whole lanes (the tiles that take it are whole lanes). */
+__attribute__((target("avx,f16c"))) static int
 f16_sum_rows_f16c(uint16_t *out, const uint16_t *const *src, int m, size_t base, int n)
 {
     int i = 0;
@@ -249,17 +250,12 @@ f16_sum_rows_f16c(uint16_t *out, const uint16_t *const *src, int m, size_t base,
         _mm_storeu_si128((__m128i *)(out + i),
                          _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
-    for (; i < n; i++) {
-        float v = f16_to_f32(src[0][base + i]);
-        for (int q = 1; q < m; q++)
-            v += f16_to_f32(src[q][base + i]);
-        out[i] = f32_to_f16(v);
-    }
+    return i;
 }
 
 /* f32 rows the same way, with AVX: no conversion. */
-__attribute__((target("avx"))) static void f32_sum_rows_avx(float *out, const float *const *src,
-                                                            int m, size_t base, int n)
+__attribute__((target("avx"))) static int f32_sum_rows_avx(float *out, const float *const *src,
+                                                           int m, size_t base, int n)
 {
     int i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -268,15 +264,10 @@ __attribute__((target("avx"))) static void f32_sum_rows_avx(float *out, const fl
             v = _mm256_add_ps(v, _mm256_loadu_ps(src[q] + base + i));
         _mm256_storeu_ps(out + i, v);
     }
-    for (; i < n; i++) {
-        float v = src[0][base + i];
-        for (int q = 1; q < m; q++)
-            v += src[q][base + i];
-        out[i] = v;
-    }
+    return i;
 }
 
-__attribute__((target("avx2"))) static void
+__attribute__((target("avx2"))) static int
 bf16_sum_rows_avx2(uint16_t *out, const uint16_t *const *src, int m, size_t base, int n)
 {
     int i = 0;
@@ -286,24 +277,18 @@ bf16_sum_rows_avx2(uint16_t *out, const uint16_t *const *src, int m, size_t base
             v = _mm256_add_ps(v, bf16x8_avx2(src[q] + base + i));
         bf16x8_store_avx2(out + i, _mm256_castps_si256(v));
     }
-    for (; i < n; i++) {
-        float v = bf16_to_f32(src[0][base + i]);
-        for (int q = 1; q < m; q++)
-            v += bf16_to_f32(src[q][base + i]);
-        out[i] = f32_to_bf16(v);
-    }
+    return i;
 }
 #endif
 
-/* The sum of m rows into out, as above, where the cpu has the instructions for it; 0 when it
- * does not (the caller adds a tile at a time). */
+/* The sum of m rows into out, as above, where the cpu has the instructions for it: the elements
+ * done, 0 when it does not (the caller adds a tile at a time). */
 SYMADDR_HOSTDEVFN int f16_sum_rows(uint16_t *out, const uint16_t *const *src, int m, size_t base,
                                    int n)
 {
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_f16c_()) {
-        f16_sum_rows_f16c(out, src, m, base, n);
-        return 1;
+        return f16_sum_rows_f16c(out, src, m, base, n);
     }
 #endif
     (void)out, (void)src, (void)m, (void)base, (void)n;
@@ -314,8 +299,7 @@ SYMADDR_HOSTDEVFN int f32_sum_rows(float *out, const float *const *src, int m, s
 {
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_f16c_()) { /* AVX, enabled by the OS */
-        f32_sum_rows_avx(out, src, m, base, n);
-        return 1;
+        return f32_sum_rows_avx(out, src, m, base, n);
     }
 #endif
     (void)out, (void)src, (void)m, (void)base, (void)n;
@@ -327,8 +311,7 @@ SYMADDR_HOSTDEVFN int bf16_sum_rows(uint16_t *out, const uint16_t *const *src, i
 {
 #if defined(SYMADDR_CVT_F16C_)
     if (symaddr_have_avx2_()) {
-        bf16_sum_rows_avx2(out, src, m, base, n);
-        return 1;
+        return bf16_sum_rows_avx2(out, src, m, base, n);
     }
 #endif
     (void)out, (void)src, (void)m, (void)base, (void)n;

@@ -92,18 +92,18 @@ SYMADDR_DEVFN void accumulate(typename traits<DT>::A *acc,
 }
 
 /* out = the sum of the n rows' tiles at base, each row read once in place, where the type has
- * a one-pass sum (f32, f16 and bf16 on x86 cpus); 0 where it has none. */
+ * a one-pass sum (f32, f16 and bf16 on x86 cpus) and it covered all len; 0 otherwise. */
 template <int DT>
 SYMADDR_HOSTDEVFN int sum_rows(typename traits<DT>::T *out,
                                const typename traits<DT>::T *const *src, int n, size_t base,
                                int len)
 {
     if constexpr (DT == SYMADDR_FLOAT32)
-        return f32_sum_rows(out, src, n, base, len);
+        return f32_sum_rows(out, src, n, base, len) == len;
     else if constexpr (DT == SYMADDR_BFLOAT16)
-        return bf16_sum_rows(out, src, n, base, len);
+        return bf16_sum_rows(out, src, n, base, len) == len;
     else if constexpr (DT == SYMADDR_FLOAT16)
-        return f16_sum_rows(out, src, n, base, len);
+        return f16_sum_rows(out, src, n, base, len) == len;
     (void)out, (void)src, (void)n, (void)base, (void)len;
     return 0;
 }

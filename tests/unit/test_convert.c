@@ -169,12 +169,13 @@ static void test_runs(void **state)
 
 /* The one-pass sums of rows (the cpu's f16 and bf16 allreduce tiles) give the bits of
  * converting each row, adding the rows in order and converting the sum back: 1 to 8 rows of every
- * kind of value, NaNs (one in eight), infinities and subnormals included, at an odd offset and an
- * odd length (the scalar tail); f32 rows alike. Summing the rows in another order fails it. */
+ * kind of value, NaNs (one in eight), infinities and subnormals included, at an odd offset; f32
+ * rows alike. Of an odd length they do the whole lanes and leave the rest untouched. Summing the
+ * rows in another order fails it. */
 static void test_sum_rows(void **state)
 {
     (void)state;
-    enum { ROWS = 8, LEN = 1001, BASE = 3 };
+    enum { ROWS = 8, LEN = 1001, BASE = 3, LANES = LEN / 8 * 8 };
     static uint16_t data[ROWS][BASE + LEN];
     static float acc[LEN];
     static uint16_t h16[LEN];
@@ -191,11 +192,14 @@ static void test_sum_rows(void **state)
     }
     for (int f16 = 0; f16 < 2; f16++)
         for (int m = 1; m <= ROWS; m++) {
+            h16[LANES] = 0x1234;
             int done =
                 f16 ? f16_sum_rows(h16, src, m, BASE, LEN) : bf16_sum_rows(h16, src, m, BASE, LEN);
             if (!done)
                 continue; /* no one-pass sum on this cpu: the tiles add a row at a time */
-            for (int i = 0; i < LEN; i++) {
+            assert_int_equal(done, LANES);
+            assert_int_equal(h16[LANES], 0x1234);
+            for (int i = 0; i < done; i++) {
                 float want = f16 ? f16_to_f32(src[0][BASE + i]) : bf16_to_f32(src[0][BASE + i]);
                 for (int q = 1; q < m; q++)
                     want += f16 ? f16_to_f32(src[q][BASE + i]) : bf16_to_f32(src[q][BASE + i]);
@@ -214,9 +218,13 @@ static void test_sum_rows(void **state)
         fsrc[q] = fdata[q];
     }
     for (int m = 1; m <= ROWS; m++) {
-        if (!f32_sum_rows(acc, fsrc, m, BASE, LEN))
+        acc[LANES] = 1.5f;
+        int done = f32_sum_rows(acc, fsrc, m, BASE, LEN);
+        if (!done)
             continue;
-        for (int i = 0; i < LEN; i++) {
+        assert_int_equal(done, LANES);
+        assert_true(acc[LANES] == 1.5f);
+        for (int i = 0; i < done; i++) {
             float want = fsrc[0][BASE + i];
             for (int q = 1; q < m; q++)
                 want += fsrc[q][BASE + i];
