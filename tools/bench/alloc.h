@@ -129,13 +129,14 @@ static void *lookup_thread(void *arg)
 
 /* Cpus of this rank's set for threads threads, each on a core of its own (the first hardware
  * thread of each core): the local-th group of threads cores when the set has that many (ranks
- * of a node that share a set take turns), else the first; otherwise every cpu of the set in
- * turn. -1 each when the set cannot be read. Returns whether every thread has a core that no
- * other thread of this rank, nor of another rank of the node, is pinned to. */
-static int lookup_cpus(int threads, int local, int locals, int *cpu)
+ * of a node that share a set take turns), else the first group, which ranks before this one
+ * may hold too; with fewer cores than threads, every cpu of the set in turn. -1 each when the
+ * set cannot be read. Returns whether every thread has a core that no other thread of this
+ * rank, nor of another rank of the node, is pinned to. */
+static int lookup_cpus(int threads, int local, int *cpu)
 {
     cpu_set_t set;
-    int n = 0, own = 1, first_core[CPU_SETSIZE];
+    int n = 0, first_core[CPU_SETSIZE];
     for (int t = 0; t < threads; t++)
         cpu[t] = -1;
     if (sched_getaffinity(0, sizeof(set), &set) != 0)
@@ -156,24 +157,19 @@ static int lookup_cpus(int threads, int local, int locals, int *cpu)
         if (first == c)
             first_core[n++] = c;
     }
-    if (n >= (local + 1) * threads) {
+    if (n >= threads) {
+        int own = n >= (local + 1) * threads, from = own ? local * threads : 0;
         for (int t = 0; t < threads; t++)
-            cpu[t] = first_core[local * threads + t];
-        return 1;
+            cpu[t] = first_core[from + t];
+        return own;
     }
-    if (n >= threads) { /* the ranks before this one may hold these cores */
-        for (int t = 0; t < threads; t++)
-            cpu[t] = first_core[t];
-        return locals == 1;
-    }
-    own = 0; /* fewer cores than threads: share them */
     n = 0;
     for (int c = 0; c < CPU_SETSIZE && n < threads; c++)
         if (CPU_ISSET(c, &set))
             cpu[n++] = c;
     for (int t = n; t < threads && n > 0; t++)
         cpu[t] = cpu[t % n];
-    return own;
+    return 0;
 }
 
 /* ns per lookup of the slowest thread (of every rank), with threads threads at once. */
@@ -198,12 +194,6 @@ static double lookup_time(symaddr_context_t *ctx, void **p, symaddr_map_t **m, i
     }
     pthread_barrier_destroy(&go);
     return now_max(ctx, worst) * 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* Seconds per allocate+free of 256 B from the heap, with readers lookup threads meanwhile. */
@@ -245,28 +235,26 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     int rank = symaddr_rank(ctx), ok = p && m, n = 0, live[2] = {1, LOOKUP_LIVE}, cpu[64];
     long wrong = 0, lookups = 0, all_wrong;
     double t[2][LOOKUP_ROUNDS], med[2] = {0, 0}, w[2] = {0, 0};
-    int local = 0, locals = 1;
+    int local = 0;
     MPI_Comm node;
     if (MPI_Comm_split_type(symaddr_comm(ctx), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
         MPI_SUCCESS) {
         MPI_Comm_rank(node, &local);
-        MPI_Comm_size(node, &locals);
         MPI_Comm_free(&node);
     }
-    int own = lookup_cpus(o->threads, local, locals, cpu);
-    if (symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap))
+    int own = lookup_cpus(o->threads, local, cpu);
+    if (symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap)) {
+        free(p);
+        free(m);
         return 1;
+    }
     for (int k = 0; k < 2 && ok; k++) {
         while (n < live[k] && ok)
             ok = symaddr_symmetric_alloc(heap, 256, &p[n], &m[n]) == SYMADDR_OK, n++;
         for (int r = 0; r < LOOKUP_ROUNDS && ok; r++)
             t[k][r] = lookup_time(ctx, p, m, n, o->threads, o->iters * LOOKUP_CALLS, cpu, &wrong);
-        if (ok) {
-            double sorted[LOOKUP_ROUNDS];
-            memcpy(sorted, t[k], sizeof(sorted));
-            qsort(sorted, LOOKUP_ROUNDS, sizeof(double), cmp_double);
-            med[k] = sorted[LOOKUP_ROUNDS / 2];
-        }
+        if (ok)
+            med[k] = median_of(t[k], LOOKUP_ROUNDS);
     }
     if (ok) {
         w[0] = write_time(ctx, heap, p, m, n, 0, o->iters * LOOKUP_WRITES, &wrong, &lookups);
