@@ -301,7 +301,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         }
         /* rounds timings of each, in turn, so that a stall of the machine in one of them
          * shows as an outlier round, which the median leaves out, on both sides alike */
-        double worst_r[15] = {0}, tm_r[15] = {0};
+        double worst_r[BENCH_ROUNDS_MAX] = {0}, tm_r[BENCH_ROUNDS_MAX] = {0};
         int mpi_ok = 1;
         for (int r = 0; r < o->rounds; r++) {
             double t = 0, tm = 0;

@@ -28,6 +28,8 @@
 #define BENCH_BACKEND SYMADDR_BACKEND_HIP
 #endif
 
+#define BENCH_ROUNDS_MAX 15 /* the most --rounds, and what median_of takes */
+
 typedef struct opts {
     const char *op;
     size_t min, max;
@@ -169,7 +171,7 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             return usage(rank);
     }
     if (!o->op || o->min == 0 || o->max < o->min || o->factor <= 1 || o->iters <= 0 ||
-        o->threads < 1 || o->threads > 64 || o->rounds < 1 || o->rounds > 15)
+        o->threads < 1 || o->threads > 64 || o->rounds < 1 || o->rounds > BENCH_ROUNDS_MAX)
         return usage(rank);
     if (o->compare && strcmp(o->compare, "mpi") && strcmp(o->compare, "nccl") &&
         strcmp(o->compare, "rccl"))
@@ -432,10 +434,10 @@ static int kernels_match(symaddr_context_t *ctx, const opts_t *o)
     return 0;
 }
 
-/* The median of v[0, n), n <= 15 (the upper one of an even n). */
+/* The median of v[0, n), n <= BENCH_ROUNDS_MAX (the upper one of an even n). */
 static double median_of(const double *v, int n)
 {
-    double s[15];
+    double s[BENCH_ROUNDS_MAX];
     for (int i = 0; i < n; i++) { /* insertion sort: n is small */
         int j = i;
         for (; j > 0 && s[j - 1] > v[i]; j--)
