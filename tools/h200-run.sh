@@ -6,7 +6,8 @@
 # cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 cpudtypes large put fused info bisect
 # onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
-# test step to those suites; ROUNDS=n times each size n times in turn with its reference (small: 3).
+# test step to those suites; ROUNDS=n times each size n times in turn with its reference (small: 3);
+# ITERS=n sets the calls per timing of small (50).
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
@@ -120,7 +121,8 @@ for s in $steps; do
             for g in --graph ""; do
                 for a in ${ALGOS:-lamport ll auto}; do
                     timeout 120 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
-                        -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-1M} -f 2 --iters 50 --warmup 10 --algo $a $g --check \
+                        -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-1M} -f 2 --iters ${ITERS:-50} \
+                        --warmup 10 --algo $a $g --check \
                         --rounds ${ROUNDS:-3} ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/small.txt"
                 done
             done

@@ -49,12 +49,27 @@
 /** A Lamport word that has not arrived. */
 #define SYMADDR_TEAM_EMPTY 0xffffffffu
 
+/** Node peers whose copy of the sync area a call finds without the peer table
+ *  (symaddr_team_call_t.to): a Lamport push to a node of at most this many ranks. */
+#define SYMADDR_TEAM_HELD 8
+
+/* Loops over a fixed number of peers unrolled on a GPU, so that their words stay in registers (a
+ * loop indexing an array is otherwise left to local memory). */
+#if SYMADDR_ON_GPU
+#define SYMADDR_TEAM_UNROLL_ _Pragma("unroll")
+#else
+#define SYMADDR_TEAM_UNROLL_
+#endif
+
 /** One call of the team, from symaddr_team_begin: held by each thread. */
 typedef struct symaddr_team_call {
     uint64_t epoch;    /**< the call's number */
     uint64_t deadline; /**< of every wait of the call (symaddr_clock_ns) */
     uint64_t buf;      /**< the Lamport buffer this call uses, if it pushes */
     uint64_t ticket;   /**< the block's place among the grid's blocks to begin (thread 0) */
+    /** Bytes from this rank's sync area to node rank (node_rank + k) % node_size's, for
+     *  k < node_size and k < SYMADDR_TEAM_HELD (0 past them). */
+    int64_t to[SYMADDR_TEAM_HELD];
 } symaddr_team_call_t;
 
 #if defined(__CUDACC__) && defined(__cplusplus)
@@ -87,6 +102,17 @@ static inline cudaError_t symaddr_team_launch(const symaddr_team_t *t, void (*ke
 SYMADDR_DEVFN symaddr_team_call_t symaddr_team_begin(const symaddr_team_t *t)
 {
     symaddr_team_call_t c;
+    /* The peers' sync areas stay where they are for the context's life: found before the wait,
+     * while the previous kernel may still run, they cost a push no table loads after it
+     * (kernels that do not push drop these loads). */
+    SYMADDR_TEAM_UNROLL_
+    for (int k = 0; k < SYMADDR_TEAM_HELD; k++) {
+        int q = t->node_rank + k;
+        q -= q < t->node_size ? 0 : t->node_size;
+        c.to[k] = 0;
+        if (k < t->node_size)
+            c.to[k] = (int64_t)(t->sync_pb[t->node_ranks[q]] - t->sync_pb[t->rank]);
+    }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -397,19 +423,21 @@ SYMADDR_DEVFN void symaddr_team_push16(const symaddr_team_t *t, const symaddr_te
     uint32_t v[4];
     for (int k = 0; k < 4; k++)
         v[k] = w[k] - (w[k] == SYMADDR_TEAM_EMPTY);
-    symaddr_team_put16_all(t, symaddr_team_slot_(t, c, t->node_rank) + 4 * chunk, t->sync_pb, v);
+    uint32_t *mine = symaddr_team_slot_(t, c, t->node_rank) + 4 * chunk;
+#if !SYMADDR_VALIDATE /* validation checks each translation against the table */
+    if (t->node_size <= SYMADDR_TEAM_HELD) {
+        SYMADDR_TEAM_UNROLL_
+        for (int k = 0; k < SYMADDR_TEAM_HELD; k++)
+            if (k < t->node_size)
+                symaddr_team_st16_((uint32_t *)((char *)mine + c->to[k]), v);
+        return;
+    }
+#endif
+    symaddr_team_put16_all(t, mine, t->sync_pb, v);
 }
 
 /** Most peers one symaddr_team_take16_n takes at once. */
 #define SYMADDR_TEAM_TAKE_MAX 8
-
-/* Loops over the SYMADDR_TEAM_TAKE_MAX peers unrolled on a GPU, so that their words stay in
- * registers (a loop indexing an array is otherwise left to local memory). */
-#if SYMADDR_ON_GPU
-#define SYMADDR_TEAM_UNROLL_ _Pragma("unroll")
-#else
-#define SYMADDR_TEAM_UNROLL_
-#endif
 
 /** Lamport take of several peers at once: wait until chunk @p chunk of node ranks q0 to
  *  q0 + n - 1 (n <= SYMADDR_TEAM_TAKE_MAX) arrived, copy peer q0 + u's to @p w[u], and empty the

@@ -225,6 +225,25 @@ template <int DT> struct lamport_ok {
     enum { value = DT == SYMADDR_FLOAT32 || DT == SYMADDR_FLOAT16 || DT == SYMADDR_BFLOAT16 };
 };
 
+/* Chunk c of the bytes at send, as four words in registers (zero-padded past the end). */
+SYMADDR_DEVFN void lamport_words(uint32_t w[4], const void *send, int vec, size_t c, size_t bytes)
+{
+    size_t n = bytes - c * 16 < 16 ? bytes - c * 16 : 16;
+    if (n == 16 && vec) {
+        coll_pack_t v = ((const coll_pack_t *)send)[c];
+        memcpy(w, &v, 16);
+        return;
+    }
+    const unsigned char *p = (const unsigned char *)send + c * 16;
+    COLL_UNROLL
+    for (int k = 0; k < 4; k++)
+        w[k] = 0;
+    COLL_UNROLL
+    for (unsigned i = 0; i < 16; i++)
+        if (i < n)
+            w[i / 4] |= (uint32_t)p[i] << (8 * (i % 4));
+}
+
 /* Lamport allreduce over symaddr/team.h's push and take: each rank stores its input, 16 bytes
  * at a time, into its slot of every peer's buffer (the call's of three), and reduces from its
  * own buffer as the words arrive: no flag, no barrier, one one-way trip. The reader empties each
@@ -238,19 +257,17 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
     typedef typename tr::T T;
     enum { PER = 16 / sizeof(T) };
     symaddr_team_call_t call = symaddr_team_begin(&d.team);
-    size_t bytes = d.count * sizeof(T), chunks = (bytes + 15) / 16;
+    size_t bytes = d.count * sizeof(T), chunks = (bytes + 15) / 16, first = symaddr_grid_thread();
     int ok = 1;
+    uint32_t w[4];
+    /* the first chunk's load is in flight with the status word's */
+    if (first < chunks)
+        lamport_words(w, d.send, d.vec, first, bytes);
     if (symaddr_team_failed(&d.team))
         goto finish;
-    for (size_t c = symaddr_grid_thread(); c < chunks; c += symaddr_grid_threads()) {
-        uint32_t w[4] = {0, 0, 0, 0};
-        size_t n = bytes - c * 16 < 16 ? bytes - c * 16 : 16;
-        if (n == 16 && d.vec) {
-            coll_pack_t v = ((const coll_pack_t *)d.send)[c];
-            memcpy(w, &v, 16);
-        } else {
-            memcpy(w, (const char *)d.send + c * 16, n);
-        }
+    for (size_t c = first; c < chunks; c += symaddr_grid_threads()) {
+        if (c != first)
+            lamport_words(w, d.send, d.vec, c, bytes);
         symaddr_team_push16(&d.team, &call, c, w);
     }
     for (size_t c = symaddr_grid_thread(); c < chunks && ok; c += symaddr_grid_threads()) {
