@@ -6,7 +6,8 @@
 # cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 cpudtypes large put fused info bisect
 # onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
-# test step to those suites; ROUNDS=n times each size n times in turn with its reference (small: 3);
+# test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
+# fused: 3);
 # ITERS=n sets the calls per timing of small (50).
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
@@ -175,7 +176,8 @@ for s in $steps; do
         # ONEGPU=1 puts NP ranks on GPU 0 (start MPS first). Graph-replayed, then eager.
         for g in --graph ""; do
             ${ONEGPU:+env CUDA_VISIBLE_DEVICES=0} mpiexec -n ${NP:-2} $B/tools/symaddr-bench \
-                fused_rmsnorm --iters 50 --warmup 5 $g ${COMPARE:+--compare $COMPARE} \
+                fused_rmsnorm --iters 50 --warmup 5 --rounds ${ROUNDS:-3} $g \
+                ${COMPARE:+--compare $COMPARE} \
                 --json "$OUT/fused-${NP:-2}${ONEGPU:+-onegpu}${g:+-graph}.json" 2>&1 |
                 tee -a "$OUT/fused.txt"
         done ;;

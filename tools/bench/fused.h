@@ -58,10 +58,14 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     stream = graph_stream_create(o);
     json_out_t json = {};
     if (rank == 0) {
+        char rounds_s[64] = "";
+        if (o->rounds > 1)
+            snprintf(rounds_s, sizeof(rounds_s), "; times: the median of %d rounds, in turn",
+                     o->rounds);
         printf("# symaddr-bench fused_rmsnorm: %d ranks, backend %s, bf16 [tokens, %d]%s; "
-               "fused: one kernel; unfused: symaddr_allreduce + RMSNorm kernel%s\n",
+               "fused: one kernel; unfused: symaddr_allreduce + RMSNorm kernel%s%s\n",
                n, symaddr_backend_name(symaddr_backend(ctx)), HIDDEN, o->graph ? ", graph" : "",
-               with_nccl ? "; nccl: ncclAllReduce + the same RMSNorm kernel" : "");
+               with_nccl ? "; nccl: ncclAllReduce + the same RMSNorm kernel" : "", rounds_s);
         printf("# fused: one Lamport call up to %d tokens, a two-shot above\n",
                fused_rows_per_call(&team));
         printf("%7s %9s %10s %12s %7s %13s %8s", "tokens", "bytes", "fused(us)", "unfused(us)",
@@ -82,55 +86,64 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     for (size_t k = 0; k < sizeof(tokens) / sizeof(tokens[0]) && rc == 0; k++) {
         int rows = tokens[k];
         size_t count = (size_t)rows * HIDDEN;
-        double t[5] = {0, 0, 0, 0, 0}; /* fused, unfused, allreduce, norm, nccl */
-        symaddr_status_t st = time_calls(
-            ctx, o, stream,
-            [&] {
-                return fused_launch(&team, x, xm->peer_bases, res, rm->peer_bases, w, y,
-                                    ym->peer_bases, rows, stream)
-                           ? SYMADDR_OK
-                           : SYMADDR_ERR_BACKEND;
-            },
-            &t[0]);
-        if (st == SYMADDR_OK)
+        /* fused, unfused, allreduce, norm, nccl: the slowest rank's, each round in turn */
+        double worst_r[5][BENCH_ROUNDS_MAX] = {};
+        symaddr_status_t st = SYMADDR_OK;
+        for (int r = 0; r < o->rounds && st == SYMADDR_OK; r++) {
+            double t[5] = {0, 0, 0, 0, 0};
             st = time_calls(
                 ctx, o, stream,
                 [&] {
-                    symaddr_status_t s = symaddr_allreduce(ctx, x, sum, count, SYMADDR_BFLOAT16,
-                                                           SYMADDR_SUM, stream);
-                    return s == SYMADDR_OK && !rmsnorm_launch(sum, res, w, y, rows, stream)
-                               ? SYMADDR_ERR_BACKEND
-                               : s;
+                    return fused_launch(&team, x, xm->peer_bases, res, rm->peer_bases, w, y,
+                                        ym->peer_bases, rows, stream)
+                               ? SYMADDR_OK
+                               : SYMADDR_ERR_BACKEND;
                 },
-                &t[1]);
-        if (st == SYMADDR_OK)
-            st = time_calls(
-                ctx, o, stream,
-                [&] {
-                    return symaddr_allreduce(ctx, x, sum, count, SYMADDR_BFLOAT16, SYMADDR_SUM,
-                                             stream);
-                },
-                &t[2]);
-        if (st == SYMADDR_OK)
-            st = time_calls(
-                ctx, o, stream,
-                [&] {
-                    return rmsnorm_launch(sum, res, w, y, rows, stream) ? SYMADDR_OK
-                                                                        : SYMADDR_ERR_BACKEND;
-                },
-                &t[3]);
+                &t[0]);
+            if (st == SYMADDR_OK)
+                st = time_calls(
+                    ctx, o, stream,
+                    [&] {
+                        symaddr_status_t s = symaddr_allreduce(ctx, x, sum, count, SYMADDR_BFLOAT16,
+                                                               SYMADDR_SUM, stream);
+                        return s == SYMADDR_OK && !rmsnorm_launch(sum, res, w, y, rows, stream)
+                                   ? SYMADDR_ERR_BACKEND
+                                   : s;
+                    },
+                    &t[1]);
+            if (st == SYMADDR_OK)
+                st = time_calls(
+                    ctx, o, stream,
+                    [&] {
+                        return symaddr_allreduce(ctx, x, sum, count, SYMADDR_BFLOAT16, SYMADDR_SUM,
+                                                 stream);
+                    },
+                    &t[2]);
+            if (st == SYMADDR_OK)
+                st = time_calls(
+                    ctx, o, stream,
+                    [&] {
+                        return rmsnorm_launch(sum, res, w, y, rows, stream) ? SYMADDR_OK
+                                                                            : SYMADDR_ERR_BACKEND;
+                    },
+                    &t[3]);
 #if defined(SYMADDR_BENCH_NCCL)
-        if (st == SYMADDR_OK && with_nccl)
-            st = time_calls(
-                ctx, o, stream,
-                [&] {
-                    ncclResult_t r = nccl.all_reduce(x, sum, count, ncclBfloat16, ncclSum,
-                                                     nccl.comm, (cudaStream_t)stream);
-                    int launched = rmsnorm_launch(sum, res, w, y, rows, stream);
-                    return r == ncclSuccess && launched ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
-                },
-                &t[4]);
+            if (st == SYMADDR_OK && with_nccl)
+                st = time_calls(
+                    ctx, o, stream,
+                    [&] {
+                        ncclResult_t r = nccl.all_reduce(x, sum, count, ncclBfloat16, ncclSum,
+                                                         nccl.comm, (cudaStream_t)stream);
+                        int launched = rmsnorm_launch(sum, res, w, y, rows, stream);
+                        return r == ncclSuccess && launched ? SYMADDR_OK : SYMADDR_ERR_BACKEND;
+                    },
+                    &t[4]);
 #endif
+            double worst[5];
+            MPI_Allreduce(t, worst, 5, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+            for (int j = 0; j < 5; j++)
+                worst_r[j][r] = worst[j];
+        }
         if (st != SYMADDR_OK) {
             if (rank == 0)
                 fprintf(stderr, "symaddr-bench: fused_rmsnorm at %d tokens: %s: %s\n", rows,
@@ -141,7 +154,8 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
             break;
         }
         double worst[5];
-        MPI_Allreduce(t, worst, 5, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        for (int j = 0; j < 5; j++)
+            worst[j] = median_of(worst_r[j], o->rounds);
         if (rank == 0) {
             printf("%7d %9zu %10.2f %12.2f %7.3f %13.2f %8.2f", rows, count * 2, worst[0] * 1e6,
                    worst[1] * 1e6, worst[0] / worst[1], worst[2] * 1e6, worst[3] * 1e6);
