@@ -7,8 +7,7 @@
 # onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
-# fused: 3);
-# ITERS=n sets the calls per timing of small (50).
+# fused: 3); ITERS=n sets the calls per timing of small (50).
 set -uo pipefail
 OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
