@@ -293,9 +293,11 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
                 out[j] = tr::store(acc[j]);
             memcpy(&v, out, 16);
             ((coll_pack_t *)d.recv)[c] = v;
-        } else {
-            for (size_t j = 0; j < n && ok; j++)
-                ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
+        } else { /* unrolled: an index known at compile time keeps acc out of local memory */
+            COLL_UNROLL
+            for (int j = 0; j < PER; j++)
+                if ((size_t)j < n && ok)
+                    ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
         }
     }
 finish:
