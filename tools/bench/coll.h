@@ -236,10 +236,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     stream = graph_stream_create(o);
     json_out_t json = {};
     if (rank == 0) {
-        char rounds_s[64] = "";
-        if (o->rounds > 1)
-            snprintf(rounds_s, sizeof(rounds_s), "; times: the median of %d rounds, in turn",
-                     o->rounds);
+        char rounds_s[64];
         printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s, algorithm %s%s%s%s\n",
                o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
                redop_names[o->redop], algo_names[o->algo], o->graph ? ", graph" : "",
@@ -247,7 +244,7 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
                                  : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
                           : "",
-               rounds_s);
+               rounds_note(o, rounds_s, sizeof(rounds_s)));
         if (o->check && c->reduces && esz == 2)
             printf("# --check: against MPI on the same values in f32, rounded back to %s; "
                    "wrong: more than one step of %s apart\n",

@@ -58,14 +58,12 @@ static int run_fused(symaddr_context_t *ctx, const opts_t *o)
     stream = graph_stream_create(o);
     json_out_t json = {};
     if (rank == 0) {
-        char rounds_s[64] = "";
-        if (o->rounds > 1)
-            snprintf(rounds_s, sizeof(rounds_s), "; times: the median of %d rounds, in turn",
-                     o->rounds);
+        char rounds_s[64];
         printf("# symaddr-bench fused_rmsnorm: %d ranks, backend %s, bf16 [tokens, %d]%s; "
                "fused: one kernel; unfused: symaddr_allreduce + RMSNorm kernel%s%s\n",
                n, symaddr_backend_name(symaddr_backend(ctx)), HIDDEN, o->graph ? ", graph" : "",
-               with_nccl ? "; nccl: ncclAllReduce + the same RMSNorm kernel" : "", rounds_s);
+               with_nccl ? "; nccl: ncclAllReduce + the same RMSNorm kernel" : "",
+               rounds_note(o, rounds_s, sizeof(rounds_s)));
         printf("# fused: one Lamport call up to %d tokens, a two-shot above\n",
                fused_rows_per_call(&team));
         printf("%7s %9s %10s %12s %7s %13s %8s", "tokens", "bytes", "fused(us)", "unfused(us)",

@@ -35,7 +35,7 @@ typedef struct opts {
     size_t min, max;
     double factor;
     int iters, warmup, check, graph, one_pair;
-    int rounds;  /* collectives: timings of each side, in turn; the median is shown */
+    int rounds;  /* collectives, fused_rmsnorm: timings of each side, in turn; the median shown */
     int threads; /* lookup: threads looking up at once */
     symaddr_provider_kind_t provider;
     const char *json, *compare;
@@ -91,8 +91,9 @@ static int usage(int rank)
                 "         [--threads N]  (lookup: N threads look up at once, 1 to 64; each makes\n"
                 "                         --iters x 50,000 lookups a round, and --iters x 100\n"
                 "                         allocate+free are timed)\n"
-                "         [--rounds N]  (collectives: N timings of symaddr and of the reference\n"
-                "                        in turn, the median of each shown; 1 to 15)\n"
+                "         [--rounds N]  (collectives and fused_rmsnorm: N timings of symaddr and\n"
+                "                        of the reference in turn, the median of each shown; 1 to\n"
+                "                        15)\n"
                 "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
                 "      reduce_scatter broadcast alltoall fused_rmsnorm\n");
     return 2;
@@ -432,6 +433,15 @@ static int kernels_match(symaddr_context_t *ctx, const opts_t *o)
                 BENCH_BACKEND == SYMADDR_BACKEND_CPU ? "symaddr-bench-cpu" : "symaddr-bench",
                 symaddr_backend_name(BENCH_BACKEND));
     return 0;
+}
+
+/* What a table's header says of --rounds: "" for one timing. */
+static const char *rounds_note(const opts_t *o, char *buf, size_t size)
+{
+    buf[0] = 0;
+    if (o->rounds > 1)
+        snprintf(buf, size, "; times: the median of %d rounds, in turn", o->rounds);
+    return buf;
 }
 
 /* The median of v[0, n), n <= BENCH_ROUNDS_MAX (the upper one of an even n). */
