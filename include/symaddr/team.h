@@ -449,18 +449,23 @@ SYMADDR_DEVFN int symaddr_team_take16_n(const symaddr_team_t *t, const symaddr_t
                                         uint32_t w[SYMADDR_TEAM_TAKE_MAX][4])
 {
     unsigned pending = (1u << n) - 1u;
+    /* peer q0 + u's chunk: one multiply-add each from the first's */
+    char *first = (char *)(symaddr_team_slot_(t, c, q0) + 4 * chunk);
     for (unsigned spin = 0;; spin++) {
         /* every pending load first, then the checks: the loads do not wait on each other */
         SYMADDR_TEAM_UNROLL_
         for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
             if (pending >> u & 1u)
-                symaddr_team_ld16_(symaddr_team_slot_(t, c, q0 + u) + 4 * chunk, w[u]);
+                symaddr_team_ld16_((uint32_t *)(first + (size_t)u * t->lamport_slot), w[u]);
+        /* EMPTY is the largest word: the 16 bytes arrived when their largest word is not it
+         * (a tree of maxima, not a chain of four compares) */
         SYMADDR_TEAM_UNROLL_
-        for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
-            if ((pending >> u & 1u) && w[u][0] != SYMADDR_TEAM_EMPTY &&
-                w[u][1] != SYMADDR_TEAM_EMPTY && w[u][2] != SYMADDR_TEAM_EMPTY &&
-                w[u][3] != SYMADDR_TEAM_EMPTY)
+        for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) {
+            uint32_t a = w[u][0] > w[u][1] ? w[u][0] : w[u][1];
+            uint32_t b = w[u][2] > w[u][3] ? w[u][2] : w[u][3];
+            if ((pending >> u & 1u) && (a > b ? a : b) != SYMADDR_TEAM_EMPTY)
                 pending &= ~(1u << u);
+        }
         if (!pending)
             break;
         if ((spin & 63) == 63) {
@@ -478,7 +483,7 @@ SYMADDR_DEVFN int symaddr_team_take16_n(const symaddr_team_t *t, const symaddr_t
     SYMADDR_TEAM_UNROLL_
     for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++)
         if (u < n)
-            symaddr_team_st16_(symaddr_team_slot_(t, c, q0 + u) + 4 * chunk, empty);
+            symaddr_team_st16_((uint32_t *)(first + (size_t)u * t->lamport_slot), empty);
     return 1;
 }
 

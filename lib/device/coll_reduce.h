@@ -281,18 +281,22 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
             ok = symaddr_team_take16_n(&d.team, &call, q0, n, c, w);
             COLL_UNROLL
             for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) { /* node-rank order: same bits */
+                if (u >= n || !ok)
+                    continue; /* a branch past the peers not taken */
                 T v[PER];
+                typename tr::A a[PER];
                 memcpy(v, w[u], 16);
-                for (int j = 0; j < PER && u < n && ok; j++)
-                    acc[j] = q0 + u == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
+                tr::load_n(v, a, PER); /* f16: by pairs, the NaN rule only if one is there */
+                COLL_UNROLL
+                for (int j = 0; j < PER; j++)
+                    acc[j] = q0 + u == 0 ? a[j] : apply<OP>(acc[j], a[j]);
             }
         }
         size_t n = (bytes - c * 16 < 16 ? bytes - c * 16 : 16) / sizeof(T);
         if (n == PER && d.vec && ok) { /* one 16-byte store, not PER narrow ones */
             T out[PER];
             coll_pack_t v;
-            for (int j = 0; j < PER; j++)
-                out[j] = tr::store(acc[j]);
+            tr::store_n(acc, out, PER); /* f16, bf16: by pairs, as load_n */
             memcpy(&v, out, 16);
             ((coll_pack_t *)d.recv)[c] = v;
         } else { /* unrolled: an index known at compile time keeps acc out of local memory */
