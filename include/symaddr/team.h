@@ -96,41 +96,54 @@ static inline cudaError_t symaddr_team_launch(const symaddr_team_t *t, void (*ke
 }
 #endif
 
-/** Start of a call: every thread of the grid, first. Under a programmatic dependent launch
- *  (CUDA), this is where the kernel lets the next one be scheduled and waits for the previous
- *  one to end. */
-SYMADDR_DEVFN symaddr_team_call_t symaddr_team_begin(const symaddr_team_t *t)
+/* symaddr_team_begin in two halves, for a kernel that issues loads of its own between them,
+ * so that they are in flight with the call's words (one trip, not two). The first: the peers'
+ * sync areas stay where they are for the context's life: found before the wait, while the
+ * previous kernel may still run, they cost a push no table loads after it (kernels that do not
+ * push drop these loads). */
+SYMADDR_DEVFN void symaddr_team_enter_(const symaddr_team_t *t, symaddr_team_call_t *c)
 {
-    symaddr_team_call_t c;
-    /* The peers' sync areas stay where they are for the context's life: found before the wait,
-     * while the previous kernel may still run, they cost a push no table loads after it
-     * (kernels that do not push drop these loads). */
     SYMADDR_TEAM_UNROLL_
     for (int k = 0; k < SYMADDR_TEAM_HELD; k++) {
         int q = t->node_rank + k;
         q -= q < t->node_size ? 0 : t->node_size;
-        c.to[k] = 0;
+        c->to[k] = 0;
         if (k < t->node_size)
-            c.to[k] = (int64_t)(t->sync_pb[t->node_ranks[q]] - t->sync_pb[t->rank]);
+            c->to[k] = (int64_t)(t->sync_pb[t->node_ranks[q]] - t->sync_pb[t->rank]);
     }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
-    c.epoch = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] + 1;
-    c.buf = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_LAMPORT];
-    c.deadline = symaddr_clock_ns() + t->timeout_ns;
-    c.ticket = 0;
+}
+
+/* The second half: the call's words. */
+SYMADDR_DEVFN void symaddr_team_open_(const symaddr_team_t *t, symaddr_team_call_t *c)
+{
+    c->epoch = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] + 1;
+    c->buf = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_LAMPORT];
+    c->deadline = symaddr_clock_ns() + t->timeout_ns;
+    c->ticket = 0;
     /* The block whose ticket is last knows that every block of the grid has read the call's
      * words, and rewrites them at its end (symaddr_team_end). Its threads hand their values to
      * the barrier so that they have arrived before the ticket is taken; taking it here rather
      * than at the end hides the atomic's trip behind the call's work (Lamport allreduce of
      * 4-32 KiB on 2 H200s: 0.13-0.20 us less, graph-replayed). */
     if (symaddr_grid_blocks() > 1) {
-        (void)symaddr_block_all((c.epoch | c.buf) != ~(uint64_t)0);
+        (void)symaddr_block_all((c->epoch | c->buf) != ~(uint64_t)0);
         if (symaddr_block_thread() == 0)
-            c.ticket = symaddr_prim_add_u64(&t->sync[SYMADDR_SYNC_DONE], 1, 0);
+            c->ticket = symaddr_prim_add_u64(&t->sync[SYMADDR_SYNC_DONE], 1, 0);
     }
+}
+
+/** Start of a call: every thread of the grid, first. Under a programmatic dependent launch
+ *  (CUDA), this is where the kernel lets the next one be scheduled and waits for the previous
+ *  one to end. */
+SYMADDR_DEVFN symaddr_team_call_t symaddr_team_begin(const symaddr_team_t *t)
+{
+    symaddr_team_call_t c;
+    symaddr_team_enter_(t, &c);
+    symaddr_team_open_(t, &c);
     return c;
 }
 

@@ -258,14 +258,17 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
     typedef traits<DT> tr;
     typedef typename tr::T T;
     enum { PER = 16 / sizeof(T) };
-    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    symaddr_team_call_t call;
     size_t bytes = d.count * sizeof(T), chunks = (bytes + 15) / 16, first = symaddr_grid_thread();
-    int ok = 1;
+    int ok = 1, failed;
     uint32_t w[4];
-    /* the first chunk's load is in flight with the status word's */
+    /* the first chunk and the status word are in flight with the call's words: one trip */
+    symaddr_team_enter_(&d.team, &call);
     if (first < chunks)
         lamport_words(w, d.send, d.vec, first, bytes);
-    if (symaddr_team_failed(&d.team))
+    failed = symaddr_team_failed(&d.team);
+    symaddr_team_open_(&d.team, &call);
+    if (failed)
         goto finish;
     for (size_t c = first; c < chunks; c += symaddr_grid_threads()) {
         if (c != first)
