@@ -203,22 +203,14 @@ __device__ static void norm_row(const rows_out_t *o, const row_in_t *in, size_t 
 __global__ void BOUNDS allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x, bf16x8_t *res,
                                          const bf16x8_t *w, bf16x8_t *y, int rows)
 {
-    symaddr_team_call_t c;
-    int ok = 1, row0 = (int)symaddr_block_index();
-    bf16x8_t first[PER_THREAD];
-    /* the block's first row is loaded between the halves of symaddr_team_begin: in flight with
-     * the call's words, one trip after the wait for the previous kernel instead of two */
-    symaddr_team_enter(&team, &c);
-    for (int i = 0; i < PER_THREAD && row0 < rows; i++)
-        if (my_chunk(i) >= 0)
-            first[i] = load8(&x[(size_t)row0 * CHUNKS + (size_t)my_chunk(i)]);
-    symaddr_team_open(&team, &c);
-    for (int row = row0; row < rows; row += (int)symaddr_grid_blocks())
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    int ok = 1;
+    for (int row = (int)symaddr_block_index(); row < rows; row += (int)symaddr_grid_blocks())
         for (int i = 0; i < PER_THREAD; i++) {
             long k = my_chunk(i);
             if (k >= 0) {
                 size_t at = (size_t)row * CHUNKS + (size_t)k;
-                bf16x8_t v = row == row0 ? first[i] : load8(&x[at]);
+                bf16x8_t v = load8(&x[at]);
                 symaddr_team_push16(&team, &c, at, v.w);
             }
         }
@@ -241,11 +233,8 @@ __global__ void BOUNDS allreduce_rmsnorm(symaddr_team_t team, const bf16x8_t *x,
                 UNROLL
                 for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) {
                     float f[8];
-                    if (u >= n || !ok)
-                        continue; /* a branch past the peers not taken */
                     unpack8(&v[u], f);
-                    UNROLL
-                    for (int j = 0; j < 8; j++)
+                    for (int j = 0; j < 8 && u < n && ok; j++)
                         acc[i][j] += f[j];
                 }
             }

@@ -96,16 +96,13 @@ static inline cudaError_t symaddr_team_launch(const symaddr_team_t *t, void (*ke
 }
 #endif
 
-/** The first half of symaddr_team_begin: every thread of the grid, first. Under a programmatic
- *  dependent launch (CUDA), this is where the kernel lets the next one be scheduled and waits
- *  for the previous one to end; a kernel's loads of data an earlier kernel wrote come after it.
- *  Loads issued between this and symaddr_team_open travel with the call's words: one trip
- *  after the wait, where loads after symaddr_team_begin take two. */
-SYMADDR_DEVFN void symaddr_team_enter(const symaddr_team_t *t, symaddr_team_call_t *c)
+/* symaddr_team_begin in two halves, for a kernel that issues loads of its own between them,
+ * so that they are in flight with the call's words (one trip, not two). The first: the peers'
+ * sync areas stay where they are for the context's life: found before the wait, while the
+ * previous kernel may still run, they cost a push no table loads after it (kernels that do not
+ * push drop these loads). */
+SYMADDR_DEVFN void symaddr_team_enter_(const symaddr_team_t *t, symaddr_team_call_t *c)
 {
-    /* The peers' sync areas stay where they are for the context's life: found before the wait,
-     * while the previous kernel may still run, they cost a push no table loads after it
-     * (kernels that do not push drop these loads). */
     SYMADDR_TEAM_UNROLL_
     for (int k = 0; k < SYMADDR_TEAM_HELD; k++) {
         int q = t->node_rank + k;
@@ -120,8 +117,8 @@ SYMADDR_DEVFN void symaddr_team_enter(const symaddr_team_t *t, symaddr_team_call
 #endif
 }
 
-/** The second half of symaddr_team_begin, after symaddr_team_enter: the call's words. */
-SYMADDR_DEVFN void symaddr_team_open(const symaddr_team_t *t, symaddr_team_call_t *c)
+/* The second half: the call's words. */
+SYMADDR_DEVFN void symaddr_team_open_(const symaddr_team_t *t, symaddr_team_call_t *c)
 {
     c->epoch = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_EPOCH] + 1;
     c->buf = *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_LAMPORT];
@@ -139,13 +136,14 @@ SYMADDR_DEVFN void symaddr_team_open(const symaddr_team_t *t, symaddr_team_call_
     }
 }
 
-/** Start of a call: every thread of the grid, first (symaddr_team_enter, then
- *  symaddr_team_open). */
+/** Start of a call: every thread of the grid, first. Under a programmatic dependent launch
+ *  (CUDA), this is where the kernel lets the next one be scheduled and waits for the previous
+ *  one to end. */
 SYMADDR_DEVFN symaddr_team_call_t symaddr_team_begin(const symaddr_team_t *t)
 {
     symaddr_team_call_t c;
-    symaddr_team_enter(t, &c);
-    symaddr_team_open(t, &c);
+    symaddr_team_enter_(t, &c);
+    symaddr_team_open_(t, &c);
     return c;
 }
 

@@ -263,11 +263,11 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
     int ok = 1, failed;
     uint32_t w[4];
     /* the first chunk and the status word are in flight with the call's words: one trip */
-    symaddr_team_enter(&d.team, &call);
+    symaddr_team_enter_(&d.team, &call);
     if (first < chunks)
         lamport_words(w, d.send, d.vec, first, bytes);
     failed = symaddr_team_failed(&d.team);
-    symaddr_team_open(&d.team, &call);
+    symaddr_team_open_(&d.team, &call);
     if (failed)
         goto finish;
     for (size_t c = first; c < chunks; c += symaddr_grid_threads()) {
