@@ -2,8 +2,8 @@
 /* symaddr/team.h's blocks in kernels of the test's own, one source for every backend: the grid
  * barrier orders every block's stores before every peer block's loads, a two-shot and a
  * broadcast built from the blocks give exact values (rank + 1 data, odd sizes, views at odd
- * offsets) against sequential references over many calls, and a rank that never arrives makes
- * every rank fail instead of hang. */
+ * offsets) against sequential references over many calls, and a rank that never arrives, or a
+ * Lamport chunk that arrives but for one word, makes every rank fail instead of hang. */
 #include "runtime.h"
 
 #include "symaddr/team.h"
@@ -281,6 +281,57 @@ static void test_barrier_stopped_signaller(void *unused)
     symaddr_finalize(&ctx);
 }
 
+/* Every rank stores chunk 0 of its Lamport slot into every node peer's buffer, one word
+ * (missing) left out: that word stays EMPTY there, so the chunk has not arrived, and the take
+ * must give up at the deadline rather than hand the EMPTY word on as data. */
+__global__ void partial_chunk_kernel(symaddr_team_t team, int missing)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    if (symaddr_grid_thread() == 0) {
+        uint32_t *mine = symaddr_team_slot_(&team, &c, team.node_rank);
+        for (int q = 0; q < team.node_size; q++) {
+            volatile uint32_t *there =
+                (volatile uint32_t *)symaddr_team_peer(&team, mine, team.sync_pb, q);
+            for (int j = 0; j < 4; j++)
+                if (j != missing)
+                    there[j] = (uint32_t)(team.node_rank + 1) << 8 | (uint32_t)j;
+        }
+        uint32_t w[SYMADDR_TEAM_TAKE_MAX][4];
+        int ok = 1;
+        for (int q0 = 0; q0 < team.node_size && ok; q0 += SYMADDR_TEAM_TAKE_MAX)
+            ok = symaddr_team_take16_n(&team, &c, q0,
+                                       team.node_size - q0 < SYMADDR_TEAM_TAKE_MAX
+                                           ? team.node_size - q0
+                                           : SYMADDR_TEAM_TAKE_MAX,
+                                       0, w);
+    }
+    symaddr_team_end(&team, &c, 1);
+}
+
+/* A chunk is taken only once all four of its words arrived: with any one of them missing,
+ * every rank reports the deadline (or a peer's failure), never OK. */
+static void test_lamport_partial_chunk(void *unused)
+{
+    (void)unused;
+    for (int missing = 0; missing < 4; missing++) {
+        symaddr_config_t cfg;
+        symaddr_context_t *ctx;
+        symaddr_team_t team;
+        symaddr_config_default(&cfg);
+        cfg.timeout_ms = 500;
+        T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx));
+        T_OK(ctx, symaddr_team_get(ctx, &team));
+        T_OK(ctx, symaddr_barrier(ctx, NULL));
+        T_OK(ctx, SYMADDR_LAUNCH(partial_chunk_kernel, 1, 32, NULL, team, missing));
+        symaddr_status_t st = symaddr_stream_sync(ctx, NULL);
+        T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN,
+                "node rank %d: got %s from a take whose word %d never arrived, want a timeout "
+                "or broken",
+                team.node_rank, symaddr_strerror(st), missing);
+        symaddr_finalize(&ctx);
+    }
+}
+
 /* Rank 0 never launches: every other rank's grid barrier gives up at the deadline, and every
  * rank, rank 0 included, reports the failure from its next call instead of OK. */
 static void test_grid_barrier_timeout(void *unused)
@@ -338,5 +389,6 @@ int main(int argc, char **argv)
     symaddr_finalize(&g_ctx);
     T_RUN(test_barrier_stopped_signaller, NULL); /* its own context */
     T_RUN(test_grid_barrier_timeout, NULL);      /* its own context, which it breaks */
+    T_RUN(test_lamport_partial_chunk, NULL);     /* its own contexts, which it breaks */
     return t_finish();
 }
