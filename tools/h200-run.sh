@@ -4,7 +4,8 @@
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 cpudtypes large put fused info bisect
-# onegpu mps-on mps-off pack. NCCL_INCLUDE=DIR
+# onegpu ab mps-on mps-off pack (ab: BASE_TAR=base.tar tools/h200-run.sh build mps-on ab, the
+# tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
 # fused: 3); ITERS=n sets the calls per timing of small (50).
@@ -27,15 +28,24 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
 B=${B:-build-cuda}
+BASE=${BASE:-/tmp/symaddr-base}
 rc=0
 for s in $steps; do
     case $s in
     build)
+        # BASE_TAR=<git archive of a base revision>: built beside the tree, for the ab step.
+        if [ -n "${BASE_TAR:-}" ]; then
+            rm -rf $BASE && mkdir -p $BASE && tar -xf "$BASE_TAR" -C $BASE &&
+                (cd $BASE && meson setup build-base -Dgpu=cuda -Dtests=false &&
+                    ninja -C build-base) >"$OUT/build-base.log" 2>&1 &
+            bpid=$!
+        fi
         rm -rf $B
         { meson setup $B -Dgpu=cuda -Dwerror=true ${NCCL_INCLUDE:+-Dnccl_include=$NCCL_INCLUDE} \
               ${MESON_ARGS:-} && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
             tail -40 "$OUT/build.log"; exit 1; }
-        echo "build: ok" ;;
+        [ -z "${bpid:-}" ] || wait $bpid || { tail -20 "$OUT/build-base.log"; exit 1; }
+        echo "build: ok${BASE_TAR:+ (and the base)}" ;;
     test)
         # TEST_RANKS=n reruns the suite with n ranks per mpi test (log: test-n.log).
         log="$OUT/test${TEST_RANKS:+-$TEST_RANKS}.log"
@@ -235,6 +245,45 @@ for s in $steps; do
                     2>&1 | tee -a "$OUT/cpudtypes.txt"
             done
         done ;;
+    ab)
+        # A/B of the small allreduce on GPU 0 (start MPS first), NP ranks: the base that build
+        # made from BASE_TAR against the tree, in turn twice per dtype (DTYPES), graph-replayed
+        # then eager; ab-base.txt and ab-tree.txt, and the tree's best over the base's best.
+        [ -x $BASE/build-base/tools/symaddr-bench ] || { echo "ab: build with BASE_TAR first"; exit 1; }
+        for g in --graph ""; do
+            for dt in ${DTYPES:-float bfloat16 half}; do
+                for v in base tree base tree; do
+                    bin=$B/tools/symaddr-bench
+                    [ $v = base ] && bin=$BASE/build-base/tools/symaddr-bench
+                    echo "== $dt ${g:-eager}" >>"$OUT/ab-$v.txt"
+                    CUDA_VISIBLE_DEVICES=0 timeout 100 mpiexec -n ${NP:-2} $bin allreduce \
+                        --dtype $dt -b 8 -e ${SMALL_MAX:-32K} -f 4 --iters ${ITERS:-200} \
+                        --warmup 20 --algo ${ALGOS:-lamport} $g --check --rounds 3 2>&1 |
+                        grep -v "^#" >>"$OUT/ab-$v.txt"
+                done
+            done
+        done
+        python3 - "$OUT" <<'PY'
+import sys
+def tables(path):
+    out = {}
+    for line in open(path):
+        if line.startswith("=="):
+            cur = out.setdefault(line[3:].strip(), [])
+            cur.append({})
+        elif line.split() and line.split()[0].isdigit() and len(line.split()) >= 8:
+            f = line.split()
+            cur[-1][int(f[0])] = (float(f[4]), int(f[7]))
+    return out
+base, tree = tables(sys.argv[1] + "/ab-base.txt"), tables(sys.argv[1] + "/ab-tree.txt")
+for k in base:
+    sizes = sorted(base[k][0])
+    best = lambda t, s: min(run[s][0] for run in t[k])
+    wrong = sum(run[s][1] for t in (base, tree) for run in t[k] for s in sizes)
+    print(f"ab {k}: tree/base at {sizes[0]}-{sizes[-1]} B:",
+          " ".join(f"{best(tree, s) / best(base, s):.3f}" for s in sizes), f"(#wrong {wrong})")
+PY
+        ;;
     pack)
         # The device tool brings back at most 8 files: everything in one archive.
         (cd "$OUT" && tar czf results.tgz --exclude results.tgz . && find . -type f ! -name \
