@@ -246,17 +246,20 @@ for s in $steps; do
             done
         done ;;
     ab)
-        # A/B of the small allreduce on GPU 0 (start MPS first), NP ranks: the base that build
-        # made from BASE_TAR against the tree, in turn twice per dtype (DTYPES), graph-replayed
-        # then eager; ab-base.txt and ab-tree.txt, and the tree's best over the base's best.
+        # A/B of the small allreduce, NP ranks on GPU 0 (start MPS first), or spread over the
+        # GPUs with ALLGPUS=1: the base that build made from BASE_TAR against the tree, in turn
+        # twice per dtype (DTYPES), graph-replayed then eager; ab-base.txt and ab-tree.txt, and
+        # the tree's best over the base's best.
         [ -x $BASE/build-base/tools/symaddr-bench ] || { echo "ab: build with BASE_TAR first"; exit 1; }
+        pin="env CUDA_VISIBLE_DEVICES=0"
+        [ -z "${ALLGPUS:-}" ] || pin=""
         for g in --graph ""; do
             for dt in ${DTYPES:-float bfloat16 half}; do
                 for v in base tree base tree; do
                     bin=$B/tools/symaddr-bench
                     [ $v = base ] && bin=$BASE/build-base/tools/symaddr-bench
                     echo "== $dt ${g:-eager}" >>"$OUT/ab-$v.txt"
-                    CUDA_VISIBLE_DEVICES=0 timeout 100 mpiexec -n ${NP:-2} $bin allreduce \
+                    $pin timeout 100 mpiexec -n ${NP:-2} $bin allreduce \
                         --dtype $dt -b 8 -e ${SMALL_MAX:-32K} -f 4 --iters ${ITERS:-200} \
                         --warmup 20 --algo ${ALGOS:-lamport} $g --check --rounds 3 2>&1 |
                         grep -v "^#" >>"$OUT/ab-$v.txt"
@@ -277,6 +280,10 @@ def tables(path):
     return out
 base, tree = tables(sys.argv[1] + "/ab-base.txt"), tables(sys.argv[1] + "/ab-tree.txt")
 for k in base:
+    runs = base[k] + tree.get(k, [])
+    if len(runs) < 2 or not all(runs):
+        print(f"ab {k}: a run printed no table (see ab-base.txt, ab-tree.txt)")
+        continue
     sizes = sorted(base[k][0])
     best = lambda t, s: min(run[s][0] for run in t[k])
     wrong = sum(run[s][1] for t in (base, tree) for run in t[k] for s in sizes)
