@@ -271,11 +271,11 @@ import sys
 def tables(path):
     out = {}
     for line in open(path):
+        f = line.split()
         if line.startswith("=="):
             cur = out.setdefault(line[3:].strip(), [])
             cur.append({})
-        elif line.split() and line.split()[0].isdigit() and len(line.split()) >= 8:
-            f = line.split()
+        elif len(f) >= 8 and f[0].isdigit():
             cur[-1][int(f[0])] = (float(f[4]), int(f[7]))
     return out
 base, tree = tables(sys.argv[1] + "/ab-base.txt"), tables(sys.argv[1] + "/ab-tree.txt")
