@@ -62,11 +62,22 @@ SYMADDR_HOSTDEVFN uint16_t f32_to_f16_hw_(float f)
 }
 #endif
 
+/* f16 inf, or NaN, as f32 bits: sign, all-ones exponent, the payload shifted up, a NaN quiet */
+SYMADDR_HOSTDEVFN uint32_t f16_special_bits_(uint16_t h)
+{
+    return ((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13) |
+           (h & 0x3ffu ? 0x400000u : 0);
+}
+
+/* An f32 NaN (as bits u) as a quiet f16 NaN: sign, the payload's top bits. */
+SYMADDR_HOSTDEVFN uint16_t f16_nan_of_f32_bits_(uint32_t u)
+{
+    return (uint16_t)(((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x1ffu));
+}
+
 SYMADDR_HOSTDEVFN float f16_to_f32(uint16_t h)
 {
-    /* inf, or a quiet NaN: sign, all-ones exponent, the payload shifted up */
-    uint32_t nan = ((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13) |
-                   (h & 0x3ffu ? 0x400000u : 0);
+    uint32_t nan = f16_special_bits_(h);
 #if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
     return (h & 0x7fffu) > 0x7c00u ? symaddr_f32_of_bits_(nan) : f16_to_f32_hw_(h);
 #else
@@ -84,11 +95,12 @@ SYMADDR_HOSTDEVFN float f16_to_f32(uint16_t h)
 
 SYMADDR_HOSTDEVFN uint16_t f32_to_f16(float f)
 {
-    uint32_t u = symaddr_bits_of_f32_(f), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    uint32_t nan = sign | 0x7e00u | ((u >> 13) & 0x1ffu); /* quiet, the payload's top bits */
+    uint32_t u = symaddr_bits_of_f32_(f), a = u & 0x7fffffffu;
+    uint32_t nan = f16_nan_of_f32_bits_(u);
 #if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
     return a > 0x7f800000u ? (uint16_t)nan : f32_to_f16_hw_(f);
 #else
+    uint32_t sign = (u >> 16) & 0x8000u;
     /* Signed arithmetic throughout (a < 2^31), which vector units without unsigned compares
      * handle in one instruction. >= 2^16: inf, or a quiet NaN. */
     int32_t s = (int32_t)a, big = s > 0x7f800000 ? (int32_t)(nan & 0x7fffu) : 0x7c00;
@@ -423,6 +435,14 @@ SYMADDR_HOSTDEVFN void f32_to_bf16_n(const float *in, uint16_t *out, int n)
 /* Whether a run of f16 holds a NaN. */
 SYMADDR_HOSTDEVFN int f16_nan_n(const uint16_t *v, int n)
 {
+#if defined(SYMADDR_CVT_PAIRS_)
+    if (n % 2 == 0) { /* a pair at a time, as the conversions */
+        uint32_t pairs = 0;
+        for (int i = 0; i < n; i += 2)
+            pairs |= symaddr_pair_nan_(symaddr_pair_of_(v + i), 0x7c00u);
+        return pairs != 0;
+    }
+#endif
     int nan = 0;
     for (int i = 0; i < n; i++)
         nan |= (v[i] & 0x7fffu) > 0x7c00u;
@@ -453,8 +473,12 @@ SYMADDR_HOSTDEVFN void f16_to_f32_n(const uint16_t *in, float *out, int n)
 #elif defined(SYMADDR_CVT_PTX_)
     if (n % 2 == 0) {
         f16_pairs_to_f32_hw_(in, out, n);
-        if (!f16_nan_n(in, n))
-            return;
+        if (f16_nan_n(in, n)) /* mend the NaNs alone, by the rule */
+            for (int i = 0; i < n; i++)
+                out[i] = (in[i] & 0x7fffu) > 0x7c00u
+                             ? symaddr_f32_of_bits_(f16_special_bits_(in[i]))
+                             : out[i];
+        return;
     }
 #elif defined(SYMADDR_CVT_HIP_)
     for (int i = 0; i < n; i++)
@@ -496,10 +520,10 @@ SYMADDR_HOSTDEVFN void f32_to_f16_n(const float *in, uint16_t *out, int n)
     }
 #elif defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
     if (n % 2 == 0) {
-        if (!f32_pairs_to_half_hw_(in, out, n, 1))
-            return;
-        for (int i = 0; i < n; i++) /* a NaN came out: the rule */
-            out[i] = f32_to_f16(in[i]);
+        if (f32_pairs_to_half_hw_(in, out, n, 1)) /* a NaN came out: mend it by the rule */
+            for (int i = 0; i < n; i++)
+                out[i] =
+                    in[i] != in[i] ? f16_nan_of_f32_bits_(symaddr_bits_of_f32_(in[i])) : out[i];
         return;
     }
 #endif
