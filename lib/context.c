@@ -362,6 +362,24 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     return st;
 }
 
+symaddr_status_t symaddr_timeout_set(symaddr_context_t *ctx, unsigned timeout_ms)
+{
+    if (!ctx)
+        return SYMADDR_ERR_INVALID_ARG;
+    if (timeout_ms == 0)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "symaddr_timeout_set: timeout_ms must be > 0");
+    if (__atomic_exchange_n(&ctx->core.busy, 1, __ATOMIC_ACQUIRE))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "symaddr_timeout_set: another thread is in a call on this "
+                                 "context; set the timeout between calls");
+    /* the bootstrap's copy bounds MPI and descriptor waits, the config's the kernels' */
+    ctx->core.cfg.timeout_ms = timeout_ms;
+    ctx->core.boot.timeout_ms = timeout_ms;
+    __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
+    return SYMADDR_OK;
+}
+
 symaddr_backend_kind_t symaddr_backend(const symaddr_context_t *ctx)
 {
     return ctx && ctx->be.ops ? ctx->be.ops->kind : SYMADDR_BACKEND_AUTO;

@@ -458,6 +458,8 @@ static void freed_forget(symaddr_registry_t *reg, uint64_t base, uint64_t end)
     size_t i = lower_freed(reg, base), j = i;
     while (j < reg->nfreed && reg->freed[j] < end)
         j++;
+    if (j == i)
+        return; /* nothing to forget, and freed may still be NULL */
     memmove(reg->freed + i, reg->freed + j, (reg->nfreed - j) * sizeof(*reg->freed));
     reg->nfreed -= j - i;
 }

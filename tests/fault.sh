@@ -3,7 +3,7 @@
 # usage: fault.sh MPIEXEC NRANKS TEST_FAULT
 # Runs test_fault once per point with one rank killed there, then checks that every survivor
 # returned an error within twice the timeout, and that no symaddr memory outlives the jobs
-# (no /dev/shm files, no memfd held by anyone).
+# (no /dev/shm files, no memfd held by its processes).
 set -u
 mpiexec=$1 n=$2 exe=$3
 if ! "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
@@ -25,9 +25,15 @@ for at in $points; do
         [ "$at" = coll ] && want=$((want + 1))
         f="$dir/rank-$r"
         if [ ! -s "$f" ]; then
-            echo "FAIL: rank $r wrote nothing (killed at $at)"; fail=$((fail + 1)); continue
+            echo "FAIL: rank $r wrote nothing (killed at $at); the job's output:"
+            tail -n 40 "$dir/log-$at"; fail=$((fail + 1)); continue
         fi
-        while read -r what st ms; do
+        while read -r what st ms rest; do
+            case $what in setup-*)
+                echo "FAIL: killed at $at: rank $r failed before the point: $what returned $st" \
+                     "after $ms ms: $rest"
+                fail=$((fail + 1)); continue ;;
+            esac
             # Any error will do, within 2x the 1000 ms timeout (plus 500 ms for a loaded
             # machine). A collective reports -10 (TIMEOUT) or -18 (BROKEN: a peer timed out
             # first); the signal wait is the caller's own: TIMEOUT after 1000 ms.
@@ -48,9 +54,18 @@ done
 if [ "$(ls /dev/shm | grep -c symaddr)" -ne "$shm_before" ]; then
     echo "FAIL: files named symaddr left in /dev/shm"; fail=$((fail + 1))
 else pass=$((pass + 1)); fi
-# Survivors may still be exiting when mpiexec returns; give them until the deadline.
+# Survivors may still be exiting when mpiexec returns; give them until the deadline. Only
+# this test's processes count: other jobs on the machine may hold symaddr memory of their own.
+held_by_test() {
+    local n=0 p
+    for p in /proc/[0-9]*; do
+        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$exe" || continue
+        n=$((n + $(ls -l "$p/fd" 2>/dev/null | grep -c "memfd:symaddr")))
+    done
+    echo $n
+}
 for _ in $(seq 30); do
-    held=$(ls -l /proc/[0-9]*/fd 2>/dev/null | grep -c "memfd:symaddr")
+    held=$(held_by_test)
     [ "$held" -eq 0 ] && break
     sleep 1
 done

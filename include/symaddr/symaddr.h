@@ -270,6 +270,16 @@ SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t 
  */
 SYMADDR_API symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p);
 
+/**
+ * Set the deadline of this rank's waits on its peers (symaddr_config_t.timeout_ms) for the
+ * calls that start after it returns. Local, not collective: set the same value on every rank,
+ * for example a generous one for symaddr_init and the first allocations and a short one for
+ * the step a test or a watchdog times.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx is NULL, @p timeout_ms is 0, or
+ *         another thread is in a call on the context.
+ */
+SYMADDR_API symaddr_status_t symaddr_timeout_set(symaddr_context_t *ctx, unsigned timeout_ms);
+
 /** The version of the library linked at run time, which may differ from the header's
  *  SYMADDR_VERSION_MAJOR, _MINOR and _PATCH the caller was built with; any pointer may be NULL. */
 SYMADDR_API void symaddr_version(int *major_p, int *minor_p, int *patch_p);
