@@ -616,6 +616,23 @@ SYMADDR_API size_t symaddr_dtype_size(symaddr_dtype_t dtype);
 /** Name of @p dtype ("int32", ..., "half", "bfloat16"), NULL for an invalid dtype. */
 SYMADDR_API const char *symaddr_dtype_name(symaddr_dtype_t dtype);
 
+/** Name of @p op ("sum", "prod", "min", "max"), NULL for an invalid operator. */
+SYMADDR_API const char *symaddr_redop_name(symaddr_redop_t op);
+
+/** Name of a provider kind ("heap", "ipc", "import", "foreign", "vmm"), NULL for an invalid
+ *  kind. */
+SYMADDR_API const char *symaddr_provider_name(symaddr_provider_kind_t kind);
+
+/**
+ * This library's names, values and layouts as one JSON object, for bindings that must not keep
+ * copies of this header: "version", the enums "status", "backend", "provider", "redop" and
+ * "dtype" (name: value), "dtype_bytes", "capability" (SYMADDR_CAP_* bits by lower-case name),
+ * and "structs": symaddr_config_t, symaddr_map_t and symaddr_buffer_t as {"size", "fields":
+ * [[name, type, offset, bytes], ...]}, type one of "int", "unsigned", "size_t", "uint64", "ptr".
+ * @return a static string, never NULL; safe from any thread.
+ */
+SYMADDR_API const char *symaddr_abi_json(void);
+
 /** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default).
  *  Also reports SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN when a collective on the context
  *  failed; the context is then broken. */

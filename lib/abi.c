@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/* The library's names, values and struct layouts as one JSON text: what bindings (the Python
+ * package) read instead of keeping copies of symaddr.h that drift. */
+#include "providers/provider.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const redop_names[SYMADDR_REDOP_COUNT_] = {
+    [SYMADDR_SUM] = "sum",
+    [SYMADDR_PROD] = "prod",
+    [SYMADDR_MIN] = "min",
+    [SYMADDR_MAX] = "max",
+};
+
+const char *symaddr_redop_name(symaddr_redop_t op)
+{
+    return (int)op >= 0 && op < SYMADDR_REDOP_COUNT_ ? redop_names[op] : NULL;
+}
+
+const char *symaddr_provider_name(symaddr_provider_kind_t kind)
+{
+    return (int)kind >= 0 && kind < SYMADDR_PROVIDER_COUNT_ ? symaddr_provider_ops(kind)->name
+                                                            : NULL;
+}
+
+typedef struct {
+    char *p;
+    size_t left;
+} out_t;
+
+static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out_t *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(o->p, o->left, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= o->left) { /* cut: the text stays a valid prefix, never parsed */
+        o->p += o->left ? o->left - 1 : 0;
+        o->left = o->left ? 1 : 0;
+        return;
+    }
+    o->p += n;
+    o->left -= (size_t)n;
+}
+
+/* "name": value pairs of one enum, from a name function over 0..count-1 */
+static void names(out_t *o, const char *key, const char *(*name)(int), int count)
+{
+    put(o, "\"%s\": {", key);
+    for (int k = 0, first = 1; k < count; k++)
+        if (name(k)) {
+            put(o, "%s\"%s\": %d", first ? "" : ", ", name(k), k);
+            first = 0;
+        }
+    put(o, "}, ");
+}
+
+static const char *backend_at(int k) { return symaddr_backend_name((symaddr_backend_kind_t)k); }
+static const char *provider_at(int k) { return symaddr_provider_name((symaddr_provider_kind_t)k); }
+static const char *redop_at(int k) { return symaddr_redop_name((symaddr_redop_t)k); }
+static const char *dtype_at(int k) { return symaddr_dtype_name((symaddr_dtype_t)k); }
+
+typedef struct {
+    const char *name, *type;
+    size_t offset, bytes;
+} field_t;
+
+#define FIELD(s, f, t)                                                                             \
+    {                                                                                              \
+#f, t, offsetof(s, f), sizeof(((s *)0)->f)                                                 \
+    }
+
+static const field_t config_fields[] = {
+    FIELD(symaddr_config_t, size, "size_t"),
+    FIELD(symaddr_config_t, backend, "int"),
+    FIELD(symaddr_config_t, device, "int"),
+    FIELD(symaddr_config_t, heap_bytes, "size_t"),
+    FIELD(symaddr_config_t, node_size, "int"),
+    FIELD(symaddr_config_t, validate, "int"),
+    FIELD(symaddr_config_t, timeout_ms, "unsigned"),
+    FIELD(symaddr_config_t, allreduce_algo, "int"),
+    FIELD(symaddr_config_t, twoshot_bytes, "size_t"),
+    FIELD(symaddr_config_t, ll_bytes, "size_t"),
+    FIELD(symaddr_config_t, logger, "ptr"),
+    FIELD(symaddr_config_t, logger_cookie, "ptr"),
+    FIELD(symaddr_config_t, lamport_bytes, "size_t"),
+    FIELD(symaddr_config_t, debug_level, "int"),
+    FIELD(symaddr_config_t, debug_subsys, "unsigned"),
+    FIELD(symaddr_config_t, debug_file, "ptr"),
+    FIELD(symaddr_config_t, retain_bytes, "size_t"),
+    FIELD(symaddr_config_t, hip_finegrained, "int"),
+};
+
+static const field_t map_fields[] = {
+    FIELD(symaddr_map_t, peer_bases, "ptr"),
+    FIELD(symaddr_map_t, host_peer_bases, "ptr"),
+    FIELD(symaddr_map_t, local_rank, "int"),
+    FIELD(symaddr_map_t, world_size, "int"),
+    FIELD(symaddr_map_t, allocation_base, "uint64"),
+    FIELD(symaddr_map_t, allocation_bytes, "uint64"),
+    FIELD(symaddr_map_t, capabilities, "uint64"),
+    FIELD(symaddr_map_t, range_base, "uint64"),
+    FIELD(symaddr_map_t, range_bytes, "uint64"),
+    FIELD(symaddr_map_t, error_flag, "ptr"),
+    FIELD(symaddr_map_t, provider, "int"),
+};
+
+static const field_t buffer_fields[] = {
+    FIELD(symaddr_buffer_t, ptr, "ptr"),
+    FIELD(symaddr_buffer_t, peer_bases, "ptr"),
+    FIELD(symaddr_buffer_t, local_rank, "int"),
+    FIELD(symaddr_buffer_t, caps, "uint64"),
+};
+
+static void layout(out_t *o, const char *name, size_t bytes, const field_t *f, size_t n)
+{
+    put(o, "\"%s\": {\"size\": %zu, \"fields\": [", name, bytes);
+    for (size_t i = 0; i < n; i++)
+        put(o, "%s[\"%s\", \"%s\", %zu, %zu]", i ? ", " : "", f[i].name, f[i].type, f[i].offset,
+            f[i].bytes);
+    put(o, "]}");
+}
+
+#define LAYOUT(o, s, f) layout(o, #s, sizeof(s), f, sizeof(f) / sizeof(f[0]))
+
+static char abi_text[8192];
+static pthread_once_t abi_once = PTHREAD_ONCE_INIT;
+
+static void abi_build(void)
+{
+    out_t o = {abi_text, sizeof(abi_text)};
+    int major, minor, patch;
+    symaddr_version(&major, &minor, &patch);
+    put(&o, "{\"version\": \"%d.%d.%d\", ", major, minor, patch);
+    put(&o, "\"status\": {");
+    for (int st = 0; st > SYMADDR_ERR_LAST_; st--) {
+        const char *t = symaddr_strerror((symaddr_status_t)st);
+        put(&o, "%s\"%.*s\": %d", st ? ", " : "", (int)strcspn(t, ":"), t, st);
+    }
+    put(&o, "}, ");
+    names(&o, "backend", backend_at, SYMADDR_BACKEND_HIP + 1);
+    names(&o, "provider", provider_at, SYMADDR_PROVIDER_COUNT_);
+    names(&o, "redop", redop_at, SYMADDR_REDOP_COUNT_);
+    names(&o, "dtype", dtype_at, SYMADDR_DTYPE_COUNT_);
+    put(&o, "\"dtype_bytes\": {");
+    for (int d = 0; d < SYMADDR_DTYPE_COUNT_; d++)
+        put(&o, "%s\"%s\": %zu", d ? ", " : "", dtype_at(d),
+            symaddr_dtype_size((symaddr_dtype_t)d));
+    put(&o,
+        "}, \"capability\": {\"load_store\": %llu, \"atomics\": %llu, "
+        "\"system_atomics\": %llu, \"owned\": %llu, \"fabric\": %llu, \"coherent\": %llu}, ",
+        SYMADDR_CAP_LOAD_STORE, SYMADDR_CAP_ATOMICS, SYMADDR_CAP_SYSTEM_ATOMICS, SYMADDR_CAP_OWNED,
+        SYMADDR_CAP_FABRIC, SYMADDR_CAP_COHERENT);
+    put(&o, "\"structs\": {");
+    LAYOUT(&o, symaddr_config_t, config_fields);
+    put(&o, ", ");
+    LAYOUT(&o, symaddr_map_t, map_fields);
+    put(&o, ", ");
+    LAYOUT(&o, symaddr_buffer_t, buffer_fields);
+    put(&o, "}}");
+}
+
+const char *symaddr_abi_json(void)
+{
+    pthread_once(&abi_once, abi_build);
+    return abi_text;
+}
