@@ -1,215 +1,79 @@
 # SPDX-License-Identifier: MIT
-"""symaddr from Python: contexts, symmetric allocations, imports and foreign peer tables, the
-collectives and put/get, through ctypes over libsymaddr. NumPy arrays on the cpu backend, torch
-tensors on cuda (torch symmetric memory included).
+"""symaddr from Python: symmetric allocations with their address maps, imports and foreign
+peer tables, the collectives and put/get, over NumPy arrays (cpu backend) and torch tensors
+(any backend), and Triton device functions over pointer + table (symaddr.triton).
 
     from mpi4py import MPI
-    import numpy as np
-    import symaddr
+    import torch, symaddr
 
-    with symaddr.Context(backend="cpu") as ctx:          # MPI_COMM_WORLD
-        a, amap = ctx.allocate(1000, np.float32)         # symmetric: every rank's copy
-        a[:] = ctx.rank + 1
-        ctx.allreduce(a)                                 # in place
-        ctx.put(a, a, (ctx.rank + 1) % ctx.size)         # into the right neighbour's copy
-        ctx.free(a)
+    ctx = symaddr.Context()                                     # MPI_COMM_WORLD
+    src, src_map = ctx.allocate_symmetric((N,), dtype=torch.float32)
+    dst, dst_map = ctx.allocate_symmetric((N,), dtype=torch.float32)
+    put_kernel[grid](src, dst, dst_map.peer_bases, N, peer,
+                     CUR_RANK=dst_map.local_rank, BLOCK=1024)
 
-    ctx = symaddr.Context(backend="cuda")                # torch on cuda
-    buf = symm_mem.empty(n, dtype=torch.bfloat16, device="cuda")
-    m = ctx.register_symm_mem(buf, symm_mem.rendezvous(buf, group))   # torch's peer table
-    ctx.allreduce(buf, out)
+`dst_map.peer_bases` is the library's own device-resident table of the allocation (int64,
+world_size entries, zero-copy): peer_bases[r] is where this process reaches rank r's copy,
+peer_bases[local_rank] == allocation_base, 0 where rank r is not reachable by loads and stores.
 
-Every failure raises SymaddrError with the status (.status, a symaddr_status_t) and the
-library's message. libsymaddr is found through $SYMADDR_LIB, else pkg-config's symaddr (its
-libdir), else the dynamic loader's search for libsymaddr.so.0.
+Every failure raises SymaddrError with the status (.status, .name) and a message that says what
+to do. libsymaddr is the one the package carries (pip install .), else $SYMADDR_LIB, else
+pkg-config's symaddr, else the dynamic loader's libsymaddr.so.0.
 """
+import collections
 import ctypes
-import os
-import subprocess
+import warnings
 
-__all__ = ["Context", "Map", "SymaddrError", "load", "version"]
+from . import _arrays
+from ._arrays import Life, address, check_life, is_torch
+from ._lib import STATUS, SymaddrError, load, version
 
-_CAP_LOAD_STORE = 1 << 0
-_CAP_ATOMICS = 1 << 1
-_PROVIDERS = {"heap": 0, "ipc": 1, "vmm": 2}  # symaddr_provider_kind_t
-
-BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2, "hip": 3}
-REDOPS = {"sum": 0, "prod": 1, "min": 2, "max": 3}
-# symaddr's dtype names as NumPy and torch spell them
-_ARRAY_NAMES = {"float": "float32", "double": "float64", "half": "float16"}
-# symaddr_status_t values the module raises itself
-_ERR_INVALID_ARG, _ERR_MISMATCH, _ERR_OUT_OF_BOUNDS = -1, -7, -14
+__all__ = ["Context", "AddressMap", "SymmetricBuffer", "SymaddrError", "load", "version",
+           "Map"]
 
 
-class SymaddrError(RuntimeError):
-    """A symaddr call failed: .status is the symaddr_status_t, the text is the library's."""
-
-    def __init__(self, status, message):
-        super().__init__(message)
-        self.status = status
-
-
-class _Config(ctypes.Structure):
-    # mirrors symaddr_config_t (include/symaddr/symaddr.h); its size field says whether it
-    # still does
-    _fields_ = [
-        ("size", ctypes.c_size_t),
-        ("backend", ctypes.c_int),
-        ("device", ctypes.c_int),
-        ("heap_bytes", ctypes.c_size_t),
-        ("node_size", ctypes.c_int),
-        ("validate", ctypes.c_int),
-        ("timeout_ms", ctypes.c_uint),
-        ("allreduce_algo", ctypes.c_int),
-        ("twoshot_bytes", ctypes.c_size_t),
-        ("ll_bytes", ctypes.c_size_t),
-        ("logger", ctypes.c_void_p),
-        ("logger_cookie", ctypes.c_void_p),
-        ("lamport_bytes", ctypes.c_size_t),
-        ("debug_level", ctypes.c_int),
-        ("debug_subsys", ctypes.c_uint),
-        ("debug_file", ctypes.c_char_p),
-        ("retain_bytes", ctypes.c_size_t),
-        ("hip_finegrained", ctypes.c_int),
-    ]
+def __getattr__(name):
+    if name == "__version__":  # the library's, read when asked (import needs no library)
+        return "%d.%d.%d" % version()
+    if name == "capability":  # SYMADDR_CAP_* bits by name ("load_store", "atomics", ...)
+        return dict(load().abi["capability"])
+    raise AttributeError("module 'symaddr' has no attribute %r" % name)
 
 
-class _Map(ctypes.Structure):
-    # mirrors symaddr_map_t, which has no size field: Map checks each one against what the
-    # context knows (its rank, size and range), so that a layout change is caught
-    _fields_ = [
-        ("peer_bases", ctypes.c_void_p),
-        ("host_peer_bases", ctypes.POINTER(ctypes.c_uint64)),
-        ("local_rank", ctypes.c_int),
-        ("world_size", ctypes.c_int),
-        ("allocation_base", ctypes.c_uint64),
-        ("allocation_bytes", ctypes.c_uint64),
-        ("capabilities", ctypes.c_uint64),
-        ("range_base", ctypes.c_uint64),
-        ("range_bytes", ctypes.c_uint64),
-        ("error_flag", ctypes.c_void_p),
-        ("provider", ctypes.c_int),
-    ]
+def _err(name, text):
+    return SymaddrError(STATUS[name], text)
 
 
-def _library_path():
-    """$SYMADDR_LIB, else libsymaddr.so.0 in pkg-config's libdir of symaddr, else the name."""
-    if os.environ.get("SYMADDR_LIB"):
-        return os.environ["SYMADDR_LIB"]
-    try:
-        libdir = subprocess.run(["pkg-config", "--variable=libdir", "symaddr"],
-                                capture_output=True, text=True, check=True).stdout.strip()
-        if libdir and os.path.exists(os.path.join(libdir, "libsymaddr.so.0")):
-            return os.path.join(libdir, "libsymaddr.so.0")
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return "libsymaddr.so.0"
+def _choice(kind, value, table):
+    """table[value], or a SymaddrError naming the allowed values."""
+    if value in table:
+        return table[value]
+    raise _err("SYMADDR_ERR_INVALID_ARG", "%r is not a symaddr %s: use one of %s" % (
+        value, kind, ", ".join(sorted(table, key=str))))
 
 
-def load(path=None):
-    """libsymaddr as a ctypes library with the prototypes this module uses."""
-    path = path or _library_path()
-    try:
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-    except OSError as e:
-        raise SymaddrError(_ERR_INVALID_ARG, "cannot load %s (%s): set SYMADDR_LIB to the "
-                           "library, or PKG_CONFIG_PATH to where symaddr.pc lies" % (path, e))
-    vp, st, sz, i = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_int
-    mapp = ctypes.POINTER(ctypes.POINTER(_Map))
-    protos = {
-        "symaddr_config_default": (None, [ctypes.POINTER(_Config)]),
-        "symaddr_init": (st, [vp, ctypes.POINTER(_Config), ctypes.POINTER(vp)]),
-        "symaddr_finalize": (st, [ctypes.POINTER(vp)]),
-        "symaddr_version": (None, [ctypes.POINTER(i)] * 3),
-        "symaddr_strerror": (ctypes.c_char_p, [st]),
-        "symaddr_last_error": (ctypes.c_char_p, [vp]),
-        "symaddr_backend": (i, [vp]),
-        "symaddr_backend_name": (ctypes.c_char_p, [i]),
-        "symaddr_rank": (i, [vp]),
-        "symaddr_size": (i, [vp]),
-        "symaddr_provider_get": (st, [vp, i, ctypes.POINTER(vp)]),
-        "symaddr_symmetric_alloc": (st, [vp, sz, ctypes.POINTER(vp), mapp]),
-        "symaddr_symmetric_free": (st, [vp, vp]),
-        "symaddr_mem_alloc": (st, [vp, sz, ctypes.POINTER(vp)]),
-        "symaddr_mem_free": (st, [vp, vp]),
-        "symaddr_import": (st, [vp, vp, sz, mapp]),
-        "symaddr_register_peer_table": (st, [vp, vp, sz, ctypes.POINTER(ctypes.c_uint64),
-                                             ctypes.c_uint64, mapp]),
-        "symaddr_unregister": (st, [vp, ctypes.POINTER(_Map)]),
-        "symaddr_allreduce": (st, [vp, vp, vp, sz, i, i, vp]),
-        "symaddr_allgather": (st, [vp, vp, vp, sz, i, vp]),
-        "symaddr_reduce_scatter": (st, [vp, vp, vp, sz, i, i, vp]),
-        "symaddr_broadcast": (st, [vp, vp, vp, sz, i, i, vp]),
-        "symaddr_alltoall": (st, [vp, vp, vp, sz, i, vp]),
-        "symaddr_barrier": (st, [vp, vp]),
-        "symaddr_put": (st, [vp, vp, vp, sz, i, vp]),
-        "symaddr_get": (st, [vp, vp, vp, sz, i, vp]),
-        "symaddr_stream_sync": (st, [vp, vp]),
-        "symaddr_dtype_name": (ctypes.c_char_p, [i]),
-    }
-    for name, (res, args) in protos.items():
-        f = getattr(lib, name)
-        f.restype, f.argtypes = res, args
-    # array dtype name -> symaddr_dtype_t, from the library's own list
-    lib.dtypes = {}
-    while True:
-        name = lib.symaddr_dtype_name(len(lib.dtypes))
-        if not name:
-            break
-        lib.dtypes[_ARRAY_NAMES.get(name.decode(), name.decode())] = len(lib.dtypes)
-    return lib
-
-
-def version(lib=None):
-    """The version of the libsymaddr that runs, as (major, minor, patch)."""
-    lib = lib or load()
-    v = [ctypes.c_int() for _ in range(3)]
-    lib.symaddr_version(*[ctypes.byref(x) for x in v])
-    return tuple(x.value for x in v)
-
-
-# ---- arrays: NumPy on the host, torch on a GPU ----------------------------------------------
-
-def _is_torch(a):
-    return hasattr(a, "data_ptr") and hasattr(a, "element_size")
-
-
-def _ptr(a):
-    """The address of an array's first element (an int passes as is)."""
-    if isinstance(a, int):
-        return a
-    if _is_torch(a):
-        return a.data_ptr()
-    return a.__array_interface__["data"][0]
-
-
-def _nbytes(a):
-    return a.numel() * a.element_size() if _is_torch(a) else a.nbytes
-
-
-def _count(a):
-    return a.numel() if _is_torch(a) else a.size
-
-
-def _contiguous(a):
-    if not (a.is_contiguous() if _is_torch(a) else a.flags["C_CONTIGUOUS"]):
-        raise SymaddrError(_ERR_INVALID_ARG, "symaddr takes contiguous arrays; pass a copy "
-                           "(np.ascontiguousarray or tensor.contiguous())")
+def _contiguous(a, what="this call"):
+    ok = a.is_contiguous() if is_torch(a) else a.flags["C_CONTIGUOUS"]
+    if not ok:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s takes contiguous memory, but the array has "
+                   "strides %s; pass a contiguous view or a copy (np.ascontiguousarray, "
+                   "tensor.contiguous())" % (what, tuple(a.stride() if is_torch(a)
+                                                         else a.strides)))
     return a
 
 
-def _dtype_of(a, lib):
-    name = str(a.dtype).replace("torch.", "")
-    if name not in lib.dtypes:
-        raise SymaddrError(_ERR_INVALID_ARG, "symaddr has no dtype for %s; use one of %s"
-                           % (a.dtype, ", ".join(sorted(lib.dtypes))))
-    return lib.dtypes[name]
+def _nbytes(a):
+    return a.numel() * a.element_size() if is_torch(a) else a.nbytes
+
+
+def _count(a):
+    return a.numel() if is_torch(a) else int(a.size)
 
 
 def _stream_of(a, stream):
-    """The raw stream symaddr takes: a torch.cuda.Stream (None: the current one) for tensors,
-    none for NumPy arrays."""
-    if a is not None and not _is_torch(a):
+    """The raw stream symaddr takes: a torch.cuda.Stream (None: the current one) for CUDA
+    tensors, none for host memory."""
+    if a is not None and not (is_torch(a) and a.is_cuda):
         return None
     if stream is None:
         import torch
@@ -220,65 +84,184 @@ def _stream_of(a, stream):
 
 
 def _comm_handle(comm):
-    """The C MPI_Comm of an mpi4py communicator (Open MPI: a pointer)."""
+    """The C MPI_Comm of an mpi4py communicator."""
     from mpi4py import MPI
     comm = comm or MPI.COMM_WORLD
     return ctypes.c_void_p(MPI._handleof(comm))
 
 
-class Map:
-    """A registration: the peer table of one buffer. unregister() forgets it (imports and
-    foreign tables; allocations go with Context.free)."""
+def _shape(shape):
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(n) for n in shape)
+    except TypeError:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "shape must be an int or a tuple of ints, not %r"
+                   % (shape,))
+    if any(n < 0 for n in shape):
+        raise _err("SYMADDR_ERR_INVALID_SIZE", "shape %s has a negative extent" % (shape,))
+    return shape
 
-    def __init__(self, ctx, ptr, base, nbytes):
+
+class SymmetricBuffer(collections.namedtuple("SymmetricBuffer",
+                                             ["ptr", "peer_bases", "capabilities",
+                                              "local_rank"])):
+    """A pointer bound to its map, by value (Context.bind): ptr is the array itself (a
+    pointer in a Triton kernel), peer_bases its map's table, capabilities its SYMADDR_CAP_*
+    bits, local_rank this rank. Passes to a @triton.jit kernel as one argument; the
+    symaddr.triton buffer_* functions take it with element offsets."""
+    __slots__ = ()
+
+
+class AddressMap:
+    """The address map of one registration (an allocation, an import or a foreign table):
+    peer_bases, local_rank, world_size, allocation_base, allocation_bytes, capabilities,
+    provider. Every view of the registration's memory has this map. It refuses use once the
+    registration was freed or unregistered, or its context closed."""
+
+    def __init__(self, ctx, ptr, life, torch_kind):
         m = ptr.contents
-        if (m.world_size != ctx.size or m.local_rank != ctx.rank or m.range_base != base
-                or m.range_bytes != nbytes):
-            raise SymaddrError(_ERR_MISMATCH, "libsymaddr's symaddr_map_t is not the layout this "
-                               "module mirrors: use the symaddr Python package of the same "
-                               "symaddr")
-        self._ctx, self._ptr = ctx, ptr
+        if m.world_size != ctx.size or m.local_rank != ctx.rank:
+            raise _err("SYMADDR_ERR_MISMATCH", "libsymaddr's map says rank %d of %d, the context "
+                       "%d of %d: use the symaddr package of the library it loads"
+                       % (m.local_rank, m.world_size, ctx.rank, ctx.size))
+        self._ctx, self._ptr, self._life, self._torch = ctx, ptr, life, torch_kind
+        self._table = None
+
+    def _m(self):
+        self._life.check()
+        return self._ptr.contents
 
     @property
     def peer_bases(self):
-        """Where this process reaches each rank's copy of the buffer (0: unreachable)."""
-        m = self._ptr.contents
-        return [m.host_peer_bases[r] for r in range(m.world_size)]
+        """The library's device-resident table of this registration, zero-copy: int64 (Triton
+        and torch handle int64 well and uint64 poorly; addresses fit in 63 bits), world_size
+        entries; a torch tensor for torch memory (on the GPU on GPU backends), a NumPy array
+        on the cpu backend."""
+        m = self._m()
+        if self._table is None:
+            self._table = self._ctx._table(m.peer_bases, m.world_size, self._life, self._torch)
+        return self._table
+
+    @property
+    def local_rank(self):
+        return self._m().local_rank
+
+    @property
+    def world_size(self):
+        return self._m().world_size
+
+    @property
+    def allocation_base(self):
+        """This rank's base of the backing allocation (the root, not a view): peer_bases's own
+        entry."""
+        return self._m().allocation_base
+
+    @property
+    def allocation_bytes(self):
+        return self._m().allocation_bytes
 
     @property
     def capabilities(self):
-        return self._ptr.contents.capabilities
+        """SYMADDR_CAP_* bits (symaddr.capability names them)."""
+        return self._m().capabilities
+
+    @property
+    def provider(self):
+        """Who owns the memory: "heap", "ipc", "vmm", "import" or "foreign"."""
+        kind = self._m().provider
+        return next(k for k, v in self._ctx._lib.abi["provider"].items() if v == kind)
+
+    @property
+    def range_base(self):
+        return self._m().range_base
+
+    @property
+    def range_bytes(self):
+        return self._m().range_bytes
+
+    def reachable(self, rank):
+        """Whether this process reaches rank's copy by loads and stores (peer_bases[rank] != 0).
+        A kernel that stores to an unreachable peer writes to address 0 + offset: test this
+        first, or use symaddr.triton.reachable in the kernel."""
+        m = self._m()
+        if not 0 <= rank < m.world_size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "rank %d is not in 0..%d" % (
+                rank, m.world_size - 1))
+        return m.host_peer_bases[rank] != 0
+
+    def check_reachable(self, ranks):
+        """Raise SYMADDR_ERR_UNREACHABLE unless every rank of ranks is reachable."""
+        far = [r for r in ranks if not self.reachable(r)]
+        if far:
+            raise _err("SYMADDR_ERR_UNREACHABLE", "ranks %s are on another node of rank %d: "
+                       "their peer_bases entries are 0; reach them with put/get or the "
+                       "collectives, which go through MPI" % (far, self._ctx.rank))
 
     def unregister(self):
-        if self._ptr is not None:
-            self._ctx._check(self._ctx._lib.symaddr_unregister(self._ctx._h, self._ptr))
-            self._ptr = None
+        """Forget an import or a foreign table (collective); allocations go with free()."""
+        self._ctx._unregister(self)
+
+    def __repr__(self):
+        if not self._life.alive:
+            return "<symaddr AddressMap of %s: %s>" % (self._life.what, self._life.why)
+        m = self._ptr.contents
+        return ("<symaddr AddressMap %s: rank %d of %d, allocation 0x%x (%d bytes), caps 0x%x>"
+                % (self.provider, m.local_rank, m.world_size, m.allocation_base,
+                   m.allocation_bytes, m.capabilities))
+
+
+Map = AddressMap  # the name of 0.1.0
+
+
+class _Reg:
+    """One registration the context made: its map, life, and what frees it."""
+    __slots__ = ("amap", "life", "provider", "base", "kind")
+
+    def __init__(self, amap, life, provider, base, kind):
+        self.amap, self.life, self.provider, self.base, self.kind = amap, life, provider, base, kind
 
 
 class Context:
-    """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD). Config fields
-    (timeout_ms=..., heap_bytes=...) go as keyword arguments."""
+    """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD). Settings of
+    symaddr_config_t go as keyword arguments (timeout_ms=..., heap_bytes=...); backend is one
+    of the library's backend names. close() (or the end of a with block) finalizes it."""
 
     def __init__(self, comm=None, backend="auto", lib=None, **config):
+        self._h = None
         self._lib = lib if lib is not None else load()
-        self._own = {}  # address of each array from allocate() -> (provider, map)
-        self._plain = set()  # addresses from empty_local()
-        cfg = _Config()
+        self._regs = {}  # address of the library's symaddr_map_t -> _Reg
+        self._by_base = {}  # base address of an allocation -> _Reg
+        self._plain = {}  # address of an empty_local() array -> its Life
+        self._keep = []  # bytes the config points to
+        cfg = self._lib.Config()
         self._lib.symaddr_config_default(ctypes.byref(cfg))
-        if cfg.size != ctypes.sizeof(_Config):
-            raise SymaddrError(_ERR_MISMATCH, "this module's config is %d bytes but the "
-                               "library's is %d: use the symaddr Python package of the same "
-                               "symaddr" % (ctypes.sizeof(_Config), cfg.size))
-        cfg.backend = BACKENDS[backend]
+        cfg.backend = _choice("backend", backend, self._lib.abi["backend"])
+        settable = [f for f in self._lib.Config.field_names
+                    if f not in ("size", "backend", "logger", "logger_cookie")]
         for k, v in config.items():
-            setattr(cfg, k, v)
-        self._h = ctypes.c_void_p()
+            if k not in settable:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "Context() has no setting %r: use one of "
+                           "%s (symaddr_config_t's fields)" % (k, ", ".join(settable)))
+            if k == "debug_file":
+                v = str(v).encode()
+                self._keep.append(v)
+                v = ctypes.cast(ctypes.c_char_p(v), ctypes.c_void_p)
+            try:
+                setattr(cfg, k, v)
+            except TypeError as e:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%r: %s" % (k, v, e))
+        h = ctypes.c_void_p()
         self._check(self._lib.symaddr_init(_comm_handle(comm), ctypes.byref(cfg),
-                                           ctypes.byref(self._h)))
+                                           ctypes.byref(h)))
+        self._h = h
+        self._life = Life(0, 0, "this context")
         self.rank = self._lib.symaddr_rank(self._h)
         self.size = self._lib.symaddr_size(self._h)
-        self.backend = self._lib.symaddr_backend_name(
-            self._lib.symaddr_backend(self._h)).decode()
+        self.node_rank = self._lib.symaddr_node_rank(self._h)
+        self.node_size = self._lib.symaddr_node_size(self._h)
+        self.backend = self._lib.symaddr_backend_name(self._lib.symaddr_backend(self._h)).decode()
+        self._heap_bases = None
 
     def __enter__(self):
         return self
@@ -286,211 +269,364 @@ class Context:
     def __exit__(self, *exc):
         self.close()
 
-    def _stream(self, stream):
-        """The stream of a call that takes no array: none on the cpu backend."""
-        return None if self.backend == "cpu" else _stream_of(None, stream)
+    def _open(self):
+        if not self._h:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "the context is closed: create a new "
+                       "symaddr.Context")
+        return self._h
 
     def _check(self, status):
         if status != 0:
             text = self._lib.symaddr_strerror(status).decode()
-            if getattr(self, "_h", None):
+            if self._h:
                 text = "%s: %s" % (text, (self._lib.symaddr_last_error(self._h) or b"").decode())
             raise SymaddrError(status, text)
 
     def close(self):
-        """Finalize the context (collective)."""
+        """Finalize the context (collective). Its arrays and maps refuse use afterwards."""
         if self._h:
-            self._check(self._lib.symaddr_finalize(ctypes.byref(self._h)))
-            self._h = None
+            h, self._h = self._h, None
+            for reg in list(self._regs.values()):
+                reg.life.end("released when its context was closed")
+            for life in self._plain.values():
+                life.end("released when its context was closed")
+            self._life.end("closed")
+            self._regs.clear()
+            self._by_base.clear()
+            self._plain.clear()
+            st = self._lib.symaddr_finalize(ctypes.byref(h))
+            if st != 0:
+                raise SymaddrError(st, self._lib.symaddr_strerror(st).decode())
 
-    # ---- memory ---------------------------------------------------------------------------
+    # ---- arrays of the backend's kind ------------------------------------------------------
+
+    def _device(self):
+        return "cpu" if self.backend == "cpu" else "cuda"
+
+    def _array(self, addr, shape, dtype, life):
+        """shape elements of dtype at addr, without a copy: a torch tensor for a torch dtype,
+        else a NumPy array (cpu backend only)."""
+        if _arrays.torch_dtype_of(dtype) is not None:
+            return _arrays.torch_tensor(addr, shape, dtype, self._device(), life)
+        if self.backend != "cpu":
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s memory is on the GPU: pass a torch dtype "
+                       "(torch.float32, ...), not %r" % (self.backend, dtype))
+        return _arrays.host_array(addr, shape, dtype, life)
 
     def _itemsize(self, dtype):
-        """Bytes of one element of dtype (NumPy's on cpu, torch's on a GPU)."""
-        if self.backend == "cpu":
-            import numpy as np
-            return np.dtype(dtype).itemsize
-        import torch
-        return torch.empty(0, dtype=dtype).element_size()
+        if _arrays.torch_dtype_of(dtype) is not None:
+            import torch
+            return torch.empty(0, dtype=dtype).element_size()
+        return _arrays.numpy_dtype(dtype).itemsize
 
-    def _wrap(self, addr, numel, dtype):
-        """numel elements of dtype at addr as an array of the backend's kind, without a copy."""
-        nbytes = numel * self._itemsize(dtype)
-        if self.backend == "cpu":
-            import numpy as np
-            buf = (ctypes.c_char * nbytes).from_address(addr)
-            return np.frombuffer(buf, dtype=np.dtype(dtype), count=numel)
-        import torch
+    def _table(self, addr, n, life, torch_kind):
+        """n int64 entries of a table at addr (device memory on GPU backends), zero-copy."""
+        if torch_kind or self.backend != "cpu":
+            import torch
+            return _arrays.torch_tensor(addr, (n,), torch.int64, self._device(), life)
+        return _arrays.host_array(addr, (n,), "int64", life)
 
-        class _Raw:  # hands the pointer to torch as bytes, without copying
-            __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
-                                        "data": (addr, False), "version": 3}
+    # ---- memory ----------------------------------------------------------------------------
 
-        return torch.as_tensor(_Raw(), device="cuda").view(dtype)
-
-    def allocate(self, numel, dtype, provider="ipc"):
-        """A symmetric allocation of numel elements (collective): the array (NumPy on cpu,
-        torch on a GPU) and its Map. Free it with free()."""
-        prov, ptr, m = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.POINTER(_Map)()
-        self._check(self._lib.symaddr_provider_get(self._h, _PROVIDERS[provider],
-                                                   ctypes.byref(prov)))
-        nbytes = numel * self._itemsize(dtype)
+    def allocate_symmetric(self, shape, dtype, provider="ipc"):
+        """A symmetric allocation (collective): the array (a torch tensor for a torch dtype, on
+        the GPU on GPU backends; a NumPy array for a NumPy dtype on the cpu backend) and its
+        AddressMap. provider: "ipc" (one allocation per call), "heap" (the context's heap,
+        whose table is the context-wide heap_bases) or "vmm". A fresh allocation is zero; one
+        taken back from retention or the heap keeps what its last user left. Free it with
+        free()."""
+        h = self._open()
+        shape = _shape(shape)
+        kind = _choice("provider", provider, self._lib.abi["provider"])
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = count * self._itemsize(dtype)
+        if nbytes >= 1 << 63:
+            raise _err("SYMADDR_ERR_INVALID_SIZE", "shape %s of %s is %d bytes: too large" % (
+                shape, dtype, nbytes))
+        prov, ptr = ctypes.c_void_p(), ctypes.c_void_p()
+        m = ctypes.POINTER(self._lib.Map)()
+        self._check(self._lib.symaddr_provider_get(h, kind, ctypes.byref(prov)))
         self._check(self._lib.symaddr_symmetric_alloc(prov, nbytes, ctypes.byref(ptr),
                                                       ctypes.byref(m)))
-        amap = Map(self, m, ptr.value, nbytes)
-        a = self._wrap(ptr.value, numel, dtype)
-        self._own[ptr.value] = (prov, amap)
+        life = Life(ptr.value, nbytes, "a %s allocation of %d bytes at 0x%x" % (
+            provider, nbytes, ptr.value))
+        torch_kind = _arrays.torch_dtype_of(dtype) is not None
+        try:
+            amap = AddressMap(self, m, life, torch_kind)
+            a = self._array(ptr.value, shape, dtype, life)
+        except SymaddrError:
+            self._lib.symaddr_symmetric_free(prov, ptr)
+            raise
+        reg = _Reg(amap, life, prov, ptr.value, "allocation")
+        self._regs[ctypes.addressof(m.contents)] = reg
+        self._by_base[ptr.value] = reg
         return a, amap
 
-    def empty(self, numel, dtype):
-        """allocate()'s array alone (the map stays with the context)."""
-        return self.allocate(numel, dtype)[0]
+    def allocate(self, numel, dtype, provider="ipc"):
+        """allocate_symmetric((numel,), dtype, provider): the name of 0.1.0."""
+        warnings.warn("Context.allocate(numel, ...) is Context.allocate_symmetric(shape, ...)",
+                      DeprecationWarning, stacklevel=2)
+        return self.allocate_symmetric((numel,), dtype, provider)
+
+    def empty(self, shape, dtype, provider="ipc"):
+        """allocate_symmetric()'s array alone (get_symmetric_address_map finds its map)."""
+        return self.allocate_symmetric(shape, dtype, provider)[0]
 
     def free(self, a):
-        """Free an array from allocate() or empty() (collective)."""
-        addr = _ptr(a)
-        if addr not in self._own:
-            raise SymaddrError(_ERR_INVALID_ARG, "this array does not start an allocation of "
-                               "this context; free the array allocate() returned")
-        prov, _ = self._own.pop(addr)
-        self._check(self._lib.symaddr_symmetric_free(prov, ctypes.c_void_p(addr)))
+        """Free an array that allocate_symmetric() returned (collective). Its views and map
+        refuse use afterwards."""
+        self._open()
+        addr = address(a)
+        reg = self._by_base.get(addr)
+        if reg is None:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "this array does not start an allocation of "
+                       "this context; free the array allocate_symmetric() returned")
+        del self._by_base[addr]
+        self._regs = {k: r for k, r in self._regs.items() if r is not reg}
+        reg.life.end("freed by Context.free")
+        self._check(self._lib.symaddr_symmetric_free(reg.provider, ctypes.c_void_p(addr)))
 
-    def empty_local(self, numel, dtype):
-        """A plain allocation of this rank (symaddr_mem_alloc): import() makes it symmetric.
+    def empty_local(self, shape, dtype):
+        """A plain allocation of this rank (symaddr_mem_alloc): import_() makes it symmetric.
         Free it with free_local()."""
+        h = self._open()
+        shape = _shape(shape)
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = count * self._itemsize(dtype)
         ptr = ctypes.c_void_p()
-        self._check(self._lib.symaddr_mem_alloc(self._h, numel * self._itemsize(dtype),
-                                                ctypes.byref(ptr)))
-        self._plain.add(ptr.value)
-        return self._wrap(ptr.value, numel, dtype)
+        self._check(self._lib.symaddr_mem_alloc(h, nbytes, ctypes.byref(ptr)))
+        life = Life(ptr.value, nbytes, "a local allocation of %d bytes" % nbytes)
+        self._plain[ptr.value] = life
+        return self._array(ptr.value, shape, dtype, life)
 
     def free_local(self, a):
-        addr = _ptr(a)
+        self._open()
+        addr = address(a)
         if addr not in self._plain:
-            raise SymaddrError(_ERR_INVALID_ARG, "this array is not from empty_local()")
-        self._plain.discard(addr)
+            raise _err("SYMADDR_ERR_INVALID_ARG", "this array is not from empty_local()")
+        self._plain.pop(addr).end("freed by Context.free_local")
         self._check(self._lib.symaddr_mem_free(self._h, ctypes.c_void_p(addr)))
 
-    # ---- registration ---------------------------------------------------------------------
+    @property
+    def heap_bases(self):
+        """The context-wide table of the heap (int64, zero-copy): the legacy table that every
+        heap allocation's peer_bases is, for kernels in the heap_bases form
+        (symaddr.triton.heap)."""
+        self._open()
+        if self._heap_bases is None:
+            addr = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+            self._heap_bases = self._table(addr, self.size, self._life, self.backend != "cpu")
+        return self._heap_bases
+
+    # ---- maps --------------------------------------------------------------------------------
+
+    def get_symmetric_address_map(self, a):
+        """The AddressMap of the registration that holds a (an array, a view at any offset, or
+        an address): its allocation's root map, whoever registered it."""
+        h = self._open()
+        check_life(a)
+        addr = address(a)
+        m = ctypes.POINTER(self._lib.Map)()
+        st = self._lib.symaddr_lookup(h, ctypes.c_void_p(addr), ctypes.byref(m))
+        if st == STATUS["SYMADDR_ERR_NOT_FOUND"]:
+            raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is in no registration of this context: "
+                       "allocate it with allocate_symmetric(), or register it with import_() "
+                       "or register()" % addr)
+        self._check(st)
+        reg = self._regs.get(ctypes.addressof(m.contents))
+        if reg is None:
+            raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is registered, but not through this "
+                       "Python context" % addr)
+        return reg.amap
+
+    def bind(self, a):
+        """SymmetricBuffer(ptr=a, peer_bases, capabilities, local_rank): a bound to its map,
+        one kernel argument for the symaddr.triton buffer_* functions."""
+        amap = self.get_symmetric_address_map(a)
+        return SymmetricBuffer(a, amap.peer_bases, amap.capabilities, amap.local_rank)
+
+    def _register(self, out, base, nbytes, what, torch_kind):
+        life = Life(base, nbytes, what)
+        amap = AddressMap(self, out, life, torch_kind)
+        self._regs[ctypes.addressof(out.contents)] = _Reg(amap, life, None, base, "registration")
+        return amap
 
     def import_(self, a):
-        """Register an array of the backend's plain allocator (empty_local(), cudaMalloc) as
-        symmetric (collective); its Map's unregister() forgets it."""
-        _contiguous(a)
-        out = ctypes.POINTER(_Map)()
-        self._check(self._lib.symaddr_import(self._h, ctypes.c_void_p(_ptr(a)), _nbytes(a),
+        """Register an array of the backend's plain allocator (empty_local(), cudaMalloc,
+        torch's caching allocator: an interior pointer is fine) as symmetric (collective); its
+        map's unregister() forgets it."""
+        h = self._open()
+        check_life(a)
+        _contiguous(a, "import_")
+        out = ctypes.POINTER(self._lib.Map)()
+        self._check(self._lib.symaddr_import(h, ctypes.c_void_p(address(a)), _nbytes(a),
                                              ctypes.byref(out)))
-        return Map(self, out, _ptr(a), _nbytes(a))
+        return self._register(out, address(a), _nbytes(a), "an import of %d bytes" % _nbytes(a),
+                              is_torch(a))
 
-    def register(self, ptr, nbytes, peer_ptrs, caps=_CAP_LOAD_STORE | _CAP_ATOMICS):
+    def register(self, ptr, nbytes, peer_ptrs, caps=None):
         """Register nbytes at ptr (an int or an array) whose copy on rank r is at peer_ptrs[r]
-        (0: unreachable): memory another library owns. Collective."""
-        ptr = _ptr(ptr)
-        peers = list(peer_ptrs)
+        (0: unreachable): memory another library owns (MPI windows, OpenSHMEM, NVSHMEM, torch
+        symmetric memory). Collective."""
+        h = self._open()
+        torch_kind = is_torch(ptr)
+        ptr = address(ptr)
+        peers = [int(p) for p in peer_ptrs]
         if len(peers) != self.size:
-            raise SymaddrError(_ERR_INVALID_ARG, "peer_ptrs has %d entries, the context %d ranks"
-                               % (len(peers), self.size))
+            raise _err("SYMADDR_ERR_INVALID_ARG", "peer_ptrs has %d entries, the context %d "
+                       "ranks" % (len(peers), self.size))
+        if caps is None:
+            cap = self._lib.abi["capability"]
+            caps = cap["load_store"] | cap["atomics"]
         table = (ctypes.c_uint64 * self.size)(*peers)
-        out = ctypes.POINTER(_Map)()
+        out = ctypes.POINTER(self._lib.Map)()
         self._check(self._lib.symaddr_register_peer_table(
-            self._h, ctypes.c_void_p(ptr), nbytes, table, caps, ctypes.byref(out)))
-        return Map(self, out, ptr, nbytes)
+            h, ctypes.c_void_p(ptr), nbytes, table, caps, ctypes.byref(out)))
+        return self._register(out, ptr, nbytes, "a foreign table of %d bytes" % nbytes,
+                              torch_kind)
 
     def register_tensor(self, tensor, peer_ptrs, **kw):
         """Any contiguous array plus the addresses of its peers' copies."""
-        _contiguous(tensor)
-        return self.register(_ptr(tensor), _nbytes(tensor), peer_ptrs, **kw)
+        _contiguous(tensor, "register_tensor")
+        return self.register(tensor, _nbytes(tensor), peer_ptrs, **kw)
 
     def register_symm_mem(self, tensor, handle, **kw):
         """A torch symmetric-memory tensor and its rendezvous handle: the handle's
         buffer_ptrs is the table of its whole buffer, so every view of it translates."""
         if handle.world_size != self.size or handle.rank != self.rank:
-            raise SymaddrError(_ERR_MISMATCH, "the torch group (rank %d of %d) must be the "
-                               "symaddr context (rank %d of %d), in the same order"
-                               % (handle.rank, handle.world_size, self.rank, self.size))
+            raise _err("SYMADDR_ERR_MISMATCH", "the torch group (rank %d of %d) must be the "
+                       "symaddr context (rank %d of %d), in the same order"
+                       % (handle.rank, handle.world_size, self.rank, self.size))
         base = handle.buffer_ptrs[handle.rank]
         if not base <= tensor.data_ptr() < base + handle.buffer_size:
-            raise SymaddrError(_ERR_OUT_OF_BOUNDS, "the tensor does not lie in the handle's "
-                               "buffer")
-        return self.register(base, handle.buffer_size, handle.buffer_ptrs, **kw)
+            raise _err("SYMADDR_ERR_OUT_OF_BOUNDS", "the tensor does not lie in the handle's "
+                       "buffer")
+        amap = self.register(base, handle.buffer_size, handle.buffer_ptrs, **kw)
+        amap._torch = True
+        return amap
+
+    def _unregister(self, amap):
+        h = self._open()
+        key = next((k for k, r in self._regs.items() if r.amap is amap), None)
+        if key is None:
+            amap._life.check()
+            raise _err("SYMADDR_ERR_INVALID_MAP", "this map is not a registration of this "
+                       "context")
+        reg = self._regs[key]
+        if reg.kind == "allocation":
+            raise _err("SYMADDR_ERR_INVALID_ARG", "an allocation's map goes with "
+                       "Context.free(array), not unregister()")
+        del self._regs[key]
+        reg.life.end("unregistered")
+        self._check(self._lib.symaddr_unregister(h, amap._ptr))
 
     # ---- collectives (stream-ordered on a GPU; complete on return on the cpu) -------------
 
-    def _pair(self, send, recv, send_per_recv):
+    def _dtype_of(self, a):
+        name = str(a.dtype).replace("torch.", "")
+        if name not in self._lib.dtypes:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "symaddr has no dtype for %s; use one of %s"
+                       % (a.dtype, ", ".join(sorted(self._lib.dtypes))))
+        return self._lib.dtypes[name]
+
+    def _op(self, op):
+        return _choice("reduction op", op, self._lib.abi["redop"])
+
+    def _pair(self, send, recv, send_per_recv, what):
+        self._open()
         recv = send if recv is None else recv
-        _contiguous(send), _contiguous(recv)
+        for a in (send, recv):
+            check_life(a)
+            _contiguous(a, what)
         if send.dtype != recv.dtype:
-            raise SymaddrError(_ERR_INVALID_ARG, "send is %s, recv %s: pass one dtype"
-                               % (send.dtype, recv.dtype))
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass one dtype"
+                       % (what, send.dtype, recv.dtype))
         if _count(send) * send_per_recv[1] != _count(recv) * send_per_recv[0]:
-            raise SymaddrError(_ERR_INVALID_ARG, "send has %d elements and recv %d; this "
-                               "collective wants %d:%d" % (_count(send), _count(recv),
-                                                           *send_per_recv))
-        return recv, ctypes.c_void_p(_ptr(send)), ctypes.c_void_p(_ptr(recv))
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; it "
+                       "wants %d:%d" % (what, _count(send), _count(recv), *send_per_recv))
+        return recv, ctypes.c_void_p(address(send)), ctypes.c_void_p(address(recv))
 
     def allreduce(self, send, recv=None, op="sum", stream=None):
         """recv = op over every rank's send (in place when recv is None or send)."""
-        recv, s, r = self._pair(send, recv, (1, 1))
+        recv, s, r = self._pair(send, recv, (1, 1), "allreduce")
         self._check(self._lib.symaddr_allreduce(self._h, s, r, _count(send),
-                                                _dtype_of(send, self._lib), REDOPS[op],
+                                                self._dtype_of(send), self._op(op),
                                                 _stream_of(send, stream)))
         return recv
 
     def allgather(self, send, recv, stream=None):
         """recv[r * n:(r + 1) * n] = rank r's send (n elements)."""
-        recv, s, r = self._pair(send, recv, (1, self.size))
+        recv, s, r = self._pair(send, recv, (1, self.size), "allgather")
         self._check(self._lib.symaddr_allgather(self._h, s, r, _count(send),
-                                                _dtype_of(send, self._lib),
-                                                _stream_of(send, stream)))
+                                                self._dtype_of(send), _stream_of(send, stream)))
         return recv
 
     def reduce_scatter(self, send, recv, op="sum", stream=None):
         """recv = op over ranks of their send[rank * n:(rank + 1) * n] (n: recv's size)."""
-        recv, s, r = self._pair(send, recv, (self.size, 1))
+        recv, s, r = self._pair(send, recv, (self.size, 1), "reduce_scatter")
         self._check(self._lib.symaddr_reduce_scatter(self._h, s, r, _count(recv),
-                                                     _dtype_of(send, self._lib), REDOPS[op],
+                                                     self._dtype_of(send), self._op(op),
                                                      _stream_of(send, stream)))
         return recv
 
     def broadcast(self, send, recv=None, root=0, stream=None):
         """recv = root's send, on every rank."""
-        recv, s, r = self._pair(send, recv, (1, 1))
+        recv, s, r = self._pair(send, recv, (1, 1), "broadcast")
         self._check(self._lib.symaddr_broadcast(self._h, s, r, _count(send),
-                                                _dtype_of(send, self._lib), root,
+                                                self._dtype_of(send), root,
                                                 _stream_of(send, stream)))
         return recv
 
     def alltoall(self, send, recv, stream=None):
         """recv[r * n:(r + 1) * n] = rank r's send[rank * n:(rank + 1) * n]."""
-        recv, s, r = self._pair(send, recv, (1, 1))
+        recv, s, r = self._pair(send, recv, (1, 1), "alltoall")
+        if _count(send) % self.size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "alltoall: %d elements do not split into %d "
+                       "equal parts; pass a multiple of the context's size"
+                       % (_count(send), self.size))
         self._check(self._lib.symaddr_alltoall(self._h, s, r, _count(send) // self.size,
-                                               _dtype_of(send, self._lib),
-                                               _stream_of(send, stream)))
+                                               self._dtype_of(send), _stream_of(send, stream)))
         return recv
 
     def barrier(self, stream=None):
-        self._check(self._lib.symaddr_barrier(self._h, self._stream(stream)))
+        h = self._open()
+        self._check(self._lib.symaddr_barrier(
+            h, None if self.backend == "cpu" else _stream_of(None, stream)))
 
     # ---- one-sided ------------------------------------------------------------------------
 
+    def _rma(self, dst, src, target, stream, fn, name):
+        self._open()
+        for a in (dst, src):
+            check_life(a)
+            _contiguous(a, name)
+        if not isinstance(target, int) or not 0 <= target < self.size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: target %r is not a rank of 0..%d" % (
+                name, target, self.size - 1))
+        local = src if name == "put" else dst
+        nbytes = _nbytes(local)
+        if _nbytes(dst if name == "put" else src) < nbytes:
+            raise _err("SYMADDR_ERR_OUT_OF_BOUNDS", "%s: the symmetric array (%d bytes) is "
+                       "smaller than the local one (%d bytes)" % (
+                           name, _nbytes(dst if name == "put" else src), nbytes))
+        self._check(fn(self._h, ctypes.c_void_p(address(dst)), ctypes.c_void_p(address(src)),
+                       nbytes, target, _stream_of(local, stream)))
+
     def put(self, dst, src, target, stream=None):
-        """Copy src (local) into rank target's copy of dst (symmetric)."""
-        nbytes = _nbytes(src)
-        if _nbytes(dst) < nbytes:
-            raise SymaddrError(_ERR_OUT_OF_BOUNDS, "dst is smaller than src")
-        self._check(self._lib.symaddr_put(self._h, ctypes.c_void_p(_ptr(dst)),
-                                          ctypes.c_void_p(_ptr(src)), nbytes, target,
-                                          _stream_of(src, stream)))
+        """Copy src (local) into rank target's copy of dst (symmetric); both contiguous."""
+        self._rma(dst, src, target, stream, self._lib.symaddr_put, "put")
 
     def get(self, dst, src, target, stream=None):
-        """Copy rank target's copy of src (symmetric) into dst (local)."""
-        nbytes = _nbytes(dst)
-        if _nbytes(src) < nbytes:
-            raise SymaddrError(_ERR_OUT_OF_BOUNDS, "src is smaller than dst")
-        self._check(self._lib.symaddr_get(self._h, ctypes.c_void_p(_ptr(dst)),
-                                          ctypes.c_void_p(_ptr(src)), nbytes, target,
-                                          _stream_of(dst, stream)))
+        """Copy rank target's copy of src (symmetric) into dst (local); both contiguous."""
+        self._rma(dst, src, target, stream, self._lib.symaddr_get, "get")
 
     def sync(self, stream=None):
         """Wait for the stream's symaddr work (and report a failure any rank met)."""
-        self._check(self._lib.symaddr_stream_sync(self._h, self._stream(stream)))
+        h = self._open()
+        self._check(self._lib.symaddr_stream_sync(
+            h, None if self.backend == "cpu" else _stream_of(None, stream)))
+

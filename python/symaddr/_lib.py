@@ -1,0 +1,157 @@
+# SPDX-License-Identifier: MIT
+"""libsymaddr through ctypes: where the library is, its prototypes, and every enum value, name
+and struct layout, read from the library itself (symaddr_abi_json), never copied."""
+import ctypes
+import glob
+import json
+import os
+import subprocess
+
+# symaddr's dtype names as NumPy and torch spell them (the library's names, another library's
+# spelling: not a copy of an enum)
+ARRAY_NAMES = {"float": "float32", "double": "float64", "half": "float16"}
+
+
+class SymaddrError(RuntimeError):
+    """A symaddr call failed: .status is the symaddr_status_t (an int), .name its name
+    ("SYMADDR_ERR_MISMATCH"), and the text is the library's message or the module's."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+        self.name = STATUS_NAMES.get(status, "SYMADDR_ERR_UNKNOWN") if STATUS_NAMES else None
+
+
+STATUS_NAMES = {}  # value -> name, filled from the library once it is loaded
+STATUS = {}  # name -> value
+
+_TYPES = {"int": ctypes.c_int, "unsigned": ctypes.c_uint, "size_t": ctypes.c_size_t,
+          "uint64": ctypes.c_uint64, "ptr": ctypes.c_void_p}
+
+
+def _packaged_library():
+    """The libsymaddr that `pip install .` put beside this file, if any."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in ("libsymaddr.so.0", "libsymaddr.so"):
+        if os.path.exists(os.path.join(here, name)):
+            return os.path.join(here, name)
+    found = sorted(glob.glob(os.path.join(here, "libsymaddr.so*")))
+    return found[0] if found else None
+
+
+def library_path():
+    """$SYMADDR_LIB, else the library the package carries, else pkg-config's symaddr, else
+    the dynamic loader's search for libsymaddr.so.0."""
+    if os.environ.get("SYMADDR_LIB"):
+        return os.environ["SYMADDR_LIB"]
+    own = _packaged_library()
+    if own:
+        return own
+    try:
+        libdir = subprocess.run(["pkg-config", "--variable=libdir", "symaddr"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        if libdir and os.path.exists(os.path.join(libdir, "libsymaddr.so.0")):
+            return os.path.join(libdir, "libsymaddr.so.0")
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return "libsymaddr.so.0"
+
+
+def _struct(name, layout):
+    """A ctypes Structure laid out as the library says (fields at the library's offsets)."""
+    fields, at = [], 0
+    for fname, ftype, offset, nbytes in layout["fields"]:
+        ct = _TYPES[ftype]
+        if ctypes.sizeof(ct) != nbytes:
+            raise SymaddrError(-7, "%s.%s is %d bytes in libsymaddr but %s here" % (
+                name, fname, nbytes, ftype))
+        if offset > at:
+            fields.append(("_pad%d" % at, ctypes.c_char * (offset - at)))
+        fields.append((fname, ct))
+        at = offset + nbytes
+    if layout["size"] > at:
+        fields.append(("_tail", ctypes.c_char * (layout["size"] - at)))
+    cls = type(name, (ctypes.Structure,), {"_fields_": fields})
+    if ctypes.sizeof(cls) != layout["size"]:
+        raise SymaddrError(-7, "%s: ctypes lays it out in %d bytes, libsymaddr in %d" % (
+            name, ctypes.sizeof(cls), layout["size"]))
+    cls.field_names = tuple(f[0] for f in layout["fields"])
+    return cls
+
+
+_loaded = {}
+
+
+def load(path=None):
+    """libsymaddr as a ctypes library, with .abi (the parsed symaddr_abi_json), the structs
+    .Config, .Map and .Buffer, and the prototypes the package uses. Loaded once per path."""
+    path = path or library_path()
+    if path in _loaded:
+        return _loaded[path]
+    try:
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        lib.symaddr_abi_json.restype = ctypes.c_char_p
+    except (OSError, AttributeError) as e:
+        raise SymaddrError(-1, "cannot load libsymaddr from %s (%s): install the package with "
+                           "`pip install .` from symaddr's source, or set SYMADDR_LIB to the "
+                           "library" % (path, e))
+    abi = json.loads(lib.symaddr_abi_json().decode())
+    lib.abi = abi
+    STATUS.update(abi["status"])
+    STATUS_NAMES.update({v: k for k, v in abi["status"].items()})
+    s = abi["structs"]
+    lib.Config = _struct("symaddr_config_t", s["symaddr_config_t"])
+    lib.Map = _struct("symaddr_map_t", s["symaddr_map_t"])
+    lib.Buffer = _struct("symaddr_buffer_t", s["symaddr_buffer_t"])
+    vp, st, sz, i = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_int
+    mapp = ctypes.POINTER(ctypes.POINTER(lib.Map))
+    protos = {
+        "symaddr_config_default": (None, [ctypes.POINTER(lib.Config)]),
+        "symaddr_init": (st, [vp, ctypes.POINTER(lib.Config), ctypes.POINTER(vp)]),
+        "symaddr_finalize": (st, [ctypes.POINTER(vp)]),
+        "symaddr_version": (None, [ctypes.POINTER(i)] * 3),
+        "symaddr_strerror": (ctypes.c_char_p, [st]),
+        "symaddr_last_error": (ctypes.c_char_p, [vp]),
+        "symaddr_backend": (i, [vp]),
+        "symaddr_backend_name": (ctypes.c_char_p, [i]),
+        "symaddr_rank": (i, [vp]),
+        "symaddr_size": (i, [vp]),
+        "symaddr_node_rank": (i, [vp]),
+        "symaddr_node_size": (i, [vp]),
+        "symaddr_provider_get": (st, [vp, i, ctypes.POINTER(vp)]),
+        "symaddr_symmetric_alloc": (st, [vp, sz, ctypes.POINTER(vp), mapp]),
+        "symaddr_symmetric_free": (st, [vp, vp]),
+        "symaddr_mem_alloc": (st, [vp, sz, ctypes.POINTER(vp)]),
+        "symaddr_mem_free": (st, [vp, vp]),
+        "symaddr_import": (st, [vp, vp, sz, mapp]),
+        "symaddr_register_peer_table": (st, [vp, vp, sz, ctypes.POINTER(ctypes.c_uint64),
+                                             ctypes.c_uint64, mapp]),
+        "symaddr_unregister": (st, [vp, ctypes.POINTER(lib.Map)]),
+        "symaddr_lookup": (st, [vp, vp, mapp]),
+        "symaddr_heap_bases_get": (ctypes.POINTER(ctypes.c_uint64), [vp]),
+        "symaddr_allreduce": (st, [vp, vp, vp, sz, i, i, vp]),
+        "symaddr_allgather": (st, [vp, vp, vp, sz, i, vp]),
+        "symaddr_reduce_scatter": (st, [vp, vp, vp, sz, i, i, vp]),
+        "symaddr_broadcast": (st, [vp, vp, vp, sz, i, i, vp]),
+        "symaddr_alltoall": (st, [vp, vp, vp, sz, i, vp]),
+        "symaddr_barrier": (st, [vp, vp]),
+        "symaddr_put": (st, [vp, vp, vp, sz, i, vp]),
+        "symaddr_get": (st, [vp, vp, vp, sz, i, vp]),
+        "symaddr_stream_sync": (st, [vp, vp]),
+        "symaddr_dtype_name": (ctypes.c_char_p, [i]),
+    }
+    for name, (res, args) in protos.items():
+        f = getattr(lib, name)
+        f.restype, f.argtypes = res, args
+    # array dtype name -> symaddr_dtype_t
+    lib.dtypes = {ARRAY_NAMES.get(k, k): v for k, v in abi["dtype"].items()}
+    _loaded[path] = lib
+    return lib
+
+
+def version(lib=None):
+    """The version of the libsymaddr that runs, as (major, minor, patch)."""
+    lib = lib or load()
+    v = [ctypes.c_int() for _ in range(3)]
+    lib.symaddr_version(*[ctypes.byref(x) for x in v])
+    return tuple(x.value for x in v)

@@ -1,0 +1,189 @@
+# SPDX-License-Identifier: MIT
+"""symaddr's device API (symaddr/device.h) as Triton functions over pointer + table. Any
+@triton.jit kernel may call them, with any provider's map: symaddr's own (heap, ipc, vmm), an
+import, or a foreign table (MPI windows, OpenSHMEM, NVSHMEM, torch symmetric memory).
+
+Two forms here, and the legacy one in symaddr.triton.heap:
+- explicit, as the seed's P0: a pointer (or a block of pointers), the target rank, the map's
+  peer_bases and this rank (cur_rank):
+      remote = translate(dst + offs, peer, peer_bases, cur_rank)
+      store(dst + offs, x, peer, peer_bases, cur_rank, mask=m)
+- bound: a SymmetricBuffer (Context.bind(t), one kernel argument) and element offsets:
+      x = buffer_load(buf, offs, peer, mask=m)
+- symaddr.triton.heap: the context-wide heap_bases table, with Iris's names and argument
+  order (translate(ptr, from_rank, to_rank, heap_bases), ...).
+
+Each call translates once: two loads of the table. A kernel that makes many accesses to one
+peer translates its base pointer once (translate) and then uses tl.load/tl.store, as the seed's
+put_kernel does. peer_bases[r] == 0 means rank r is not reachable by loads and stores (another
+node): test reachable() first; a translated pointer of such a rank is 0 + offset, which faults.
+Atomics take Triton's own sem ("relaxed", "acquire", "release", "acq_rel") and scope ("cta",
+"gpu", "sys"); between processes on one GPU or across GPUs use scope="sys".
+Waits (signal_wait_until) are bounded by a count of polls, max_spins, and return the status:
+0 (SYMADDR_OK) or SYMADDR_ERR_TIMEOUT."""
+import triton
+import triton.language as tl
+
+from .._lib import load as _load
+
+_status = _load().abi["status"]
+OK = tl.constexpr(_status["SYMADDR_OK"])
+TIMEOUT = tl.constexpr(_status["SYMADDR_ERR_TIMEOUT"])
+
+
+# ---- explicit form: (ptr, ..., target_rank, peer_bases, cur_rank) ---------------------------
+
+@triton.jit
+def translate(ptr, target_rank, peer_bases, cur_rank):
+    """ptr (this rank's, a pointer or a block of them) as rank target_rank's copy:
+    peer_bases[target_rank] + (ptr - peer_bases[cur_rank])."""
+    local_base = tl.load(peer_bases + cur_rank).to(tl.int64)
+    remote_base = tl.load(peer_bases + target_rank).to(tl.int64)
+    byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)
+    return (byte_ptr + (remote_base - local_base)).to(ptr.dtype, bitcast=True)
+
+
+@triton.jit
+def reachable(target_rank, peer_bases):
+    """Whether loads and stores reach rank target_rank's copy (its peer_bases entry is not 0)."""
+    return tl.load(peer_bases + target_rank) != 0
+
+
+@triton.jit
+def load(ptr, target_rank, peer_bases, cur_rank, mask=None, other=None):
+    """tl.load from rank target_rank's copy of ptr."""
+    return tl.load(translate(ptr, target_rank, peer_bases, cur_rank), mask=mask, other=other)
+
+
+@triton.jit
+def store(ptr, value, target_rank, peer_bases, cur_rank, mask=None):
+    """tl.store into rank target_rank's copy of ptr."""
+    tl.store(translate(ptr, target_rank, peer_bases, cur_rank), value, mask=mask)
+
+
+@triton.jit
+def atomic_add(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None):
+    """tl.atomic_add on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_add(translate(ptr, target_rank, peer_bases, cur_rank), val, mask=mask,
+                         sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_cas(ptr, cmp, val, target_rank, peer_bases, cur_rank, sem=None, scope=None):
+    """tl.atomic_cas on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_cas(translate(ptr, target_rank, peer_bases, cur_rank), cmp, val, sem=sem,
+                         scope=scope)
+
+
+@triton.jit
+def atomic_xchg(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None):
+    """tl.atomic_xchg on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_xchg(translate(ptr, target_rank, peer_bases, cur_rank), val, mask=mask,
+                          sem=sem, scope=scope)
+
+
+@triton.jit
+def put(dst, src, target_rank, peer_bases, cur_rank, mask=None):
+    """Rank target_rank's copy of dst (symmetric) = this rank's src (local), element-wise."""
+    tl.store(translate(dst, target_rank, peer_bases, cur_rank), tl.load(src, mask=mask),
+             mask=mask)
+
+
+@triton.jit
+def get(dst, src, target_rank, peer_bases, cur_rank, mask=None):
+    """This rank's dst (local) = rank target_rank's copy of src (symmetric), element-wise."""
+    tl.store(dst, tl.load(translate(src, target_rank, peer_bases, cur_rank), mask=mask),
+             mask=mask)
+
+
+@triton.jit
+def signal_set(sig, value, target_rank, peer_bases, cur_rank):
+    """Set rank target_rank's copy of the flag sig to value, after this rank's earlier stores
+    (release, system scope)."""
+    tl.atomic_xchg(translate(sig, target_rank, peer_bases, cur_rank), value, sem="release",
+                   scope="sys")
+
+
+@triton.jit
+def signal_add(sig, value, target_rank, peer_bases, cur_rank):
+    """Add value to rank target_rank's copy of the flag sig (release, system scope)."""
+    tl.atomic_add(translate(sig, target_rank, peer_bases, cur_rank), value, sem="release",
+                  scope="sys")
+
+
+@triton.jit
+def signal_wait_until(sig, value, max_spins):
+    """Wait until this rank's flag sig is at least value (acquire, system scope), polling at
+    most max_spins times: OK, or TIMEOUT when the flag never got there."""
+    seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
+    spins = 0
+    while (seen < value) & (spins < max_spins):
+        seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
+        spins += 1
+    status = OK
+    if seen < value:
+        status = TIMEOUT
+    return status
+
+
+# ---- bound form: (SymmetricBuffer, offsets, ...) ---------------------------------------------
+
+@triton.jit
+def buffer_translate(buf, offsets, target_rank):
+    """Pointers to elements offsets of rank target_rank's copy of buf."""
+    return translate(buf.ptr + offsets, target_rank, buf.peer_bases, buf.local_rank)
+
+
+@triton.jit
+def buffer_load(buf, offsets, from_rank, mask=None, other=None):
+    return tl.load(buffer_translate(buf, offsets, from_rank), mask=mask, other=other)
+
+
+@triton.jit
+def buffer_store(buf, offsets, value, to_rank, mask=None):
+    tl.store(buffer_translate(buf, offsets, to_rank), value, mask=mask)
+
+
+@triton.jit
+def buffer_atomic_add(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    return tl.atomic_add(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
+                         scope=scope)
+
+
+@triton.jit
+def buffer_atomic_cas(buf, offsets, cmp, val, to_rank, sem=None, scope=None):
+    return tl.atomic_cas(buffer_translate(buf, offsets, to_rank), cmp, val, sem=sem,
+                         scope=scope)
+
+
+@triton.jit
+def buffer_atomic_xchg(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    return tl.atomic_xchg(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
+                          scope=scope)
+
+
+@triton.jit
+def buffer_put(buf, offsets, src, to_rank, mask=None):
+    """Rank to_rank's copy of buf[offsets] = this rank's src (a block of local pointers)."""
+    tl.store(buffer_translate(buf, offsets, to_rank), tl.load(src, mask=mask), mask=mask)
+
+
+@triton.jit
+def buffer_get(dst, buf, offsets, from_rank, mask=None):
+    """This rank's dst (a block of local pointers) = rank from_rank's copy of buf[offsets]."""
+    tl.store(dst, tl.load(buffer_translate(buf, offsets, from_rank), mask=mask), mask=mask)
+
+
+@triton.jit
+def buffer_signal_set(buf, index, value, to_rank):
+    signal_set(buf.ptr + index, value, to_rank, buf.peer_bases, buf.local_rank)
+
+
+@triton.jit
+def buffer_signal_add(buf, index, value, to_rank):
+    signal_add(buf.ptr + index, value, to_rank, buf.peer_bases, buf.local_rank)
+
+
+@triton.jit
+def buffer_signal_wait_until(buf, index, value, max_spins):
+    return signal_wait_until(buf.ptr + index, value, max_spins)
