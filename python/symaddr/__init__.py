@@ -91,6 +91,10 @@ def _comm_handle(comm):
 
 
 def _shape(shape):
+    if type(shape) is int and shape >= 0:  # the common case, first
+        return (shape,)
+    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+        return shape
     if isinstance(shape, int):
         shape = (shape,)
     try:
@@ -119,18 +123,18 @@ class AddressMap:
     provider. Every view of the registration's memory has this map. It refuses use once the
     registration was freed or unregistered, or its context closed."""
 
-    def __init__(self, ctx, ptr, life, torch_kind):
-        m = ptr.contents
+    def __init__(self, ctx, addr, life, torch_kind):
+        m = ctx._lib.Map.from_address(addr)  # the library's own struct, read live
         if m.world_size != ctx.size or m.local_rank != ctx.rank:
             raise _err("SYMADDR_ERR_MISMATCH", "libsymaddr's map says rank %d of %d, the context "
                        "%d of %d: use the symaddr package of the library it loads"
                        % (m.local_rank, m.world_size, ctx.rank, ctx.size))
-        self._ctx, self._ptr, self._life, self._torch = ctx, ptr, life, torch_kind
+        self._ctx, self._addr, self._s, self._life, self._torch = ctx, addr, m, life, torch_kind
         self._table = None
 
     def _m(self):
         self._life.check()
-        return self._ptr.contents
+        return self._s
 
     @property
     def peer_bases(self):
@@ -188,7 +192,7 @@ class AddressMap:
         if not 0 <= rank < m.world_size:
             raise _err("SYMADDR_ERR_INVALID_ARG", "rank %d is not in 0..%d" % (
                 rank, m.world_size - 1))
-        return m.host_peer_bases[rank] != 0
+        return ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))[rank] != 0
 
     def check_reachable(self, ranks):
         """Raise SYMADDR_ERR_UNREACHABLE unless every rank of ranks is reachable."""
@@ -205,7 +209,7 @@ class AddressMap:
     def __repr__(self):
         if not self._life.alive:
             return "<symaddr AddressMap of %s: %s>" % (self._life.what, self._life.why)
-        m = self._ptr.contents
+        m = self._s
         return ("<symaddr AddressMap %s: rank %d of %d, allocation 0x%x (%d bytes), caps 0x%x>"
                 % (self.provider, m.local_rank, m.world_size, m.allocation_base,
                    m.allocation_bytes, m.capabilities))
@@ -215,11 +219,13 @@ Map = AddressMap  # the name of 0.1.0
 
 
 class _Reg:
-    """One registration the context made: its map, life, and what frees it."""
-    __slots__ = ("amap", "life", "provider", "base", "kind")
+    """One registration the context made: its map, life, what frees it, and its key (the
+    address of the library's symaddr_map_t)."""
+    __slots__ = ("amap", "life", "provider", "base", "kind", "key")
 
-    def __init__(self, amap, life, provider, base, kind):
+    def __init__(self, amap, life, provider, base, kind, key):
         self.amap, self.life, self.provider, self.base, self.kind = amap, life, provider, base, kind
+        self.key = key
 
 
 class Context:
@@ -234,6 +240,8 @@ class Context:
         self._by_base = {}  # base address of an allocation -> _Reg
         self._plain = {}  # address of an empty_local() array -> its Life
         self._keep = []  # bytes the config points to
+        self._itemsizes = {}  # dtype -> bytes of one element
+        self._providers = {}  # provider kind -> its handle
         cfg = self._lib.Config()
         self._lib.symaddr_config_default(ctypes.byref(cfg))
         cfg.backend = _choice("backend", backend, self._lib.abi["backend"])
@@ -314,10 +322,15 @@ class Context:
         return _arrays.host_array(addr, shape, dtype, life)
 
     def _itemsize(self, dtype):
-        if _arrays.torch_dtype_of(dtype) is not None:
-            import torch
-            return torch.empty(0, dtype=dtype).element_size()
-        return _arrays.numpy_dtype(dtype).itemsize
+        size = self._itemsizes.get(dtype)
+        if size is None:
+            if _arrays.torch_dtype_of(dtype) is not None:
+                import torch
+                size = torch.empty(0, dtype=dtype).element_size()
+            else:
+                size = _arrays.numpy_dtype(dtype).itemsize
+            self._itemsizes[dtype] = size
+        return size
 
     def _table(self, addr, n, life, torch_kind):
         """n int64 entries of a table at addr (device memory on GPU backends), zero-copy."""
@@ -345,22 +358,27 @@ class Context:
         if nbytes >= 1 << 63:
             raise _err("SYMADDR_ERR_INVALID_SIZE", "shape %s of %s is %d bytes: too large" % (
                 shape, dtype, nbytes))
-        prov, ptr = ctypes.c_void_p(), ctypes.c_void_p()
-        m = ctypes.POINTER(self._lib.Map)()
-        self._check(self._lib.symaddr_provider_get(h, kind, ctypes.byref(prov)))
-        self._check(self._lib.symaddr_symmetric_alloc(prov, nbytes, ctypes.byref(ptr),
-                                                      ctypes.byref(m)))
-        life = Life(ptr.value, nbytes, "a %s allocation of %d bytes at 0x%x" % (
-            provider, nbytes, ptr.value))
+        prov = self._providers.get(kind)
+        if prov is None:
+            prov = ctypes.c_void_p()
+            self._check(self._lib.symaddr_provider_get(h, kind, ctypes.byref(prov)))
+            self._providers[kind] = prov
+        ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
+        st = self._lib.symaddr_symmetric_alloc(prov, nbytes, ctypes.byref(ptr), ctypes.byref(m))
+        if st:
+            self._check(st)
+        life = Life(ptr.value, nbytes, ("a %s allocation of %d bytes at 0x%x", provider,
+                                        nbytes, ptr.value))
         torch_kind = _arrays.torch_dtype_of(dtype) is not None
         try:
-            amap = AddressMap(self, m, life, torch_kind)
+            amap = AddressMap(self, m.value, life, torch_kind)
             a = self._array(ptr.value, shape, dtype, life)
         except SymaddrError:
             self._lib.symaddr_symmetric_free(prov, ptr)
             raise
-        reg = _Reg(amap, life, prov, ptr.value, "allocation")
-        self._regs[ctypes.addressof(m.contents)] = reg
+        key = m.value
+        reg = _Reg(amap, life, prov, ptr.value, "allocation", key)
+        self._regs[key] = reg
         self._by_base[ptr.value] = reg
         return a, amap
 
@@ -378,15 +396,21 @@ class Context:
         """Free an array that allocate_symmetric() returned (collective). Its views and map
         refuse use afterwards."""
         self._open()
-        addr = address(a)
+        life = getattr(a, "_symaddr_life", None)
+        if life is not None and not life.alive:
+            raise _err("SYMADDR_ERR_DOUBLE_FREE", "%s was %s already; free each allocation "
+                       "once" % (life.what, life.why))
+        addr = a.data_ptr() if isinstance(a, _arrays.HostArray) else address(a)
         reg = self._by_base.get(addr)
         if reg is None:
             raise _err("SYMADDR_ERR_INVALID_ARG", "this array does not start an allocation of "
                        "this context; free the array allocate_symmetric() returned")
         del self._by_base[addr]
-        self._regs = {k: r for k, r in self._regs.items() if r is not reg}
+        self._regs.pop(reg.key, None)
         reg.life.end("freed by Context.free")
-        self._check(self._lib.symaddr_symmetric_free(reg.provider, ctypes.c_void_p(addr)))
+        st = self._lib.symaddr_symmetric_free(reg.provider, addr)
+        if st:
+            self._check(st)
 
     def empty_local(self, shape, dtype):
         """A plain allocation of this rank (symaddr_mem_alloc): import_() makes it symmetric.
@@ -430,14 +454,14 @@ class Context:
         h = self._open()
         check_life(a)
         addr = address(a)
-        m = ctypes.POINTER(self._lib.Map)()
+        m = ctypes.c_void_p()
         st = self._lib.symaddr_lookup(h, ctypes.c_void_p(addr), ctypes.byref(m))
         if st == STATUS["SYMADDR_ERR_NOT_FOUND"]:
             raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is in no registration of this context: "
                        "allocate it with allocate_symmetric(), or register it with import_() "
                        "or register()" % addr)
         self._check(st)
-        reg = self._regs.get(ctypes.addressof(m.contents))
+        reg = self._regs.get(m.value)
         if reg is None:
             raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is registered, but not through this "
                        "Python context" % addr)
@@ -451,8 +475,9 @@ class Context:
 
     def _register(self, out, base, nbytes, what, torch_kind):
         life = Life(base, nbytes, what)
-        amap = AddressMap(self, out, life, torch_kind)
-        self._regs[ctypes.addressof(out.contents)] = _Reg(amap, life, None, base, "registration")
+        amap = AddressMap(self, out.value, life, torch_kind)
+        key = out.value
+        self._regs[key] = _Reg(amap, life, None, base, "registration", key)
         return amap
 
     def import_(self, a):
@@ -462,7 +487,7 @@ class Context:
         h = self._open()
         check_life(a)
         _contiguous(a, "import_")
-        out = ctypes.POINTER(self._lib.Map)()
+        out = ctypes.c_void_p()
         self._check(self._lib.symaddr_import(h, ctypes.c_void_p(address(a)), _nbytes(a),
                                              ctypes.byref(out)))
         return self._register(out, address(a), _nbytes(a), "an import of %d bytes" % _nbytes(a),
@@ -483,7 +508,7 @@ class Context:
             cap = self._lib.abi["capability"]
             caps = cap["load_store"] | cap["atomics"]
         table = (ctypes.c_uint64 * self.size)(*peers)
-        out = ctypes.POINTER(self._lib.Map)()
+        out = ctypes.c_void_p()
         self._check(self._lib.symaddr_register_peer_table(
             h, ctypes.c_void_p(ptr), nbytes, table, caps, ctypes.byref(out)))
         return self._register(out, ptr, nbytes, "a foreign table of %d bytes" % nbytes,
@@ -511,8 +536,8 @@ class Context:
 
     def _unregister(self, amap):
         h = self._open()
-        key = next((k for k, r in self._regs.items() if r.amap is amap), None)
-        if key is None:
+        key = amap._addr
+        if self._regs.get(key) is None or self._regs[key].amap is not amap:
             amap._life.check()
             raise _err("SYMADDR_ERR_INVALID_MAP", "this map is not a registration of this "
                        "context")
@@ -522,7 +547,7 @@ class Context:
                        "Context.free(array), not unregister()")
         del self._regs[key]
         reg.life.end("unregistered")
-        self._check(self._lib.symaddr_unregister(h, amap._ptr))
+        self._check(self._lib.symaddr_unregister(h, ctypes.c_void_p(amap._addr)))
 
     # ---- collectives (stream-ordered on a GPU; complete on return on the cpu) -------------
 

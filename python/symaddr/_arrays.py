@@ -6,16 +6,22 @@ that may be gone. NumPy arrays also speak the part of torch's tensor protocol th
 interpreter uses (data_ptr, untyped_storage, storage_offset, stride), so they go straight into
 a @triton.jit kernel under TRITON_INTERPRET=1."""
 import ctypes
+import sys
 
 from ._lib import SymaddrError, STATUS
 
 
 class Life:
     """Whether the memory behind some arrays and maps may still be used."""
-    __slots__ = ("base", "nbytes", "why", "what")
+    __slots__ = ("base", "nbytes", "why", "_what")
 
     def __init__(self, base, nbytes, what):
-        self.base, self.nbytes, self.what, self.why = base, nbytes, what, None
+        # what: a text, or a format and its arguments (formatted only when a message needs it)
+        self.base, self.nbytes, self._what, self.why = base, nbytes, what, None
+
+    @property
+    def what(self):
+        return self._what if isinstance(self._what, str) else self._what[0] % self._what[1:]
 
     def end(self, why):
         if self.why is None:
@@ -37,7 +43,8 @@ class Life:
 
 
 def is_torch(a):
-    return hasattr(a, "data_ptr") and hasattr(a, "element_size") and hasattr(a, "untyped_storage")
+    t = sys.modules.get("torch")  # whoever holds a tensor imported torch already
+    return t is not None and isinstance(a, t.Tensor)
 
 
 def address(a):
@@ -200,22 +207,14 @@ if np is not None:
         def element_size(self):
             return self.itemsize
 
-        def _root(self):
-            r = self
-            while isinstance(r.base, np.ndarray):
-                r = r.base
-            return r
-
         def untyped_storage(self):
+            # the memory from this array's first element on: Triton's interpreter rebuilds the
+            # argument as storage + storage_offset(), so offset 0 keeps any view exact
             self._check()
-            life = self._symaddr_life
-            if life is not None:
-                return _Storage(life.base, life.nbytes)
-            r = self._root()
-            return _Storage(r.__array_interface__["data"][0], r.nbytes)
+            return _Storage(self.__array_interface__["data"][0], self.nbytes)
 
         def storage_offset(self):
-            return (self.data_ptr() - self.untyped_storage().data_ptr()) // self.itemsize
+            return 0
 
         def stride(self, dim=None):
             s = tuple(x // self.itemsize for x in self.strides)
@@ -258,14 +257,19 @@ def numpy_dtype(dtype):
                            (dtype, e))
 
 
+_np_dtypes = {}
+
+
 def host_array(addr, shape, dtype, life):
     """shape elements of dtype at addr, as a HostArray without a copy."""
-    dt = numpy_dtype(dtype)
+    dt = _np_dtypes.get(dtype)
+    if dt is None:
+        dt = _np_dtypes[dtype] = numpy_dtype(dtype)
     count = 1
     for n in shape:
         count *= n
     buf = (ctypes.c_char * max(count * dt.itemsize, 1)).from_address(addr)
-    a = np.frombuffer(buf, dtype=dt, count=count).reshape(shape).view(HostArray)
+    a = np.ndarray.__new__(HostArray, shape, dt, buffer=buf)
     a._symaddr_life = life
     return a
 

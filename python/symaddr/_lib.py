@@ -104,7 +104,7 @@ def load(path=None):
     lib.Map = _struct("symaddr_map_t", s["symaddr_map_t"])
     lib.Buffer = _struct("symaddr_buffer_t", s["symaddr_buffer_t"])
     vp, st, sz, i = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_int
-    mapp = ctypes.POINTER(ctypes.POINTER(lib.Map))
+    mapp = ctypes.POINTER(vp)  # symaddr_map_t **: the address, read with Map.from_address
     protos = {
         "symaddr_config_default": (None, [ctypes.POINTER(lib.Config)]),
         "symaddr_init": (st, [vp, ctypes.POINTER(lib.Config), ctypes.POINTER(vp)]),
@@ -126,7 +126,7 @@ def load(path=None):
         "symaddr_import": (st, [vp, vp, sz, mapp]),
         "symaddr_register_peer_table": (st, [vp, vp, sz, ctypes.POINTER(ctypes.c_uint64),
                                              ctypes.c_uint64, mapp]),
-        "symaddr_unregister": (st, [vp, ctypes.POINTER(lib.Map)]),
+        "symaddr_unregister": (st, [vp, vp]),
         "symaddr_lookup": (st, [vp, vp, mapp]),
         "symaddr_heap_bases_get": (ctypes.POINTER(ctypes.c_uint64), [vp]),
         "symaddr_allreduce": (st, [vp, vp, vp, sz, i, i, vp]),

@@ -9,6 +9,7 @@ Iris's device API runs on symaddr by changing its import:
 Every function is the explicit form of symaddr.triton with the ranks reordered: the pointer is
 this rank's (from_rank for writes and atomics, to_rank for load, as Iris names them)."""
 import triton
+import triton.language as tl  # noqa: F401  (Triton's interpreter patches the jit functions' tl)
 
 from symaddr import triton as sym
 

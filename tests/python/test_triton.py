@@ -1,0 +1,793 @@
+# SPDX-License-Identifier: MIT
+"""symaddr's Python P0 flow and symaddr.triton, across processes:
+    TRITON_INTERPRET=1 SYMADDR_BACKEND=cpu mpiexec -n 3 python3 tests/python/test_triton.py
+The cpu backend's peer_bases are addresses valid in every process and Triton's interpreter
+loads and stores through raw addresses, so the kernels run without a GPU; on a GPU machine
+(SYMADDR_TEST_ARRAYS=torch, cuda backend) the same kernels are compiled. Arrays:
+SYMADDR_TEST_ARRAYS=numpy (default: NumPy arrays over symaddr memory), torch (torch tensors:
+CPU tensors on the cpu backend, CUDA tensors on GPUs).
+
+Every case checks exact values from distinct per-rank data (rank + 1), odd sizes and views at
+odd offsets, against a sequential computation or MPI's own collectives. Prints the harness's
+summary line."""
+import os
+import re
+import sys
+
+if os.environ.get("SYMADDR_PYTHONPATH"):  # the source tree's package, before an installed one
+    sys.path.insert(0, os.environ["SYMADDR_PYTHONPATH"])
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE = os.environ.get("SYMADDR_SOURCE", os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(SOURCE, "examples"))
+
+import faulthandler  # noqa: E402
+
+from mpi4py import MPI  # noqa: E402  (initialises MPI before symaddr)
+import numpy as np  # noqa: E402
+
+# A rank that fails inside a case while its peers wait in MPI would hang them: fail instead.
+faulthandler.dump_traceback_later(float(os.environ.get("SYMADDR_TEST_DEADLINE", "900")),
+                                  exit=True)
+
+import symaddr as sa  # noqa: E402
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+import symaddr.triton as st  # noqa: E402
+from symaddr.triton import heap as iris  # noqa: E402
+from triton_put import put_kernel  # noqa: E402  (the example's kernel, as the seed writes it)
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+right, left = (rank + 1) % size, (rank - 1) % size
+ARRAYS = os.environ.get("SYMADDR_TEST_ARRAYS", "numpy")
+N = 37  # odd: the last block is masked
+passed = failed = skipped = 0
+
+if ARRAYS == "torch":
+    import torch
+    DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+              "int32": torch.int32}
+else:
+    torch = None
+    import ml_dtypes
+    DTYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+              "int32": np.int32}
+
+ctx = sa.Context(backend=os.environ.get("SYMADDR_BACKEND", "auto"))
+ON_GPU = ctx.backend != "cpu"
+
+
+def case(name, fn):
+    global passed, failed, skipped
+    try:
+        why = fn() or ""
+        ok = 2 if why.startswith("SKIP") else 1
+    except Exception as e:  # noqa: BLE001
+        import traceback
+        ok, why = 0, "%s: %s" % (type(e).__name__, e)
+        traceback.print_exc()
+    worst = comm.allreduce(ok, op=MPI.MIN)
+    if rank == 0:
+        if worst == 2:
+            print("skip   - %s (%s)" % (name, why), flush=True)
+        else:
+            print(("ok     - %s" % name) if worst else ("not ok - %s (%s)" % (name, why)),
+                  flush=True)
+    if worst == 2:
+        skipped += 1
+    elif worst:
+        passed += 1
+    else:
+        failed += 1
+        if not ok:
+            print("[rank %d] %s" % (rank, why), file=sys.stderr, flush=True)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def host(a):
+    """A NumPy copy of an array's values (bf16 as float32), for comparing."""
+    if torch is not None and isinstance(a, torch.Tensor):
+        a = a.detach()
+        if a.dtype == torch.bfloat16:
+            a = a.float()
+        return a.cpu().numpy().copy()
+    a = np.array(a.view(np.ndarray))
+    return a.astype(np.float32) if str(a.dtype) == "bfloat16" else a
+
+
+def fill(a, values):
+    """a[:] = values (a NumPy array)."""
+    if torch is not None and isinstance(a, torch.Tensor):
+        a.copy_(torch.from_numpy(np.ascontiguousarray(values)).to(a.dtype))
+    else:
+        a[...] = np.asarray(values).astype(a.dtype)
+
+
+def settle():
+    """Every rank's kernels finished and every peer is here (between a put and its check)."""
+    if ON_GPU:
+        torch.cuda.synchronize()
+    ctx.barrier()
+    if ON_GPU:
+        ctx.sync()
+
+
+def alloc(shape, dtype="float32", provider="ipc"):
+    return ctx.allocate_symmetric(shape, DTYPES[dtype], provider=provider)
+
+
+def want(values, dtype):
+    """values as the dtype stores them, back as float32/int32 (bf16 and f16 round)."""
+    if dtype == "int32":
+        return np.asarray(values).astype(np.int32)
+    if dtype == "float16":
+        return np.asarray(values).astype(np.float16).astype(np.float32)
+    if dtype == "bfloat16":
+        import ml_dtypes
+        return np.asarray(values).astype(ml_dtypes.bfloat16).astype(np.float32)
+    return np.asarray(values).astype(np.float32)
+
+
+def data(r, n, dtype):
+    """Rank r's distinct values: small integers and halves, exact in every dtype."""
+    v = (np.arange(n) % 23) * 0.5 + 100 * (r + 1)
+    return v.astype(np.int32) if dtype == "int32" else v
+
+
+def providers():
+    """The providers that allocate on this backend (the cpu backend has no VMM memory)."""
+    return ("ipc", "heap") if ctx.backend == "cpu" else ("ipc", "heap", "vmm")
+
+
+def grid(n, block):
+    return (triton.cdiv(n, block),)
+
+
+# ---- kernels: each uses only symaddr.triton's functions (and tl's local ones) ----------------
+
+@triton.jit
+def k_store_explicit(dst, src, n, peer, peer_bases, cur_rank, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    st.store(dst + offs, tl.load(src + offs, mask=m), peer, peer_bases, cur_rank, mask=m)
+
+
+@triton.jit
+def k_load_explicit(out, src, n, peer, peer_bases, cur_rank, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, st.load(src + offs, peer, peer_bases, cur_rank, mask=m), mask=m)
+
+
+@triton.jit
+def k_put_get_explicit(dst, src, back, n, peer, peer_bases_dst, peer_bases_src, cur_rank,
+                       BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    st.put(dst + offs, src + offs, peer, peer_bases_dst, cur_rank, mask=m)
+    st.get(back + offs, src + offs, peer, peer_bases_src, cur_rank, mask=m)
+
+
+@triton.jit
+def k_hoisted(dst, src, n, peer, peer_bases, cur_rank, BLOCK: tl.constexpr):
+    remote = st.translate(dst, peer, peer_bases, cur_rank)  # one translation, many accesses
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(remote + offs, tl.load(src + offs, mask=m), mask=m)
+
+
+@triton.jit
+def k_bound(buf, src, back, n, peer, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    st.buffer_store(buf, offs, tl.load(src + offs, mask=m), peer, mask=m)
+    st.buffer_get(back + offs, buf, offs, peer, mask=m)
+
+
+@triton.jit
+def k_bound_put_load(buf, src, out, n, peer, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    st.buffer_put(buf, offs, src + offs, peer, mask=m)
+    tl.store(out + offs, tl.load(st.buffer_translate(buf, offs, peer), mask=m), mask=m)
+
+
+@triton.jit
+def k_bound_load(out, buf, n, peer, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out + offs, st.buffer_load(buf, offs, peer, mask=m), mask=m)
+
+
+@triton.jit
+def k_heap(dst, src, back, n, cur_rank, peer, heap_bases, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    iris.store(dst + offs, tl.load(src + offs, mask=m), cur_rank, peer, heap_bases, mask=m)
+    iris.put(src + offs, dst + n + offs, cur_rank, peer, heap_bases, mask=m)
+    iris.get(src + offs, back + offs, peer, cur_rank, heap_bases, mask=m)
+    tl.store(back + n + offs, iris.load(src + offs, cur_rank, peer, heap_bases, mask=m), mask=m)
+
+
+@triton.jit
+def k_atomic_add(counts, n_ranks, peer_bases, cur_rank, BLOCK: tl.constexpr):
+    # every rank adds (cur_rank + 1) * (i + 1) to element i of every rank's counts
+    offs = tl.arange(0, BLOCK)
+    for t in range(0, n_ranks):
+        st.atomic_add(counts + offs, (cur_rank + 1) * (offs + 1), t, peer_bases, cur_rank,
+                      sem="relaxed", scope="sys")
+
+
+@triton.jit
+def k_atomic_forms(slots, olds, n_ranks, peer_bases, cur_rank, heap_mode: tl.constexpr):
+    # slot 0 of rank 0: every rank tries cas(-1 -> cur_rank); slot 1 of every rank: xchg
+    # (cur_rank + 1) into the right neighbour; slot 2 of every rank: add 1 from everyone
+    right = (cur_rank + 1) % n_ranks
+    if heap_mode:
+        old = iris.atomic_cas(slots, -1, cur_rank, cur_rank, 0, peer_bases, sem="acq_rel",
+                              scope="sys")
+        tl.store(olds, old)
+        old = iris.atomic_xchg(slots + 1, cur_rank + 1, cur_rank, right, peer_bases,
+                               sem="acq_rel", scope="sys")
+        tl.store(olds + 1, old)
+        for t in range(0, n_ranks):
+            iris.atomic_add(slots + 2, 1, cur_rank, t, peer_bases, sem="relaxed", scope="sys")
+    else:
+        old = st.atomic_cas(slots, -1, cur_rank, 0, peer_bases, cur_rank, sem="acq_rel",
+                            scope="sys")
+        tl.store(olds, old)
+        old = st.atomic_xchg(slots + 1, cur_rank + 1, right, peer_bases, cur_rank,
+                             sem="acq_rel", scope="sys")
+        tl.store(olds + 1, old)
+        for t in range(0, n_ranks):
+            st.atomic_add(slots + 2, 1, t, peer_bases, cur_rank, sem="relaxed", scope="sys")
+
+
+@triton.jit
+def k_atomic_bound(buf, olds, n_ranks):
+    right = (buf.local_rank + 1) % n_ranks
+    tl.store(olds, st.buffer_atomic_cas(buf, 0, -1, buf.local_rank, 0, sem="acq_rel",
+                                        scope="sys"))
+    tl.store(olds + 1, st.buffer_atomic_xchg(buf, 1, buf.local_rank + 1, right,
+                                             sem="acq_rel", scope="sys"))
+    for t in range(0, n_ranks):
+        st.buffer_atomic_add(buf, 2, 1, t, sem="relaxed", scope="sys")
+
+
+@triton.jit
+def k_signal(data, flags, status, n, peer, peer_bases_data, peer_bases_flags, cur_rank,
+             max_spins, BLOCK: tl.constexpr):
+    # put this rank's data into the right neighbour, then raise its flag; wait for the left's
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    st.store(data + n + offs, tl.load(data + offs, mask=m), peer, peer_bases_data, cur_rank,
+             mask=m)
+    st.signal_set(flags, 1, peer, peer_bases_flags, cur_rank)
+    tl.store(status, st.signal_wait_until(flags, 1, max_spins))
+    # nobody raises flags[1]: the wait must give up, not pass
+    tl.store(status + 1, st.signal_wait_until(flags + 1, 1, 50))
+
+
+@triton.jit
+def k_signal_bound(buf, status, peer, max_spins):
+    st.buffer_signal_add(buf, 0, 1, peer)
+    tl.store(status, st.buffer_signal_wait_until(buf, 0, 1, max_spins))
+
+
+@triton.jit
+def k_signal_heap(flags, status, cur_rank, peer, heap_bases, max_spins):
+    iris.signal_set(flags, 7, cur_rank, peer, heap_bases)
+    tl.store(status, iris.signal_wait_until(flags, 7, max_spins))
+
+
+@triton.jit
+def k_mixed(out, a, a_pb, b, b_pb, c, c_pb, d, d_pb, n, cur_rank, n_ranks,
+            BLOCK: tl.constexpr):
+    # out = sum over ranks of every rank's a + b + c + d: four maps in one launch
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for t in range(0, n_ranks):
+        acc += st.load(a + offs, t, a_pb, cur_rank, mask=m, other=0.0)
+        acc += st.load(b + offs, t, b_pb, cur_rank, mask=m, other=0.0)
+        acc += st.load(c + offs, t, c_pb, cur_rank, mask=m, other=0.0)
+        acc += st.load(d + offs, t, d_pb, cur_rank, mask=m, other=0.0)
+    tl.store(out + offs, acc, mask=m)
+
+
+@triton.jit
+def k_oneshot_allreduce(out, x, n, peer_bases, cur_rank, n_ranks, BLOCK: tl.constexpr):
+    # every rank reads every peer's x (in rank order: every rank sums alike) after a barrier
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    acc = st.load(x + offs, 0, peer_bases, cur_rank, mask=m).to(tl.float32)
+    for t in range(1, n_ranks):
+        acc += st.load(x + offs, t, peer_bases, cur_rank, mask=m).to(tl.float32)
+    tl.store(out + offs, acc.to(out.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def k_allgather(out, x, n, peer_bases, cur_rank, n_ranks, BLOCK: tl.constexpr):
+    # push this rank's x into block cur_rank of every rank's out
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(x + offs, mask=m)
+    for t in range(0, n_ranks):
+        st.store(out + cur_rank * n + offs, v, t, peer_bases, cur_rank, mask=m)
+
+
+@triton.jit
+def k_reachable(out, peer_bases, n_ranks):
+    for t in range(0, n_ranks):
+        tl.store(out + t, st.reachable(t, peer_bases).to(tl.int32))
+
+
+# ---- cases -------------------------------------------------------------------------------------
+
+def header_enums():
+    """Every enum of symaddr's public headers, parsed from their text."""
+    text = ""
+    for h in ("types.h", "symaddr.h"):
+        text += open(os.path.join(SOURCE, "include", "symaddr", h)).read()
+    return {m.group(1): int(m.group(2), 0)
+            for m in re.finditer(r"^\s*(SYMADDR_[A-Z0-9_]+)\s*=\s*(-?\d+)", text, re.M)}, text
+
+
+def test_abi():
+    """Every Python constant is the library's, and the library's are its headers'."""
+    enums, text = header_enums()
+    abi = ctx._lib.abi
+    for name, value in abi["status"].items():
+        check(enums.get(name) == value, "status %s: library %d, header %s" % (
+            name, value, enums.get(name)))
+    check(len(abi["status"]) == -enums["SYMADDR_ERR_LAST_"], "every status is listed")
+    for kind, prefix in (("provider", "SYMADDR_PROVIDER_"), ("backend", "SYMADDR_BACKEND_")):
+        for name, value in abi[kind].items():
+            check(enums.get(prefix + name.upper()) == value, "%s %s: library %d, header %s" % (
+                kind, name, value, enums.get(prefix + name.upper())))
+    for name, value in abi["redop"].items():
+        check(enums.get("SYMADDR_" + name.upper()) == value, "redop %s" % name)
+    check(len(abi["dtype"]) == enums["SYMADDR_DTYPE_COUNT_"], "every dtype")
+    for name, bit in abi["capability"].items():
+        m = re.search(r"#define SYMADDR_CAP_%s[\s\\]+\(?\s*\(1ull << (\d+)\)" % name.upper(),
+                      text)
+        check(m and 1 << int(m.group(1)) == bit, "capability %s" % name)
+    # the struct layouts list every member of the header's structs, in order
+    for struct, cname in (("symaddr_config_t", "symaddr_config"), ("symaddr_map_t", "symaddr_map"),
+                          ("symaddr_buffer_t", "symaddr_buffer")):
+        body = re.search(r"typedef struct %s \{(.*?)\} %s;" % (cname, struct), text, re.S).group(1)
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        members = re.findall(r"(\w+)\s*;", body)
+        got = [f[0] for f in abi["structs"][struct]["fields"]]
+        check(got == members, "%s: library lists %s, header has %s" % (struct, got, members))
+    # a provider asked for by name is the provider the library reports
+    for name in providers():
+        a, amap = ctx.allocate_symmetric(5, DTYPES["float32"], provider=name)
+        check(amap.provider == name, "provider %r gave a %s map" % (name, amap.provider))
+        ctx.free(a)
+    if "vmm" not in providers():  # refused by name, not taken for another provider
+        try:
+            ctx.allocate_symmetric(5, DTYPES["float32"], provider="vmm")
+            raise AssertionError("vmm allocated on the cpu backend")
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_UNSUPPORTED" and "VMM" in str(e), str(e))
+    check(sa.__version__ == "%d.%d.%d" % sa.version(), "__version__")
+
+
+def test_seed_put_kernel():
+    """The seed's put_kernel (examples/triton_put.py), as written, over ipc and heap maps."""
+    for provider in ("ipc", "heap"):
+        n = 3001
+        src, _ = alloc((n,), provider=provider)
+        dst, dst_map = alloc((n,), provider=provider)
+        fill(src, data(rank, n, "float32"))
+        fill(dst, np.full(n, -1.0))
+        check(int(host(dst_map.peer_bases)[dst_map.local_rank]) == dst_map.allocation_base,
+              "peer_bases[local_rank] == allocation_base")
+        settle()
+        put_kernel[grid(n, 1024)](src, dst, dst_map.peer_bases, n, right,
+                                  CUR_RANK=dst_map.local_rank, BLOCK=1024)
+        settle()
+        check(np.array_equal(host(dst), want(data(left, n, "float32"), "float32")),
+              "%s: dst holds the left neighbour's src" % provider)
+        settle()
+        ctx.free(dst)
+        ctx.free(src)
+
+
+def test_explicit_form():
+    """store, load, put, get and a hoisted translate, every dtype, views at odd offsets."""
+    for dtype in DTYPES:
+        dst, dmap = alloc((N + 5,), dtype)
+        src, smap = alloc((N + 3,), dtype)
+        out, _ = alloc((N,), dtype)
+        back, _ = alloc((N,), dtype)
+        fill(src[3:], data(rank, N, dtype))
+        fill(dst, np.zeros(N + 5))
+        settle()
+        # store into the right neighbour's dst[5:], through a view at an odd offset
+        k_store_explicit[grid(N, 16)](dst[5:], src[3:], N, right, dmap.peer_bases,
+                                      dmap.local_rank, BLOCK=16)
+        settle()
+        check(np.array_equal(host(dst[5:]), want(data(left, N, dtype), dtype)),
+              "%s store" % dtype)
+        check(np.array_equal(host(dst[:5]), want(np.zeros(5), dtype)),
+              "%s store wrote outside its view" % dtype)
+        # load the right neighbour's src[3:]
+        k_load_explicit[grid(N, 16)](out, src[3:], N, right, smap.peer_bases, smap.local_rank,
+                                     BLOCK=16)
+        settle()
+        check(np.array_equal(host(out), want(data(right, N, dtype), dtype)), "%s load" % dtype)
+        # put into the right's dst[5:], get from the right's src[3:]
+        fill(dst, np.zeros(N + 5))
+        settle()
+        k_put_get_explicit[grid(N, 8)](dst[5:], src[3:], back, N, right, dmap.peer_bases,
+                                       smap.peer_bases, dmap.local_rank, BLOCK=8)
+        settle()
+        check(np.array_equal(host(dst[5:]), want(data(left, N, dtype), dtype)), "%s put" % dtype)
+        check(np.array_equal(host(back), want(data(right, N, dtype), dtype)), "%s get" % dtype)
+        fill(dst, np.zeros(N + 5))
+        settle()
+        k_hoisted[grid(N, 32)](dst[5:], src[3:], N, right, dmap.peer_bases, dmap.local_rank,
+                               BLOCK=32)
+        settle()
+        check(np.array_equal(host(dst[5:]), want(data(left, N, dtype), dtype)),
+              "%s hoisted translate" % dtype)
+        settle()
+        for a in (dst, src, out, back):
+            ctx.free(a)
+
+
+def test_bound_form():
+    """bind(): SymmetricBuffer(ptr, peer_bases, capabilities, local_rank) as one argument."""
+    for dtype in ("float32", "int32", "bfloat16"):
+        dst, dmap = alloc((N + 7,), dtype)
+        src, _ = alloc((N,), dtype)
+        back, _ = alloc((N,), dtype)
+        out, _ = alloc((N,), dtype)
+        fill(src, data(rank, N, dtype))
+        fill(dst, np.zeros(N + 7))
+        buf = ctx.bind(dst[7:])
+        check(isinstance(buf, sa.SymmetricBuffer) and buf.capabilities == dmap.capabilities
+              and buf.local_rank == rank, "bind's fields")
+        settle()
+        k_bound[grid(N, 16)](buf, src, back, N, right, BLOCK=16)
+        settle()
+        check(np.array_equal(host(dst[7:]), want(data(left, N, dtype), dtype)),
+              "%s buffer_store" % dtype)
+        check(np.array_equal(host(back), want(data(rank, N, dtype), dtype)),
+              "%s buffer_get reads back what this rank stored" % dtype)
+        fill(dst, np.zeros(N + 7))
+        settle()
+        k_bound_put_load[grid(N, 16)](buf, src, out, N, right, BLOCK=16)
+        settle()
+        check(np.array_equal(host(dst[7:]), want(data(left, N, dtype), dtype)),
+              "%s buffer_put" % dtype)
+        check(np.array_equal(host(out), want(data(rank, N, dtype), dtype)),
+              "%s buffer_translate" % dtype)
+        k_bound_load[grid(N, 16)](out, buf, N, left, BLOCK=16)
+        settle()
+        # the left neighbour's dst[7:] holds what its own left put there
+        check(np.array_equal(host(out), want(data((rank - 2) % size, N, dtype), dtype)),
+              "%s buffer_load" % dtype)
+        settle()
+        for a in (dst, src, back, out):
+            ctx.free(a)
+
+
+def test_heap_form():
+    """symaddr.triton.heap: Iris's names and order over the context-wide heap_bases."""
+    dst, dmap = alloc((2 * N,), "float32", provider="heap")
+    src, _ = alloc((N,), "float32", provider="heap")
+    back, _ = alloc((2 * N,), "float32", provider="heap")
+    check(np.array_equal(host(dmap.peer_bases), host(ctx.heap_bases)),
+          "a heap allocation's table is the context's heap_bases")
+    fill(src, data(rank, N, "float32"))
+    fill(dst, np.zeros(2 * N))
+    settle()
+    k_heap[grid(N, 16)](dst, src, back, N, rank, right, ctx.heap_bases, BLOCK=16)
+    settle()
+    w_left = want(data(left, N, "float32"), "float32")
+    check(np.array_equal(host(dst[:N]), w_left), "heap store")
+    check(np.array_equal(host(dst[N:]), w_left), "heap put")
+    w_right = want(data(right, N, "float32"), "float32")
+    check(np.array_equal(host(back[:N]), w_right), "heap get")
+    check(np.array_equal(host(back[N:]), w_right), "heap load")
+    settle()
+    for a in (dst, src, back):
+        ctx.free(a)
+
+
+def test_atomics_every_rank():
+    """atomic_add from every rank at once onto every rank; cas, xchg and add in the three forms."""
+    block = 16
+    counts, cmap = alloc((block,), "int32")
+    fill(counts, np.zeros(block))
+    settle()
+    k_atomic_add[(1,)](counts, size, cmap.peer_bases, rank, BLOCK=block)
+    settle()
+    total = size * (size + 1) // 2
+    check(np.array_equal(host(counts), np.arange(1, block + 1) * total), "atomic_add totals")
+    settle()
+    ctx.free(counts)
+    for form in ("explicit", "heap", "bound"):
+        slots, smap = alloc((3,), "int32", provider="heap" if form == "heap" else "ipc")
+        olds, _ = alloc((2,), "int32")
+        fill(slots, [-1, 0, 0])
+        fill(olds, [-7, -7])
+        settle()
+        if form == "bound":
+            k_atomic_bound[(1,)](ctx.bind(slots), olds, size)
+        else:
+            k_atomic_forms[(1,)](slots, olds, size,
+                                 ctx.heap_bases if form == "heap" else smap.peer_bases, rank,
+                                 heap_mode=form == "heap")
+        settle()
+        got, old = host(slots), host(olds)
+        winners = comm.allgather(int(old[0]))
+        if rank == 0:
+            check(int(got[0]) in range(size), "%s cas: slot holds %d" % (form, got[0]))
+        check(winners.count(-1) == 1, "%s cas: %d ranks saw -1, want exactly 1" % (
+            form, winners.count(-1)))
+        check(winners[int(comm.bcast(int(got[0]) if rank == 0 else None))] == -1,
+              "%s cas: the rank the slot names is the one that saw -1" % form)
+        check(int(got[1]) == left + 1 and int(old[1]) == 0, "%s xchg: slot %d old %d" % (
+            form, got[1], old[1]))
+        check(int(got[2]) == size, "%s add: %d, want %d" % (form, got[2], size))
+        settle()
+        ctx.free(slots)
+        ctx.free(olds)
+
+
+def test_signals():
+    """signal_set/add/wait_until in the three forms; a wait nobody answers gives TIMEOUT."""
+    spins = 1 << 30  # the deadline; a peer that never signals would end it, not hang it
+    d, dmap = alloc((2 * N,), "float32")
+    flags, fmap = alloc((2,), "int32")
+    status, _ = alloc((2,), "int32")
+    fill(d, np.concatenate([data(rank, N, "float32"), np.zeros(N)]))
+    fill(flags, [0, 0])
+    fill(status, [99, 99])
+    settle()
+    k_signal[(1,)](d, flags, status, N, right, dmap.peer_bases, fmap.peer_bases, rank, spins,
+                   BLOCK=64)
+    settle()
+    ok, timeout = sa._lib.STATUS["SYMADDR_OK"], sa._lib.STATUS["SYMADDR_ERR_TIMEOUT"]
+    check(list(host(status)) == [ok, timeout], "signal statuses %s, want [%d, %d]" % (
+        list(host(status)), ok, timeout))
+    check(np.array_equal(host(d[N:]), want(data(left, N, "float32"), "float32")),
+          "data before the flag")
+    fill(flags, [0, 0])
+    fill(status, [99, 99])
+    settle()
+    k_signal_bound[(1,)](ctx.bind(flags), status, right, spins)
+    settle()
+    check(int(host(status)[0]) == ok and int(host(flags)[0]) == 1, "buffer signal")
+    hflags, _ = alloc((1,), "int32", provider="heap")
+    fill(hflags, [0])
+    settle()
+    k_signal_heap[(1,)](hflags, status, rank, right, ctx.heap_bases, spins)
+    settle()
+    check(int(host(status)[0]) == ok and int(host(hflags)[0]) == 7, "heap signal")
+    settle()
+    for a in (d, flags, status, hflags):
+        ctx.free(a)
+
+
+def test_mixed_providers():
+    """One kernel reads a heap array, an ipc array, an import and a foreign table (an MPI
+    shared window): each through its own map."""
+    if ON_GPU:
+        return "SKIP: an MPI shared window is host memory; the GPU run covers heap, ipc, import"
+    a, amap = alloc((N,), "float32", provider="heap")
+    b, bmap = alloc((N,), "float32", provider="ipc")
+    c = ctx.empty_local((N + 1,), DTYPES["float32"])
+    cview = c[1:]  # an interior pointer of the plain allocation
+    cmap = ctx.import_(cview)
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    check(node.Get_size() == size, "one host")
+    win = MPI.Win.Allocate_shared(N * 4, 4, comm=node)
+    peers = []
+    for r in range(size):
+        mem, _ = win.Shared_query(r)
+        peers.append(np.frombuffer(mem, np.uint8).ctypes.data)
+    dwin = np.frombuffer(win.Shared_query(rank)[0], np.float32)
+    dmap = ctx.register(peers[rank], N * 4, peers)
+    d = sa._arrays.host_array(peers[rank], (N,), np.float32, dmap._life)
+    for arr, k in ((a, 1), (b, 2), (cview, 3), (d, 4)):
+        fill(arr, data(rank, N, "float32") * k)
+    check(np.array_equal(dwin, host(d)), "the window and the registered view agree")
+    for m, base in ((amap, a), (bmap, b), (cmap, cview), (dmap, d)):
+        check(int(host(m.peer_bases)[rank]) == m.allocation_base, "%s: own entry" % m.provider)
+    out = np.zeros(N, np.float32).view(sa._arrays.HostArray)
+    settle()
+    k_mixed[grid(N, 16)](out, a, amap.peer_bases, b, bmap.peer_bases, cview, cmap.peer_bases,
+                         d, dmap.peer_bases, N, rank, size, BLOCK=16)
+    settle()
+    ref = sum(data(r, N, "float32") * 10 for r in range(size)).astype(np.float32)
+    check(np.array_equal(host(out), ref), "sum of four maps")
+    cmap.unregister()
+    dmap.unregister()
+    win.Free()
+    node.Free()
+    ctx.free_local(c)
+    ctx.free(a)
+    ctx.free(b)
+
+
+def test_triton_collectives():
+    """A one-shot allreduce and an all-gather written in Triton, against ctx.allreduce,
+    ctx.allgather and MPI, in f32 and int32 (and bf16 for the all-gather)."""
+    n = 1001
+    for dtype in ("float32", "int32", "bfloat16"):
+        x, xmap = alloc((n + 3,), dtype)
+        mine = data(rank, n, dtype)
+        fill(x[3:], mine)
+        out, _ = alloc((n,), dtype)
+        ref, _ = alloc((n,), dtype)
+        if dtype != "bfloat16":  # the sum of bf16 inputs rounds: exact only in f32 or ints
+            settle()
+            k_oneshot_allreduce[grid(n, 128)](out, x[3:], n, xmap.peer_bases, rank, size,
+                                              BLOCK=128)
+            settle()
+            ctx.allreduce(x[3:], ref)
+            settle()
+            mpi = np.empty(n, np.float64)
+            comm.Allreduce(np.asarray(mine, np.float64), mpi, op=MPI.SUM)
+            check(np.array_equal(host(out), want(mpi, dtype)), "%s Triton allreduce vs MPI"
+                  % dtype)
+            check(np.array_equal(host(out), host(ref)), "%s Triton vs ctx.allreduce" % dtype)
+        g, gmap = alloc((size * n,), dtype)
+        gref, _ = alloc((size * n,), dtype)
+        settle()
+        k_allgather[grid(n, 128)](g, x[3:], n, gmap.peer_bases, rank, size, BLOCK=128)
+        settle()
+        ctx.allgather(x[3:], gref)
+        settle()
+        allm = np.concatenate(comm.allgather(np.asarray(mine)))
+        check(np.array_equal(host(g), want(allm, dtype)), "%s Triton all-gather vs MPI" % dtype)
+        check(np.array_equal(host(g), host(gref)), "%s Triton vs ctx.allgather" % dtype)
+        settle()
+        for a in (x, out, ref, g, gref):
+            ctx.free(a)
+
+
+def test_unreachable_peers():
+    """Simulated nodes of one rank (node_size=1): other ranks' entries are 0; the map says so,
+    check_reachable refuses with UNREACHABLE, and the kernel's reachable() agrees."""
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    with sa.Context(backend=ctx.backend, node_size=1) as far:
+        a, amap = far.allocate_symmetric((N,), DTYPES["float32"])
+        table = host(amap.peer_bases)
+        check(int(table[rank]) == amap.allocation_base and all(
+            int(table[r]) == 0 for r in range(size) if r != rank), "far table %s" % table)
+        check(amap.reachable(rank) and not amap.reachable(right), "reachable()")
+        try:
+            amap.check_reachable([right])
+            raise AssertionError("an unreachable rank passed check_reachable")
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_UNREACHABLE" and "another node" in str(e), str(e))
+        flags, _ = far.allocate_symmetric((size,), DTYPES["int32"])
+        k_reachable[(1,)](flags, amap.peer_bases, size)
+        if ON_GPU:
+            torch.cuda.synchronize()
+        check(list(host(flags)) == [int(r == rank) for r in range(size)],
+              "kernel reachable() %s" % list(host(flags)))
+        try:
+            far.put(a, np.zeros(N, np.float32) if torch is None else
+                    torch.zeros(N, device=a.device), right)
+            raise AssertionError("a put to another node's rank through a map passed")
+        except sa.SymaddrError as e:
+            check(e.status < 0, str(e))
+        far.free(flags)
+        far.free(a)
+
+
+def test_address_maps():
+    """The seed's map fields for every provider, views resolving to their root, zero-copy
+    tables, and get_symmetric_address_map from any view."""
+    for provider in providers():
+        a, amap = alloc((3, N), "float32", provider=provider)
+        check(tuple(a.shape) == (3, N), "shape")
+        view = a[1, 5:]
+        m = ctx.get_symmetric_address_map(view)
+        check(m is amap, "%s: a view's map is its allocation's" % provider)
+        check(amap.local_rank == rank and amap.world_size == size, "rank and size")
+        check(amap.allocation_bytes >= 3 * N * 4, "allocation_bytes")
+        table = amap.peer_bases
+        check(int(host(table)[rank]) == amap.allocation_base, "own entry")
+        check(str(table.dtype).endswith("int64") and tuple(table.shape) == (size,), "int64 table")
+        # zero-copy: the array is the library's own symaddr_map_t.peer_bases
+        check(table.data_ptr() == amap._s.peer_bases, "peer_bases aliases the library's table")
+        buf = ctx.bind(view)
+        check(buf.ptr is view and buf.peer_bases is table, "bind")
+        ctx.free(a)
+
+
+def test_python_mistakes():
+    """Each mistake raises SymaddrError with its status and the allowed values."""
+    def raises(fn, name, *words):
+        try:
+            fn()
+        except sa.SymaddrError as e:
+            check(e.name == name, "%s, want %s: %s" % (e.name, name, e))
+            for w in words:
+                check(w in str(e), "%r not in %r" % (w, str(e)))
+            return
+        raise AssertionError("no error, want %s" % name)
+
+    raises(lambda: sa.Context(heap_size=1 << 20), "SYMADDR_ERR_INVALID_ARG", "heap_bytes",
+           "timeout_ms")
+    raises(lambda: sa.Context(backend="gpu"), "SYMADDR_ERR_INVALID_ARG", "cpu", "cuda")
+    a, amap = alloc((N,), "float32")
+    raises(lambda: ctx.allreduce(a, op="avg"), "SYMADDR_ERR_INVALID_ARG", "sum", "max")
+    raises(lambda: ctx.allocate_symmetric(4, DTYPES["float32"], provider="nvlink"),
+           "SYMADDR_ERR_INVALID_ARG", "ipc", "vmm")
+    raises(lambda: ctx.allocate_symmetric((2, -1), DTYPES["float32"]),
+           "SYMADDR_ERR_INVALID_SIZE", "negative")
+    if torch is None:
+        raises(lambda: ctx.allreduce(np.zeros(4, np.complex64)), "SYMADDR_ERR_INVALID_ARG",
+               "float32", "int32")
+        local = np.zeros(2 * N, np.float32)
+        raises(lambda: ctx.put(a, local[::2], right), "SYMADDR_ERR_INVALID_ARG", "contiguous")
+        raises(lambda: ctx.get(local[::2], a, right), "SYMADDR_ERR_INVALID_ARG", "contiguous")
+    b, _ = alloc((2 * N,), "float32")
+    raises(lambda: ctx.allreduce(b[::2]), "SYMADDR_ERR_INVALID_ARG", "contiguous")
+    raises(lambda: ctx.alltoall(a, a), "SYMADDR_ERR_INVALID_ARG", "split") if N % size else None
+    raises(lambda: ctx.put(a, a, size), "SYMADDR_ERR_INVALID_ARG", "target")
+    view = a[2:]
+    ctx.free(a)
+    for use in (lambda: a[0], lambda: view.sum(), lambda: a.__setitem__(0, 1.0),
+                lambda: amap.peer_bases, lambda: amap.allocation_base,
+                lambda: ctx.get_symmetric_address_map(view), lambda: ctx.bind(view),
+                lambda: ctx.allreduce(view), lambda: put_kernel[(1,)](
+                    b, view, amap.peer_bases, 4, right, CUR_RANK=rank, BLOCK=16)):
+        raises(use, "SYMADDR_ERR_INVALID_MAP", "freed")
+    raises(lambda: ctx.free(a), "SYMADDR_ERR_DOUBLE_FREE", "once")
+    raises(lambda: ctx.free(b[1:]), "SYMADDR_ERR_INVALID_ARG", "allocate_symmetric")
+    ctx.free(b)
+    with sa.Context(backend=ctx.backend) as other:
+        c, cmap = other.allocate_symmetric((N,), DTYPES["float32"])
+    for use in (lambda: c[0], lambda: cmap.peer_bases, lambda: other.barrier(),
+                lambda: other.allocate_symmetric(4, DTYPES["float32"])):
+        try:
+            use()
+            raise AssertionError("use after close passed")
+        except sa.SymaddrError as e:
+            check("closed" in str(e), str(e))
+
+
+def test_deprecated_names():
+    """allocate(numel, ...) and Map still work, as aliases."""
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        a, amap = ctx.allocate(N, DTYPES["float32"])
+    check(any(issubclass(x.category, DeprecationWarning) for x in w), "a DeprecationWarning")
+    check(isinstance(amap, sa.Map) and tuple(a.shape) == (N,), "alias")
+    ctx.free(a)
+
+
+for name, fn in (("abi: constants from the library, which match its headers", test_abi),
+                 ("the seed's put_kernel", test_seed_put_kernel),
+                 ("explicit form: store, load, put, get, translate; 4 dtypes", test_explicit_form),
+                 ("bound form: bind() and buffer_*", test_bound_form),
+                 ("heap_bases form (Iris's order)", test_heap_form),
+                 ("atomics from every rank, three forms", test_atomics_every_rank),
+                 ("signals, three forms, and a wait that times out", test_signals),
+                 ("heap, ipc, import and foreign maps in one kernel", test_mixed_providers),
+                 ("Triton one-shot allreduce and all-gather", test_triton_collectives),
+                 ("unreachable peers (simulated nodes)", test_unreachable_peers),
+                 ("address maps of every provider, zero-copy", test_address_maps),
+                 ("Python mistakes raise SymaddrError", test_python_mistakes),
+                 ("deprecated names", test_deprecated_names)):
+    case(name, fn)
+ctx.close()
+if rank == 0:
+    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped), flush=True)
+sys.exit(1 if failed else 0)
