@@ -67,8 +67,8 @@ def test_version():
 
 def test_collectives():
     for dtype in (np.float32, np.int32, np.float64, np.int64):
-        a, amap = ctx.allocate(size * N + 3, dtype)
-        r, _ = ctx.allocate(size * N + 3, dtype)
+        a, amap = ctx.allocate_symmetric(size * N + 3, dtype)
+        r, _ = ctx.allocate_symmetric(size * N + 3, dtype)
         mine = (np.arange(size * N) % 7 + 1).astype(dtype) * (rank + 1)
         send, recv = a[3:3 + N], r[3:3 + N]  # views at an odd offset (3 elements)
         send[:] = mine[:N]
@@ -106,7 +106,7 @@ def test_collectives():
 
 
 def test_put_get_and_import():
-    own, _ = ctx.allocate(N, np.float32)
+    own, _ = ctx.allocate_symmetric(N, np.float32)
     local = ctx.empty_local(N, np.float32)
     m = ctx.import_(local)  # plain memory made symmetric
     check(len(m.peer_bases) == size and all(m.peer_bases), "import's table")
@@ -128,7 +128,7 @@ def test_put_get_and_import():
 
 
 def test_errors_raise():
-    a, _ = ctx.allocate(16, np.float32)
+    a, _ = ctx.allocate_symmetric(16, np.float32)
     try:
         ctx.allreduce(a, a.astype(np.float64))
         raise AssertionError("mismatched dtypes passed")
