@@ -4,7 +4,7 @@
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 diag1 dtypes1 cpudtypes large put fused info bisect
-# onegpu ab mps-on mps-off pack (ab: BASE_TAR=base.tar tools/h200-run.sh build mps-on ab, the
+# onegpu ab python mps-on mps-off pack (ab: BASE_TAR=base.tar tools/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -99,6 +99,39 @@ for s in $steps; do
             echo "allreduce $tool rc=$?" | tee -a "$OUT/sanitize.txt"
         done
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|rc=" "$OUT/sanitize.txt" ;;
+    python)
+        # The Python suite on the GPU: symaddr.triton compiled for real on torch CUDA tensors
+        # (PY_RANKS, default 2 and 8 ranks on one GPU: start MPS first), torch CPU tensors on
+        # the cpu backend under Triton's interpreter, test_torch.py, the Triton put example,
+        # the wheel (pip install . into a folder), and the benchmarks against symaddr's own
+        # calls (put 64 MiB-1 GiB at 2 ranks, allreduce 8 B-1 MiB at 2 and 8, alloc at 8).
+        # .whl/ carries meson-python and pyproject-metadata, which the machine lacks.
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_PYTHONPATH=$PWD/python
+        export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+        for n in ${PY_RANKS:-2 8}; do
+            SYMADDR_TEST_ARRAYS=torch SYMADDR_BACKEND=cuda mpiexec -n $n python3 \
+                tests/python/test_triton.py >"$OUT/python-triton-cuda-$n.log" 2>&1 || rc=1
+            echo "test_triton.py, torch CUDA tensors, compiled, $n ranks:"
+            grep -E "^(ok|not ok|skip)|passed" "$OUT/python-triton-cuda-$n.log"
+        done
+        SYMADDR_TEST_ARRAYS=torch SYMADDR_BACKEND=cpu TRITON_INTERPRET=1 mpiexec -n 3 python3 \
+            tests/python/test_triton.py >"$OUT/python-triton-torch-cpu-3.log" 2>&1 || rc=1
+        echo "test_triton.py, torch CPU tensors, cpu backend, interpreter, 3 ranks:"
+        grep -E "^(not ok|skip)|passed" "$OUT/python-triton-torch-cpu-3.log"
+        SYMADDR_BACKEND=cuda mpiexec -n 2 python3 tests/python/test_torch.py \
+            >"$OUT/python-torch-2.log" 2>&1 || rc=1
+        grep -E "^(not ok|skip)|passed" "$OUT/python-torch-2.log"
+        SYMADDR_BACKEND=cuda mpiexec -n 2 python3 examples/triton_put.py 2>&1 | tee -a "$OUT/python-bench.txt"
+        { python3 -m pip install -q --no-index --no-deps --target /tmp/whl-site .whl/*.whl &&
+          PYTHONPATH=/tmp/whl-site python3 -m pip install -q --no-build-isolation --no-deps \
+              --target /tmp/symaddr-site . ; } >"$OUT/python-wheel.log" 2>&1 || rc=1
+        (cd /tmp && env -u SYMADDR_LIB PYTHONPATH=/tmp/symaddr-site python3 -c 'import symaddr
+print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_path())') 2>&1 |
+            tee -a "$OUT/python-wheel.log"
+        for what in "2 put" "2 allreduce" "8 allreduce" "8 alloc"; do
+            set -- $what
+            mpiexec -n $1 python3 -m symaddr.bench $2 2>&1 | tee -a "$OUT/python-bench.txt"
+        done ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY

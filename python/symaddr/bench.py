@@ -1,34 +1,36 @@
 # SPDX-License-Identifier: MIT
-"""Python's cost over the C calls, in one run: allocate_symmetric + free from Python against
-symaddr_symmetric_alloc + symaddr_symmetric_free called directly through ctypes, on the same
-context, alternately, in rounds. Run under MPI:
+"""Benchmarks of the Python package, each against its reference in the same run. Under MPI:
 
-    mpiexec -n 8 python -m symaddr.bench [--iters 200] [--rounds 5] [--bytes 4096] [--provider ipc]
+    mpiexec -n 8 python -m symaddr.bench alloc [--iters 200] [--rounds 5] [--bytes 4096]
+        allocate_symmetric + free from Python against symaddr_symmetric_alloc + _free called
+        directly through ctypes, alternately in rounds (goal: at most 1.5x the C calls + 20 us)
+    mpiexec -n 2 python -m symaddr.bench put --example examples/triton_put.py
+        the seed's Triton put_kernel against symaddr_put (Context.put), same buffers, 64 MiB to
+        1 GiB (GPU backends, torch)
+    mpiexec -n 8 python -m symaddr.bench allreduce
+        symaddr.triton.collectives.oneshot_allreduce (two barriers and the Triton kernel)
+        against symaddr_allreduce (Context.allreduce), f32, 8 B to 1 MiB (GPU backends, torch)
 
-Prints, on rank 0, the best round's time per pair for each, their ratio, and the goal's bound
-(Python at most 1.5x the C calls plus 20 us)."""
+Rank 0 prints one table per benchmark: the best round of each, and their ratio."""
 import argparse
 import ctypes
+import importlib.util
 import time
 
 import symaddr
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m symaddr.bench", description=__doc__.split("\n")[0])
-    ap.add_argument("--iters", type=int, default=200, help="pairs per round (default 200)")
-    ap.add_argument("--rounds", type=int, default=5, help="rounds of each, alternately (default 5)")
-    ap.add_argument("--bytes", type=int, default=4096, help="bytes per allocation (default 4096)")
-    ap.add_argument("--provider", default="ipc", help="ipc, heap or vmm (default ipc)")
-    ap.add_argument("--backend", default="auto", help="symaddr backend (default auto)")
-    a = ap.parse_args(argv)
+def _alloc(ctx, a):
     import numpy as np
-    ctx = symaddr.Context(backend=a.backend)
     lib, kind = ctx._lib, ctx._lib.abi["provider"][a.provider]
     prov = ctypes.c_void_p()
     ctx._check(lib.symaddr_provider_get(ctx._h, kind, ctypes.byref(prov)))
     ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
     n = a.bytes // 4
+    dtype = np.float32
+    if ctx.backend != "cpu":
+        import torch
+        dtype = torch.float32
 
     def c_pairs():
         for _ in range(a.iters):
@@ -38,7 +40,7 @@ def main(argv=None):
 
     def py_pairs():
         for _ in range(a.iters):
-            t, _ = ctx.allocate_symmetric((n,), np.float32, provider=a.provider)
+            t, _ = ctx.allocate_symmetric((n,), dtype, provider=a.provider)
             ctx.free(t)
 
     best = {"c": float("inf"), "python": float("inf")}
@@ -60,7 +62,131 @@ def main(argv=None):
                                            "goal"))
         print("  %12.1f %12.1f %8.3f %14.1f %s" % (c_us, py_us, py_us / c_us, bound,
                                                    "met" if py_us <= bound else "NOT MET"))
-    ctx.close()
+
+
+def _timed(ctx, fn, iters, rounds):
+    """Best time of one call of fn over rounds of iters calls, in seconds (CUDA events),
+    the slowest rank's."""
+    import torch
+    from mpi4py import MPI
+    best = float("inf")
+    for _ in range(rounds):
+        ctx.barrier()
+        torch.cuda.synchronize()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        stop.record()
+        stop.synchronize()
+        best = min(best, start.elapsed_time(stop) * 1e-3 / iters)
+    return MPI.COMM_WORLD.allreduce(best, op=MPI.MAX)
+
+
+def _sizes(lo, hi, factor):
+    s = lo
+    while s <= hi:
+        yield s
+        s *= factor
+
+
+def _put(ctx, a):
+    import torch
+    import triton
+    spec = importlib.util.spec_from_file_location("triton_put", a.example)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    peer = (ctx.rank + 1) % ctx.size
+    if ctx.rank == 0:
+        print("# symaddr.bench put: %d ranks, backend %s, every rank puts to the next; the "
+              "seed's Triton put_kernel against symaddr_put on the same ipc buffers, best of "
+              "%d rounds x %d" % (ctx.size, ctx.backend, a.rounds, a.iters))
+        print("# %12s %14s %14s %8s %6s" % ("bytes", "triton GB/s", "symaddr GB/s", "ratio",
+                                            "wrong"))
+    for nbytes in _sizes(a.min_bytes, a.max_bytes, 2):
+        n = nbytes // 4
+        src, _ = ctx.allocate_symmetric((n,), torch.float32)
+        dst, dmap = ctx.allocate_symmetric((n,), torch.float32)
+        src.fill_(ctx.rank + 1)
+
+        def tri():
+            mod.put_kernel[(triton.cdiv(n, 1024),)](src, dst, dmap.peer_bases, n, peer,
+                                                    CUR_RANK=dmap.local_rank, BLOCK=1024)
+
+        def lib():
+            ctx.put(dst, src, peer)
+
+        t_tri = _timed(ctx, tri, a.iters, a.rounds)
+        dst.fill_(0)
+        torch.cuda.synchronize()
+        ctx.barrier()
+        tri()
+        torch.cuda.synchronize()
+        ctx.barrier()
+        wrong = int((dst != (ctx.rank - 1) % ctx.size + 1).sum())
+        t_lib = _timed(ctx, lib, a.iters, a.rounds)
+        if ctx.rank == 0:
+            print("  %12d %14.1f %14.1f %8.3f %6d" % (nbytes, nbytes / t_tri / 1e9,
+                                                      nbytes / t_lib / 1e9, t_lib / t_tri,
+                                                      wrong))
+        ctx.barrier()
+        ctx.free(dst)
+        ctx.free(src)
+
+
+def _allreduce(ctx, a):
+    import torch
+    from symaddr.triton import collectives as tc
+    if ctx.rank == 0:
+        print("# symaddr.bench allreduce: %d ranks, backend %s, f32; the Triton one-shot "
+              "(barrier, kernel, barrier) against symaddr_allreduce, best of %d rounds x %d"
+              % (ctx.size, ctx.backend, a.rounds, a.iters))
+        print("# %10s %12s %14s %8s %6s" % ("bytes", "triton us", "symaddr us", "ratio",
+                                            "wrong"))
+    for nbytes in _sizes(8, a.max_bytes, 4):
+        n = nbytes // 4
+        x, _ = ctx.allocate_symmetric((n,), torch.float32)
+        out = torch.empty(n, dtype=torch.float32, device="cuda")
+        ref = torch.empty(n, dtype=torch.float32, device="cuda")
+        x.fill_(ctx.rank + 1)
+        t_tri = _timed(ctx, lambda: tc.oneshot_allreduce(ctx, x, out), a.iters, a.rounds)
+        t_lib = _timed(ctx, lambda: ctx.allreduce(x, ref), a.iters, a.rounds)
+        torch.cuda.synchronize()
+        want = ctx.size * (ctx.size + 1) / 2
+        wrong = int((out != want).sum()) + int((ref != want).sum())
+        if ctx.rank == 0:
+            print("  %10d %12.2f %14.2f %8.3f %6d" % (nbytes, t_tri * 1e6, t_lib * 1e6,
+                                                      t_tri / t_lib, wrong))
+        ctx.barrier()
+        ctx.free(x)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m symaddr.bench",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("what", nargs="?", default="alloc", choices=["alloc", "put", "allreduce"])
+    ap.add_argument("--iters", type=int, default=None,
+                    help="calls per round (alloc 200, put 20, allreduce 200)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of each, alternately")
+    ap.add_argument("--bytes", type=int, default=4096, help="alloc: bytes per allocation")
+    ap.add_argument("--provider", default="ipc", help="alloc: ipc, heap or vmm")
+    ap.add_argument("--backend", default="auto", help="symaddr backend (default auto)")
+    ap.add_argument("--example", default="examples/triton_put.py",
+                    help="put: the file holding the seed's put_kernel")
+    ap.add_argument("--min-bytes", type=int, default=64 << 20, help="put: smallest size")
+    ap.add_argument("--max-bytes", type=int, default=None,
+                    help="put: largest size (1 GiB); allreduce: (1 MiB)")
+    a = ap.parse_args(argv)
+    a.iters = a.iters or {"alloc": 200, "put": 20, "allreduce": 200}[a.what]
+    a.max_bytes = a.max_bytes or {"alloc": 0, "put": 1 << 30, "allreduce": 1 << 20}[a.what]
+    ctx = symaddr.Context(backend=a.backend)
+    try:
+        if a.what != "alloc" and ctx.backend == "cpu":
+            raise SystemExit("symaddr.bench %s: needs a GPU backend and torch (this context "
+                             "runs on the cpu backend)" % a.what)
+        {"alloc": _alloc, "put": _put, "allreduce": _allreduce}[a.what](ctx, a)
+    finally:
+        ctx.close()
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 import symaddr.triton as st  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
+from symaddr.triton import collectives as tc  # noqa: E402
 from triton_put import put_kernel  # noqa: E402  (the example's kernel, as the seed writes it)
 
 comm = MPI.COMM_WORLD
@@ -300,27 +301,6 @@ def k_mixed(out, a, a_pb, b, b_pb, c, c_pb, d, d_pb, n, cur_rank, n_ranks,
 
 
 @triton.jit
-def k_oneshot_allreduce(out, x, n, peer_bases, cur_rank, n_ranks, BLOCK: tl.constexpr):
-    # every rank reads every peer's x (in rank order: every rank sums alike) after a barrier
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    acc = st.load(x + offs, 0, peer_bases, cur_rank, mask=m).to(tl.float32)
-    for t in range(1, n_ranks):
-        acc += st.load(x + offs, t, peer_bases, cur_rank, mask=m).to(tl.float32)
-    tl.store(out + offs, acc.to(out.dtype.element_ty), mask=m)
-
-
-@triton.jit
-def k_allgather(out, x, n, peer_bases, cur_rank, n_ranks, BLOCK: tl.constexpr):
-    # push this rank's x into block cur_rank of every rank's out
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    v = tl.load(x + offs, mask=m)
-    for t in range(0, n_ranks):
-        st.store(out + cur_rank * n + offs, v, t, peer_bases, cur_rank, mask=m)
-
-
-@triton.jit
 def k_reachable(out, peer_bases, n_ranks):
     for t in range(0, n_ranks):
         tl.store(out + t, st.reachable(t, peer_bases).to(tl.int32))
@@ -578,32 +558,81 @@ def test_signals():
         ctx.free(a)
 
 
-def test_mixed_providers():
-    """One kernel reads a heap array, an ipc array, an import and a foreign table (an MPI
-    shared window): each through its own map."""
+def plain_local(n, offset):
+    """n f32 of the backend's plain allocator at an interior offset: torch's caching allocator
+    on GPUs (torch.empty), symaddr_mem_alloc on the cpu backend (plain malloc memory cannot be
+    shared there). Returns (the allocation, the view)."""
     if ON_GPU:
-        return "SKIP: an MPI shared window is host memory; the GPU run covers heap, ipc, import"
-    a, amap = alloc((N,), "float32", provider="heap")
-    b, bmap = alloc((N,), "float32", provider="ipc")
-    c = ctx.empty_local((N + 1,), DTYPES["float32"])
-    cview = c[1:]  # an interior pointer of the plain allocation
-    cmap = ctx.import_(cview)
+        whole = torch.empty(n + offset, dtype=torch.float32, device="cuda")
+    else:
+        whole = ctx.empty_local((n + offset,), DTYPES["float32"])
+    return whole, whole[offset:]
+
+
+def test_imports():
+    """The caller's own memory at interior offsets that differ per rank, imported, found by
+    get_symmetric_address_map, and written by the seed's put_kernel."""
+    n = 1003
+    whole, view = plain_local(n, 1 + 2 * rank)
+    vmap = ctx.import_(view)
+    check(ctx.get_symmetric_address_map(view[5:]) is vmap, "a view of the import finds its map")
+    check(vmap.provider == "import" and int(host(vmap.peer_bases)[rank]) ==
+          vmap.allocation_base, "the import's own entry is its root")
+    src, _ = alloc((n,))
+    fill(src, data(rank, n, "float32"))
+    fill(view, np.zeros(n))
+    settle()
+    put_kernel[grid(n, 256)](src, view, vmap.peer_bases, n, right, CUR_RANK=vmap.local_rank,
+                             BLOCK=256)
+    settle()
+    check(np.array_equal(host(view), want(data(left, n, "float32"), "float32")),
+          "put into an import at another offset on every rank")
+    settle()
+    vmap.unregister()
+    ctx.free(src)
+    if not ON_GPU:
+        ctx.free_local(whole)
+
+
+def foreign_table(n):
+    """Memory of another library, as symaddr meets it: its own peer table. On the cpu backend
+    an MPI shared window; on GPUs the caller's import re-registered through its peers'
+    addresses (the form another library's *_ptr table has). Returns (array, map, cleanup)."""
+    if ON_GPU:
+        whole, view = plain_local(n, 3)
+        imap = ctx.import_(view)
+        peers = [int(p) for p in host(imap.peer_bases)]
+        offset = view.data_ptr() - imap.allocation_base
+        imap.unregister()
+        fmap = ctx.register(view, n * 4, [p + offset for p in peers])
+        return view, fmap, lambda: fmap.unregister()
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     check(node.Get_size() == size, "one host")
-    win = MPI.Win.Allocate_shared(N * 4, 4, comm=node)
-    peers = []
-    for r in range(size):
-        mem, _ = win.Shared_query(r)
-        peers.append(np.frombuffer(mem, np.uint8).ctypes.data)
-    dwin = np.frombuffer(win.Shared_query(rank)[0], np.float32)
-    dmap = ctx.register(peers[rank], N * 4, peers)
-    d = sa._arrays.host_array(peers[rank], (N,), np.float32, dmap._life)
+    win = MPI.Win.Allocate_shared(n * 4, 4, comm=node)
+    peers = [np.frombuffer(win.Shared_query(r)[0], np.uint8).ctypes.data for r in range(size)]
+    fmap = ctx.register(peers[rank], n * 4, peers)
+    d = sa._arrays.host_array(peers[rank], (n,), np.float32, fmap._life)
+
+    def cleanup():
+        fmap.unregister()
+        win.Free()
+        node.Free()
+    return d, fmap, cleanup
+
+
+def test_mixed_providers():
+    """One kernel reads a heap array, an ipc array, an import and a foreign table (an MPI
+    shared window on the cpu backend): each through its own map."""
+    a, amap = alloc((N,), "float32", provider="heap")
+    b, bmap = alloc((N,), "float32", provider="ipc")
+    c, cview = plain_local(N, 1)  # an interior pointer of the plain allocation
+    cmap = ctx.import_(cview)
+    d, dmap, d_cleanup = foreign_table(N)
     for arr, k in ((a, 1), (b, 2), (cview, 3), (d, 4)):
         fill(arr, data(rank, N, "float32") * k)
-    check(np.array_equal(dwin, host(d)), "the window and the registered view agree")
     for m, base in ((amap, a), (bmap, b), (cmap, cview), (dmap, d)):
         check(int(host(m.peer_bases)[rank]) == m.allocation_base, "%s: own entry" % m.provider)
-    out = np.zeros(N, np.float32).view(sa._arrays.HostArray)
+    out, _ = alloc((N,))
     settle()
     k_mixed[grid(N, 16)](out, a, amap.peer_bases, b, bmap.peer_bases, cview, cmap.peer_bases,
                          d, dmap.peer_bases, N, rank, size, BLOCK=16)
@@ -611,16 +640,16 @@ def test_mixed_providers():
     ref = sum(data(r, N, "float32") * 10 for r in range(size)).astype(np.float32)
     check(np.array_equal(host(out), ref), "sum of four maps")
     cmap.unregister()
-    dmap.unregister()
-    win.Free()
-    node.Free()
-    ctx.free_local(c)
-    ctx.free(a)
-    ctx.free(b)
+    d_cleanup()
+    if not ON_GPU:
+        ctx.free_local(c)
+    for x in (a, b, out):
+        ctx.free(x)
 
 
 def test_triton_collectives():
-    """A one-shot allreduce and an all-gather written in Triton, against ctx.allreduce,
+    """symaddr.triton.collectives: a one-shot allreduce and an all-gather in Triton, against
+    ctx.allreduce,
     ctx.allgather and MPI, in f32 and int32 (and bf16 for the all-gather)."""
     n = 1001
     for dtype in ("float32", "int32", "bfloat16"):
@@ -631,8 +660,7 @@ def test_triton_collectives():
         ref, _ = alloc((n,), dtype)
         if dtype != "bfloat16":  # the sum of bf16 inputs rounds: exact only in f32 or ints
             settle()
-            k_oneshot_allreduce[grid(n, 128)](out, x[3:], n, xmap.peer_bases, rank, size,
-                                              BLOCK=128)
+            tc.oneshot_allreduce(ctx, x[3:], out, block=128)
             settle()
             ctx.allreduce(x[3:], ref)
             settle()
@@ -644,7 +672,7 @@ def test_triton_collectives():
         g, gmap = alloc((size * n,), dtype)
         gref, _ = alloc((size * n,), dtype)
         settle()
-        k_allgather[grid(n, 128)](g, x[3:], n, gmap.peer_bases, rank, size, BLOCK=128)
+        tc.allgather(ctx, x[3:], g, block=128)
         settle()
         ctx.allgather(x[3:], gref)
         settle()
@@ -780,6 +808,7 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("heap_bases form (Iris's order)", test_heap_form),
                  ("atomics from every rank, three forms", test_atomics_every_rank),
                  ("signals, three forms, and a wait that times out", test_signals),
+                 ("imports at per-rank offsets, the seed's put_kernel", test_imports),
                  ("heap, ipc, import and foreign maps in one kernel", test_mixed_providers),
                  ("Triton one-shot allreduce and all-gather", test_triton_collectives),
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
