@@ -107,14 +107,14 @@ def _shape(shape):
     return shape
 
 
-class SymmetricBuffer(collections.namedtuple("SymmetricBuffer",
-                                             ["ptr", "peer_bases", "capabilities",
-                                              "local_rank"])):
-    """A pointer bound to its map, by value (Context.bind): ptr is the array itself (a
-    pointer in a Triton kernel), peer_bases its map's table, capabilities its SYMADDR_CAP_*
-    bits, local_rank this rank. Passes to a @triton.jit kernel as one argument; the
-    symaddr.triton buffer_* functions take it with element offsets."""
-    __slots__ = ()
+# A plain namedtuple (not a subclass): Triton's compiler reads the field names from the class's
+# own _fields, so a kernel can say buf.ptr.
+SymmetricBuffer = collections.namedtuple("SymmetricBuffer",
+                                         ["ptr", "peer_bases", "capabilities", "local_rank"])
+SymmetricBuffer.__doc__ = """A pointer bound to its map, by value (Context.bind): ptr is the
+array itself (a pointer in a Triton kernel), peer_bases its map's table, capabilities its
+SYMADDR_CAP_* bits, local_rank this rank. Passes to a @triton.jit kernel as one argument; the
+symaddr.triton buffer_* functions take it with element offsets."""
 
 
 class AddressMap:
@@ -629,9 +629,9 @@ class Context:
         for a in (dst, src):
             check_life(a)
             _contiguous(a, name)
-        if not isinstance(target, int) or not 0 <= target < self.size:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: target %r is not a rank of 0..%d" % (
-                name, target, self.size - 1))
+        if not isinstance(target, int):
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: target %r is not a rank (an int)" % (
+                name, target))
         local = src if name == "put" else dst
         nbytes = _nbytes(local)
         if _nbytes(dst if name == "put" else src) < nbytes:

@@ -277,6 +277,9 @@ def host_array(addr, shape, dtype, life):
 # ---- torch -----------------------------------------------------------------------------------
 
 _tensor_class = None
+# attributes a freed tensor still answers (so that it can be printed, compared and dropped)
+_QUIET = frozenset(("_symaddr_life", "__class__", "__repr__", "__dict__", "__del__",
+                    "__reduce_ex__", "_typed_storage"))
 
 
 def tensor_class():
@@ -289,6 +292,28 @@ def tensor_class():
 
     class SymmetricTensor(torch.Tensor):
         _symaddr_life = None
+
+        # A freed tensor refuses use in Python, before torch's C++ runs: an exception raised
+        # from inside torch's dispatch can reach Python as an internal torch error instead.
+        def __getattribute__(self, name):
+            life = torch.Tensor.__getattribute__(self, "_symaddr_life")
+            if life is not None and life.why is not None and name not in _QUIET:
+                life.check()
+            return torch.Tensor.__getattribute__(self, name)
+
+        def __repr__(self, **kw):
+            life = torch.Tensor.__getattribute__(self, "_symaddr_life")
+            if life is not None and life.why is not None:
+                return "<symaddr tensor of %s: %s>" % (life.what, life.why)
+            return torch.Tensor.__repr__(self, **kw)
+
+        def __getitem__(self, key):
+            check_life(self)
+            return torch.Tensor.__getitem__(self, key)
+
+        def __setitem__(self, key, value):
+            check_life(self)
+            torch.Tensor.__setitem__(self, key, value)
 
         @classmethod
         def __torch_function__(cls, func, types, args=(), kwargs=None):

@@ -46,6 +46,14 @@ def _alloc(ctx, a):
     best = {"c": float("inf"), "python": float("inf")}
     c_pairs()  # warm-up: retention and caches as in steady state
     py_pairs()
+    if a.profile and ctx.rank == 0:  # where Python's time goes, on rank 0 (its peers wait)
+        import cProfile
+        import pstats
+        prof = cProfile.Profile()
+        prof.runcall(py_pairs)
+        pstats.Stats(prof).sort_stats("tottime").print_stats(12)
+    elif a.profile:
+        py_pairs()
     for _ in range(a.rounds):
         for name, fn in (("c", c_pairs), ("python", py_pairs)):
             ctx.barrier()
@@ -146,8 +154,8 @@ def _allreduce(ctx, a):
     for nbytes in _sizes(8, a.max_bytes, 4):
         n = nbytes // 4
         x, _ = ctx.allocate_symmetric((n,), torch.float32)
-        out = torch.empty(n, dtype=torch.float32, device="cuda")
-        ref = torch.empty(n, dtype=torch.float32, device="cuda")
+        out = torch.empty(n, dtype=torch.float32, device="cuda")  # the Triton kernel's: local
+        ref, _ = ctx.allocate_symmetric((n,), torch.float32)  # symaddr_allreduce's: symmetric
         x.fill_(ctx.rank + 1)
         t_tri = _timed(ctx, lambda: tc.oneshot_allreduce(ctx, x, out), a.iters, a.rounds)
         t_lib = _timed(ctx, lambda: ctx.allreduce(x, ref), a.iters, a.rounds)
@@ -158,6 +166,7 @@ def _allreduce(ctx, a):
             print("  %10d %12.2f %14.2f %8.3f %6d" % (nbytes, t_tri * 1e6, t_lib * 1e6,
                                                       t_tri / t_lib, wrong))
         ctx.barrier()
+        ctx.free(ref)
         ctx.free(x)
 
 
@@ -170,6 +179,7 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=5, help="rounds of each, alternately")
     ap.add_argument("--bytes", type=int, default=4096, help="alloc: bytes per allocation")
     ap.add_argument("--provider", default="ipc", help="alloc: ipc, heap or vmm")
+    ap.add_argument("--profile", action="store_true", help="alloc: profile Python on rank 0")
     ap.add_argument("--backend", default="auto", help="symaddr backend (default auto)")
     ap.add_argument("--example", default="examples/triton_put.py",
                     help="put: the file holding the seed's put_kernel")

@@ -149,6 +149,8 @@ def grid(n, block):
 
 
 # ---- kernels: each uses only symaddr.triton's functions (and tl's local ones) ----------------
+# Rank counts are tl.constexpr: loops over peers then unroll, and Triton 3.6's interpreter
+# cannot take a loop bound from an argument under NumPy 2.5.
 
 @triton.jit
 def k_store_explicit(dst, src, n, peer, peer_bases, cur_rank, BLOCK: tl.constexpr):
@@ -215,7 +217,7 @@ def k_heap(dst, src, back, n, cur_rank, peer, heap_bases, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def k_atomic_add(counts, n_ranks, peer_bases, cur_rank, BLOCK: tl.constexpr):
+def k_atomic_add(counts, n_ranks: tl.constexpr, peer_bases, cur_rank, BLOCK: tl.constexpr):
     # every rank adds (cur_rank + 1) * (i + 1) to element i of every rank's counts
     offs = tl.arange(0, BLOCK)
     for t in range(0, n_ranks):
@@ -224,7 +226,8 @@ def k_atomic_add(counts, n_ranks, peer_bases, cur_rank, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def k_atomic_forms(slots, olds, n_ranks, peer_bases, cur_rank, heap_mode: tl.constexpr):
+def k_atomic_forms(slots, olds, n_ranks: tl.constexpr, peer_bases, cur_rank,
+                   heap_mode: tl.constexpr):
     # slot 0 of rank 0: every rank tries cas(-1 -> cur_rank); slot 1 of every rank: xchg
     # (cur_rank + 1) into the right neighbour; slot 2 of every rank: add 1 from everyone
     right = (cur_rank + 1) % n_ranks
@@ -249,7 +252,7 @@ def k_atomic_forms(slots, olds, n_ranks, peer_bases, cur_rank, heap_mode: tl.con
 
 
 @triton.jit
-def k_atomic_bound(buf, olds, n_ranks):
+def k_atomic_bound(buf, olds, n_ranks: tl.constexpr):
     right = (buf.local_rank + 1) % n_ranks
     tl.store(olds, st.buffer_atomic_cas(buf, 0, -1, buf.local_rank, 0, sem="acq_rel",
                                         scope="sys"))
@@ -286,7 +289,7 @@ def k_signal_heap(flags, status, cur_rank, peer, heap_bases, max_spins):
 
 
 @triton.jit
-def k_mixed(out, a, a_pb, b, b_pb, c, c_pb, d, d_pb, n, cur_rank, n_ranks,
+def k_mixed(out, a, a_pb, b, b_pb, c, c_pb, d, d_pb, n, cur_rank, n_ranks: tl.constexpr,
             BLOCK: tl.constexpr):
     # out = sum over ranks of every rank's a + b + c + d: four maps in one launch
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -301,7 +304,7 @@ def k_mixed(out, a, a_pb, b, b_pb, c, c_pb, d, d_pb, n, cur_rank, n_ranks,
 
 
 @triton.jit
-def k_reachable(out, peer_bases, n_ranks):
+def k_reachable(out, peer_bases, n_ranks: tl.constexpr):
     for t in range(0, n_ranks):
         tl.store(out + t, st.reachable(t, peer_bases).to(tl.int32))
 
@@ -767,7 +770,7 @@ def test_python_mistakes():
     b, _ = alloc((2 * N,), "float32")
     raises(lambda: ctx.allreduce(b[::2]), "SYMADDR_ERR_INVALID_ARG", "contiguous")
     raises(lambda: ctx.alltoall(a, a), "SYMADDR_ERR_INVALID_ARG", "split") if N % size else None
-    raises(lambda: ctx.put(a, a, size), "SYMADDR_ERR_INVALID_ARG", "target")
+    raises(lambda: ctx.put(a, a, size), "SYMADDR_ERR_INVALID_ARG", "not a rank")
     view = a[2:]
     ctx.free(a)
     for use in (lambda: a[0], lambda: view.sum(), lambda: a.__setitem__(0, 1.0),

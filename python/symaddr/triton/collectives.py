@@ -2,7 +2,7 @@
 """Collectives written in Triton on symaddr.triton's device functions alone, over any
 provider's memory: a one-shot allreduce (every rank loads every peer's input and sums in rank
 order, so every rank gets the same bits) and an all-gather (every rank stores its part into
-every peer). The host functions put a barrier before the kernel (the peers' inputs are ready)
+every peer). The rank count is a compile-time constant: the loops over peers unroll. The host functions put a barrier before the kernel (the peers' inputs are ready)
 and after it (every load and store is done before the memory is reused)."""
 import triton
 import triton.language as tl
@@ -11,7 +11,8 @@ from symaddr import triton as st
 
 
 @triton.jit
-def oneshot_allreduce_kernel(out, x, n, peer_bases, cur_rank, n_ranks, BLOCK: tl.constexpr):
+def oneshot_allreduce_kernel(out, x, n, peer_bases, cur_rank, n_ranks: tl.constexpr,
+                             BLOCK: tl.constexpr):
     """out (local) = sum over ranks of their x (symmetric), accumulated in f32 (integers in
     their own type), in rank order."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -25,7 +26,8 @@ def oneshot_allreduce_kernel(out, x, n, peer_bases, cur_rank, n_ranks, BLOCK: tl
 
 
 @triton.jit
-def allgather_kernel(out, x, n, peer_bases, cur_rank, n_ranks, BLOCK: tl.constexpr):
+def allgather_kernel(out, x, n, peer_bases, cur_rank, n_ranks: tl.constexpr,
+                     BLOCK: tl.constexpr):
     """Block cur_rank of every rank's out (symmetric, n_ranks * n elements) = this rank's x."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
