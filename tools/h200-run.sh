@@ -128,9 +128,9 @@ for s in $steps; do
         (cd /tmp && env -u SYMADDR_LIB PYTHONPATH=/tmp/symaddr-site python3 -c 'import symaddr
 print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_path())') 2>&1 |
             tee -a "$OUT/python-wheel.log"
-        for what in "2 put" "2 allreduce" "8 allreduce" "8 alloc"; do
+        for what in "2 put" "2 allreduce" "8 allreduce" "8 alloc --profile"; do
             set -- $what
-            mpiexec -n $1 python3 -m symaddr.bench $2 2>&1 | tee -a "$OUT/python-bench.txt"
+            n=$1; shift; mpiexec -n $n python3 -m symaddr.bench "$@" 2>&1 | tee -a "$OUT/python-bench.txt"
         done ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
