@@ -269,6 +269,7 @@ class Context:
         self.node_rank = self._lib.symaddr_node_rank(self._h)
         self.node_size = self._lib.symaddr_node_size(self._h)
         self.backend = self._lib.symaddr_backend_name(self._lib.symaddr_backend(self._h)).decode()
+        self.device = self._lib.symaddr_device(self._h)  # the GPU's ordinal; -1 on the cpu
         self._heap_bases = None
 
     def __enter__(self):
@@ -309,7 +310,8 @@ class Context:
     # ---- arrays of the backend's kind ------------------------------------------------------
 
     def _device(self):
-        return "cpu" if self.backend == "cpu" else "cuda"
+        """torch's name of the context's device: its tensors are made there, never copied."""
+        return "cpu" if self.backend == "cpu" else "cuda:%d" % self.device
 
     def _array(self, addr, shape, dtype, life):
         """shape elements of dtype at addr, without a copy: a torch tensor for a torch dtype,

@@ -358,22 +358,42 @@ def torch_dtype_of(dtype):
     return None
 
 
+class _CudaMemory:
+    """nbytes of device memory at addr, as torch.as_tensor takes it (no copy)."""
+    __slots__ = ("__cuda_array_interface__",)
+
+    def __init__(self, addr, nbytes):
+        self.__cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
+                                         "data": (addr, False), "version": 3}
+
+
+_raw_tensors = {}  # (addr, nbytes, device) -> a uint8 tensor over that memory
+_torch_itemsize = {}
+
+
 def torch_tensor(addr, shape, dtype, device, life):
     """shape elements of the torch dtype at addr, on device ("cuda" or "cpu"), without a copy."""
     import torch
-    itemsize = torch.empty(0, dtype=dtype).element_size()
+    itemsize = _torch_itemsize.get(dtype)
+    if itemsize is None:
+        itemsize = _torch_itemsize[dtype] = torch.empty(0, dtype=dtype).element_size()
     count = 1
     for n in shape:
         count *= n
     nbytes = count * itemsize
-    if device == "cpu":
-        buf = (ctypes.c_char * max(nbytes, 1)).from_address(addr)
-        raw = torch.frombuffer(buf, dtype=torch.uint8, count=max(nbytes, 1))[:nbytes]
-    else:
-        class _Raw:  # hands the pointer to torch as bytes, without copying
-            __cuda_array_interface__ = {"shape": (nbytes,), "typestr": "|u1",
-                                        "data": (addr, False), "version": 3}
-        raw = torch.as_tensor(_Raw(), device=device)
-    t = raw.view(dtype).reshape(shape).as_subclass(tensor_class())
+    # A retained allocation comes back at the same address: its bytes tensor is made once (a
+    # tensor over memory torch does not own is only a view; the new life guards the new one).
+    key = (addr, nbytes, device)
+    raw = _raw_tensors.get(key)
+    if raw is None:
+        if device == "cpu":
+            buf = (ctypes.c_char * max(nbytes, 1)).from_address(addr)
+            raw = torch.frombuffer(buf, dtype=torch.uint8, count=max(nbytes, 1))[:nbytes]
+        else:
+            raw = torch.as_tensor(_CudaMemory(addr, nbytes), device=device)
+        if len(_raw_tensors) >= 1024:
+            _raw_tensors.clear()
+        _raw_tensors[key] = raw
+    t = raw.view(dtype).view(shape).as_subclass(tensor_class())
     t._symaddr_life = life
     return t

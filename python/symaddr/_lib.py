@@ -115,6 +115,7 @@ def load(path=None):
         "symaddr_backend": (i, [vp]),
         "symaddr_backend_name": (ctypes.c_char_p, [i]),
         "symaddr_rank": (i, [vp]),
+        "symaddr_device": (i, [vp]),
         "symaddr_size": (i, [vp]),
         "symaddr_node_rank": (i, [vp]),
         "symaddr_node_size": (i, [vp]),
