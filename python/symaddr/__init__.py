@@ -242,6 +242,7 @@ class Context:
         self._keep = []  # bytes the config points to
         self._itemsizes = {}  # dtype -> bytes of one element
         self._providers = {}  # provider kind -> its handle
+        self._out = (ctypes.byref(ctypes.c_void_p()), ctypes.byref(ctypes.c_void_p()))
         cfg = self._lib.Config()
         self._lib.symaddr_config_default(ctypes.byref(cfg))
         cfg.backend = _choice("backend", backend, self._lib.abi["backend"])
@@ -313,10 +314,12 @@ class Context:
         """torch's name of the context's device: its tensors are made there, never copied."""
         return "cpu" if self.backend == "cpu" else "cuda:%d" % self.device
 
-    def _array(self, addr, shape, dtype, life):
+    def _array(self, addr, shape, dtype, life, torch_kind=None):
         """shape elements of dtype at addr, without a copy: a torch tensor for a torch dtype,
         else a NumPy array (cpu backend only)."""
-        if _arrays.torch_dtype_of(dtype) is not None:
+        if torch_kind is None:
+            torch_kind = _arrays.torch_dtype_of(dtype) is not None
+        if torch_kind:
             return _arrays.torch_tensor(addr, shape, dtype, self._device(), life)
         if self.backend != "cpu":
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s memory is on the GPU: pass a torch dtype "
@@ -352,7 +355,9 @@ class Context:
         free()."""
         h = self._open()
         shape = _shape(shape)
-        kind = _choice("provider", provider, self._lib.abi["provider"])
+        kind = self._lib.abi["provider"].get(provider)
+        if kind is None:
+            _choice("provider", provider, self._lib.abi["provider"])
         count = 1
         for n in shape:
             count *= n
@@ -365,23 +370,24 @@ class Context:
             prov = ctypes.c_void_p()
             self._check(self._lib.symaddr_provider_get(h, kind, ctypes.byref(prov)))
             self._providers[kind] = prov
-        ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
-        st = self._lib.symaddr_symmetric_alloc(prov, nbytes, ctypes.byref(ptr), ctypes.byref(m))
+        # out-parameters of the context's own (its collective calls are one thread's at a time)
+        out_ptr, out_map = self._out
+        st = self._lib.symaddr_symmetric_alloc(prov, nbytes, out_ptr, out_map)
         if st:
             self._check(st)
-        life = Life(ptr.value, nbytes, ("a %s allocation of %d bytes at 0x%x", provider,
-                                        nbytes, ptr.value))
+        addr, key = out_ptr._obj.value, out_map._obj.value
+        life = Life(addr, nbytes, ("a %s allocation of %d bytes at 0x%x", provider, nbytes,
+                                   addr))
         torch_kind = _arrays.torch_dtype_of(dtype) is not None
         try:
-            amap = AddressMap(self, m.value, life, torch_kind)
-            a = self._array(ptr.value, shape, dtype, life)
+            amap = AddressMap(self, key, life, torch_kind)
+            a = self._array(addr, shape, dtype, life, torch_kind)
         except SymaddrError:
-            self._lib.symaddr_symmetric_free(prov, ptr)
+            self._lib.symaddr_symmetric_free(prov, addr)
             raise
-        key = m.value
-        reg = _Reg(amap, life, prov, ptr.value, "allocation", key)
+        reg = _Reg(amap, life, prov, addr, "allocation", key)
         self._regs[key] = reg
-        self._by_base[ptr.value] = reg
+        self._by_base[addr] = reg
         return a, amap
 
     def allocate(self, numel, dtype, provider="ipc"):

@@ -329,9 +329,11 @@ def tensor_class():
             return _keep_life(out, lives, cls)
 
         def data_ptr(self):
-            if self._symaddr_life is not None:
-                self._symaddr_life.check()
-            return torch.Tensor.data_ptr(self)
+            life = torch.Tensor.__getattribute__(self, "_symaddr_life")
+            if life is not None and life.why is not None:
+                life.check()
+            with _plain():  # the address alone: no dispatch through __torch_function__
+                return _data_ptr(self)
 
     def _keep_life(out, lives, cls):
         if isinstance(out, (tuple, list)):
@@ -347,6 +349,8 @@ def tensor_class():
                 return t
         return out
 
+    _plain = torch._C.DisableTorchFunctionSubclass
+    _data_ptr = torch._C.TensorBase.data_ptr
     _tensor_class = SymmetricTensor
     return SymmetricTensor
 
@@ -394,6 +398,9 @@ def torch_tensor(addr, shape, dtype, device, life):
         if len(_raw_tensors) >= 1024:
             _raw_tensors.clear()
         _raw_tensors[key] = raw
-    t = raw.view(dtype).view(shape).as_subclass(tensor_class())
+    t = raw.view(dtype)
+    if len(shape) != 1:
+        t = t.view(shape)
+    t = t.as_subclass(tensor_class())
     t._symaddr_life = life
     return t
