@@ -110,10 +110,48 @@ static inline int t_finish(void)
 }
 
 /* Create a context on the backend the test runs on, or report why it cannot. */
+/* symaddr_init with a setup deadline of at least T_INIT_TIMEOUT_MS, then cfg's own deadline for
+ * the steps a test times: a loaded machine can take more than a short timeout to start 8 ranks,
+ * and init's own deadline is not what those tests test. *ctx_p only on success. */
+#define T_INIT_TIMEOUT_MS 60000u
+static inline symaddr_status_t t_context_init(MPI_Comm comm, const symaddr_config_t *cfg,
+                                              symaddr_context_t **ctx_p)
+{
+    symaddr_config_t c;
+    symaddr_context_t *ctx = NULL;
+    if (cfg)
+        c = *cfg;
+    else
+        symaddr_config_default(&c);
+    unsigned want = c.timeout_ms;
+    if (c.timeout_ms < T_INIT_TIMEOUT_MS)
+        c.timeout_ms = T_INIT_TIMEOUT_MS;
+    symaddr_status_t st = symaddr_init(comm, &c, &ctx);
+    if (st == SYMADDR_OK && want != c.timeout_ms &&
+        (st = symaddr_timeout_set(ctx, want)) != SYMADDR_OK)
+        symaddr_finalize(&ctx);
+    if (st == SYMADDR_OK)
+        *ctx_p = ctx;
+    return st;
+}
+
+/* t_context_init over MPI_COMM_WORLD as a check: 0 (and a failed check) when there is no context.
+ */
+#define T_INIT_OK(cfg, ctx_p) t_init_ok_(__FILE__, __LINE__, (cfg), (ctx_p))
+static inline int t_init_ok_(const char *file, int line, const symaddr_config_t *cfg,
+                             symaddr_context_t **ctx_p)
+{
+    symaddr_status_t st = t_context_init(MPI_COMM_WORLD, cfg, ctx_p);
+    t_checks++;
+    if (st != SYMADDR_OK)
+        t_fail(file, line, "symaddr_init returned %s", symaddr_strerror(st));
+    return st == SYMADDR_OK;
+}
+
 static inline symaddr_context_t *t_context(MPI_Comm comm, const symaddr_config_t *cfg)
 {
     symaddr_context_t *ctx = NULL;
-    symaddr_status_t st = symaddr_init(comm, cfg, &ctx);
+    symaddr_status_t st = t_context_init(comm, cfg, &ctx);
     if (st == SYMADDR_ERR_UNSUPPORTED) {
         if (t_rank == 0)
             printf("skip   - all: the requested backend cannot run here (%s)\n"
