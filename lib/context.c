@@ -81,27 +81,63 @@ void symaddr_call_leave(symaddr_context_t *ctx)
     __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
 }
 
-/* Settings whose ranks must agree (each rank keeps the same retained allocations): every rank
- * sees every rank's value, so all reach the same verdict. */
+/* The settings that change what ranks exchange or how they pair their calls: the ranks of a
+ * context must agree on each, as resolved (a default and the value it stands for are alike). */
+typedef struct {
+    const char *field, *var;
+} setting_t;
+
+static const setting_t settings[] = {
+    {"backend", "SYMADDR_BACKEND"},           {"node_size", "SYMADDR_NODE_SIZE"},
+    {"validate", "SYMADDR_VALIDATE"},         {"heap_bytes", "SYMADDR_HEAP_SIZE"},
+    {"allreduce_algo", "SYMADDR_ALLREDUCE"},  {"twoshot_bytes", "SYMADDR_TWOSHOT_BYTES"},
+    {"ll_bytes", "SYMADDR_LL_BYTES"},         {"lamport_bytes", "SYMADDR_LAMPORT_BYTES"},
+    {"retain_bytes", "SYMADDR_RETAIN_BYTES"}, {"hip_finegrained", "SYMADDR_HIP_FINEGRAINED"},
+};
+enum { SETTINGS = sizeof(settings) / sizeof(settings[0]) };
+
+/* This rank's values, in the order of settings[]. */
+static void settings_of(const symaddr_context_t *ctx, uint64_t v[SETTINGS])
+{
+    const symaddr_config_t *c = &ctx->core.cfg;
+    const uint64_t mine[] = {(uint64_t)ctx->be.ops->kind,
+                             (uint64_t)(c->node_size > 0 ? c->node_size : 0),
+                             (uint64_t)(c->validate != 0),
+                             c->heap_bytes,
+                             (uint64_t)c->allreduce_algo,
+                             c->twoshot_bytes,
+                             c->ll_bytes,
+                             c->lamport_bytes,
+                             c->retain_bytes,
+                             (uint64_t)(c->hip_finegrained != 0)};
+    _Static_assert(sizeof(mine) / sizeof(mine[0]) == SETTINGS, "a value for every setting");
+    memcpy(v, mine, sizeof(mine));
+}
+
+/* Every rank sees every rank's settings, so all reach the same verdict: MISMATCH naming the
+ * first setting that differs, its variable and two ranks' values. */
 static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
 {
-    uint64_t mine = ctx->core.cfg.retain_bytes, *all = malloc(sizeof(uint64_t) * ctx->core.size);
+    uint64_t mine[SETTINGS], *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all) /* cannot take part: the peers time out, as they would if this rank had died */
         return symaddr_core_break(
             &ctx->core,
             symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory"));
+    settings_of(ctx, mine);
     symaddr_status_t st =
-        symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, &mine, all, sizeof(mine),
+        symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
                               symaddr_bootstrap_deadline(&ctx->core.boot, 1));
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: MPI_Allgather of the settings failed");
-    for (int r = 1; st == SYMADDR_OK && r < ctx->core.size; r++)
-        if (all[r] != all[0])
-            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
-                                   "symaddr_init: rank %d has retain_bytes %llu, rank 0 %llu; "
-                                   "set SYMADDR_RETAIN_BYTES (symaddr_config_t.retain_bytes) "
-                                   "alike on every rank",
-                                   r, (unsigned long long)all[r], (unsigned long long)all[0]);
+    for (int k = 0; st == SYMADDR_OK && k < SETTINGS; k++)
+        for (int r = 1; st == SYMADDR_OK && r < ctx->core.size; r++)
+            if (all[r * SETTINGS + k] != all[k])
+                st = symaddr_set_error(
+                    ctx, SYMADDR_ERR_MISMATCH,
+                    "symaddr_init: %s (symaddr_config_t.%s) is %llu on rank 0 but %llu on rank "
+                    "%d; set it alike on every rank",
+                    settings[k].var, settings[k].field, (unsigned long long)all[k],
+                    (unsigned long long)all[r * SETTINGS + k], r);
     free(all);
     return st;
 }
@@ -292,12 +328,12 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (st == SYMADDR_OK)
         st = backend_start(ctx);
     st = symaddr_agree_status(&ctx->core, st, "symaddr_init");
-    if (st == SYMADDR_OK)
-        st = same_everywhere(ctx);
     if (st == SYMADDR_OK && ctx->core.cfg.twoshot_bytes == 0)
         ctx->core.cfg.twoshot_bytes = tuning[ctx->be.ops->kind].twoshot;
     if (st == SYMADDR_OK && ctx->core.cfg.ll_bytes == SIZE_MAX)
         ctx->core.cfg.ll_bytes = tuning[ctx->be.ops->kind].ll;
+    if (st == SYMADDR_OK)
+        st = same_everywhere(ctx);
     if (st == SYMADDR_OK && ctx->core.cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
     if (st == SYMADDR_OK)

@@ -226,6 +226,27 @@ symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_co
     MPI_Comm_set_errhandler(b->comm, MPI_ERRORS_RETURN);
     MPI_Comm_rank(b->comm, &b->rank);
     MPI_Comm_size(b->comm, &b->size);
+    /* The split below is collective: ranks that disagree on the node size would call it a
+     * different number of times, so they agree first. */
+    int sim[2] = {sim_node_size, -sim_node_size}, range[2];
+    st = symaddr_mpi_allreduce(b, b->comm, sim, range, 2, MPI_INT, MPI_MAX,
+                               symaddr_bootstrap_deadline(b, 1));
+    if (st == SYMADDR_OK && range[0] != -range[1]) {
+        snprintf(why, why_len,
+                 "SYMADDR_NODE_SIZE (symaddr_config_t.node_size) differs between ranks: %d on "
+                 "some, %d on others; set it alike on every rank",
+                 -range[1], range[0]);
+        st = SYMADDR_ERR_MISMATCH;
+    } else if (st == SYMADDR_ERR_TIMEOUT) {
+        snprintf(why, why_len, "timed out after %u ms comparing the node size of the ranks",
+                 timeout_ms);
+    } else if (st != SYMADDR_OK) {
+        snprintf(why, why_len, "MPI failed while the ranks compared their node size");
+    }
+    if (st != SYMADDR_OK) {
+        symaddr_bootstrap_fini(b);
+        return st;
+    }
     if (MPI_Comm_split_type(b->comm, MPI_COMM_TYPE_SHARED, b->rank, MPI_INFO_NULL, &host_comm) !=
         MPI_SUCCESS)
         goto err_mpi;

@@ -654,6 +654,56 @@ static void test_config_contract(void *u)
     T_CHECK(symaddr_config_var(-1, &name, NULL, NULL) == 0);
 }
 
+/* ---- settings the ranks must share -------------------------------------------------------------
+ * One rank differs in one setting that changes what ranks exchange: symaddr_init refuses on
+ * every rank with MISMATCH, and rank 0's refusal names the variable (each of these returned OK
+ * before, and 12 of 42 algorithm pairs then summed wrong). */
+static void test_settings_must_agree(void *u)
+{
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    static const struct {
+        const char *var;
+        int field;
+    } cases[] = {
+        {"SYMADDR_ALLREDUCE", 0},     {"SYMADDR_TWOSHOT_BYTES", 1}, {"SYMADDR_LL_BYTES", 2},
+        {"SYMADDR_LAMPORT_BYTES", 3}, {"SYMADDR_NODE_SIZE", 4},     {"SYMADDR_VALIDATE", 5},
+        {"SYMADDR_HEAP_SIZE", 6},     {"SYMADDR_RETAIN_BYTES", 7},  {"SYMADDR_HIP_FINEGRAINED", 8},
+    };
+    int odd = t_rank == t_size - 1;
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        symaddr_config_t cfg;
+        symaddr_context_t *ctx = NULL;
+        int lines = 0;
+        symaddr_config_default(&cfg);
+        cfg.logger = logger;
+        cfg.logger_cookie = &lines;
+        g_logged[0] = 0;
+        switch (cases[k].field) {
+        case 0: cfg.allreduce_algo = odd ? SYMADDR_ALLREDUCE_LL : SYMADDR_ALLREDUCE_ONESHOT; break;
+        case 1: cfg.twoshot_bytes = odd ? (size_t)1 << 30 : 1024; break;
+        case 2: cfg.ll_bytes = odd ? 0 : 4096; break;
+        case 3: cfg.lamport_bytes = odd ? 0 : 8192; break;
+        case 4: cfg.node_size = odd ? 1 : 0; break;
+        case 5: cfg.validate = odd; break;
+        case 6: cfg.heap_bytes = odd ? (size_t)2 << 20 : (size_t)1 << 20; break;
+        case 7: cfg.retain_bytes = odd ? 4096 : 8192; break;
+        case 8: cfg.hip_finegrained = odd; break;
+        }
+        symaddr_status_t st = symaddr_init(MPI_COMM_WORLD, &cfg, &ctx);
+        T_CHECK(st == SYMADDR_ERR_MISMATCH && ctx == NULL,
+                "%s differing on one rank: init returned %s", cases[k].var, symaddr_strerror(st));
+        if (ctx)
+            symaddr_finalize(&ctx);
+        if (t_rank == 0)
+            T_CHECK(strstr(g_logged, cases[k].var) != NULL && strstr(g_logged, "alike") != NULL,
+                    "the refusal names %s and says what to do: '%s'", cases[k].var, g_logged);
+    }
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -670,6 +720,7 @@ int main(int argc, char **argv)
     symaddr_finalize(&ctx);
     T_RUN(test_heap_past_memory, NULL);
     T_RUN(test_config_contract, NULL);
+    T_RUN(test_settings_must_agree, NULL);
     T_RUN(test_long_timeout, NULL);
     T_RUN(test_epoch_wrap, NULL);
     T_RUN(test_held_in_exchange, NULL);
