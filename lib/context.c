@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 
 /* The figures measured on H200s, which HIP takes too until AMD GPUs are measured. */
@@ -114,30 +115,47 @@ static void settings_of(const symaddr_context_t *ctx, uint64_t v[SETTINGS])
     memcpy(v, mine, sizeof(mine));
 }
 
+/* Retained backings this rank can hold: a quarter of its descriptor limit, one each (the rest
+ * is the program's, MPI's and the live allocations'). */
+static uint64_t retain_count_here(void)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return 1u << 16;
+    return lim.rlim_cur / 4 < (1u << 16) ? lim.rlim_cur / 4 : 1u << 16;
+}
+
 /* Every rank sees every rank's settings, so all reach the same verdict: MISMATCH naming the
- * first setting that differs, its variable and two ranks' values. */
+ * first setting that differs, its variable and two ranks' values. The ranks also learn the
+ * retention bound by descriptors that all of them can hold. */
 static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
 {
-    uint64_t mine[SETTINGS], *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
+    enum { N = SETTINGS + 1 };
+    uint64_t mine[N], *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all) /* cannot take part: the peers time out, as they would if this rank had died */
         return symaddr_core_break(
             &ctx->core,
             symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory"));
     settings_of(ctx, mine);
+    mine[SETTINGS] = retain_count_here();
     symaddr_status_t st =
         symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
                               symaddr_bootstrap_deadline(&ctx->core.boot, 1));
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: MPI_Allgather of the settings failed");
+    ctx->retain_count = SIZE_MAX;
+    for (int r = 0; st == SYMADDR_OK && r < ctx->core.size; r++)
+        if (all[r * N + SETTINGS] < ctx->retain_count)
+            ctx->retain_count = (size_t)all[r * N + SETTINGS];
     for (int k = 0; st == SYMADDR_OK && k < SETTINGS; k++)
         for (int r = 1; st == SYMADDR_OK && r < ctx->core.size; r++)
-            if (all[r * SETTINGS + k] != all[k])
+            if (all[r * N + k] != all[k])
                 st = symaddr_set_error(
                     ctx, SYMADDR_ERR_MISMATCH,
                     "symaddr_init: %s (symaddr_config_t.%s) is %llu on rank 0 but %llu on rank "
                     "%d; set it alike on every rank",
                     settings[k].var, settings[k].field, (unsigned long long)all[k],
-                    (unsigned long long)all[r * SETTINGS + k], r);
+                    (unsigned long long)all[r * N + k], r);
     free(all);
     return st;
 }

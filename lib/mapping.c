@@ -63,9 +63,10 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m)
 bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     size_t budget = ctx->core.cfg.retain_bytes;
-    if (!m->owned || m->root_bytes > budget || ctx->core.broken != SYMADDR_OK)
+    if (!m->owned || m->root_bytes > budget || ctx->retain_count == 0 ||
+        ctx->core.broken != SYMADDR_OK)
         return false;
-    symaddr_retained_flush(ctx, budget - m->root_bytes);
+    symaddr_retained_flush_to(ctx, budget - m->root_bytes, ctx->retain_count - 1);
     m->older = ctx->retained;
     ctx->retained = m;
     return true;
@@ -84,12 +85,13 @@ symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bo
     return NULL;
 }
 
-/* The retained backings past the newest keep bytes, unlinked, oldest last. */
-static symaddr_backing_t *retained_cut(symaddr_context_t *ctx, size_t keep)
+/* The retained backings past the newest keep bytes and keep_count backings, unlinked, oldest
+ * last. */
+static symaddr_backing_t *retained_cut(symaddr_context_t *ctx, size_t keep, size_t keep_count)
 {
-    size_t kept = 0;
-    for (symaddr_backing_t **p = &ctx->retained; *p; p = &(*p)->older) {
-        if (kept + (*p)->root_bytes > keep) {
+    size_t kept = 0, count = 0;
+    for (symaddr_backing_t **p = &ctx->retained; *p; p = &(*p)->older, count++) {
+        if (kept + (*p)->root_bytes > keep || count >= keep_count) {
             symaddr_backing_t *cut = *p;
             *p = NULL;
             return cut;
@@ -111,7 +113,12 @@ static void release_list(symaddr_context_t *ctx, symaddr_backing_t *m)
 
 symaddr_status_t symaddr_retained_flush(symaddr_context_t *ctx, size_t keep)
 {
-    symaddr_backing_t *cut = retained_cut(ctx, keep);
+    return symaddr_retained_flush_to(ctx, keep, SIZE_MAX);
+}
+
+symaddr_status_t symaddr_retained_flush_to(symaddr_context_t *ctx, size_t keep, size_t keep_count)
+{
+    symaddr_backing_t *cut = retained_cut(ctx, keep, keep_count);
     symaddr_status_t st = SYMADDR_OK;
     if (!cut)
         return SYMADDR_OK;

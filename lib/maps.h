@@ -83,6 +83,8 @@ struct symaddr_context {
     bool has_heap;
     symaddr_peer_root_t *peer_roots; /* cache of opened peer roots */
     symaddr_backing_t *retained;     /* freed ipc/vmm backings still mapped, newest first */
+    size_t retain_count; /* most backings retained: each holds descriptors (the same on every
+                            rank: the least any rank's descriptor limit allows) */
     symaddr_coll_t coll;
     symaddr_locality_t loc;
     int gpu_sharers;           /* ranks of the context on this rank's GPU, across node groups too */
@@ -122,13 +124,16 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m);
 /* Retention (cfg.retain_bytes): a freed ipc or vmm backing stays mapped for a later allocation
  * of the same size. Every rank's list changes in the same collective calls in the same order,
  * so the ranks hold the same backings and take back the same one, without communicating.
- * retain: keep m (owned, fits the budget once older ones are let go; those are released
+ * retain: keep m (owned, fits the budgets of bytes and of backings (retain_count) once older
+ * ones are let go; those are released
  * collectively); false leaves m to the caller. take: the newest of asked bytes, or NULL.
  * flush: release the oldest until at most keep bytes stay (collective: a node barrier
  * between dropping peers' roots and freeing this rank's). */
 bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m);
 symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bool vmm);
 symaddr_status_t symaddr_retained_flush(symaddr_context_t *ctx, size_t keep);
+/* flush, keeping also at most keep_count backings */
+symaddr_status_t symaddr_retained_flush_to(symaddr_context_t *ctx, size_t keep, size_t keep_count);
 /* Finalize's halves of a flush, around its own node barrier. */
 void symaddr_retained_close_peers(symaddr_context_t *ctx);
 void symaddr_retained_release(symaddr_context_t *ctx);

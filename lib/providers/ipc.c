@@ -61,6 +61,11 @@ symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t by
         m->asked = bytes;
         m->caps = symaddr_provider_caps_user(ctx);
         st = symaddr_backing_open(ctx, m, 0);
+        /* Out of descriptors in the exchange: what retention holds may be what is missing.
+         * Every rank got the same status and holds the same retained list, so all retry. */
+        if (st == SYMADDR_ERR_NO_MEMORY && ctx->retained &&
+            symaddr_retained_flush(ctx, 0) == SYMADDR_OK)
+            st = symaddr_backing_open(ctx, m, 0);
     }
     if (st != SYMADDR_OK) {
         if (m)
