@@ -387,7 +387,8 @@ SYMADDR_API symaddr_status_t symaddr_symmetric_free(symaddr_provider_t *provider
  * @return SYMADDR_OK with *map_p set; SYMADDR_ERR_INVALID_ARG / SYMADDR_ERR_INVALID_SIZE for bad
  *         arguments; SYMADDR_ERR_NOT_SHAREABLE if the memory does not come from an exportable
  *         allocation or the range runs past its end; SYMADDR_ERR_ALREADY_REGISTERED if it overlaps
- *         a registered range; SYMADDR_ERR_MISMATCH if ranks pass different sizes.
+ *         a registered range or is memory symaddr owns (its heap, or a freed allocation it keeps
+ *         mapped for reuse); SYMADDR_ERR_MISMATCH if ranks pass different sizes.
  */
 SYMADDR_API symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                             symaddr_map_t **map_p);

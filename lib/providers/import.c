@@ -3,6 +3,7 @@
  * view of it). Its allocation root is exported and opened by every peer, once per root. */
 #include "provider.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 static symaddr_status_t import_check(symaddr_context_t *ctx, const symaddr_register_args_t *a,
@@ -17,6 +18,19 @@ static symaddr_status_t import_check(symaddr_context_t *ctx, const symaddr_regis
                                  fn, a->ptr, ctx->be.ops->name,
                                  ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "symaddr_mem_alloc"
                                                                           : "hipMalloc/cudaMalloc");
+    /* Memory symaddr owns but nobody registered now: a freed allocation kept for reuse, or a
+     * free range of the heap. An import of it would be taken back from under its importer. */
+    bool owned = ctx->has_heap && root == ctx->heap.backing.root;
+    for (const symaddr_backing_t *m = ctx->retained; m && !owned; m = m->older)
+        owned = m->root == root;
+    if (owned)
+        return symaddr_set_error(ctx, SYMADDR_ERR_ALREADY_REGISTERED,
+                                 "%s: %p is memory symaddr owns (%s); allocate symmetric "
+                                 "memory with symaddr_symmetric_alloc instead of importing it",
+                                 fn, a->ptr,
+                                 root == ctx->heap.backing.root
+                                     ? "its symmetric heap"
+                                     : "a freed allocation it keeps mapped for reuse");
     if ((char *)a->ptr + a->bytes > (char *)root + root_bytes)
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_SHAREABLE,
                                  "%s: %zu bytes at %p run past the end of their allocation (%zu "

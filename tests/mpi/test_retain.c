@@ -255,6 +255,38 @@ static void test_descriptors_bound_retention(void *u)
     setrlimit(RLIMIT_NOFILE, &old);
 }
 
+/* Importing memory symaddr owns is refused: a freed allocation it retains, and the heap (in
+ * use or free). Before, both imports were accepted and the next allocation of the retained size
+ * failed with ALREADY_REGISTERED and no message. */
+static void test_import_of_owned_memory(void *u)
+{
+    (void)u;
+    symaddr_context_t *ctx = retaining_context((size_t)64 << 20);
+    symaddr_provider_t *ipc, *heap;
+    symaddr_map_t *m, *im = NULL;
+    void *p, *q, *h;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, BYTES, &p, &m));
+    T_OK(ctx, symaddr_symmetric_free(ipc, p)); /* retained */
+    symaddr_status_t st = symaddr_import(ctx, (char *)p + 64, 1024, &im);
+    T_CHECK(st == SYMADDR_ERR_ALREADY_REGISTERED && im == NULL &&
+                strstr(symaddr_last_error(ctx), "owns") != NULL,
+            "import of a retained allocation: %s (%s)", symaddr_strerror(st),
+            symaddr_last_error(ctx));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, BYTES, &q, &m)); /* taken back, as before */
+    T_CHECK(q == p, "the retained allocation comes back (%p, got %p)", p, q);
+    put_and_check(ctx, q, 21);
+    T_OK(ctx, symaddr_symmetric_alloc(heap, 4096, &h, &m));
+    T_OK(ctx, symaddr_symmetric_free(heap, h)); /* a free range of the heap now */
+    st = symaddr_import(ctx, h, 4096, &im);
+    T_CHECK(st == SYMADDR_ERR_ALREADY_REGISTERED && im == NULL &&
+                strstr(symaddr_last_error(ctx), "heap") != NULL,
+            "import of a free heap range: %s (%s)", symaddr_strerror(st), symaddr_last_error(ctx));
+    T_OK(ctx, symaddr_symmetric_free(ipc, q));
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -264,5 +296,6 @@ int main(int argc, char **argv)
     T_RUN(test_out_of_memory_lets_go, NULL);
     T_RUN(test_ranks_must_agree, NULL);
     T_RUN(test_descriptors_bound_retention, NULL);
+    T_RUN(test_import_of_owned_memory, NULL);
     return t_finish();
 }
