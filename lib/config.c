@@ -30,40 +30,63 @@ static bool parse_bool(const char *v, int *out)
     return false;
 }
 
-/* A byte count with an optional K, M, G or T suffix (powers of 1024); false when it is not a
- * number or does not fit. */
-static bool parse_bytes(const char *v, size_t *out)
+/* The one parser of sizes, for the library, symaddr-info and symaddr-bench: base 10 (a
+ * leading zero is not octal), an optional fraction, an optional K, M, G or T (powers of 1024)
+ * with an optional "iB" or "B" (or a bare "B"), nothing else. A fraction must give whole bytes
+ * ("1.5K" is 1536, "1.1" is refused). */
+symaddr_status_t symaddr_size_parse(const char *text, size_t *bytes_p)
 {
-    char *end;
-    if (*v == '-' || *v == '+')
-        return false;
-    errno = 0;
-    unsigned long long x = strtoull(v, &end, 0);
-    if (errno || end == v)
-        return false;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'k':
-    case 'K': shift = 10; break;
-    case 'm':
-    case 'M': shift = 20; break;
-    case 'g':
-    case 'G': shift = 30; break;
-    case 't':
-    case 'T': shift = 40; break;
+    const char *p = text;
+    if (!text || !bytes_p || *p < '0' || *p > '9')
+        return SYMADDR_ERR_INVALID_ARG;
+    unsigned __int128 num = 0, den = 1;
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((num = num * 10 + (unsigned)(*p - '0')) > (unsigned __int128)SIZE_MAX)
+            return SYMADDR_ERR_INVALID_SIZE;
+    if (*p == '.') {
+        if (p[1] < '0' || p[1] > '9')
+            return SYMADDR_ERR_INVALID_ARG;
+        for (p++; *p >= '0' && *p <= '9'; p++) {
+            if (den > (unsigned __int128)1 << 64) /* more digits than any size needs */
+                return SYMADDR_ERR_INVALID_ARG;
+            num = num * 10 + (unsigned)(*p - '0');
+            den *= 10;
+        }
     }
-    if (shift)
-        end++;
-    if (*end || x > (unsigned long long)SIZE_MAX >> shift)
-        return false;
-    *out = (size_t)x << shift;
-    return true;
+    unsigned shift = 0;
+    const char *units = "KMGT", *u = *p ? strchr(units, *p >= 'a' ? *p - 'a' + 'A' : *p) : NULL;
+    if (u && *u) {
+        shift = 10 * (unsigned)(u - units + 1);
+        p++;
+        if (p[0] == 'i' && p[1] == 'B')
+            p += 2;
+        else if (p[0] == 'B')
+            p++;
+    } else if (*p == 'B') {
+        p++;
+    }
+    if (*p)
+        return SYMADDR_ERR_INVALID_ARG;
+    num <<= shift;
+    if (num % den)
+        return SYMADDR_ERR_INVALID_SIZE; /* not whole bytes */
+    num /= den;
+    if (num > (unsigned __int128)SIZE_MAX)
+        return SYMADDR_ERR_INVALID_SIZE;
+    *bytes_p = (size_t)num;
+    return SYMADDR_OK;
 }
 
+static bool parse_bytes(const char *v, size_t *out)
+{
+    return symaddr_size_parse(v, out) == SYMADDR_OK;
+}
+
+/* A count in base 10: digits only (no sign, no space, no octal or hex). */
 static bool parse_uint(const char *v, unsigned long long max, unsigned long long *out)
 {
     char *end;
-    if (*v == '-' || *v == '+')
+    if (*v < '0' || *v > '9')
         return false;
     errno = 0;
     unsigned long long x = strtoull(v, &end, 10);

@@ -617,6 +617,17 @@ SYMADDR_API size_t symaddr_dtype_size(symaddr_dtype_t dtype);
 /** Name of @p dtype ("int32", ..., "half", "bfloat16"), NULL for an invalid dtype. */
 SYMADDR_API const char *symaddr_dtype_name(symaddr_dtype_t dtype);
 
+/**
+ * Parse a size as every SYMADDR_* size variable and the tools take it: base 10 digits (a leading
+ * zero is not octal), an optional fraction, an optional K, M, G or T (powers of 1024) followed
+ * by nothing, "B" or "iB", or a bare "B"; "16M", "16MiB", "1.5G" and "4096" parse, "0x10",
+ * " 16M", "-1", "1.1" (not whole bytes) and "16MX" do not.
+ * @return SYMADDR_OK with *bytes_p set; SYMADDR_ERR_INVALID_ARG if @p text or @p bytes_p is NULL
+ *         or the text is not a size; SYMADDR_ERR_INVALID_SIZE if it does not fit a size_t or
+ *         does not come to whole bytes. *bytes_p is written only on success.
+ */
+SYMADDR_API symaddr_status_t symaddr_size_parse(const char *text, size_t *bytes_p);
+
 /** Name of @p op ("sum", "prod", "min", "max"), NULL for an invalid operator. */
 SYMADDR_API const char *symaddr_redop_name(symaddr_redop_t op);
 

@@ -122,12 +122,87 @@ static void test_config_refusals(void **state)
     unsetenv("SYMADDR_TIMEOUT_MS");
 }
 
+/* The one size parser: base 10, K/M/G/T with an optional B or iB, fractions that give whole
+ * bytes, nothing else (before, "0100M" was octal: 64 MiB, "010" 8 bytes, and "1.5G" and "16MiB"
+ * were refused). */
+static void test_size_parse(void **state)
+{
+    static const struct {
+        const char *text;
+        symaddr_status_t st;
+        size_t bytes;
+    } cases[] = {
+        {"0", SYMADDR_OK, 0},
+        {"4096", SYMADDR_OK, 4096},
+        {"010", SYMADDR_OK, 10},
+        {"0100M", SYMADDR_OK, (size_t)100 << 20},
+        {"16M", SYMADDR_OK, (size_t)16 << 20},
+        {"16m", SYMADDR_OK, (size_t)16 << 20},
+        {"16MiB", SYMADDR_OK, (size_t)16 << 20},
+        {"16MB", SYMADDR_OK, (size_t)16 << 20},
+        {"512B", SYMADDR_OK, 512},
+        {"1.5G", SYMADDR_OK, (size_t)3 << 29},
+        {"1.5K", SYMADDR_OK, 1536},
+        {"0.5KiB", SYMADDR_OK, 512},
+        {"2T", SYMADDR_OK, (size_t)2 << 40},
+        {"16777215T", SYMADDR_OK, (size_t)16777215 << 40},
+        {"3.1M", SYMADDR_ERR_INVALID_SIZE, 0}, /* 3250585.6 bytes */
+        {"1.1", SYMADDR_ERR_INVALID_SIZE, 0},
+        {"16777216T", SYMADDR_ERR_INVALID_SIZE, 0},
+        {"18446744073709551616", SYMADDR_ERR_INVALID_SIZE, 0},
+        {"0x10", SYMADDR_ERR_INVALID_ARG, 0},
+        {" 16M", SYMADDR_ERR_INVALID_ARG, 0},
+        {" -1", SYMADDR_ERR_INVALID_ARG, 0},
+        {"-1", SYMADDR_ERR_INVALID_ARG, 0},
+        {"+1", SYMADDR_ERR_INVALID_ARG, 0},
+        {"16MX", SYMADDR_ERR_INVALID_ARG, 0},
+        {"1X", SYMADDR_ERR_INVALID_ARG, 0},
+        {"16M ", SYMADDR_ERR_INVALID_ARG, 0},
+        {"16Mi", SYMADDR_ERR_INVALID_ARG, 0},
+        {"1.", SYMADDR_ERR_INVALID_ARG, 0},
+        {".5K", SYMADDR_ERR_INVALID_ARG, 0},
+        {"", SYMADDR_ERR_INVALID_ARG, 0},
+        {"lots", SYMADDR_ERR_INVALID_ARG, 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        size_t got = 12345;
+        symaddr_status_t st = symaddr_size_parse(cases[i].text, &got);
+        if (st != cases[i].st)
+            fail_msg("'%s': %s, want %s", cases[i].text, symaddr_strerror(st),
+                     symaddr_strerror(cases[i].st));
+        if (st == SYMADDR_OK && got != cases[i].bytes)
+            fail_msg("'%s': %zu bytes, want %zu", cases[i].text, got, cases[i].bytes);
+        if (st != SYMADDR_OK && got != 12345)
+            fail_msg("'%s': the output was written on failure", cases[i].text);
+    }
+    size_t x;
+    assert_int_equal(symaddr_size_parse(NULL, &x), SYMADDR_ERR_INVALID_ARG);
+    assert_int_equal(symaddr_size_parse("1", NULL), SYMADDR_ERR_INVALID_ARG);
+    /* the library's variables read sizes and counts by the same rules */
+    symaddr_config_t cfg;
+    setenv("SYMADDR_HEAP_SIZE", "0100M", 1);
+    symaddr_config_default(&cfg);
+    assert_true(cfg.heap_bytes == (size_t)100 << 20);
+    setenv("SYMADDR_HEAP_SIZE", "010", 1);
+    symaddr_config_default(&cfg);
+    assert_true(cfg.heap_bytes == 10);
+    unsetenv("SYMADDR_HEAP_SIZE");
+    setenv("SYMADDR_TIMEOUT_MS", " -1", 1);
+    symaddr_config_default(&cfg);
+    char why[256] = "";
+    assert_int_not_equal(symaddr_config_check(&cfg, why, sizeof(why)), SYMADDR_OK);
+    assert_non_null(strstr(why, "SYMADDR_TIMEOUT_MS"));
+    unsetenv("SYMADDR_TIMEOUT_MS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror),
         cmocka_unit_test(test_config_env),
         cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_size_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,19 +62,20 @@ static int lookup_name(const char *const *names, int n, const char *s)
     return -1;
 }
 
-static size_t parse_size(const char *s)
+/* symaddr's own size parser; a size it refuses ends the run with the reason. */
+static size_t parse_size(const char *s, int rank)
 {
-    char *end;
-    double v = strtod(s, &end);
-    switch (*end) {
-    case 'K':
-    case 'k': v *= 1024; break;
-    case 'M':
-    case 'm': v *= 1024 * 1024; break;
-    case 'G':
-    case 'g': v *= 1024 * 1024 * 1024; break;
+    size_t v;
+    symaddr_status_t st = symaddr_size_parse(s, &v);
+    if (st != SYMADDR_OK) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "symaddr-bench: invalid size '%s' (%s): use base-10 bytes with an optional "
+                    "K, M, G or T, e.g. 64M, 1.5G or 4096\n",
+                    s, symaddr_strerror(st));
+        exit(2);
     }
-    return (size_t)v;
+    return v;
 }
 
 static int usage(int rank)
@@ -115,9 +116,9 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "-b") && v)
-            o->min = parse_size(argv[++i]);
+            o->min = parse_size(argv[++i], rank);
         else if (!strcmp(a, "-e") && v)
-            o->max = parse_size(argv[++i]);
+            o->max = parse_size(argv[++i], rank);
         else if (!strcmp(a, "-f") && v)
             o->factor = atof(argv[++i]);
         else if (!strcmp(a, "--iters") && v)
