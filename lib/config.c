@@ -242,7 +242,9 @@ static const config_var_t vars[] = {
      "a comma list of INIT, BOOT, ALLOC, COLL, RMA, ENV or ALL; a "
      "leading ^ takes all but those",
      "the subsystems whose INFO and TRACE lines are printed", set_debug_subsys},
-    {"SYMADDR_DEBUG_FILE", "- (stderr)", "a path; %h is the host name, %p the process id",
+    {"SYMADDR_DEBUG_FILE", "- (stderr)",
+     "a path in a folder of your own (at most 255 characters); %h is the host name, %p the "
+     "process id; a regular file only, created 0600, never through a symbolic link",
      "where symaddr's lines go when the config has no logger", set_debug_file},
     {"SYMADDR_RETAIN_BYTES", "256M", "a byte count with an optional K, M, G or T suffix",
      "freed ipc and vmm allocations kept mapped per rank, for a later allocation of the same "
@@ -342,6 +344,8 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         st = SYMADDR_ERR_INVALID_SIZE;
     else if (c->hip_finegrained != 0 && c->hip_finegrained != 1)
         var = "SYMADDR_HIP_FINEGRAINED", what = "hip_finegrained must be 0 or 1";
+    else if (c->debug_file && strlen(c->debug_file) > SYMADDR_LOG_PATTERN_MAX)
+        var = "SYMADDR_DEBUG_FILE", what = "debug_file is longer than 255 characters";
     if (!var)
         return SYMADDR_OK;
     /* A field config_default could not fill: name the variable and its value. */

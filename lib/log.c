@@ -2,12 +2,15 @@
 /* The one logger (log.h). */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *const level_names[] = {"WARN", "INFO", "TRACE"};
@@ -52,19 +55,41 @@ int symaddr_log_on(const symaddr_config_t *cfg, int level, unsigned subsys)
            (cfg->debug_subsys & subsys) != 0;
 }
 
-/* $SYMADDR_DEBUG_FILE, opened once per process with %h (host) and %p (pid) filled in. */
+/* $SYMADDR_DEBUG_FILE, opened once per process with %h (host) and %p (pid) filled in: only a
+ * regular file, never through a symbolic link, never waiting (a FIFO planted at the name would
+ * hold the job forever), created 0600. A file that cannot be used is said once on stderr, and
+ * the lines go there. */
 static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *log_file;
-static char log_file_pattern[256];
+static char log_file_pattern[SYMADDR_LOG_PATTERN_MAX + 1],
+    refused_pattern[SYMADDR_LOG_PATTERN_MAX + 1];
+
+static FILE *refuse(const char *pattern, const char *path, const char *why)
+{
+    if (strcmp(pattern, refused_pattern) != 0) {
+        fprintf(stderr,
+                "symaddr: SYMADDR_DEBUG_FILE '%s' (%s) cannot be used: %s; its lines go "
+                "to stderr\n",
+                pattern, path, why);
+        snprintf(refused_pattern, sizeof(refused_pattern), "%s", pattern);
+    }
+    return NULL;
+}
 
 static FILE *open_file(const char *pattern)
 {
     if (log_file && !strcmp(pattern, log_file_pattern))
         return log_file;
-    char path[512], host[64] = "";
+    if (!strcmp(pattern, refused_pattern))
+        return NULL;
+    char path[4096], host[64] = "";
     size_t n = 0;
+    if (strlen(pattern) > SYMADDR_LOG_PATTERN_MAX)
+        return refuse(pattern, pattern, "the pattern is longer than 255 characters");
     gethostname(host, sizeof(host) - 1);
-    for (const char *p = pattern; *p && n + 64 < sizeof(path); p++) {
+    for (const char *p = pattern; *p; p++) {
+        if (n + sizeof(host) + 1 >= sizeof(path))
+            return refuse(pattern, pattern, "its name is longer than 4000 characters");
         if (p[0] == '%' && p[1] == 'h')
             n += (size_t)snprintf(path + n, sizeof(path) - n, "%s", host), p++;
         else if (p[0] == '%' && p[1] == 'p')
@@ -73,9 +98,20 @@ static FILE *open_file(const char *pattern)
             path[n++] = *p;
     }
     path[n] = 0;
-    FILE *f = fopen(path, "a");
-    if (!f)
-        return NULL; /* the line goes to stderr instead */
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return refuse(pattern, path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return refuse(pattern, path, "it is not a regular file");
+    }
+    fcntl(fd, F_SETFL, O_WRONLY | O_APPEND); /* writes may wait once it is the file we want */
+    FILE *f = fdopen(fd, "a");
+    if (!f) {
+        close(fd);
+        return refuse(pattern, path, strerror(errno));
+    }
     if (log_file)
         fclose(log_file);
     setvbuf(f, NULL, _IOLBF, 0);

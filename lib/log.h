@@ -24,6 +24,9 @@ enum {
     SYMADDR_SUB_ALL = (1u << 6) - 1,
 };
 
+/* Longest $SYMADDR_DEBUG_FILE pattern (symaddr_init refuses a longer one). */
+#define SYMADDR_LOG_PATTERN_MAX 255
+
 /* Level and subsystems from their variables' text; 0 when the text does not parse. */
 int symaddr_log_parse_level(const char *text, int *level_p);
 int symaddr_log_parse_subsys(const char *text, unsigned *mask_p);

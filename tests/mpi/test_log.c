@@ -3,8 +3,10 @@
  * algorithm when it changes, TRACE adds allocations, SYMADDR_DEBUG_SUBSYS filters, and
  * SYMADDR_DEBUG_FILE takes the lines; WARN, the default, prints nothing on a clean run. Lines
  * are caught through the config's logger. */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -183,6 +185,72 @@ static void test_file(void *u)
     T_CHECK(n >= 4 && algo == 2, "%s: %d lines, %d naming the 8 B allreduce", path, n, algo);
 }
 
+/* SYMADDR_DEBUG_FILE where another local user may plant names: a FIFO at the name does not
+ * hold the job (before, it hung forever), a symbolic link is not followed (before, the file it
+ * named gained the lines), a new file is the owner's alone (0600; before, 0644), and a pattern
+ * longer than 255 characters is refused instead of cut. Each rank uses a private folder. */
+static void test_file_safety(void *u)
+{
+    (void)u;
+    char dir[] = "/tmp/symaddr-log-safety-XXXXXX", pattern[512], path[512], victim[512];
+    T_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    int pid = (int)getpid();
+    snprintf(path, sizeof(path), "%s/fifo-%d", dir, pid);
+    T_CHECK(mkfifo(path, 0600) == 0, "mkfifo");
+    snprintf(pattern, sizeof(pattern), "%s/fifo-%%p", dir);
+    set_env("INFO", NULL, pattern);
+    alarm(120); /* a hang ends the test (SIGALRM) instead of the suite's timeout */
+    symaddr_context_t *ctx = logged_context(1);
+    clean_run(ctx);
+    T_OK(ctx, symaddr_finalize(&ctx));
+    alarm(0);
+    unlink(path);
+
+    snprintf(victim, sizeof(victim), "%s/victim", dir);
+    int fd = open(victim, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    T_CHECK(fd >= 0, "victim");
+    close(fd);
+    snprintf(path, sizeof(path), "%s/link-%d", dir, pid);
+    T_CHECK(symlink(victim, path) == 0, "symlink");
+    snprintf(pattern, sizeof(pattern), "%s/link-%%p", dir);
+    set_env("INFO", NULL, pattern);
+    ctx = logged_context(1);
+    clean_run(ctx);
+    T_OK(ctx, symaddr_finalize(&ctx));
+    struct stat st;
+    T_CHECK(stat(victim, &st) == 0 && st.st_size == 0,
+            "the file a planted link names gained %lld bytes", (long long)st.st_size);
+    unlink(path);
+    unlink(victim);
+
+    snprintf(pattern, sizeof(pattern), "%s/new-%%p", dir);
+    snprintf(path, sizeof(path), "%s/new-%d", dir, pid);
+    set_env("INFO", NULL, pattern);
+    ctx = logged_context(1);
+    clean_run(ctx);
+    T_OK(ctx, symaddr_finalize(&ctx));
+    T_CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0600 && st.st_size > 0,
+            "a new log file: mode %o, %lld bytes", (unsigned)(st.st_mode & 0777),
+            (long long)st.st_size);
+    unlink(path);
+    rmdir(dir);
+
+    memset(pattern, 'x', 300);
+    pattern[0] = '/';
+    pattern[300] = 0;
+    set_env(NULL, NULL, pattern);
+    symaddr_config_t cfg;
+    symaddr_config_default(&cfg);
+    cfg.logger = catch_line;
+    memset(&g_log, 0, sizeof(g_log));
+    ctx = NULL;
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_ARG);
+    if (t_rank == 0)
+        T_CHECK(lines_with("SYMADDR_DEBUG_FILE") == 1, "the refusal names the variable: %s",
+                g_log.line[0]);
+    set_env(NULL, NULL, NULL);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -191,6 +259,7 @@ int main(int argc, char **argv)
     T_RUN(test_trace_and_subsystems, NULL);
     T_RUN(test_bad_values_refused, NULL);
     T_RUN(test_file, NULL);
+    T_RUN(test_file_safety, NULL);
     set_env(NULL, NULL, NULL);
     return t_finish();
 }
