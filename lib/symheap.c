@@ -16,12 +16,19 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
     symaddr_status_t st = SYMADDR_OK;
 
     memset(h, 0, sizeof(*h));
-    /* A heap the node or device cannot hold would be accepted lazily and kill the job later. */
-    if (!symaddr_align_up(ctx->core.cfg.heap_bytes, HEAP_ALIGN, &bytes) || (total && bytes > total))
+    /* A heap the node or device cannot hold would be accepted lazily and kill the job later.
+     * Host memory is every rank of the host's (the heap is the same on every rank). */
+    size_t sharers = ctx->be.ops->kind == SYMADDR_BACKEND_CPU && ctx->core.boot.host_size > 0
+                         ? (size_t)ctx->core.boot.host_size
+                         : 1,
+           all = 0;
+    if (!symaddr_align_up(ctx->core.cfg.heap_bytes, HEAP_ALIGN, &bytes) ||
+        !symaddr_size_mul(bytes, sharers, &all) || (total && all > total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                               "symaddr_init: a symmetric heap of %zu bytes per rank is more than "
-                               "the %zu bytes of %s memory; lower heap_bytes or SYMADDR_HEAP_SIZE",
-                               ctx->core.cfg.heap_bytes, total,
+                               "symaddr_init: a symmetric heap of %zu bytes per rank, %zu ranks on "
+                               "this host, is more than the %zu bytes of %s memory; lower "
+                               "heap_bytes or SYMADDR_HEAP_SIZE",
+                               ctx->core.cfg.heap_bytes, sharers, total,
                                ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "host" : "device");
     h->bytes = bytes;
     h->cap = 16;

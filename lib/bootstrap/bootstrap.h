@@ -25,6 +25,7 @@ typedef struct symaddr_bootstrap {
     MPI_Comm node_comm; /* ranks that share memory (maybe a simulated node) */
     int rank, size;
     int node_rank, node_size;
+    int host_size;     /* ranks of the communicator on this host (node groups may split it) */
     int *node_to_rank; /* node rank -> rank in comm */
     int *socks;        /* connected socket per node peer; -1 for self; NULL until needed */
     uint64_t fd_seq;   /* fd exchanges so far; stale messages carry smaller numbers */

@@ -250,6 +250,7 @@ symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_co
     if (MPI_Comm_split_type(b->comm, MPI_COMM_TYPE_SHARED, b->rank, MPI_INFO_NULL, &host_comm) !=
         MPI_SUCCESS)
         goto err_mpi;
+    MPI_Comm_size(host_comm, &b->host_size);
     if (sim_node_size > 0) {
         int host_rank;
         MPI_Comm_rank(host_comm, &host_rank);

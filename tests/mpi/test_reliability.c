@@ -448,6 +448,8 @@ static void test_double_free_late(symaddr_context_t *ctx)
 /* ---- 9. a heap past the memory ----------------------------------------------------------------
  */
 
+static void keep_line(void *cookie, const char *line) { snprintf((char *)cookie, 512, "%s", line); }
+
 static void test_heap_past_memory(void *u)
 {
     symaddr_config_t cfg;
@@ -457,6 +459,25 @@ static void test_heap_past_memory(void *u)
     cfg.heap_bytes = (size_t)1 << 44; /* 16 TiB */
     T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
     T_CHECK(ctx == NULL);
+    /* The host's memory is its ranks' together: 0.6 of it per rank fits one rank, not two
+     * (before, 2 ranks x 23 GiB were accepted on a 24 GiB host). */
+    MPI_Comm host;
+    int on_host;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host);
+    MPI_Comm_size(host, &on_host);
+    MPI_Comm_free(&host);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    symaddr_config_default(&cfg);
+    if (on_host < 2 || cfg.backend != SYMADDR_BACKEND_CPU || pages <= 0 || page <= 0)
+        return; /* the host-memory case needs 2 ranks of the cpu backend on one host */
+    cfg.heap_bytes = (size_t)pages / 10 * 6 * (size_t)page;
+    char logged[512] = "";
+    cfg.logger = keep_line;
+    cfg.logger_cookie = logged;
+    T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_SIZE);
+    T_CHECK(ctx == NULL);
+    if (t_rank == 0)
+        T_CHECK(strstr(logged, "ranks on this host") != NULL, "the refusal: %s", logged);
 }
 
 /* ---- 10. descriptors run out, or a rank is held inside an exchange ----------------------------
