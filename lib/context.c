@@ -4,6 +4,7 @@
 #include "context.h"
 #include "providers/provider.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +57,24 @@ static const struct {
                              .rma_copy = SIZE_MAX},
 };
 
+/* fork() children of this process so far, counted by a pthread_atfork handler in the child: a
+ * context made before a fork refuses collective calls in the child, since its peers pair their
+ * calls with the parent's. A counter costs the calls nothing; getpid() is a system call. */
+static unsigned symaddr_forks;
+static pthread_once_t forks_once = PTHREAD_ONCE_INIT;
+
+static void count_fork(void) { symaddr_forks++; }
+static void forks_register(void) { pthread_atfork(NULL, NULL, count_fork); }
+static void symaddr_forks_watch(void) { pthread_once(&forks_once, forks_register); }
+
 symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
 {
+    if (ctx->core.forks != symaddr_forks)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: this process is a fork() of the one that created the "
+                                 "context; the context's peers take part with the parent, not "
+                                 "with a child: make collective calls in the parent only",
+                                 fn);
     if (__atomic_exchange_n(&ctx->core.busy, 1, __ATOMIC_ACQUIRE))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: another thread is in a collective or allocation call on "
@@ -337,6 +354,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         ctx->providers[k].kind = (symaddr_provider_kind_t)k;
     }
     symaddr_bootstrap_call_begin(&ctx->core.boot);
+    symaddr_forks_watch();
+    ctx->core.forks = symaddr_forks;
 
     if (!ctx_p)
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "symaddr_init: ctx_p is NULL");

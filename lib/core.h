@@ -22,6 +22,7 @@ typedef struct symaddr_core {
     uint64_t seq;            /* collective call counter */
     symaddr_status_t broken; /* why the context can only be finalized; SYMADDR_OK while healthy */
     int busy;                /* a thread is in a collective or allocation call */
+    unsigned forks;          /* symaddr_forks when the context was made: a child differs */
 } symaddr_core_t;
 
 /* A line of the context's log (log.h), formatted only when it will be printed. */

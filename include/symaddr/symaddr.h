@@ -44,6 +44,10 @@
  * peers' matching call then times out. Give each thread its own context to run collectives
  * concurrently.
  *
+ * fork(). A child of a process that created a context cannot take part in the context's
+ * collective calls (its peers pair their calls with the parent's): there they return
+ * SYMADDR_ERR_INVALID_ARG without reaching a peer. The parent's context is unaffected.
+ *
  * Trust. Symmetric memory is shared with the node's ranks of the context only: descriptors go
  * to the processes MPI names as peers (checked by process id and user id before anything is
  * read), the sockets close once the node's peers are connected, and shared memory files are

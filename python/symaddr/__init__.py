@@ -350,9 +350,9 @@ class Context:
         """A symmetric allocation (collective): the array (a torch tensor for a torch dtype, on
         the GPU on GPU backends; a NumPy array for a NumPy dtype on the cpu backend) and its
         AddressMap. provider: "ipc" (one allocation per call), "heap" (the context's heap,
-        whose table is the context-wide heap_bases) or "vmm". A fresh allocation is zero; one
-        taken back from retention or the heap keeps what its last user left. Free it with
-        free()."""
+        whose table is the context-wide heap_bases) or "vmm". An allocation taken back from
+        retention or the heap keeps what its last user left: clear it if you need zeros. Free
+        it with free()."""
         h = self._open()
         shape = _shape(shape)
         kind = self._lib.abi["provider"].get(provider)

@@ -725,6 +725,25 @@ static void test_settings_must_agree(void *u)
     }
 }
 
+/* A fork() child of a rank calls a collective on the inherited context: refused with
+ * INVALID_ARG before it reaches a peer (before, it took part and one call returned OK with
+ * wrong data), and the parents' context goes on working. */
+static void test_fork_child_refused(symaddr_context_t *ctx)
+{
+    fflush(NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        symaddr_status_t st = symaddr_barrier(ctx, NULL);
+        int ok = st == SYMADDR_ERR_INVALID_ARG && strstr(symaddr_last_error(ctx), "fork") != NULL;
+        _exit(ok ? 0 : 1);
+    }
+    int status = -1;
+    T_CHECK(child > 0 && waitpid(child, &status, 0) == child, "fork");
+    T_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+            "the child's barrier was not refused with INVALID_ARG naming fork (status %d)", status);
+    T_OK(ctx, symaddr_barrier(ctx, NULL));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -738,6 +757,7 @@ int main(int argc, char **argv)
     T_RUN(test_double_free_late, ctx);
     T_RUN(test_memfd_mode, ctx);
     T_RUN(test_descriptors_run_out, ctx);
+    T_RUN(test_fork_child_refused, ctx);
     symaddr_finalize(&ctx);
     T_RUN(test_heap_past_memory, NULL);
     T_RUN(test_config_contract, NULL);
