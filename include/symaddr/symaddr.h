@@ -11,7 +11,10 @@
  *
  * Every call documented as collective must be made by every rank of the
  * context's communicator, in the same order, with matching arguments.
- * Mismatches are detected and reported as SYMADDR_ERR_MISMATCH on every rank.
+ * Allocations, frees, imports and registrations compare their arguments and order across ranks
+ * and report a mismatch as SYMADDR_ERR_MISMATCH on every rank; collectives compare them in
+ * validation mode (symaddr_config_t.validate), and without it ranks that pass different counts
+ * to a collective may time out instead.
  *
  * Deadlines. Every wait on another rank, in MPI or in a kernel, is bounded by the context's
  * timeout (symaddr_config_t.timeout_ms): a call waits at most that long for its data and as
