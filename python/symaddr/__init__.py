@@ -219,13 +219,13 @@ Map = AddressMap  # the name of 0.1.0
 
 
 class _Reg:
-    """One registration the context made: its map, life, what frees it, and its key (the
-    address of the library's symaddr_map_t)."""
-    __slots__ = ("amap", "life", "provider", "base", "kind", "key")
+    """One registration the context made: its map, life, what frees it, its key (the address
+    of the library's symaddr_map_t), and for an allocation the array allocate_symmetric gave."""
+    __slots__ = ("amap", "life", "provider", "base", "kind", "key", "root")
 
-    def __init__(self, amap, life, provider, base, kind, key):
+    def __init__(self, amap, life, provider, base, kind, key, root=None):
         self.amap, self.life, self.provider, self.base, self.kind = amap, life, provider, base, kind
-        self.key = key
+        self.key, self.root = key, root
 
 
 class Context:
@@ -385,7 +385,7 @@ class Context:
         except SymaddrError:
             self._lib.symaddr_symmetric_free(prov, addr)
             raise
-        reg = _Reg(amap, life, prov, addr, "allocation", key)
+        reg = _Reg(amap, life, prov, addr, "allocation", key, a)
         self._regs[key] = reg
         self._by_base[addr] = reg
         return a, amap
@@ -408,8 +408,12 @@ class Context:
         if life is not None and not life.alive:
             raise _err("SYMADDR_ERR_DOUBLE_FREE", "%s was %s already; free each allocation "
                        "once" % (life.what, life.why))
-        addr = a.data_ptr() if isinstance(a, _arrays.HostArray) else address(a)
-        reg = self._by_base.get(addr)
+        reg = self._by_base.get(life.base) if life is not None else None
+        if reg is not None and reg.root is a:  # the array allocate_symmetric gave: no lookup
+            addr = life.base
+        else:
+            addr = address(a)
+            reg = self._by_base.get(addr)
         if reg is None:
             raise _err("SYMADDR_ERR_INVALID_ARG", "this array does not start an allocation of "
                        "this context; free the array allocate_symmetric() returned")

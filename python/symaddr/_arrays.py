@@ -130,7 +130,9 @@ if np is not None:
         _symaddr_life = None
 
         def __array_finalize__(self, obj):
-            life = getattr(obj, "_symaddr_life", None)
+            if type(obj) is not HostArray:  # made from a buffer (host_array): no life yet
+                return
+            life = obj._symaddr_life
             # a view of the allocation keeps its life; a new result of an operation is the
             # caller's own memory
             if life is not None and life.holds(self.__array_interface__["data"][0]):
