@@ -299,10 +299,15 @@ static void info_report(symaddr_context_t *ctx)
 }
 
 /* symaddr_init's failure before a context exists to hold the text. */
+/* The calling thread's last failure without a context (symaddr_last_error(NULL)), as
+ * ncclGetLastError(NULL) has it: a failed symaddr_init leaves no context to ask. */
+static __thread char thread_error[512];
+
 static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status_t st,
                                      const char *why)
 {
-    symaddr_log(cfg, -1, -1, SYMADDR_LOG_WARN, SYMADDR_SUB_INIT, "symaddr_init: %s", why);
+    snprintf(thread_error, sizeof(thread_error), "symaddr_init: %s", why);
+    symaddr_log(cfg, -1, -1, SYMADDR_LOG_WARN, SYMADDR_SUB_INIT, "%s", thread_error);
     return st;
 }
 
@@ -395,6 +400,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
                                           : per_peer;
     }
     if (st != SYMADDR_OK) {
+        snprintf(thread_error, sizeof(thread_error), "%s", ctx->core.err.text);
         if (ctx->core.rank == 0 || ctx_p == NULL)
             symaddr_log(&ctx->core.cfg, ctx->core.rank, ctx->core.boot.node_rank, SYMADDR_LOG_WARN,
                         SYMADDR_SUB_INIT, "%s", ctx->core.err.text);
@@ -465,7 +471,7 @@ int symaddr_device(const symaddr_context_t *ctx)
 
 const char *symaddr_last_error(const symaddr_context_t *ctx)
 {
-    return ctx ? ctx->core.err.text : "no context (NULL)";
+    return ctx ? ctx->core.err.text : thread_error;
 }
 
 int symaddr_rank(const symaddr_context_t *ctx) { return ctx ? ctx->core.rank : -1; }

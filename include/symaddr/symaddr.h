@@ -294,7 +294,9 @@ SYMADDR_API void symaddr_version(int *major_p, int *minor_p, int *patch_p);
 /** Name of a status ("SYMADDR_ERR_MISMATCH: ..."); never NULL. */
 SYMADDR_API const char *symaddr_strerror(symaddr_status_t status);
 
-/** Text of the last error on @p ctx, saying what went wrong and what to do; "" if none. */
+/** Text of the last error on @p ctx, saying what went wrong and what to do; "" if none. With
+ *  @p ctx NULL: the calling thread's last failed symaddr_init, on every rank (its reason, e.g.
+ *  a variable that does not parse), or "" if none; safe from any thread. */
 SYMADDR_API const char *symaddr_last_error(const symaddr_context_t *ctx);
 
 /** The backend this context runs on, and its name ("cpu", "cuda", "hip"). */

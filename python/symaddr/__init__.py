@@ -288,8 +288,10 @@ class Context:
     def _check(self, status):
         if status != 0:
             text = self._lib.symaddr_strerror(status).decode()
-            if self._h:
-                text = "%s: %s" % (text, (self._lib.symaddr_last_error(self._h) or b"").decode())
+            # a context's own message, or this thread's failed init's
+            why = (self._lib.symaddr_last_error(self._h or None) or b"").decode()
+            if why:
+                text = "%s: %s" % (text, why)
             raise SymaddrError(status, text)
 
     def close(self):

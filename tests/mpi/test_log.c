@@ -156,6 +156,10 @@ static void test_bad_values_refused(void *u)
         memset(&g_log, 0, sizeof(g_log));
         T_STATUS(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx), SYMADDR_ERR_INVALID_ARG);
         T_CHECK(ctx == NULL);
+        /* every rank can read why, without a context (before: "no context (NULL)") */
+        T_CHECK(strstr(symaddr_last_error(NULL), k == 0 ? "SYMADDR_DEBUG='LOUD' is not valid"
+                                                        : "SYMADDR_DEBUG_SUBSYS") != NULL,
+                "symaddr_last_error(NULL): '%s'", symaddr_last_error(NULL));
         if (t_rank == 0)
             T_CHECK(lines_with(k == 0 ? "SYMADDR_DEBUG='LOUD' is not valid"
                                       : "SYMADDR_DEBUG_SUBSYS='COLL,NOPE' is not valid") == 1,
