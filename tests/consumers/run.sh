@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds the three consumers of an installed symaddr (PREFIX: where `meson install` put it)
-# and runs each with 2 ranks: CMake (find_package), make (pkg-config), and Meson with symaddr
-# as a subproject of the source tree (SRC). First, every public header compiles as users'
+# Builds the consumers of an installed symaddr (PREFIX: where `meson install` put it) and runs
+# each with 2 ranks: CMake (find_package) from C, C++, CUDA (where nvcc is) and a static link,
+# make (pkg-config), and Meson with symaddr as a subproject of the source tree (SRC). First, every public header compiles as users'
 # strict builds do: C99, C11, GNU11 (-pedantic) and C++11, C++17, warnings as errors, with no
 # flags but pkg-config's.
 set -euo pipefail
@@ -31,11 +31,37 @@ done
 echo "-- headers: $(echo $headers | wc -w) public headers compile as c99, c11, gnu11, c++11, c++17"
 
 cp -r "$here" "$WORK/consumers"
-for d in cmake make meson; do cp "$here/consumer.c" "$WORK/consumers/$d/"; done # one source
-echo "-- cmake: find_package(symaddr)"
-cmake -S "$WORK/consumers/cmake" -B "$WORK/cmake-build" -DCMAKE_PREFIX_PATH="$PREFIX" >/dev/null
-cmake --build "$WORK/cmake-build" >/dev/null
-run "$WORK/cmake-build/consumer"
+for d in cmake cmake-static make meson; do cp "$here/consumer.c" "$WORK/consumers/$d/"; done # one source
+cp "$here/consumer.c" "$WORK/consumers/cmake-cxx/consumer.cpp"
+cp "$here/consumer.c" "$WORK/consumers/cmake-cuda/consumer.cu"
+# cmake_consumer FOLDER [ARGS...]: configure, build and run one CMake project
+cmake_consumer() {
+    local d=$1
+    shift
+    cmake -S "$WORK/consumers/$d" -B "$WORK/$d-build" -DCMAKE_PREFIX_PATH="$PREFIX" "$@" >/dev/null
+    cmake --build "$WORK/$d-build" >/dev/null
+    run "$WORK/$d-build/consumer"
+}
+n=3
+echo "-- cmake: find_package(symaddr), project(C)"
+cmake_consumer cmake
+echo "-- cmake: project(CXX), no C enabled"
+cmake_consumer cmake-cxx
+n=$((n + 1))
+echo "-- cmake: symaddr::symaddr_static (libsymaddr.a)"
+cmake_consumer cmake-static
+n=$((n + 1))
+nvcc=$(command -v nvcc || true)
+[ -n "$nvcc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || nvcc=/usr/local/cuda/bin/nvcc
+if [ -n "$nvcc" ]; then
+    echo "-- cmake: project(CXX CUDA), the consumer built by nvcc"
+    cmake_consumer cmake-cuda -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90
+    n=$((n + 1))
+else
+    echo "-- cmake: project(CXX CUDA): SKIP, no nvcc here"
+fi
+echo "-- cmake: project(HIP): SKIP, CMake's HIP language needs ROCm's hip-lang package, which" \
+     "Debian's ROCm 5.2 lacks (the hip backend's own build is compile-checked by .ci/run)"
 
 echo "-- make: pkg-config --cflags --libs symaddr"
 make -s -C "$WORK/consumers/make" consumer
@@ -48,4 +74,4 @@ env -u PKG_CONFIG_PATH meson setup --force-fallback-for=symaddr "$WORK/meson-bui
     "$WORK/consumers/meson" >/dev/null
 ninja -C "$WORK/meson-build" >/dev/null
 run "$WORK/meson-build/consumer"
-echo "consumers: 3 built and run"
+echo "consumers: $n built and run"
