@@ -13,6 +13,8 @@
 __global__ void put_kernel(float *dst, const float *src, size_t n, int target,
                            const uint64_t *peer_bases, int local_rank)
 {
+    if (!symaddr_reachable(target, peer_bases)) /* another node: symaddr_put goes through MPI */
+        return;
     /* translation hoisted: one table lookup per thread, then plain stores */
     float *remote = (float *)symaddr_translate(dst, target, peer_bases, local_rank);
     for (size_t i = symaddr_grid_thread(); i < n; i += symaddr_grid_threads())

@@ -254,6 +254,22 @@ SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uin
                                ((uint64_t)(uintptr_t)ptr - peer_bases[local_rank]));
 }
 
+/** Whether loads and stores reach rank @p target's copy of the allocation of @p peer_bases: its
+ *  entry is not 0 (0: a rank of another node, reached only through MPI, by symaddr_put/get and
+ *  the collectives). One load of the table. Test it before translating for a peer that may be
+ *  remote: such a peer's translation is 0 + offset, and a store through it faults.
+ *  @return 1 if reachable, 0 if not. */
+SYMADDR_HOSTDEVFN int symaddr_reachable(int target, const uint64_t *peer_bases)
+{
+    return peer_bases[target] != 0;
+}
+
+/** symaddr_reachable for a bound buffer. */
+SYMADDR_HOSTDEVFN int symaddr_buffer_reachable(symaddr_buffer_t buf, int target)
+{
+    return symaddr_reachable(target, buf.peer_bases);
+}
+
 /** symaddr_translate of a bound buffer's own pointer to rank @p target. */
 SYMADDR_HOSTDEVFN void *symaddr_buffer_translate(symaddr_buffer_t buf, int target)
 {

@@ -4,6 +4,7 @@
  * imports with dedupe, MPI shared windows as a foreign table, a simulated
  * 2-node split, sub-communicators, and every bad input on every rank. */
 #include "harness.h"
+#include "symaddr/device.h"
 
 #include <stdint.h>
 #include <unistd.h>
@@ -296,6 +297,12 @@ static void test_simulated_nodes(void *unused)
     int half = t_size / 2;
     for (int t = 0; t < t_size; t++) {
         void *remote;
+        /* the device check a kernel makes before translating, on the same table */
+        symaddr_buffer_t buf;
+        T_OK(ctx, symaddr_buffer_bind(m, ptr, &buf));
+        T_CHECK(symaddr_reachable(t, m->host_peer_bases) == (t / half == t_rank / half) &&
+                    symaddr_buffer_reachable(buf, t) == symaddr_reachable(t, buf.peer_bases),
+                "symaddr_reachable(%d) is %d", t, symaddr_reachable(t, m->host_peer_bases));
         if (t / half == t_rank / half) {
             T_CHECK(m->host_peer_bases[t] != 0, "same-node rank %d unreachable", t);
         } else {
