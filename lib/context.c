@@ -298,11 +298,11 @@ static void info_report(symaddr_context_t *ctx)
     memcpy(ctx->core.err.text, saved, sizeof(saved));
 }
 
-/* symaddr_init's failure before a context exists to hold the text. */
 /* The calling thread's last failure without a context (symaddr_last_error(NULL)), as
  * ncclGetLastError(NULL) has it: a failed symaddr_init leaves no context to ask. */
 static __thread char thread_error[512];
 
+/* symaddr_init's failure before a context exists to hold the text. */
 static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status_t st,
                                      const char *why)
 {
