@@ -19,34 +19,12 @@ import numpy as np  # noqa: E402
 faulthandler.dump_traceback_later(240, exit=True)
 
 import symaddr as sa  # noqa: E402
+from mpi_cases import Cases, check  # noqa: E402
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
-passed = failed = 0
+cases = Cases(comm)
 N = 1001  # odd
-
-
-def case(name, fn):
-    global passed, failed
-    try:
-        fn()
-        ok, why = 1, ""
-    except Exception as e:  # noqa: BLE001
-        ok, why = 0, "%s: %s" % (type(e).__name__, e)
-    worst = comm.allreduce(ok, op=MPI.MIN)
-    if rank == 0:
-        print(("ok     - %s" % name) if worst else ("not ok - %s (%s)" % (name, why)), flush=True)
-    if worst:
-        passed += 1
-    else:
-        failed += 1
-        if not ok:
-            print("[rank %d] %s" % (rank, why), file=sys.stderr, flush=True)
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def mpi_allreduce(a, op):
@@ -153,11 +131,9 @@ def test_errors_raise():
     ctx.free(a)
 
 
-case("version", test_version)
-case("collectives", test_collectives)
-case("put, get and import", test_put_get_and_import)
-case("errors raise SymaddrError", test_errors_raise)
+cases.run("version", test_version)
+cases.run("collectives", test_collectives)
+cases.run("put, get and import", test_put_get_and_import)
+cases.run("errors raise SymaddrError", test_errors_raise)
 ctx.close()
-if rank == 0:
-    print("%d passed, %d failed, 0 skipped" % (passed, failed), flush=True)
-sys.exit(1 if failed else 0)
+sys.exit(cases.finish())

@@ -30,6 +30,7 @@ faulthandler.dump_traceback_later(float(os.environ.get("SYMADDR_TEST_DEADLINE", 
                                   exit=True)
 
 import symaddr as sa  # noqa: E402
+from mpi_cases import Cases, check  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 import symaddr.triton as st  # noqa: E402
@@ -42,7 +43,7 @@ rank, size = comm.Get_rank(), comm.Get_size()
 right, left = (rank + 1) % size, (rank - 1) % size
 ARRAYS = os.environ.get("SYMADDR_TEST_ARRAYS", "numpy")
 N = 37  # odd: the last block is masked
-passed = failed = skipped = 0
+cases = Cases(comm)
 
 if ARRAYS == "torch":
     import torch
@@ -56,37 +57,6 @@ else:
 
 ctx = sa.Context(backend=os.environ.get("SYMADDR_BACKEND", "auto"))
 ON_GPU = ctx.backend != "cpu"
-
-
-def case(name, fn):
-    global passed, failed, skipped
-    try:
-        why = fn() or ""
-        ok = 2 if why.startswith("SKIP") else 1
-    except Exception as e:  # noqa: BLE001
-        import traceback
-        ok, why = 0, "%s: %s" % (type(e).__name__, e)
-        traceback.print_exc()
-    worst = comm.allreduce(ok, op=MPI.MIN)
-    if rank == 0:
-        if worst == 2:
-            print("skip   - %s (%s)" % (name, why), flush=True)
-        else:
-            print(("ok     - %s" % name) if worst else ("not ok - %s (%s)" % (name, why)),
-                  flush=True)
-    if worst == 2:
-        skipped += 1
-    elif worst:
-        passed += 1
-    else:
-        failed += 1
-        if not ok:
-            print("[rank %d] %s" % (rank, why), file=sys.stderr, flush=True)
-
-
-def check(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def host(a):
@@ -821,8 +791,6 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("address maps of every provider, zero-copy", test_address_maps),
                  ("Python mistakes raise SymaddrError", test_python_mistakes),
                  ("deprecated names", test_deprecated_names)):
-    case(name, fn)
+    cases.run(name, fn)
 ctx.close()
-if rank == 0:
-    print("%d passed, %d failed, %d skipped" % (passed, failed, skipped), flush=True)
-sys.exit(1 if failed else 0)
+sys.exit(cases.finish())
