@@ -100,17 +100,22 @@ void symaddr_call_leave(symaddr_context_t *ctx)
 }
 
 /* The settings that change what ranks exchange or how they pair their calls: the ranks of a
- * context must agree on each, as resolved (a default and the value it stands for are alike). */
+ * context must agree on each, as resolved (a default and the value it stands for are alike).
+ * The node size is agreed by the bootstrap already, before it splits the communicator. */
 typedef struct {
     const char *field, *var;
 } setting_t;
 
 static const setting_t settings[] = {
-    {"backend", "SYMADDR_BACKEND"},           {"node_size", "SYMADDR_NODE_SIZE"},
-    {"validate", "SYMADDR_VALIDATE"},         {"heap_bytes", "SYMADDR_HEAP_SIZE"},
-    {"allreduce_algo", "SYMADDR_ALLREDUCE"},  {"twoshot_bytes", "SYMADDR_TWOSHOT_BYTES"},
-    {"ll_bytes", "SYMADDR_LL_BYTES"},         {"lamport_bytes", "SYMADDR_LAMPORT_BYTES"},
-    {"retain_bytes", "SYMADDR_RETAIN_BYTES"}, {"hip_finegrained", "SYMADDR_HIP_FINEGRAINED"},
+    {"backend", "SYMADDR_BACKEND"},
+    {"validate", "SYMADDR_VALIDATE"},
+    {"heap_bytes", "SYMADDR_HEAP_SIZE"},
+    {"allreduce_algo", "SYMADDR_ALLREDUCE"},
+    {"twoshot_bytes", "SYMADDR_TWOSHOT_BYTES"},
+    {"ll_bytes", "SYMADDR_LL_BYTES"},
+    {"lamport_bytes", "SYMADDR_LAMPORT_BYTES"},
+    {"retain_bytes", "SYMADDR_RETAIN_BYTES"},
+    {"hip_finegrained", "SYMADDR_HIP_FINEGRAINED"},
 };
 enum { SETTINGS = sizeof(settings) / sizeof(settings[0]) };
 
@@ -119,7 +124,6 @@ static void settings_of(const symaddr_context_t *ctx, uint64_t v[SETTINGS])
 {
     const symaddr_config_t *c = &ctx->core.cfg;
     const uint64_t mine[] = {(uint64_t)ctx->be.ops->kind,
-                             (uint64_t)(c->node_size > 0 ? c->node_size : 0),
                              (uint64_t)(c->validate != 0),
                              c->heap_bytes,
                              (uint64_t)c->allreduce_algo,

@@ -125,8 +125,8 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m);
  * of the same size. Every rank's list changes in the same collective calls in the same order,
  * so the ranks hold the same backings and take back the same one, without communicating.
  * retain: keep m (owned, fits the budgets of bytes and of backings (retain_count) once older
- * ones are let go; those are released
- * collectively); false leaves m to the caller. take: the newest of asked bytes, or NULL.
+ * ones are let go; those are released collectively); false leaves m to the caller. take: the
+ * newest of asked bytes, or NULL.
  * flush: release the oldest until at most keep bytes stay (collective: a node barrier
  * between dropping peers' roots and freeing this rank's). */
 bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m);

@@ -25,10 +25,11 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
     if (!symaddr_align_up(ctx->core.cfg.heap_bytes, HEAP_ALIGN, &bytes) ||
         !symaddr_size_mul(bytes, sharers, &all) || (total && all > total))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                               "symaddr_init: a symmetric heap of %zu bytes per rank, %zu ranks on "
-                               "this host, is more than the %zu bytes of %s memory; lower "
-                               "heap_bytes or SYMADDR_HEAP_SIZE",
-                               ctx->core.cfg.heap_bytes, sharers, total,
+                               "symaddr_init: a symmetric heap of %zu bytes per rank%s%zu%s is "
+                               "more than the %zu bytes of %s memory; lower heap_bytes or "
+                               "SYMADDR_HEAP_SIZE",
+                               ctx->core.cfg.heap_bytes, sharers > 1 ? ", for " : " (", sharers,
+                               sharers > 1 ? " ranks on this host," : " rank)", total,
                                ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "host" : "device");
     h->bytes = bytes;
     h->cap = 16;
