@@ -7,6 +7,7 @@ and after it (every load and store is done before the memory is reused)."""
 import triton
 import triton.language as tl
 
+from symaddr import _count  # elements of a NumPy array or a tensor
 from symaddr import triton as st
 
 
@@ -34,10 +35,6 @@ def allgather_kernel(out, x, n, peer_bases, cur_rank, n_ranks: tl.constexpr,
     v = tl.load(x + offs, mask=m)
     for t in range(0, n_ranks):
         st.store(out + cur_rank * n + offs, v, t, peer_bases, cur_rank, mask=m)
-
-
-def _count(a):
-    return a.numel() if hasattr(a, "numel") else int(a.size)
 
 
 def oneshot_allreduce(ctx, x, out, block=1024):
