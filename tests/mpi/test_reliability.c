@@ -8,6 +8,7 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -391,16 +392,21 @@ static void *alloc_thread(void *p)
 static void test_threads(symaddr_context_t *ctx)
 {
     int32_t *a = alloc_i32(ctx, 64, t_rank + 1);
-    struct timespec wait = {0, 200 * 1000000};
     alloc_arg_t b = {ctx, SYMADDR_ERR_INVALID_ARG, NULL};
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank == 0 && t_size > 1) {
         /* A second thread enters an allocation, which waits on the host for the other ranks
          * that come only later; meanwhile this thread's collective is refused, not
-         * interleaved with it. */
+         * interleaved with it. The collective waits until the thread is in: a fixed 200 ms
+         * sleep was not enough on a loaded machine, where the allreduce then ran alone and
+         * timed out. */
         pthread_t th;
         pthread_create(&th, NULL, alloc_thread, &b);
-        nanosleep(&wait, NULL);
+        double t0 = MPI_Wtime();
+        while (!__atomic_load_n(&ctx->core.busy, __ATOMIC_ACQUIRE) && MPI_Wtime() - t0 < 60)
+            sched_yield();
+        T_CHECK(__atomic_load_n(&ctx->core.busy, __ATOMIC_ACQUIRE),
+                "the allocating thread did not enter the library in 60 s");
         T_STATUS(ctx, symaddr_allreduce(ctx, a, a + 32, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
                  SYMADDR_ERR_INVALID_ARG);
         T_CHECK(strstr(symaddr_last_error(ctx), "another thread") != NULL, "message: %s",
@@ -408,7 +414,6 @@ static void test_threads(symaddr_context_t *ctx)
         MPI_Barrier(MPI_COMM_WORLD); /* now the others allocate */
         pthread_join(th, NULL);
     } else {
-        nanosleep(&wait, NULL);
         MPI_Barrier(MPI_COMM_WORLD);
         alloc_thread(&b);
     }
