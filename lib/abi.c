@@ -64,6 +64,7 @@ static const char *backend_at(int k) { return symaddr_backend_name((symaddr_back
 static const char *provider_at(int k) { return symaddr_provider_name((symaddr_provider_kind_t)k); }
 static const char *redop_at(int k) { return symaddr_redop_name((symaddr_redop_t)k); }
 static const char *dtype_at(int k) { return symaddr_dtype_name((symaddr_dtype_t)k); }
+static const char *algo_at(int k) { return symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)k); }
 
 typedef struct {
     const char *name, *type;
@@ -147,6 +148,7 @@ static void abi_build(void)
     names(&o, "provider", provider_at, SYMADDR_PROVIDER_COUNT_);
     names(&o, "redop", redop_at, SYMADDR_REDOP_COUNT_);
     names(&o, "dtype", dtype_at, SYMADDR_DTYPE_COUNT_);
+    names(&o, "allreduce_algo", algo_at, SYMADDR_ALLREDUCE_TWOSHOT_COPY + 1);
     put(&o, "\"dtype_bytes\": {");
     for (int d = 0; d < SYMADDR_DTYPE_COUNT_; d++)
         put(&o, "%s\"%s\": %zu", d ? ", " : "", dtype_at(d),

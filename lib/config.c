@@ -147,12 +147,27 @@ static bool set_timeout(const char *v, symaddr_config_t *c)
     return true;
 }
 
+/* The one list of allreduce algorithm names, as SYMADDR_ALLREDUCE, the log and the bench spell
+ * them (symaddr_allreduce_algo_name reads it). */
+static const char *const algo_names[] = {
+    [SYMADDR_ALLREDUCE_AUTO] = "auto",
+    [SYMADDR_ALLREDUCE_ONESHOT] = "oneshot",
+    [SYMADDR_ALLREDUCE_TWOSHOT] = "twoshot",
+    [SYMADDR_ALLREDUCE_LL] = "ll",
+    [SYMADDR_ALLREDUCE_LAMPORT] = "lamport",
+    [SYMADDR_ALLREDUCE_TWOSHOT_GET] = "twoshot-get",
+    [SYMADDR_ALLREDUCE_TWOSHOT_COPY] = "twoshot-copy",
+};
+
+const char *symaddr_allreduce_algo_name(symaddr_allreduce_algo_t algo)
+{
+    return (unsigned)algo < sizeof(algo_names) / sizeof(algo_names[0]) ? algo_names[algo] : NULL;
+}
+
 static bool set_allreduce(const char *v, symaddr_config_t *c)
 {
-    static const char *const names[] = {"auto",    "oneshot",     "twoshot",     "ll",
-                                        "lamport", "twoshot-get", "twoshot-copy"};
-    for (int k = 0; k < (int)(sizeof(names) / sizeof(names[0])); k++)
-        if (!strcasecmp(v, names[k]))
+    for (int k = 0; k < (int)(sizeof(algo_names) / sizeof(algo_names[0])); k++)
+        if (!strcasecmp(v, algo_names[k]))
             return c->allreduce_algo = (symaddr_allreduce_algo_t)k, true;
     c->allreduce_algo = (symaddr_allreduce_algo_t)-1;
     return false;
@@ -365,4 +380,77 @@ int symaddr_config_var(int index, const char **name_p, const char **default_p, c
     if (doc_p)
         *doc_p = vars[index].doc;
     return 1;
+}
+
+const char *symaddr_config_var_accepts(int index)
+{
+    return index < 0 || (size_t)index >= NVARS ? NULL : vars[index].accepts;
+}
+
+/* Edit distance of a and b (both at most 63 characters are compared): how far a misspelling is
+ * from a name. */
+static size_t distance(const char *a, const char *b)
+{
+    size_t n = strlen(a) < 63 ? strlen(a) : 63, m = strlen(b) < 63 ? strlen(b) : 63;
+    size_t row[64];
+    for (size_t j = 0; j <= m; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= n; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= m; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[m];
+}
+
+/* SYMADDR_* names read by symaddr's other parts, not by the library: the Python package's
+ * library path, and the test suite's own (SYMADDR_TEST_*). */
+static bool read_elsewhere(const char *name, size_t len)
+{
+    return (len == strlen("SYMADDR_LIB") && !strncmp(name, "SYMADDR_LIB", len)) ||
+           !strncmp(name, "SYMADDR_TEST_", strlen("SYMADDR_TEST_"));
+}
+
+int symaddr_config_unknown(char *const *env, int from, char *why, size_t len)
+{
+    for (int i = from; env && env[i]; i++) {
+        const char *e = env[i];
+        size_t n = strcspn(e, "=");
+        if (strncmp(e, "SYMADDR_", 8) || read_elsewhere(e, n))
+            continue;
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)(n < 63 ? n : 63), e);
+        const char *near = NULL;
+        size_t best = SIZE_MAX;
+        bool known = false;
+        for (size_t k = 0; k < NVARS && !known; k++) {
+            size_t d = distance(name, vars[k].name);
+            known = d == 0;
+            if (d < best)
+                best = d, near = vars[k].name;
+        }
+        if (known)
+            continue;
+        /* a near name: a few letters off, for names of the length of ours */
+        if (near && best <= 3)
+            snprintf(why, len,
+                     "%s is set but is not a variable of symaddr: did you mean %s? (symaddr-info "
+                     "-e lists them all)",
+                     name, near);
+        else
+            snprintf(why, len,
+                     "%s is set but is not a variable of symaddr; symaddr-info -e lists them all",
+                     name);
+        return i;
+    }
+    return -1;
 }

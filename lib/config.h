@@ -22,4 +22,9 @@ const char *symaddr_config_backend_name(symaddr_backend_kind_t kind);
  * environment gave a value that does not parse) that symaddr_init refuses. */
 symaddr_status_t symaddr_config_check(const symaddr_config_t *cfg, char *why, size_t len);
 
+/* The first entry of env (an environ-style array) from index from on that names an unknown
+ * SYMADDR_* variable: its index, with a message naming the nearest known one in why; -1 if
+ * none. */
+int symaddr_config_unknown(char *const *env, int from, char *why, size_t len);
+
 #endif

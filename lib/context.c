@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The figures measured on H200s, which HIP takes too until AMD GPUs are measured. */
 #define H200_CROSSOVERS                                                                            \
@@ -315,6 +316,19 @@ static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status
     return st;
 }
 
+/* A misspelled SYMADDR_* variable would be ignored without a word: rank 0 names each one, and
+ * the nearest variable of symaddr, once per process (the environment is the process's). */
+static void warn_unknown_vars(symaddr_context_t *ctx)
+{
+    static int checked;
+    char why[256];
+    if (ctx->core.rank != 0 || __atomic_exchange_n(&checked, 1, __ATOMIC_RELAXED))
+        return;
+    for (int i = 0; (i = symaddr_config_unknown(environ, i, why, sizeof(why))) >= 0; i++)
+        symaddr_log(&ctx->core.cfg, 0, ctx->core.boot.node_rank, SYMADDR_LOG_WARN, SYMADDR_SUB_ENV,
+                    "symaddr_init: %s", why);
+}
+
 symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symaddr_context_t **ctx_p)
 {
     symaddr_context_t *ctx;
@@ -358,6 +372,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     ctx->core.comm = ctx->core.boot.comm;
     ctx->core.rank = ctx->core.boot.rank;
     ctx->core.size = ctx->core.boot.size;
+    warn_unknown_vars(ctx);
     for (int k = 0; k < SYMADDR_PROVIDER_COUNT_; k++) {
         ctx->providers[k].ctx = ctx;
         ctx->providers[k].kind = (symaddr_provider_kind_t)k;

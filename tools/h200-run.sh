@@ -106,7 +106,7 @@ for s in $steps; do
         # the wheel (pip install . into a folder), and the benchmarks against symaddr's own
         # calls (put 64 MiB-1 GiB at 2 ranks, allreduce 8 B-1 MiB at 2 and 8, alloc at 8).
         # .whl/ carries meson-python and pyproject-metadata, which the machine lacks.
-        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_PYTHONPATH=$PWD/python
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_TEST_PYTHONPATH=$PWD/python
         export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
         for n in ${PY_RANKS:-2 8}; do
             SYMADDR_TEST_ARRAYS=torch SYMADDR_BACKEND=cuda mpiexec -n $n python3 \

@@ -6,51 +6,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "symaddr/symaddr.h"
 
 static const char class_letter[] = {'S', 'G', 'N', 'F', 'R'};
-
-/* A JSON string: quotes and backslashes escaped, control characters dropped. */
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; s && *s; s++)
-        if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
-        else if ((unsigned char)*s >= 0x20)
-            putchar(*s);
-    putchar('"');
-}
 
 /* -e: every SYMADDR_* variable, its value in force here, its default and meaning. */
 static int print_env(int json)
 {
     const char *name, *dflt, *doc;
-    if (json)
-        printf("[");
-    else
-        printf("%-22s %-14s %s\n", "variable", "set to", "default: meaning");
+    json_out_t j;
+    json_init(&j, json ? stdout : NULL);
+    json_begin(&j, '[', 0);
+    if (!json)
+        printf("%-22s %-14s %s\n", "variable", "set to", "default: meaning (accepts)");
     for (int i = 0; symaddr_config_var(i, &name, &dflt, &doc); i++) {
-        const char *v = getenv(name);
+        const char *v = getenv(name), *accepts = symaddr_config_var_accepts(i);
         if (!json) {
-            printf("%-22s %-14s %s: %s\n", name, v && *v ? v : "-", dflt, doc);
+            printf("%-22s %-14s %s: %s\n%-37s accepts %s\n", name, v && *v ? v : "-", dflt, doc,
+                   "", accepts);
             continue;
         }
-        printf("%s\n  {\"name\": ", i ? "," : "");
-        json_string(name);
-        printf(", \"value\": ");
+        json_begin(&j, '{', 1);
+        json_str(&j, "name", name);
+        json_key(&j, "value");
         if (v && *v)
-            json_string(v);
+            json_string(&j, v);
         else
-            printf("null");
-        printf(", \"default\": ");
-        json_string(dflt);
-        printf(", \"doc\": ");
-        json_string(doc);
-        printf("}");
+            json_null(&j);
+        json_str(&j, "default", dflt);
+        json_str(&j, "doc", doc);
+        json_str(&j, "accepts", accepts);
+        json_end(&j, '}');
     }
+    json_end(&j, ']');
     if (json)
-        printf("\n]\n");
+        printf("\n");
     return 0;
 }
 
@@ -105,12 +96,12 @@ int main(int argc, char **argv)
     row[size] = 0;
     MPI_Gather(row, size + 1, MPI_CHAR, all, size + 1, MPI_CHAR, 0, symaddr_comm(ctx));
 
-    /* Each provider: can it allocate here, and with which capabilities. */
-    static const char *const names[] = {"heap", "ipc", "vmm"};
+    /* Each provider that allocates: can it allocate here, and with which capabilities. */
     static const symaddr_provider_kind_t kinds[] = {SYMADDR_PROVIDER_HEAP, SYMADDR_PROVIDER_IPC,
                                                     SYMADDR_PROVIDER_VMM};
-    char prov_line[3][200];
-    for (int k = 0; k < 3; k++) {
+    enum { NPROV = sizeof(kinds) / sizeof(kinds[0]) };
+    char prov_line[NPROV][200];
+    for (int k = 0; k < NPROV; k++) {
         symaddr_provider_t *p;
         symaddr_map_t *m;
         void *ptr;
@@ -132,25 +123,39 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0 && json) {
-        printf("{\"version\": {\"header\": \"%d.%d.%d\", \"library\": \"%d.%d.%d\"},\n",
-               SYMADDR_VERSION_MAJOR, SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, major, minor,
-               patch);
-        printf(" \"backend\": \"%s\", \"ranks\": %d, \"node_size\": %d, \"rank_stride\": %d,\n",
-               symaddr_backend_name(symaddr_backend(ctx)), size, loc->node_size, loc->rank_stride);
-        printf(" \"devices\": [");
+        char header[32], library[32];
+        json_out_t j;
+        json_init(&j, stdout);
+        snprintf(header, sizeof(header), "%d.%d.%d", SYMADDR_VERSION_MAJOR,
+                 SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH);
+        snprintf(library, sizeof(library), "%d.%d.%d", major, minor, patch);
+        json_begin(&j, '{', 0);
+        json_key(&j, "version");
+        json_begin(&j, '{', 0);
+        json_str(&j, "header", header);
+        json_str(&j, "library", library);
+        json_end(&j, '}');
+        json_str(&j, "backend", symaddr_backend_name(symaddr_backend(ctx)));
+        json_num(&j, "ranks", size, 0);
+        json_num(&j, "node_size", loc->node_size, 0);
+        json_num(&j, "rank_stride", loc->rank_stride, 0);
+        json_key(&j, "devices");
+        json_begin(&j, '[', 0);
         for (int r = 0; r < size; r++)
-            printf("%s%d", r ? ", " : "", loc->device[r]);
-        printf("],\n \"providers\": {");
-        for (int k = 0; k < 3; k++) {
-            printf("%s\"%s\": ", k ? ", " : "", names[k]);
-            json_string(prov_line[k]);
-        }
-        printf("},\n \"locality\": [");
-        for (int r = 0; r < size; r++) {
-            printf("%s", r ? ", " : "");
-            json_string(all + (size_t)r * ((size_t)size + 1));
-        }
-        printf("]}\n");
+            json_number(&j, loc->device[r], 0);
+        json_end(&j, ']');
+        json_key(&j, "providers");
+        json_begin(&j, '{', 0);
+        for (int k = 0; k < NPROV; k++)
+            json_str(&j, symaddr_provider_name(kinds[k]), prov_line[k]);
+        json_end(&j, '}');
+        json_key(&j, "locality");
+        json_begin(&j, '[', 0);
+        for (int r = 0; r < size; r++)
+            json_string(&j, all + (size_t)r * ((size_t)size + 1));
+        json_end(&j, ']');
+        json_end(&j, '}');
+        printf("\n");
     } else if (rank == 0) {
         printf("symaddr %d.%d.%d (header), %d.%d.%d (library)%s\n", SYMADDR_VERSION_MAJOR,
                SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, major, minor, patch,
@@ -162,8 +167,8 @@ int main(int argc, char **argv)
         for (int r = 0; r < size; r++)
             printf(" %d", loc->device[r]);
         printf("   (per rank; -1 = host memory)\n");
-        for (int k = 0; k < 3; k++)
-            printf("provider %-4s %s\n", names[k], prov_line[k]);
+        for (int k = 0; k < NPROV; k++)
+            printf("provider %-4s %s\n", symaddr_provider_name(kinds[k]), prov_line[k]);
         printf("locality (S self, G same GPU, N same node, F fabric, R remote; row = rank)\n");
         for (int r = 0; r < size; r++)
             printf("  rank %3d   %s\n", r, all + (size_t)r * ((size_t)size + 1));

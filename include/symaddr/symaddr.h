@@ -245,6 +245,11 @@ typedef struct symaddr_config {
 SYMADDR_API int symaddr_config_var(int index, const char **name_p, const char **default_p,
                                    const char **doc_p);
 
+/** What the variable of @p index (as symaddr_config_var numbers them) accepts: its allowed values
+ *  or the form of its value, e.g. "WARN, INFO or TRACE".
+ *  @return a static string; NULL past the last variable. */
+SYMADDR_API const char *symaddr_config_var_accepts(int index);
+
 /** Fill @p cfg with defaults, taking the SYMADDR_* environment variables into account. */
 SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
 
@@ -639,6 +644,10 @@ SYMADDR_API symaddr_status_t symaddr_size_parse(const char *text, size_t *bytes_
 
 /** Name of @p op ("sum", "prod", "min", "max"), NULL for an invalid operator. */
 SYMADDR_API const char *symaddr_redop_name(symaddr_redop_t op);
+
+/** Name of an allreduce algorithm as SYMADDR_ALLREDUCE spells it ("auto", "oneshot", "twoshot",
+ *  "ll", "lamport", "twoshot-get", "twoshot-copy"), NULL for an invalid value. */
+SYMADDR_API const char *symaddr_allreduce_algo_name(symaddr_allreduce_algo_t algo);
 
 /** Name of a provider kind ("heap", "ipc", "import", "foreign", "vmm"), NULL for an invalid
  *  kind. */

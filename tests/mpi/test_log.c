@@ -72,6 +72,34 @@ static void clean_run(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_symmetric_free(prov, buf));
 }
 
+/* A misspelled SYMADDR_* variable is named on rank 0 with the nearest known one, once per
+ * process (the first init); the suite's own SYMADDR_TEST_* variables are not warned about.
+ * Before, both were ignored without a word. Runs first: no init of this process came before. */
+static void test_unknown_variable(void *u)
+{
+    (void)u;
+    set_env(NULL, NULL, NULL);
+    setenv("SYMADDR_HEAP_SIZ", "1M", 1);
+    setenv("SYMADDR_FROBNICATE", "1", 1);
+    setenv("SYMADDR_TEST_UNUSED", "1", 1);
+    symaddr_context_t *ctx = logged_context(0);
+    T_OK(ctx, symaddr_finalize(&ctx));
+    int near = lines_with("SYMADDR_HEAP_SIZ is set but is not a variable of symaddr: did you "
+                          "mean SYMADDR_HEAP_SIZE?");
+    int far = lines_with("SYMADDR_FROBNICATE is set but is not a variable of symaddr; "
+                         "symaddr-info -e lists them all");
+    T_CHECK(near == (t_rank == 0) && far == (t_rank == 0) && lines_with("SYMADDR_TEST_") == 0 &&
+                g_log.n == 2 * (t_rank == 0),
+            "rank %d: %d lines, the misspelling in %d, the unknown name in %d; the first: %s",
+            t_rank, g_log.n, near, far, g_log.line[0]);
+    ctx = logged_context(0); /* once per process */
+    T_OK(ctx, symaddr_finalize(&ctx));
+    T_CHECK(g_log.n == 0, "a second init warned again: %s", g_log.line[0]);
+    unsetenv("SYMADDR_HEAP_SIZ");
+    unsetenv("SYMADDR_FROBNICATE");
+    unsetenv("SYMADDR_TEST_UNUSED");
+}
+
 static void test_warn_is_quiet(void *u)
 {
     (void)u;
@@ -258,6 +286,7 @@ static void test_file_safety(void *u)
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
+    T_RUN(test_unknown_variable, NULL);
     T_RUN(test_warn_is_quiet, NULL);
     T_RUN(test_info_names_the_algorithm, NULL);
     T_RUN(test_trace_and_subsystems, NULL);

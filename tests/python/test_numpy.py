@@ -7,8 +7,8 @@ harness's summary line."""
 import os
 import sys
 
-if os.environ.get("SYMADDR_PYTHONPATH"):  # the source tree's package, before an installed one
-    sys.path.insert(0, os.environ["SYMADDR_PYTHONPATH"])
+if os.environ.get("SYMADDR_TEST_PYTHONPATH"):  # the source tree's package, before an installed one
+    sys.path.insert(0, os.environ["SYMADDR_TEST_PYTHONPATH"])
 
 import faulthandler  # noqa: E402
 

@@ -14,10 +14,10 @@ import os
 import re
 import sys
 
-if os.environ.get("SYMADDR_PYTHONPATH"):  # the source tree's package, before an installed one
-    sys.path.insert(0, os.environ["SYMADDR_PYTHONPATH"])
+if os.environ.get("SYMADDR_TEST_PYTHONPATH"):  # the source tree's package, before an installed one
+    sys.path.insert(0, os.environ["SYMADDR_TEST_PYTHONPATH"])
 HERE = os.path.dirname(os.path.abspath(__file__))
-SOURCE = os.environ.get("SYMADDR_SOURCE", os.path.join(HERE, "..", ".."))
+SOURCE = os.environ.get("SYMADDR_TEST_SOURCE", os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(SOURCE, "examples"))
 
 import faulthandler  # noqa: E402
