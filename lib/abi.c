@@ -64,7 +64,10 @@ static const char *backend_at(int k) { return symaddr_backend_name((symaddr_back
 static const char *provider_at(int k) { return symaddr_provider_name((symaddr_provider_kind_t)k); }
 static const char *redop_at(int k) { return symaddr_redop_name((symaddr_redop_t)k); }
 static const char *dtype_at(int k) { return symaddr_dtype_name((symaddr_dtype_t)k); }
-static const char *algo_at(int k) { return symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)k); }
+static const char *algo_at(int k)
+{
+    return symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)k);
+}
 
 typedef struct {
     const char *name, *type;

@@ -23,8 +23,8 @@ static int print_env(int json)
     for (int i = 0; symaddr_config_var(i, &name, &dflt, &doc); i++) {
         const char *v = getenv(name), *accepts = symaddr_config_var_accepts(i);
         if (!json) {
-            printf("%-22s %-14s %s: %s\n%-37s accepts %s\n", name, v && *v ? v : "-", dflt, doc,
-                   "", accepts);
+            printf("%-22s %-14s %s: %s\n%-37s accepts %s\n", name, v && *v ? v : "-", dflt, doc, "",
+                   accepts);
             continue;
         }
         json_begin(&j, '{', 1);
@@ -126,8 +126,8 @@ int main(int argc, char **argv)
         char header[32], library[32];
         json_out_t j;
         json_init(&j, stdout);
-        snprintf(header, sizeof(header), "%d.%d.%d", SYMADDR_VERSION_MAJOR,
-                 SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH);
+        snprintf(header, sizeof(header), "%d.%d.%d", SYMADDR_VERSION_MAJOR, SYMADDR_VERSION_MINOR,
+                 SYMADDR_VERSION_PATCH);
         snprintf(library, sizeof(library), "%d.%d.%d", major, minor, patch);
         json_begin(&j, '{', 0);
         json_key(&j, "version");
