@@ -13,6 +13,7 @@ typedef struct json_out {
     int depth;
     int count[JSON_DEPTH]; /* values written at each level */
     int after_key;         /* a key was written: its value needs no comma */
+    int rows;              /* symaddr-bench: rows of its table written so far */
 } json_out_t;
 
 static inline void json_init(json_out_t *j, FILE *f)
@@ -21,6 +22,7 @@ static inline void json_init(json_out_t *j, FILE *f)
     j->depth = 0;
     j->count[0] = 0;
     j->after_key = 0;
+    j->rows = 0;
 }
 
 /* The comma before a value or key at this level, unless it is a key's value. */

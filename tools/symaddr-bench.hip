@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* symaddr-bench: one MPI program for symaddr's benchmarks, nccl-tests style.
  *
- *   mpirun -np N symaddr-bench put|get|translate|latency [-b MIN] [-e MAX] [-f FACTOR]
- *          [--iters N] [--warmup N] [--provider heap|ipc|vmm] [--check] [--json FILE]
+ *   mpirun -np N symaddr-bench OP [-b MIN] [-e MAX] [-f FACTOR] [-n ITERS] [-w WARMUP]
+ *          [-c 0|1] [-d DTYPE] [-o OP] [-r ROOT] ... (symaddr-bench --help lists them all:
+ *          nccl-tests' flags, where they mean the same)
  *
  * put/get: every rank copies to (from) its right neighbour through the
  *   symmetric mapping; reference: the same kernel copying inside the rank's own
@@ -44,6 +45,14 @@ static const bench_op_t *find_op(const char *name)
 
 static int bench_op_known(const char *name) { return find_op(name) || find_coll(name); }
 
+static void bench_ops_print(FILE *f)
+{
+    for (size_t i = 0; i < sizeof(bench_ops) / sizeof(bench_ops[0]); i++)
+        fprintf(f, " %s", bench_ops[i].name);
+    for (int i = 0; i < NCOLLS; i++)
+        fprintf(f, " %s", bench_colls[i].name);
+}
+
 int main(int argc, char **argv)
 {
     opts_t o;
@@ -52,30 +61,25 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int wrank;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
-    if (parse(argc, argv, &o, wrank)) {
+    int rc = parse(argc, argv, &o, wrank);
+    if (rc) {
         MPI_Finalize();
-        return 2;
+        return rc == 1 ? 0 : rc;
     }
     symaddr_config_t cfg;
     symaddr_config_default(&cfg);
     if (o.algo != SYMADDR_ALLREDUCE_AUTO)
         cfg.allreduce_algo = o.algo;
-    if (o.backend) {
-        static const char *const names[] = {"auto", "cpu", "cuda", "hip"};
-        int k = lookup_name(names, 4, o.backend);
-        if (k < 0) {
-            usage(wrank);
-            MPI_Finalize();
-            return 2;
-        }
-        cfg.backend = (symaddr_backend_kind_t)k;
-    }
+    if (o.backend != SYMADDR_BACKEND_AUTO)
+        cfg.backend = o.backend;
     if (symaddr_init(MPI_COMM_WORLD, &cfg, &ctx) != SYMADDR_OK) {
+        if (wrank == 0)
+            fprintf(stderr, "symaddr-bench: symaddr_init: %s\n", symaddr_last_error(NULL));
         MPI_Finalize();
         return 1;
     }
     const bench_op_t *op = find_op(o.op);
-    int rc = op ? op->run(ctx, &o) : run_collective(ctx, &o);
+    rc = op ? op->run(ctx, &o) : run_collective(ctx, &o);
     symaddr_finalize(&ctx);
     MPI_Finalize();
     return rc;

@@ -25,7 +25,7 @@ static int run_alloc(symaddr_context_t *ctx, const opts_t *o)
         symaddr_provider_t *prov;
         if (symaddr_provider_get(ctx, kind, &prov))
             continue;
-        for (double s = (double)o->min; s <= (double)o->max; s *= o->factor) {
+        for (double s = (double)o->min; s <= (double)o->max; s = next_size(o, s)) {
             size_t bytes = (size_t)s;
             void *p;
             symaddr_map_t *m;

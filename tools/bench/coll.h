@@ -5,11 +5,22 @@
 #define SYMADDR_BENCH_COLL_H
 
 /* One row per collective: how the bench sizes it, calls it, and calls the references. */
+/* Where the in-place form puts send and recv (nccl-tests' convention, and symaddr's only
+ * legal overlaps). */
+typedef enum {
+    IN_PLACE_NONE,       /* none: alltoall */
+    IN_PLACE_SAME,       /* send == recv */
+    IN_PLACE_RECV_BLOCK, /* send is this rank's block of recv (allgather) */
+    IN_PLACE_SEND_BLOCK, /* recv is this rank's block of send (reduce_scatter) */
+} in_place_t;
+
 typedef struct bench_coll {
     const char *name;
     bool send_all, recv_all; /* the buffer holds a block of count per rank */
     bool reduces;            /* takes --op */
-    double busbw_num;        /* bus bandwidth = algbw * busbw_num * (n - 1) / n, or algbw when 0 */
+    bool rooted;             /* takes --root */
+    in_place_t in_place;
+    double busbw_num; /* bus bandwidth = algbw * busbw_num * (n - 1) / n, or algbw when 0 */
     symaddr_status_t (*run)(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
                             size_t count, void *stream);
     /* MPI's own collective on host buffers; 0 when MPI has no such reduction (16-bit floats) */
@@ -101,7 +112,7 @@ static int mpi_reduce_scatter(const opts_t *o, MPI_Comm comm, const void *send, 
 static symaddr_status_t run_broadcast(symaddr_context_t *ctx, const opts_t *o, void *send,
                                       void *recv, size_t count, void *stream)
 {
-    return symaddr_broadcast(ctx, send, recv, count, o->dtype, 0, stream);
+    return symaddr_broadcast(ctx, send, recv, count, o->dtype, o->root, stream);
 }
 
 static int mpi_broadcast(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
@@ -109,9 +120,9 @@ static int mpi_broadcast(const opts_t *o, MPI_Comm comm, const void *send, void 
     int rank;
     size_t b = count * symaddr_dtype_size(o->dtype);
     MPI_Comm_rank(comm, &rank);
-    if (rank == 0 && send != recv)
+    if (rank == o->root && send != recv)
         memcpy(recv, send, b);
-    return MPI_Bcast(recv, (int)b, MPI_BYTE, 0, comm) == MPI_SUCCESS;
+    return MPI_Bcast(recv, (int)b, MPI_BYTE, o->root, comm) == MPI_SUCCESS;
 }
 
 static symaddr_status_t run_alltoall(symaddr_context_t *ctx, const opts_t *o, void *send,
@@ -127,11 +138,12 @@ static int mpi_alltoall(const opts_t *o, MPI_Comm comm, const void *send, void *
 }
 
 static const bench_coll_t bench_colls[] = {
-    {"allreduce", false, false, true, 2, run_allreduce, mpi_allreduce},
-    {"allgather", false, true, false, 1, run_allgather, mpi_allgather},
-    {"reduce_scatter", true, false, true, 1, run_reduce_scatter, mpi_reduce_scatter},
-    {"broadcast", false, false, false, 0, run_broadcast, mpi_broadcast},
-    {"alltoall", true, true, false, 1, run_alltoall, mpi_alltoall},
+    {"allreduce", false, false, true, false, IN_PLACE_SAME, 2, run_allreduce, mpi_allreduce},
+    {"allgather", false, true, false, false, IN_PLACE_RECV_BLOCK, 1, run_allgather, mpi_allgather},
+    {"reduce_scatter", true, false, true, false, IN_PLACE_SEND_BLOCK, 1, run_reduce_scatter,
+     mpi_reduce_scatter},
+    {"broadcast", false, false, false, true, IN_PLACE_SAME, 0, run_broadcast, mpi_broadcast},
+    {"alltoall", true, true, false, false, IN_PLACE_NONE, 1, run_alltoall, mpi_alltoall},
 };
 #define NCOLLS (int)(sizeof(bench_colls) / sizeof(bench_colls[0]))
 
@@ -176,12 +188,137 @@ static int nccl_coll(const opts_t *o, const bench_coll_t *c, const void *send, v
     else if (!strcmp(c->name, "reduce_scatter"))
         r = nccl.reduce_scatter(send, recv, count, t, ops[o->redop], nccl.comm, s);
     else if (!strcmp(c->name, "broadcast"))
-        r = nccl.broadcast(send, recv, count, t, 0, nccl.comm, s);
+        r = nccl.broadcast(send, recv, count, t, o->root, nccl.comm, s);
     else
         r = nccl.all_to_all(send, recv, count, t, nccl.comm, s);
     return r == ncclSuccess;
 }
 #endif
+
+/* The buffers of one form: out of place, send and recv apart; in place, as the row says. */
+static void coll_buffers(const bench_coll_t *c, int in_place, char *send, char *recv, size_t count,
+                         size_t esz, int rank, char **s_p, char **r_p)
+{
+    size_t block = count * esz * (size_t)rank;
+    *s_p = send;
+    *r_p = recv;
+    if (!in_place)
+        return;
+    switch (c->in_place) {
+    case IN_PLACE_SAME: *s_p = recv; break;
+    case IN_PLACE_RECV_BLOCK: *s_p = recv + block; break;
+    case IN_PLACE_SEND_BLOCK: *r_p = send + block; break;
+    case IN_PLACE_NONE: break;
+    }
+}
+
+/* One form's result at one size: its median time (seconds, the slowest rank's), and the wrong
+ * elements against MPI's result hm (-1: not checked). */
+typedef struct {
+    double time;
+    long wrong;
+} coll_result_t;
+
+/* Correctness first (the input hs placed where the form reads it), then rounds timings of
+ * symaddr and, out of place, of the reference in turn: a stall of the machine in one shows as an
+ * outlier round, which the median leaves out, on both sides alike. */
+static void coll_measure(symaddr_context_t *ctx, const opts_t *o, const bench_coll_t *c,
+                         int in_place, char *send, char *recv, size_t count, size_t sb, size_t rb,
+                         const char *hs, char *hr, const char *hm, int ref_ok, void *stream,
+                         coll_result_t *res, coll_result_t *ref)
+{
+    int rank = symaddr_rank(ctx), cpu = symaddr_backend(ctx) == SYMADDR_BACKEND_CPU;
+    int with_nccl = o->compare && !strcmp(o->compare, "nccl");
+    size_t esz = symaddr_dtype_size(o->dtype);
+    char *s, *r;
+    coll_buffers(c, in_place, send, recv, count, esz, rank, &s, &r);
+    symaddr_memcpy(ctx, s, hs, sb);
+    symaddr_status_t st = SYMADDR_OK;
+    res->wrong = -1;
+    if (o->check) {
+        st = c->run(ctx, o, s, r, count, NULL);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        symaddr_memcpy(ctx, hr, r, rb);
+        long w = 0;
+        if (c->reduces && esz == 2)
+            w = off_by_more_than_a_step((const uint16_t *)hr, (const uint16_t *)hm, rb / 2);
+        else
+            for (size_t i = 0; i < rb; i += esz)
+                w += memcmp(hr + i, hm + i, esz) != 0;
+        MPI_Allreduce(&w, &res->wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
+        if (!ref_ok)
+            res->wrong = -1;
+    }
+    double t_r[BENCH_ROUNDS_MAX] = {0}, tm_r[BENCH_ROUNDS_MAX] = {0};
+    int mpi_ok = ref && o->compare;
+    for (int k = 0; k < o->rounds; k++) {
+        double t = 0, tm = 0;
+        if (st == SYMADDR_OK)
+            st = time_calls(
+                ctx, o, stream, [&] { return c->run(ctx, o, s, r, count, stream); }, &t);
+        if (st != SYMADDR_OK) {
+            fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
+                    symaddr_last_error(ctx));
+            MPI_Abort(symaddr_comm(ctx), 1);
+        }
+        MPI_Allreduce(&t, &t_r[k], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        if (with_nccl && mpi_ok) {
+#if defined(SYMADDR_BENCH_NCCL)
+            mpi_ok = time_calls(
+                         ctx, o, stream,
+                         [&] {
+                             return nccl_coll(o, c, s, r, count, stream) ? SYMADDR_OK
+                                                                         : SYMADDR_ERR_BACKEND;
+                         },
+                         &tm) == SYMADDR_OK;
+#endif
+            MPI_Allreduce(&tm, &tm_r[k], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        } else if (mpi_ok) {
+            /* The same data through MPI: directly on the cpu backend's host memory, staged
+             * through the host on a GPU, which is what such a user has to do. */
+            char *hs_ = (char *)hs, *ms = cpu ? s : hs_, *mr = cpu ? r : hr;
+            for (int i = -o->warmup; i < o->iters && mpi_ok; i++) {
+                if (i == 0) {
+                    MPI_Barrier(symaddr_comm(ctx));
+                    tm = MPI_Wtime();
+                }
+                if (!cpu)
+                    symaddr_memcpy(ctx, hs_, s, sb);
+                mpi_ok = c->mpi(o, symaddr_comm(ctx), ms, mr, count);
+                if (!cpu)
+                    symaddr_memcpy(ctx, r, hr, rb);
+            }
+            tm = (MPI_Wtime() - tm) / o->iters;
+            MPI_Allreduce(&tm, &tm_r[k], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        }
+    }
+    res->time = median_of(t_r, o->rounds);
+    if (ref)
+        ref->time = mpi_ok ? median_of(tm_r, o->rounds) : -1;
+}
+
+/* nccl-tests' column layout: size, count, type, redop, root, then time, algbw, busbw and #wrong
+ * of each form, then the reference's time, busbw and speed-up (out of place). */
+#define COLL_HEAD "%13s %13s %9s %7s %6s"
+#define COLL_FORM "%10s %8s %8s %7s"
+#define COLL_REF "%12s %10s %8s"
+
+static void coll_form_cells(const coll_result_t *r, size_t bytes, double factor, int have,
+                            int check)
+{
+    if (!have) {
+        printf(" " COLL_FORM, "n/a", "n/a", "n/a", "n/a");
+        return;
+    }
+    char wrong[24] = "N/A";
+    if (r->wrong >= 0)
+        snprintf(wrong, sizeof(wrong), "%ld", r->wrong);
+    else if (check)
+        snprintf(wrong, sizeof(wrong), "n/a");
+    double algbw = (double)bytes / r->time / 1e9;
+    printf(" %10.2f %8.2f %8.2f %7s", r->time * 1e6, algbw, algbw * factor, wrong);
+}
 
 static int run_collective(symaddr_context_t *ctx, const opts_t *o)
 {
@@ -190,15 +327,22 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     size_t esz = symaddr_dtype_size(o->dtype);
     int cpu = symaddr_backend(ctx) == SYMADDR_BACKEND_CPU, with_mpi = o->compare != NULL;
     int with_nccl = with_mpi && !strcmp(o->compare, "nccl");
+    int has_in_place = c->in_place != IN_PLACE_NONE;
     symaddr_provider_t *prov;
     symaddr_map_t *m;
     char *send, *recv;
     void *stream = NULL;
+    if (c->rooted && o->root >= n) {
+        if (rank == 0)
+            fprintf(stderr, "symaddr-bench: invalid root %d for -r: a rank from 0 to %d\n", o->root,
+                    n - 1);
+        return 2;
+    }
     if (!reference_available(ctx, o))
         return 2;
     if (o->graph && cpu) {
         if (rank == 0)
-            fprintf(stderr, "symaddr-bench: --graph needs a GPU backend\n");
+            fprintf(stderr, "symaddr-bench: -G (graphs) needs a GPU backend\n");
         return 2;
     }
     size_t max = o->max < esz * (size_t)n ? esz * (size_t)n : o->max;
@@ -232,14 +376,21 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         }
         }
     }
-    symaddr_memcpy(ctx, send, hs, max);
     stream = graph_stream_create(o);
     json_out_t json = {};
+    FILE *csv = NULL;
+    const char *dtype = symaddr_dtype_name(o->dtype), *redop = symaddr_redop_name(o->redop);
+    const char *algo = symaddr_allreduce_algo_name(o->algo);
+    const char *ref = with_mpi ? o->compare : NULL;
     if (rank == 0) {
-        char rounds_s[64];
-        printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s, algorithm %s%s%s%s\n",
-               o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype_names[o->dtype],
-               redop_names[o->redop], algo_names[o->algo], o->graph ? ", graph" : "",
+        char rounds_s[64], graph_s[48] = "";
+        if (o->graph)
+            snprintf(graph_s, sizeof(graph_s), ", a graph replayed %d times", o->graph);
+        printf("# symaddr-bench %s: %d ranks, backend %s, dtype %s, op %s, algorithm %s, root "
+               "%d, %d iterations after %d warm-up%s%s%s%s\n",
+               o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype, redop, algo,
+               c->rooted ? o->root : -1, o->iters, o->warmup, graph_s,
+               o->blocking ? ", a sync after every call" : "",
                with_nccl  ? ", reference: NCCL on the same buffers and stream"
                : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
                                  : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
@@ -248,137 +399,134 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         if (o->check && c->reduces && esz == 2)
             printf("# --check: against MPI on the same values in f32, rounded back to %s; "
                    "wrong: more than one step of %s apart\n",
-                   dtype_names[o->dtype], dtype_names[o->dtype]);
-        printf("%12s %12s %8s %6s %10s %9s %9s %7s", "size(B)", "count", "type", "redop",
-               "time(us)", "algbw", "busbw", "#wrong");
+                   dtype, dtype);
+        if (!has_in_place)
+            printf("# %s has no in-place form: its in-place columns are n/a\n", o->op);
+        printf("#\n#%13s %13s %9s %7s %6s %-35s %-35s", "", "", "", "", "", "   out-of-place",
+               "   in-place");
         if (with_mpi)
-            printf(" %10s %9s %8s", with_nccl ? "nccl(us)" : "mpi(us)", "busbw", "speedup");
+            printf(" %s", "   reference, out-of-place");
+        printf("\n#" COLL_HEAD " " COLL_FORM " " COLL_FORM, "size", "count", "type", "redop",
+               "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
+        if (with_mpi) {
+            char t[24], b[24];
+            snprintf(t, sizeof(t), "%s_time", ref);
+            snprintf(b, sizeof(b), "%s_busbw", ref);
+            printf(" " COLL_REF, t, b, "speedup");
+        }
+        printf("\n#" COLL_HEAD " " COLL_FORM " " COLL_FORM, "(B)", "(elements)", "", "", "", "(us)",
+               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+        if (with_mpi)
+            printf(" " COLL_REF, "(us)", "(GB/s)", "(x)");
         printf("\n");
         json_open(&json, o->json);
         json_str(&json, "op", o->op);
         json_num(&json, "ranks", n, 0);
         json_str(&json, "backend", symaddr_backend_name(symaddr_backend(ctx)));
-        json_str(&json, "dtype", dtype_names[o->dtype]);
-        json_str(&json, "redop", redop_names[o->redop]);
+        json_str(&json, "dtype", dtype);
+        json_str(&json, "redop", redop);
+        json_num(&json, "root", c->rooted ? o->root : -1, 0);
         json_num(&json, "graph", o->graph, 0);
-        json_str(&json, "algo", algo_names[o->algo]);
+        json_num(&json, "blocking", o->blocking, 0);
+        json_str(&json, "algo", algo);
         json_str(&json, "reference", with_mpi ? o->compare : "");
+        if (o->csv && !(csv = fopen(o->csv, "w")))
+            fprintf(stderr, "symaddr-bench: cannot write %s: %s\n", o->csv, strerror(errno));
+        if (csv)
+            fprintf(csv, "op,ranks,backend,dtype,redop,root,bytes,count,time_us,algbw,busbw,"
+                         "wrong,ip_time_us,ip_algbw,ip_busbw,ip_wrong,ref_time_us,ref_busbw\n");
     }
-    double start = MPI_Wtime();
-    long wrong_total = 0; /* over every size: a run that found any fails */
-    for (double s = (double)o->min; s <= (double)max; s *= o->factor) {
-        size_t count, sb, rb;
-        coll_shape(c, (size_t)s, esz, n, &count, &sb, &rb);
+    double start = MPI_Wtime(), bw_sum = 0, ref_bw_sum = 0;
+    int bw_n = 0, ref_bw_n = 0;
+    long wrong_total = 0; /* over every size and form: a run that found any fails */
+    for (double sz = (double)o->min; sz <= (double)max; sz = next_size(o, sz)) {
+        size_t count, sb, rb, bytes = (size_t)sz;
+        coll_shape(c, bytes, esz, n, &count, &sb, &rb);
         if (count == 0)
             continue;
-        symaddr_status_t st = SYMADDR_OK;
-        /* Correctness first: symaddr against MPI on the same input. */
-        long wrong = -1;
+        /* MPI's result on the same input: the reference of both forms */
+        int ref_ok = 1;
         if (o->check) {
-            st = c->run(ctx, o, send, recv, count, NULL);
-            if (st == SYMADDR_OK)
-                st = symaddr_stream_sync(ctx, NULL);
-            symaddr_memcpy(ctx, hr, recv, rb);
-            if (c->reduces && esz == 2) {
-                int ok = mpi_16bit(c, o, symaddr_comm(ctx), (const uint16_t *)hs, (uint16_t *)hm,
+            if (c->reduces && esz == 2)
+                ref_ok = mpi_16bit(c, o, symaddr_comm(ctx), (const uint16_t *)hs, (uint16_t *)hm,
                                    count, sb / 2, rb / 2);
-                long w =
-                    ok ? off_by_more_than_a_step((const uint16_t *)hr, (const uint16_t *)hm, rb / 2)
-                       : 0;
-                MPI_Allreduce(&w, &wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
-                if (!ok)
-                    wrong = -1;
-            } else if (c->mpi(o, symaddr_comm(ctx), hs, hm, count)) {
-                long w = 0;
-                for (size_t i = 0; i < rb; i += esz)
-                    w += memcmp(hr + i, hm + i, esz) != 0;
-                MPI_Allreduce(&w, &wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
-            }
-            wrong_total += wrong > 0 ? wrong : 0;
+            else
+                ref_ok = c->mpi(o, symaddr_comm(ctx), hs, hm, count);
         }
-        /* rounds timings of each, in turn, so that a stall of the machine in one of them
-         * shows as an outlier round, which the median leaves out, on both sides alike */
-        double worst_r[BENCH_ROUNDS_MAX] = {0}, tm_r[BENCH_ROUNDS_MAX] = {0};
-        int mpi_ok = 1;
-        for (int r = 0; r < o->rounds; r++) {
-            double t = 0, tm = 0;
-            if (st == SYMADDR_OK)
-                st = time_calls(
-                    ctx, o, stream, [&] { return c->run(ctx, o, send, recv, count, stream); }, &t);
-            if (st != SYMADDR_OK) {
-                fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
-                        symaddr_last_error(ctx));
-                MPI_Abort(symaddr_comm(ctx), 1);
-            }
-            MPI_Allreduce(&t, &worst_r[r], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
-            if (with_nccl && mpi_ok) {
-#if defined(SYMADDR_BENCH_NCCL)
-                mpi_ok = time_calls(
-                             ctx, o, stream,
-                             [&] {
-                                 return nccl_coll(o, c, send, recv, count, stream)
-                                            ? SYMADDR_OK
-                                            : SYMADDR_ERR_BACKEND;
-                             },
-                             &tm) == SYMADDR_OK;
-#endif
-                MPI_Allreduce(&tm, &tm_r[r], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
-            } else if (with_mpi && mpi_ok) {
-                /* The same data through MPI: directly on the cpu backend's host memory, staged
-                 * through the host on a GPU, which is what such a user has to do. */
-                char *ms = cpu ? send : hs, *mr = cpu ? recv : hm;
-                for (int i = -o->warmup; i < o->iters && mpi_ok; i++) {
-                    if (i == 0) {
-                        MPI_Barrier(symaddr_comm(ctx));
-                        tm = MPI_Wtime();
-                    }
-                    if (!cpu)
-                        symaddr_memcpy(ctx, hs, send, sb);
-                    mpi_ok = c->mpi(o, symaddr_comm(ctx), ms, mr, count);
-                    if (!cpu)
-                        symaddr_memcpy(ctx, recv, hm, rb);
-                }
-                tm = (MPI_Wtime() - tm) / o->iters;
-                MPI_Allreduce(&tm, &tm_r[r], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
-            }
+        coll_result_t out = {0, -1}, in = {0, -1}, refr = {-1, -1};
+        coll_measure(ctx, o, c, 0, send, recv, count, sb, rb, hs, hr, hm, ref_ok, stream, &out,
+                     &refr);
+        if (has_in_place)
+            coll_measure(ctx, o, c, 1, send, recv, count, sb, rb, hs, hr, hm, ref_ok, stream, &in,
+                         NULL);
+        wrong_total += (out.wrong > 0 ? out.wrong : 0) + (in.wrong > 0 ? in.wrong : 0);
+        if (rank != 0)
+            continue;
+        double f = busbw_factor(c, n), bw = (double)bytes / out.time / 1e9 * f;
+        double ip_bw = has_in_place ? (double)bytes / in.time / 1e9 * f : 0;
+        double ref_bw = refr.time > 0 ? (double)bytes / refr.time / 1e9 * f : 0;
+        bw_sum += bw + ip_bw;
+        bw_n += 1 + has_in_place;
+        ref_bw_sum += ref_bw;
+        ref_bw_n += refr.time > 0;
+        printf(" %13zu %13zu %9s %7s %6d", bytes, count, dtype, c->reduces ? redop : "none",
+               c->rooted ? o->root : -1);
+        coll_form_cells(&out, bytes, f, 1, o->check);
+        coll_form_cells(&in, bytes, f, has_in_place, o->check);
+        if (with_mpi && refr.time > 0)
+            printf(" %12.2f %10.2f %8.2f", refr.time * 1e6, ref_bw, refr.time / out.time);
+        else if (with_mpi)
+            printf(" " COLL_REF, "n/a", "n/a", "n/a");
+        printf("\n");
+        fflush(stdout);
+        json_row(&json);
+        json_num(&json, "bytes", (double)bytes, 0);
+        json_num(&json, "count", (double)count, 0);
+        json_num(&json, "time_us", out.time * 1e6, 3);
+        json_num(&json, "algbw", (double)bytes / out.time / 1e9, 4);
+        json_num(&json, "busbw", bw, 4);
+        json_num(&json, "wrong", (double)out.wrong, 0);
+        if (has_in_place) {
+            json_num(&json, "ip_time_us", in.time * 1e6, 3);
+            json_num(&json, "ip_algbw", (double)bytes / in.time / 1e9, 4);
+            json_num(&json, "ip_busbw", ip_bw, 4);
+            json_num(&json, "ip_wrong", (double)in.wrong, 0);
         }
-        double worst = median_of(worst_r, o->rounds), tm_worst = median_of(tm_r, o->rounds);
-        if (rank == 0) {
-            double algbw = (double)(size_t)s / worst / 1e9;
-            char wrong_s[24] = "-";
-            if (wrong >= 0)
-                snprintf(wrong_s, sizeof(wrong_s), "%ld", wrong);
-            else if (o->check)
-                snprintf(wrong_s, sizeof(wrong_s), "n/a");
-            printf("%12zu %12zu %8s %6s %10.2f %9.2f %9.2f %7s", (size_t)s, count,
-                   dtype_names[o->dtype], c->reduces ? redop_names[o->redop] : "none", worst * 1e6,
-                   algbw, algbw * busbw_factor(c, n), wrong_s);
-            if (with_mpi && mpi_ok)
-                printf(" %10.2f %9.2f %8.2f", tm_worst * 1e6,
-                       (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n), tm_worst / worst);
-            else if (with_mpi)
-                printf(" %10s %9s %8s", "n/a", "n/a", "n/a");
-            printf("\n");
-            fflush(stdout);
-            json_row(&json);
-            json_num(&json, "bytes", (double)(size_t)s, 0);
-            json_num(&json, "count", (double)count, 0);
-            json_num(&json, "time_us", worst * 1e6, 3);
-            json_num(&json, "algbw", algbw, 4);
-            json_num(&json, "busbw", algbw * busbw_factor(c, n), 4);
-            json_num(&json, "wrong", (double)wrong, 0);
-            if (with_mpi && mpi_ok) {
-                json_num(&json, "ref_time_us", tm_worst * 1e6, 3);
-                json_num(&json, "ref_busbw",
-                         (double)(size_t)s / tm_worst / 1e9 * busbw_factor(c, n), 4);
-            }
-            json_row_end(&json);
-            if (MPI_Wtime() - start > 3)
-                fprintf(stderr, "symaddr-bench: %s %zu bytes done (%.0f s)\n", o->op, (size_t)s,
-                        MPI_Wtime() - start);
+        if (refr.time > 0) {
+            json_num(&json, "ref_time_us", refr.time * 1e6, 3);
+            json_num(&json, "ref_busbw", ref_bw, 4);
         }
+        json_row_end(&json);
+        if (csv) {
+            fprintf(csv, "%s,%d,%s,%s,%s,%d,%zu,%zu,%.3f,%.4f,%.4f,%ld,", o->op, n,
+                    symaddr_backend_name(symaddr_backend(ctx)), dtype, c->reduces ? redop : "none",
+                    c->rooted ? o->root : -1, bytes, count, out.time * 1e6,
+                    (double)bytes / out.time / 1e9, bw, out.wrong);
+            if (has_in_place)
+                fprintf(csv, "%.3f,%.4f,%.4f,%ld,", in.time * 1e6, (double)bytes / in.time / 1e9,
+                        ip_bw, in.wrong);
+            else
+                fprintf(csv, ",,,,");
+            if (refr.time > 0)
+                fprintf(csv, "%.3f,%.4f\n", refr.time * 1e6, ref_bw);
+            else
+                fprintf(csv, ",\n");
+        }
+        if (MPI_Wtime() - start > 3)
+            fprintf(stderr, "symaddr-bench: %s %zu bytes done (%.0f s)\n", o->op, bytes,
+                    MPI_Wtime() - start);
+    }
+    if (rank == 0) {
+        if (o->check)
+            printf("# Wrong elements       : %ld %s\n", wrong_total, wrong_total ? "FAILED" : "OK");
+        printf("# Avg bus bandwidth    : %g\n", bw_n ? bw_sum / bw_n : 0.0);
+        if (ref_bw_n)
+            printf("# Avg bus bandwidth of %s, out-of-place: %g\n", ref, ref_bw_sum / ref_bw_n);
+        printf("#\n");
     }
     json_close(&json);
+    if (csv)
+        fclose(csv);
     graph_stream_destroy(stream);
     free(hs);
     free(hr);

@@ -5,10 +5,15 @@
 #ifndef SYMADDR_BENCH_HARNESS_H
 #define SYMADDR_BENCH_HARNESS_H
 
+#include <errno.h>
+#include <getopt.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../json.h"
 
 #include "runtime.h"
 #include "symaddr/device.h"
@@ -33,75 +38,167 @@
 typedef struct opts {
     const char *op;
     size_t min, max;
-    double factor;
-    int iters, warmup, check, graph, one_pair;
+    size_t step;   /* -i: sizes min, min + step, ...; 0: multiply by factor */
+    double factor; /* -f */
+    int iters, warmup, check;
+    int graph;    /* -G N: replay a graph of the iters calls N times (cuda); 0: a loop */
+    int blocking; /* -z 1: a stream sync after every call */
+    int root;     /* -r: broadcast's root */
+    int one_pair;
     int rounds;  /* collectives, fused_rmsnorm: timings of each side, in turn; the median shown */
     int threads; /* lookup: threads looking up at once */
     symaddr_provider_kind_t provider;
-    const char *json, *compare;
+    const char *json, *csv, *compare;
     symaddr_dtype_t dtype;
     symaddr_redop_t redop;
     symaddr_allreduce_algo_t algo;
-    const char *backend;
+    symaddr_backend_kind_t backend;
 } opts_t;
 
 /* Whether name is an op of the bench (symaddr-bench.hip's list, coll.h's rows). */
 static int bench_op_known(const char *name);
-#define DTYPE_NAME(E, name, bytes, T) #name,
-static const char *const dtype_names[] = {SYMADDR_DTYPE_LIST(DTYPE_NAME)};
-static const char *const redop_names[] = {"sum", "prod", "min", "max"};
-/* symaddr_allreduce_algo_t's values, as SYMADDR_ALLREDUCE spells them */
-static const char *const algo_names[] = {"auto",    "oneshot",     "twoshot",     "ll",
-                                         "lamport", "twoshot-get", "twoshot-copy"};
+/* the bench's ops, as the usage lists them */
+static void bench_ops_print(FILE *f);
 
-static int lookup_name(const char *const *names, int n, const char *s)
+/* The index whose name(i) is s, from 0 until name returns NULL; -1 if none: the library's own
+ * names (dtypes, operators, algorithms, providers, backends), never a copy. */
+static int lookup_name(const char *(*name)(int), const char *s)
 {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(names[i], s))
+    for (int i = 0; name(i); i++)
+        if (!strcmp(name(i), s))
             return i;
     return -1;
 }
 
-/* symaddr's own size parser; a size it refuses ends the run with the reason. */
-static size_t parse_size(const char *s, int rank)
+static const char *dtype_at(int i) { return symaddr_dtype_name((symaddr_dtype_t)i); }
+static const char *redop_at(int i) { return symaddr_redop_name((symaddr_redop_t)i); }
+static const char *algo_at(int i)
 {
-    size_t v;
-    symaddr_status_t st = symaddr_size_parse(s, &v);
-    if (st != SYMADDR_OK) {
-        if (rank == 0)
-            fprintf(stderr,
-                    "symaddr-bench: invalid size '%s' (%s): use base-10 bytes with an optional "
-                    "K, M, G or T, e.g. 64M, 1.5G or 4096\n",
-                    s, symaddr_strerror(st));
-        exit(2);
-    }
-    return v;
+    return symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)i);
+}
+/* the providers that allocate (import and foreign register memory of others) */
+static const char *provider_at(int i)
+{
+    static const symaddr_provider_kind_t kinds[] = {SYMADDR_PROVIDER_HEAP, SYMADDR_PROVIDER_IPC,
+                                                    SYMADDR_PROVIDER_VMM};
+    return i >= 0 && i < 3 ? symaddr_provider_name(kinds[i]) : NULL;
+}
+static const char *backend_at(int i)
+{
+    return i <= SYMADDR_BACKEND_HIP ? symaddr_backend_name((symaddr_backend_kind_t)i) : NULL;
 }
 
-static int usage(int rank)
+/* "a|b|c" of a name function, for the usage and the messages */
+static const char *names_of(const char *(*name)(int), char *buf, size_t len)
 {
-    if (rank == 0)
-        fprintf(stderr,
-                "usage: symaddr-bench OP [-b MIN] [-e MAX] [-f FACTOR] [--iters N] [--warmup N]\n"
-                "         [--provider heap|ipc|vmm] [--check] [--json FILE]\n"
-                "         [--dtype int32|uint32|int64|uint64|float|double|half|bfloat16]\n"
-                "         [--op sum|prod|min|max] [--algo "
-                "auto|oneshot|twoshot|twoshot-get|twoshot-copy|ll|lamport]\n"
-                "         [--compare mpi|nccl|rccl] [--graph] [--backend auto|cpu|cuda|hip]\n"
-                "         [--one-pair]  (put/get: only rank 0 copies, to or from rank 1)\n"
-                "         [--threads N]  (lookup: N threads look up at once, 1 to 64; each makes\n"
-                "                         --iters x 50,000 lookups a round, and --iters x 100\n"
-                "                         allocate+free are timed)\n"
-                "         [--rounds N]  (collectives and fused_rmsnorm: N timings of symaddr and\n"
-                "                        of the reference in turn, the median of each shown; 1 to\n"
-                "                        15)\n"
-                "  OP: put get atomic translate latency alloc lookup allreduce allgather\n"
-                "      reduce_scatter broadcast alltoall fused_rmsnorm\n");
+    buf[0] = 0;
+    for (int i = 0; name(i); i++)
+        snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", i ? "|" : "", name(i));
+    return buf;
+}
+
+static int usage(FILE *f)
+{
+    char d[128], op[64], al[128], pr[64], be[64];
+    fprintf(
+        f,
+        "usage: symaddr-bench OP [options]   (under mpirun; nccl-tests' flags where they mean "
+        "the same)\n"
+        "  -b, --minbytes SIZE      smallest size (default 8; 1K, 64M, 1.5G, ...)\n"
+        "  -e, --maxbytes SIZE      largest size (default 64M)\n"
+        "  -f, --stepfactor F       multiply the size by F (default 2)\n"
+        "  -i, --stepbytes SIZE     or add SIZE to it\n"
+        "  -n, --iters N            timed calls per size (default 20)\n"
+        "  -w, --warmup_iters N     untimed calls first (default 5)\n"
+        "  -c, --check 0|1          check every size against MPI (collectives) or the\n"
+        "                           expected bytes (put, get, translate); --check alone is 1\n"
+        "  -d, --datatype %s\n"
+        "  -o, --op %s\n"
+        "  -r, --root R             broadcast's root (default 0)\n"
+        "  -z, --blocking 0|1       a stream sync after every call (default 0)\n"
+        "  -G, --cudagraph N        capture the iters calls in a graph, replay it N times\n"
+        "                           (cuda; --graph is -G 1)\n"
+        "  -R, --rounds N           collectives and fused_rmsnorm: N timings of symaddr and of\n"
+        "                           the reference in turn, the median of each shown (1 to 15)\n"
+        "  -a, --algo %s\n"
+        "  -p, --provider %s\n"
+        "  -B, --backend %s\n"
+        "  -C, --compare mpi|nccl|rccl   the reference, timed on the same buffers\n"
+        "  -J, --json FILE          the table as JSON (tools/plot-bench reads it)\n"
+        "  -S, --csv FILE           the table as CSV\n"
+        "      --one-pair           put, get: only rank 0 copies, to or from rank 1\n"
+        "      --threads N          lookup: N threads look up at once, 1 to 64; each makes\n"
+        "                           iters x 50,000 lookups a round, and iters x 100\n"
+        "                           allocate+free are timed\n"
+        "  -h, --help               this text\n"
+        "  OP:",
+        names_of(dtype_at, d, sizeof(d)), names_of(redop_at, op, sizeof(op)),
+        names_of(algo_at, al, sizeof(al)), names_of(provider_at, pr, sizeof(pr)),
+        names_of(backend_at, be, sizeof(be)));
+    bench_ops_print(f);
+    fprintf(f, "\n");
     return 2;
 }
 
+/* A bad argument: one line saying what and what is allowed, on rank 0; the run ends with 2. */
+static int bad_arg(int rank, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad_arg(int rank, const char *fmt, ...)
+{
+    if (rank == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        fprintf(stderr, "symaddr-bench: ");
+        vfprintf(stderr, fmt, ap);
+        fprintf(stderr, " (symaddr-bench --help lists the options)\n");
+        va_end(ap);
+    }
+    return 2;
+}
+
+/* An integer from lo to hi, whole text; 0 on success. */
+static int parse_int(const char *s, long lo, long hi, int *v)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(s, &end, 10);
+    if (errno || end == s || *end || x < lo || x > hi)
+        return 1;
+    *v = (int)x;
+    return 0;
+}
+
+/* 0: run; 1: --help printed, exit 0; 2: a bad argument, reported on rank 0. */
 static int parse(int argc, char **argv, opts_t *o, int rank)
 {
+    enum { OPT_ONE_PAIR = 256, OPT_THREADS, OPT_GRAPH };
+    static const struct option longs[] = {
+        {"minbytes", required_argument, NULL, 'b'},
+        {"maxbytes", required_argument, NULL, 'e'},
+        {"stepfactor", required_argument, NULL, 'f'},
+        {"stepbytes", required_argument, NULL, 'i'},
+        {"iters", required_argument, NULL, 'n'},
+        {"warmup_iters", required_argument, NULL, 'w'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"check", optional_argument, NULL, 'c'},
+        {"datatype", required_argument, NULL, 'd'},
+        {"dtype", required_argument, NULL, 'd'},
+        {"op", required_argument, NULL, 'o'},
+        {"root", required_argument, NULL, 'r'},
+        {"blocking", required_argument, NULL, 'z'},
+        {"cudagraph", required_argument, NULL, 'G'},
+        {"graph", no_argument, NULL, OPT_GRAPH},
+        {"rounds", required_argument, NULL, 'R'},
+        {"algo", required_argument, NULL, 'a'},
+        {"provider", required_argument, NULL, 'p'},
+        {"backend", required_argument, NULL, 'B'},
+        {"compare", required_argument, NULL, 'C'},
+        {"json", required_argument, NULL, 'J'},
+        {"csv", required_argument, NULL, 'S'},
+        {"one-pair", no_argument, NULL, OPT_ONE_PAIR},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
     memset(o, 0, sizeof(*o));
     o->min = 8;
     o->max = 64 << 20;
@@ -113,134 +210,190 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
     o->redop = SYMADDR_SUM;
     o->threads = 1;
     o->rounds = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "-b") && v)
-            o->min = parse_size(argv[++i], rank);
-        else if (!strcmp(a, "-e") && v)
-            o->max = parse_size(argv[++i], rank);
-        else if (!strcmp(a, "-f") && v)
-            o->factor = atof(argv[++i]);
-        else if (!strcmp(a, "--iters") && v)
-            o->iters = atoi(argv[++i]);
-        else if (!strcmp(a, "--warmup") && v)
-            o->warmup = atoi(argv[++i]);
-        else if (!strcmp(a, "--json") && v)
-            o->json = argv[++i];
-        else if (!strcmp(a, "--check"))
-            o->check = 1;
-        else if (!strcmp(a, "--graph"))
-            o->graph = 1;
-        else if (!strcmp(a, "--one-pair"))
-            o->one_pair = 1;
-        else if (!strcmp(a, "--threads") && v)
-            o->threads = atoi(argv[++i]);
-        else if (!strcmp(a, "--rounds") && v)
-            o->rounds = atoi(argv[++i]);
-        else if (!strcmp(a, "--compare") && v)
-            o->compare = argv[++i];
-        else if (!strcmp(a, "--backend") && v)
-            o->backend = argv[++i];
-        else if (!strcmp(a, "--dtype") && v) {
-            int k = lookup_name(dtype_names, SYMADDR_DTYPE_COUNT_, argv[++i]);
-            if (k < 0)
-                return usage(rank);
+    o->backend = SYMADDR_BACKEND_AUTO;
+    opterr = 0; /* getopt's own messages would come from every rank */
+    optind = 1;
+    char names[128];
+    int c, k;
+    while ((c = getopt_long(argc, argv, "b:e:f:i:n:w:c:d:o:r:z:G:R:a:p:B:C:J:S:h", longs, NULL)) !=
+           -1) {
+        const char *v = optarg;
+        switch (c) {
+        case 'b':
+        case 'e':
+        case 'i': {
+            size_t x;
+            symaddr_status_t st = symaddr_size_parse(v, &x);
+            if (st != SYMADDR_OK)
+                return bad_arg(rank,
+                               "invalid size '%s' for -%c (%s): use base-10 bytes with an "
+                               "optional K, M, G or T, e.g. 64M, 1.5G or 4096",
+                               v, c, symaddr_strerror(st));
+            *(c == 'b' ? &o->min : c == 'e' ? &o->max : &o->step) = x;
+            break;
+        }
+        case 'f': {
+            char *end;
+            o->factor = strtod(v, &end);
+            if (end == v || *end || !(o->factor > 1) || o->factor > 1e6)
+                return bad_arg(rank, "invalid factor '%s' for -f: a number above 1, e.g. 2", v);
+            break;
+        }
+        case 'n':
+            if (parse_int(v, 1, 1 << 30, &o->iters))
+                return bad_arg(rank, "invalid count '%s' for -n: an integer from 1", v);
+            break;
+        case 'w':
+            if (parse_int(v, 0, 1 << 30, &o->warmup))
+                return bad_arg(rank, "invalid count '%s' for -w: an integer from 0", v);
+            break;
+        case 'c':
+            if (!v)
+                o->check = 1;
+            else if (parse_int(v, 0, 1 << 30, &o->check))
+                return bad_arg(rank, "invalid value '%s' for -c: 0 (no check) or 1", v);
+            o->check = o->check != 0;
+            break;
+        case 'd':
+            if ((k = lookup_name(dtype_at, v)) < 0)
+                return bad_arg(rank, "invalid datatype '%s': one of %s", v,
+                               names_of(dtype_at, names, sizeof(names)));
             o->dtype = (symaddr_dtype_t)k;
-        } else if (!strcmp(a, "--op") && v) {
-            int k = lookup_name(redop_names, 4, argv[++i]);
-            if (k < 0)
-                return usage(rank);
+            break;
+        case 'o':
+            if ((k = lookup_name(redop_at, v)) < 0)
+                return bad_arg(rank, "invalid op '%s': one of %s", v,
+                               names_of(redop_at, names, sizeof(names)));
             o->redop = (symaddr_redop_t)k;
-        } else if (!strcmp(a, "--algo") && v) {
-            int k = lookup_name(algo_names, (int)(sizeof(algo_names) / sizeof(algo_names[0])),
-                                argv[++i]);
-            if (k < 0)
-                return usage(rank);
+            break;
+        case 'r':
+            if (parse_int(v, 0, 1 << 30, &o->root))
+                return bad_arg(rank, "invalid root '%s' for -r: a rank from 0", v);
+            break;
+        case 'z':
+            if (parse_int(v, 0, 1, &o->blocking))
+                return bad_arg(rank, "invalid value '%s' for -z: 0 or 1", v);
+            break;
+        case 'G':
+            if (parse_int(v, 0, 1 << 20, &o->graph))
+                return bad_arg(rank, "invalid count '%s' for -G: graph launches, from 0", v);
+            break;
+        case OPT_GRAPH: o->graph = 1; break;
+        case 'R':
+            if (parse_int(v, 1, BENCH_ROUNDS_MAX, &o->rounds))
+                return bad_arg(rank, "invalid count '%s' for -R: 1 to %d", v, BENCH_ROUNDS_MAX);
+            break;
+        case 'a':
+            if ((k = lookup_name(algo_at, v)) < 0)
+                return bad_arg(rank, "invalid algorithm '%s': one of %s", v,
+                               names_of(algo_at, names, sizeof(names)));
             o->algo = (symaddr_allreduce_algo_t)k;
-        } else if (!strcmp(a, "--provider") && v) {
-            v = argv[++i];
-            if (!strcmp(v, "heap"))
-                o->provider = SYMADDR_PROVIDER_HEAP;
-            else if (!strcmp(v, "ipc"))
-                o->provider = SYMADDR_PROVIDER_IPC;
-            else if (!strcmp(v, "vmm"))
-                o->provider = SYMADDR_PROVIDER_VMM;
-            else
-                return usage(rank);
-        } else if (!o->op && bench_op_known(a))
-            o->op = a;
-        else
-            return usage(rank);
+            break;
+        case 'p':
+            if (lookup_name(provider_at, v) < 0)
+                return bad_arg(rank, "invalid provider '%s': one of %s", v,
+                               names_of(provider_at, names, sizeof(names)));
+            for (k = 0; symaddr_provider_name((symaddr_provider_kind_t)k); k++)
+                if (!strcmp(symaddr_provider_name((symaddr_provider_kind_t)k), v))
+                    o->provider = (symaddr_provider_kind_t)k;
+            break;
+        case 'B':
+            if ((k = lookup_name(backend_at, v)) < 0)
+                return bad_arg(rank, "invalid backend '%s': one of %s", v,
+                               names_of(backend_at, names, sizeof(names)));
+            o->backend = (symaddr_backend_kind_t)k;
+            break;
+        case 'C':
+            if (strcmp(v, "mpi") && strcmp(v, "nccl") && strcmp(v, "rccl"))
+                return bad_arg(rank, "invalid reference '%s' for --compare: mpi, nccl or rccl", v);
+            o->compare = v;
+            break;
+        case 'J': o->json = v; break;
+        case 'S': o->csv = v; break;
+        case OPT_ONE_PAIR: o->one_pair = 1; break;
+        case OPT_THREADS:
+            if (parse_int(v, 1, 64, &o->threads))
+                return bad_arg(rank, "invalid count '%s' for --threads: 1 to 64", v);
+            break;
+        case 'h':
+            if (rank == 0)
+                usage(stdout);
+            return 1;
+        case ':': return bad_arg(rank, "option %s needs a value", argv[optind - 1]);
+        default:
+            if (optopt && strchr("befinwdorzGRapBCJS", optopt))
+                return bad_arg(rank, "option -%c needs a value", optopt);
+            if (optopt)
+                return bad_arg(rank, "invalid option '-%c'", optopt);
+            return bad_arg(rank, "invalid option '%s'", argv[optind - 1]);
+        }
     }
-    if (!o->op || o->min == 0 || o->max < o->min || o->factor <= 1 || o->iters <= 0 ||
-        o->threads < 1 || o->threads > 64 || o->rounds < 1 || o->rounds > BENCH_ROUNDS_MAX)
-        return usage(rank);
-    if (o->compare && strcmp(o->compare, "mpi") && strcmp(o->compare, "nccl") &&
-        strcmp(o->compare, "rccl"))
-        return usage(rank);
+    for (; optind < argc; optind++) {
+        if (o->op)
+            return bad_arg(rank, "one OP only: '%s' after '%s'", argv[optind], o->op);
+        if (!bench_op_known(argv[optind])) {
+            if (rank == 0) {
+                fprintf(stderr, "symaddr-bench: invalid OP '%s'; the ops:", argv[optind]);
+                bench_ops_print(stderr);
+                fprintf(stderr, "\n");
+            }
+            return 2;
+        }
+        o->op = argv[optind];
+    }
+    if (!o->op) {
+        if (rank == 0)
+            usage(stderr);
+        return 2;
+    }
+    if (o->min == 0 || o->max < o->min)
+        return bad_arg(rank, "sizes: -b must be at least 1 and -e at least -b (got %zu and %zu)",
+                       o->min, o->max);
     return 0;
 }
 
-/* ---- the --json file: one writer for every table ------------------------------------------ */
+/* The size after s: s + step, or s * factor. */
+static double next_size(const opts_t *o, double s)
+{
+    return o->step ? s + (double)o->step : s * o->factor;
+}
+
+/* ---- the --json file: a table through the tools' one JSON writer -------------------------- */
 
 /* {"key": value, ..., "rows": [{"key": number, ...}, ...]}; inactive when f is NULL. */
-typedef struct json_out {
-    FILE *f;
-    int fields, rows, in_row;
-} json_out_t;
-
 static void json_open(json_out_t *j, const char *path)
 {
-    memset(j, 0, sizeof(*j));
-    if (path && !(j->f = fopen(path, "w")))
-        fprintf(stderr, "symaddr-bench: cannot write %s\n", path);
-    if (j->f)
-        fputc('{', j->f);
-}
-
-static void json_key(json_out_t *j, const char *key)
-{
-    fprintf(j->f, "%s\"%s\": ", j->fields++ ? ", " : "", key);
-}
-
-static void json_str(json_out_t *j, const char *key, const char *v)
-{
-    if (j->f) {
-        json_key(j, key);
-        fprintf(j->f, "\"%s\"", v);
-    }
-}
-
-/* A number with prec digits after the point (0 for integers). */
-static void json_num(json_out_t *j, const char *key, double v, int prec)
-{
-    if (j->f) {
-        json_key(j, key);
-        fprintf(j->f, "%.*f", prec, v);
-    }
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (path && !f)
+        fprintf(stderr, "symaddr-bench: cannot write %s: %s\n", path, strerror(errno));
+    json_init(j, f);
+    json_begin(j, '{', 0);
 }
 
 static void json_row(json_out_t *j)
 {
     if (!j->f)
         return;
-    if (!j->rows++ && !j->in_row)
-        fprintf(j->f, "%s\"rows\": [", j->fields ? ", " : "");
-    fprintf(j->f, "%s\n  {", j->rows > 1 ? "," : "");
-    j->fields = 0;
+    if (!j->rows++) {
+        json_key(j, "rows");
+        json_begin(j, '[', 0);
+    }
+    json_begin(j, '{', 1);
 }
 
-static void json_row_end(json_out_t *j)
-{
-    if (j->f)
-        fputc('}', j->f);
-}
+static void json_row_end(json_out_t *j) { json_end(j, '}'); }
 
 static void json_close(json_out_t *j)
 {
     if (!j->f)
         return;
-    fprintf(j->f, "%s\n]}\n", j->rows ? "" : (j->fields ? ", \"rows\": [" : "\"rows\": ["));
+    if (!j->rows) {
+        json_key(j, "rows");
+        json_begin(j, '[', 0);
+    }
+    json_end(j, ']');
+    json_end(j, '}');
+    fputc('\n', j->f);
     fclose(j->f);
     j->f = NULL;
 }
@@ -373,10 +526,10 @@ static void graph_stream_destroy(void *stream)
 #endif
 }
 
-/* Seconds per call: iters calls after the warm-up, in a loop, or with --graph as one replay
- * of a graph that captured them (after a warm-up replay). The same for symaddr and for the
- * reference library. Returns the first failing call's status, SYMADDR_ERR_BACKEND when the
- * graph cannot be made, else the final stream sync's. */
+/* Seconds per call: iters calls after the warm-up, in a loop, or with -G N as N replays of a
+ * graph that captured them (after a warm-up replay); -z 1 syncs the stream after each. The same for
+ * symaddr and for the reference library. Returns the first failing call's status,
+ * SYMADDR_ERR_BACKEND when the graph cannot be made, else the final stream sync's. */
 template <typename Call>
 static symaddr_status_t time_calls(symaddr_context_t *ctx, const opts_t *o, void *stream, Call call,
                                    double *seconds_p)
@@ -390,6 +543,8 @@ static symaddr_status_t time_calls(symaddr_context_t *ctx, const opts_t *o, void
             t0 = MPI_Wtime();
         }
         st = call();
+        if (st == SYMADDR_OK && o->blocking)
+            st = symaddr_stream_sync(ctx, stream);
     }
 #if defined(SYMADDR_USE_CUDA)
     if (o->graph && st == SYMADDR_OK) {
@@ -409,14 +564,18 @@ static symaddr_status_t time_calls(symaddr_context_t *ctx, const opts_t *o, void
             symaddr_stream_sync(ctx, stream);
             MPI_Barrier(symaddr_comm(ctx));
             t0 = MPI_Wtime();
-            cudaGraphLaunch(gexec, s);
+            for (int k = 0; k < o->graph; k++) {
+                cudaGraphLaunch(gexec, s);
+                if (o->blocking)
+                    cudaStreamSynchronize(s);
+            }
         }
         if (gexec)
             cudaGraphExecDestroy(gexec);
     }
 #endif
     symaddr_status_t sst = symaddr_stream_sync(ctx, stream);
-    *seconds_p = (MPI_Wtime() - t0) / o->iters;
+    *seconds_p = (MPI_Wtime() - t0) / o->iters / (o->graph ? o->graph : 1);
     return st == SYMADDR_OK ? sst : st;
 }
 

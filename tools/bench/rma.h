@@ -322,7 +322,7 @@ static int run_copy(symaddr_context_t *ctx, const opts_t *o)
         MPI_Barrier(symaddr_comm(ctx));
         return sum;
     };
-    for (double s = (double)o->min; s <= (double)o->max; s *= o->factor) {
+    for (double s = (double)o->min; s <= (double)o->max; s = next_size(o, s)) {
         size_t bytes = mode < 0 ? (size_t)s / 16 * 16 : (size_t)s;
         if (bytes == 0)
             continue;
