@@ -33,6 +33,7 @@ command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v c++ >/dev/null || need+=(g++)
 command -v python3 >/dev/null || need+=(python3)
 pkg-config --exists cmocka 2>/dev/null || need+=(libcmocka-dev)
+command -v help2man >/dev/null || need+=(help2man) # the man pages, from the tools' --help
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -58,6 +58,17 @@ int main(int argc, char **argv)
     opts_t o;
     symaddr_context_t *ctx;
 
+    /* --help and --version need no MPI (help2man makes the man page from them at build time) */
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return usage(stdout), 0;
+        if (!strcmp(argv[i], "--version")) {
+            int major, minor, patch;
+            symaddr_version(&major, &minor, &patch);
+            printf("symaddr-bench (symaddr) %d.%d.%d\n", major, minor, patch);
+            return 0;
+        }
+    }
     MPI_Init(&argc, &argv);
     int wrank;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);

@@ -45,6 +45,19 @@ static int print_env(int json)
     return 0;
 }
 
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: symaddr-info [-e] [--json]\n"
+               "Report what a symaddr context sees under mpirun: the build (backends compiled),\n"
+               "backend, devices, node groups, the locality map, and what each provider can do.\n"
+               "\n"
+               "  -e             every SYMADDR_* variable: its value here, default, meaning and\n"
+               "                 what it accepts (needs no MPI)\n"
+               "      --json     the report (or with -e, the variables) as JSON\n"
+               "  -h, --help     this text\n"
+               "      --version  symaddr's version\n");
+}
+
 /* The header this tool was built with against the library it runs with: 0 when they agree. */
 static int version_check(int *major, int *minor, int *patch)
 {
@@ -65,12 +78,15 @@ int main(int argc, char **argv)
             env = 1;
         else if (!strcmp(argv[i], "--json"))
             json = 1;
-        else {
-            fprintf(stderr,
-                    "usage: symaddr-info [-e] [--json]\n"
-                    "  -e      every SYMADDR_* variable: its value here, default and meaning\n"
-                    "  --json  the report (or with -e, the variables) as JSON\n");
-            return 2;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h"))
+            return usage(stdout), 0;
+        else if (!strcmp(argv[i], "--version")) {
+            symaddr_version(&major, &minor, &patch);
+            printf("symaddr-info (symaddr) %d.%d.%d\n", major, minor, patch);
+            return 0;
+        } else {
+            fprintf(stderr, "symaddr-info: invalid option '%s'\n", argv[i]);
+            return usage(stderr), 2;
         }
     }
     int skew = version_check(&major, &minor, &patch);
@@ -135,6 +151,12 @@ int main(int argc, char **argv)
         json_str(&j, "header", header);
         json_str(&j, "library", library);
         json_end(&j, '}');
+        json_key(&j, "built");
+        json_begin(&j, '[', 0);
+        for (int b = SYMADDR_BACKEND_CPU; b <= SYMADDR_BACKEND_HIP; b++)
+            if (symaddr_backend_built((symaddr_backend_kind_t)b))
+                json_string(&j, symaddr_backend_name((symaddr_backend_kind_t)b));
+        json_end(&j, ']');
         json_str(&j, "backend", symaddr_backend_name(symaddr_backend(ctx)));
         json_num(&j, "ranks", size, 0);
         json_num(&j, "node_size", loc->node_size, 0);
@@ -160,6 +182,11 @@ int main(int argc, char **argv)
         printf("symaddr %d.%d.%d (header), %d.%d.%d (library)%s\n", SYMADDR_VERSION_MAJOR,
                SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, major, minor, patch,
                skew ? ": they differ" : "");
+        printf("built with   ");
+        for (int b = SYMADDR_BACKEND_CPU; b <= SYMADDR_BACKEND_HIP; b++)
+            if (symaddr_backend_built((symaddr_backend_kind_t)b))
+                printf(" %s", symaddr_backend_name((symaddr_backend_kind_t)b));
+        printf("   (backends)\n");
         printf("backend       %s\n", symaddr_backend_name(symaddr_backend(ctx)));
         printf("ranks         %d, %d per node group, rank stride %d\n", size, loc->node_size,
                loc->rank_stride);

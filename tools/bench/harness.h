@@ -102,8 +102,9 @@ static int usage(FILE *f)
     char d[128], op[64], al[128], pr[64], be[64];
     fprintf(
         f,
-        "usage: symaddr-bench OP [options]   (under mpirun; nccl-tests' flags where they mean "
-        "the same)\n"
+        "Usage: symaddr-bench OP [OPTION]...\n"
+        "Time one of symaddr's operations OP under mpirun, against a reference (MPI, NCCL)\n"
+        "on the same buffers; nccl-tests' flags where they mean the same.\n\n"
         "  -b, --minbytes SIZE      smallest size (default 8; 1K, 64M, 1.5G, ...)\n"
         "  -e, --maxbytes SIZE      largest size (default 64M)\n"
         "  -f, --stepfactor F       multiply the size by F (default 2)\n"
@@ -131,6 +132,7 @@ static int usage(FILE *f)
         "                           iters x 50,000 lookups a round, and iters x 100\n"
         "                           allocate+free are timed\n"
         "  -h, --help               this text\n"
+        "      --version            symaddr's version\n"
         "  OP:",
         names_of(dtype_at, d, sizeof(d)), names_of(redop_at, op, sizeof(op)),
         names_of(algo_at, al, sizeof(al)), names_of(provider_at, pr, sizeof(pr)),
