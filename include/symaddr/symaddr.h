@@ -509,7 +509,10 @@ SYMADDR_API symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t by
 /** Free memory of symaddr_mem_alloc (of this context). */
 SYMADDR_API symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr);
 
-/** Copy between any host or device pointers (peer mappings included); blocks until done. */
+/** Copy between any host or device pointers (peer mappings included); blocks until done.
+ *  @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL context or pointer;
+ *          SYMADDR_ERR_INVALID_SIZE if @p bytes run past the end of the address space;
+ *          SYMADDR_ERR_BACKEND if the runtime refuses the copy. */
 SYMADDR_API symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, const void *src,
                                             size_t bytes);
 
@@ -519,6 +522,7 @@ SYMADDR_API symaddr_status_t symaddr_memcpy(symaddr_context_t *ctx, void *dst, c
  * CUDA moves 64 KiB and more to a rank on another GPU by the copy engine (cudaMemcpyAsync),
  * and the rest by a kernel; HIP always by a kernel.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL or a target out of range;
+ *         SYMADDR_ERR_INVALID_SIZE if @p bytes at src run past the end of the address space;
  *         SYMADDR_ERR_NOT_FOUND if dst is not registered; SYMADDR_ERR_OUT_OF_BOUNDS if
  *         [dst, dst+bytes) runs past its registration; SYMADDR_ERR_UNREACHABLE if the target has
  *         no load/store path; SYMADDR_ERR_BACKEND if the runtime refuses the launch or copy.
