@@ -305,6 +305,11 @@ def test_abi():
     for name, value in abi["redop"].items():
         check(enums.get("SYMADDR_" + name.upper()) == value, "redop %s" % name)
     check(len(abi["dtype"]) == enums["SYMADDR_DTYPE_COUNT_"], "every dtype")
+    for name, value in abi["allreduce_algo"].items():  # as SYMADDR_ALLREDUCE spells them
+        want = enums.get("SYMADDR_ALLREDUCE_" + name.upper().replace("-", "_"))
+        check(want == value, "allreduce algorithm %s: library %d, header %s" % (name, value, want))
+    check(len(abi["allreduce_algo"]) == len([k for k in enums if k.startswith(
+        "SYMADDR_ALLREDUCE_")]), "every allreduce algorithm")
     for name, bit in abi["capability"].items():
         m = re.search(r"#define SYMADDR_CAP_%s[\s\\]+\(?\s*\(1ull << (\d+)\)" % name.upper(),
                       text)
