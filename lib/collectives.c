@@ -188,7 +188,7 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
     size_t blocks = (work_bytes + (16u << 10) - 1) / (16u << 10);
     /* Lamport: one 16-byte chunk per thread, in blocks of lamport_threads (their pushes and
      * loads then spread over more SMs), or more where the chunks outnumber the grid's threads
-     * (doc/results/: on 2 H200s, 128 threads take 0.3-0.4 us less than 512 from 16 KiB to
+     * (doc/performance.md: on 2 H200s, 128 threads take 0.3-0.4 us less than 512 from 16 KiB to
      * 256 KiB). */
     if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT && ctx->be.ops->kind != SYMADDR_BACKEND_CPU) {
         size_t chunks = work_bytes / 32, threads = ctx->coll.lamport_threads;

@@ -17,7 +17,7 @@
     .lamport = 2u << 20, .lamport_node = 4u << 20, .lamport_shared = 1u << 20, .ll = 32u << 10,    \
     .twoshot = 256u << 10, .get = 32u << 20, .get_shared = SIZE_MAX
 
-/* The auto allreduce's crossovers per backend, measured (doc/results/): Lamport (f32, f16,
+/* The auto allreduce's crossovers per backend, measured (doc/performance.md): Lamport (f32, f16,
  * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
  * each node peer; lamport_shared where ranks of the node share a GPU, whose memory then carries
  * every push), else LL up to ll, one-shot below twoshot, two-shot from there, by loads only

@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
+# no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
+# Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
+# cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
+# onegpu ab python mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# tar from git archive). NCCL_INCLUDE=DIR
+# builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
+# test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
+# fused: 3); ITERS=n sets the calls per timing of small (50).
+set -uo pipefail
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+steps=${*:-build test bench info}
+
+if ! pkg-config --exists cmocka 2>/dev/null && ls .deps/*.deb >/dev/null 2>&1; then
+    root=/tmp/symaddr-cmocka
+    for f in .deps/*.deb; do dpkg -x "$f" "$root"; done
+    mkdir -p "$root/pc"
+    sed "s|/usr|$root/usr|g" "$root"/usr/lib/x86_64-linux-gnu/pkgconfig/cmocka.pc > "$root/pc/cmocka.pc"
+    export PKG_CONFIG_PATH="$root/pc${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+    export LD_LIBRARY_PATH="$root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Every invocation looks for the MPS daemon where mps-on starts it: a client that looks
+# elsewhere runs without MPS, time-sliced against its peers.
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
+export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+B=${B:-build-cuda}
+BASE=${BASE:-/tmp/symaddr-base}
+rc=0
+for s in $steps; do
+    case $s in
+    build)
+        # BASE_TAR=<git archive of a base revision>: built beside the tree, for the ab step.
+        if [ -n "${BASE_TAR:-}" ]; then
+            rm -rf $BASE && mkdir -p $BASE && tar -xf "$BASE_TAR" -C $BASE &&
+                (cd $BASE && meson setup build-base -Dgpu=cuda -Dtests=false &&
+                    ninja -C build-base) >"$OUT/build-base.log" 2>&1 &
+            bpid=$!
+        fi
+        rm -rf $B
+        { meson setup $B -Dgpu=cuda -Dwerror=true ${NCCL_INCLUDE:+-Dnccl_include=$NCCL_INCLUDE} \
+              ${MESON_ARGS:-} && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
+            tail -40 "$OUT/build.log"; exit 1; }
+        [ -z "${bpid:-}" ] || wait $bpid || { tail -20 "$OUT/build-base.log"; exit 1; }
+        echo "build: ok${BASE_TAR:+ (and the base)}" ;;
+    test)
+        # TEST_RANKS=n reruns the suite with n ranks per mpi test (log: test-n.log).
+        log="$OUT/test${TEST_RANKS:+-$TEST_RANKS}.log"
+        [ -n "${TEST_RANKS:-}" ] && meson configure $B -Dtest_ranks=$TEST_RANKS >/dev/null
+        meson test -C $B --print-errorlogs ${TESTS:-} >"$log" 2>&1 || rc=1
+        grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):" "$log" ;;
+    bench)
+        for op in put get; do
+            mpiexec -n 8 $B/tools/symaddr-bench $op -b 8 -e 256M -f 8 --check \
+                2>&1 | tee -a "$OUT/bench.txt"
+        done
+        for np in 2 8; do
+            mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 1G -f 8 --iters 20 \
+                2>&1 | tee -a "$OUT/bench.txt"
+        done
+        mpiexec -n 2 $B/tools/symaddr-bench latency --iters 2000 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 2 $B/tools/symaddr-bench put -b 1M -e 1G -f 8 --check 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 8 $B/tools/symaddr-bench atomic 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 8 $B/tools/symaddr-bench alloc -b 4K -e 64M -f 16 --iters 20 2>&1 | tee -a "$OUT/bench.txt"
+        mpiexec -n 8 $B/tools/symaddr-bench lookup 2>&1 | tee -a "$OUT/bench.txt" ;;
+    coll)
+        for a in "--dtype float" "--dtype bfloat16"; do
+            mpiexec -n 8 $B/tools/symaddr-bench allreduce $a -b 8 -e 256M -f 4 --iters 20 \
+                --warmup 3 --check --compare mpi --json "$OUT/gpu-allreduce-${a#--dtype }.json" \
+                2>&1 | tee -a "$OUT/coll.txt"
+        done
+        mpiexec -n 8 $B/tools/symaddr-bench allreduce -b 8 -e 1M -f 8 --iters 20 --graph \
+            2>&1 | tee -a "$OUT/coll.txt"
+        for op in allgather reduce_scatter broadcast alltoall; do
+            mpiexec -n 8 $B/tools/symaddr-bench $op -b 1K -e 64M -f 16 --iters 10 --check \
+                --compare mpi 2>&1 | tee -a "$OUT/coll.txt"
+        done
+        mpiexec -n 8 $B/tools/symaddr-bench allreduce --compare nccl 2>&1 | tee -a "$OUT/coll.txt" ;;
+    cpucoll)
+        SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
+            -b 8 -e 64M -f 4 --iters 30 --check --compare mpi --json "$OUT/cpu-allreduce.json" \
+            2>&1 | tee -a "$OUT/cpucoll.txt"
+        for op in alloc lookup; do
+            SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu $op \
+                -b 4K -e 64M -f 16 --iters 20 2>&1 | tee -a "$OUT/cpucoll.txt"
+        done ;;
+    sanitize)
+        # compute-sanitizer over the RMA test and the collective kernels, 2 ranks per job.
+        export SYMADDR_BACKEND=cuda
+        for tool in memcheck racecheck; do
+            timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tests/mpi_rma_cuda \
+                >>"$OUT/sanitize.txt" 2>&1
+            echo "rma $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+            timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tools/symaddr-bench \
+                allreduce -b 64 -e 1M -f 64 --iters 2 --warmup 1 --check >>"$OUT/sanitize.txt" 2>&1
+            echo "allreduce $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+        done
+        grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|rc=" "$OUT/sanitize.txt" ;;
+    python)
+        # The Python suite on the GPU: symaddr.triton compiled for real on torch CUDA tensors
+        # (PY_RANKS, default 2 and 8 ranks on one GPU: start MPS first), torch CPU tensors on
+        # the cpu backend under Triton's interpreter, test_torch.py, the Triton put example,
+        # the wheel (pip install . into a folder), and the benchmarks against symaddr's own
+        # calls (put 64 MiB-1 GiB at 2 ranks, allreduce 8 B-1 MiB at 2 and 8, alloc at 8).
+        # .whl/ carries meson-python and pyproject-metadata, which the machine lacks.
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_TEST_PYTHONPATH=$PWD/python
+        export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+        for n in ${PY_RANKS:-2 8}; do
+            SYMADDR_TEST_ARRAYS=torch SYMADDR_BACKEND=cuda mpiexec -n $n python3 \
+                tests/python/test_triton.py >"$OUT/python-triton-cuda-$n.log" 2>&1 || rc=1
+            echo "test_triton.py, torch CUDA tensors, compiled, $n ranks:"
+            grep -E "^(ok|not ok|skip)|passed" "$OUT/python-triton-cuda-$n.log"
+        done
+        SYMADDR_TEST_ARRAYS=torch SYMADDR_BACKEND=cpu TRITON_INTERPRET=1 mpiexec -n 3 python3 \
+            tests/python/test_triton.py >"$OUT/python-triton-torch-cpu-3.log" 2>&1 || rc=1
+        echo "test_triton.py, torch CPU tensors, cpu backend, interpreter, 3 ranks:"
+        grep -E "^(not ok|skip)|passed" "$OUT/python-triton-torch-cpu-3.log"
+        SYMADDR_BACKEND=cuda mpiexec -n 2 python3 tests/python/test_torch.py \
+            >"$OUT/python-torch-2.log" 2>&1 || rc=1
+        grep -E "^(not ok|skip)|passed" "$OUT/python-torch-2.log"
+        SYMADDR_BACKEND=cuda mpiexec -n 2 python3 examples/triton_put.py 2>&1 | tee -a "$OUT/python-bench.txt"
+        { python3 -m pip install -q --no-index --no-deps --target /tmp/whl-site .whl/*.whl &&
+          PYTHONPATH=/tmp/whl-site python3 -m pip install -q --no-build-isolation --no-deps \
+              --target /tmp/symaddr-site . ; } >"$OUT/python-wheel.log" 2>&1 || rc=1
+        (cd /tmp && env -u SYMADDR_LIB PYTHONPATH=/tmp/symaddr-site python3 -c 'import symaddr
+print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_path())') 2>&1 |
+            tee -a "$OUT/python-wheel.log"
+        for what in "2 put" "2 allreduce" "8 allreduce" "8 alloc --profile"; do
+            set -- $what
+            n=$1; shift; mpiexec -n $n python3 -m symaddr.bench "$@" 2>&1 | tee -a "$OUT/python-bench.txt"
+        done ;;
+    mps-on)
+        # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
+        mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+        nvidia-cuda-mps-control -d && echo "mps: started" ;;
+    mps-off)
+        echo quit | nvidia-cuda-mps-control && echo "mps: stopped" ;;
+    p2p)
+        # Put/get between GPUs: one pair, then every rank at once, against the runtime's peer copy.
+        for prov in ipc vmm; do
+            for op in put get; do
+                for pair in --one-pair ""; do
+                    mpiexec -n ${NP:-2} $B/tools/symaddr-bench $op -b 64K -e 1G -f 4 --iters 20 \
+                        --check --provider $prov $pair 2>&1 | tee -a "$OUT/p2p.txt"
+                done
+            done
+        done ;;
+    nccl)
+        # Allreduce against NCCL in the same run, one rank per GPU (NCCL refuses two).
+        for dt in float bfloat16; do
+            for g in "" --graph; do
+                timeout 150 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 8 -e ${NCCL_MAX:-1G} -f 4 \
+                    --iters 20 --warmup 5 --compare nccl $g ${ROUNDS:+--rounds $ROUNDS} \
+                    --json "$OUT/allreduce-$dt${g:+-graph}.json" 2>&1 | tee -a "$OUT/nccl.txt"
+            done
+        done ;;
+    small)
+        # Small allreduce, each algorithm that serves it, graph-replayed and eager, against NCCL
+        # in the same run when COMPARE=nccl (one rank per GPU).
+        for dt in float bfloat16; do
+            for g in --graph ""; do
+                for a in ${ALGOS:-lamport ll auto}; do
+                    timeout 120 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
+                        -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-1M} -f 2 --iters ${ITERS:-50} \
+                        --warmup 10 --algo $a $g --check \
+                        --rounds ${ROUNDS:-3} ${COMPARE:+--compare $COMPARE} 2>&1 | tee -a "$OUT/small.txt"
+                done
+            done
+        done ;;
+    speed1)
+        # One GPU shared by 2 or 8 ranks (start MPS first): translation, f16/bf16 against f32,
+        # small allreduce by algorithm, and lookups by thread count (host only).
+        export CUDA_VISIBLE_DEVICES=0
+        for np in 2 8; do
+            for g in --graph ""; do
+                mpiexec -n $np $B/tools/symaddr-bench translate -b 1M -e 1G -f 8 --iters 50 $g \
+                    2>&1 | tee -a "$OUT/speed1.txt"
+            done
+        done
+        for dt in float bfloat16 half; do
+            mpiexec -n 8 $B/tools/symaddr-bench allreduce --dtype $dt -b 1M -e 256M -f 4 \
+                --iters 20 --check 2>&1 | tee -a "$OUT/speed1.txt"
+        done
+        for a in ll lamport auto; do
+            mpiexec -n 2 $B/tools/symaddr-bench allreduce -b 8 -e 64K -f 2 --iters 50 --graph \
+                --algo $a --check 2>&1 | tee -a "$OUT/speed1.txt"
+        done
+        for t in 1 8; do # unbound: Open MPI binds a lone rank, and its threads, to one core
+            mpiexec -n 1 --bind-to none $B/tools/symaddr-bench lookup --threads $t 2>&1 |
+                tee -a "$OUT/speed1.txt"
+        done
+        for dt in float bfloat16 half; do
+            SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
+                --dtype $dt -b 1M -e 64M -f 4 --iters 10 2>&1 | tee -a "$OUT/speed1.txt"
+        done ;;
+    large)
+        # Allreduce from 32 MiB to 4 GiB against NCCL, one rank per GPU; ALGOS="a b" per algorithm.
+        for a in ${ALGOS:-auto}; do
+            for dt in float bfloat16; do
+                timeout 200 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt \
+                    -b ${LARGE_MIN:-32M} -e 4G -f 2 --iters 10 --warmup 3 --compare nccl --algo $a \
+                    ${ROUNDS:+--rounds $ROUNDS} \
+                    --json "$OUT/large-$dt-$a.json" 2>&1 | tee -a "$OUT/large.txt"
+            done
+        done ;;
+    put)
+        # put, one pair, against the runtime's peer copy, ipc and vmm (2 GPUs).
+        for prov in ipc vmm; do
+            mpiexec -n 2 $B/tools/symaddr-bench put -b 64M -e 1G -f 4 --iters 20 --check \
+                --provider $prov --one-pair 2>&1 | tee -a "$OUT/put.txt"
+        done ;;
+    fused)
+        # The fused allreduce + residual + RMSNorm of examples/ against symaddr_allreduce + the same
+        # RMSNorm kernel, and NCCL's allreduce + that kernel when COMPARE=nccl (one rank per GPU);
+        # ONEGPU=1 puts NP ranks on GPU 0 (start MPS first). Graph-replayed, then eager.
+        for g in --graph ""; do
+            ${ONEGPU:+env CUDA_VISIBLE_DEVICES=0} mpiexec -n ${NP:-2} $B/tools/symaddr-bench \
+                fused_rmsnorm --iters 50 --warmup 5 --rounds ${ROUNDS:-3} $g \
+                ${COMPARE:+--compare $COMPARE} \
+                --json "$OUT/fused-${NP:-2}${ONEGPU:+-onegpu}${g:+-graph}.json" 2>&1 |
+                tee -a "$OUT/fused.txt"
+        done ;;
+    small1)
+        # Small allreduce with NP ranks on GPU 0 (start MPS first), graph-replayed, by algorithm.
+        for a in ${ALGOS:-lamport ll auto}; do
+            CUDA_VISIBLE_DEVICES=0 timeout 60 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce \
+                -b ${SMALL_MIN:-8} -e ${SMALL_MAX:-64K} -f 4 --iters 50 --graph --check --algo $a 2>&1 |
+                tee -a "$OUT/small1-${NP:-2}.txt"
+        done ;;
+    dtypes1)
+        # f32 against f16 and bf16 on GPU 0 with 8 ranks (start MPS first): the allreduce and its
+        # reduce-scatter half alone, the same bytes, two rounds in turn.
+        export CUDA_VISIBLE_DEVICES=0
+        for round in 1 2; do
+            for op in allreduce reduce_scatter; do
+                for dt in float bfloat16 half; do
+                    timeout 60 mpiexec -n 8 $B/tools/symaddr-bench $op --dtype $dt -b 1M -e 256M \
+                        -f 4 --iters 20 2>&1 | tee -a "$OUT/dtypes1.txt"
+                done
+            done
+        done ;;
+    cpudtypes)
+        # The cpu backend's allreduce by dtype, 8 ranks on 16 cores, three rounds in turn.
+        for round in 1 2 3; do
+            for dt in float bfloat16 half; do
+                SYMADDR_BACKEND=cpu timeout 120 mpiexec -n 8 --bind-to core \
+                    $B/tools/symaddr-bench-cpu allreduce --dtype $dt -b 1M -e 64M -f 4 --iters 10 \
+                    2>&1 | tee -a "$OUT/cpudtypes.txt"
+            done
+        done ;;
+    ab)
+        # A/B of the small allreduce, NP ranks on GPU 0 (start MPS first), or spread over the
+        # GPUs with ALLGPUS=1: the base that build made from BASE_TAR against the tree, in turn
+        # twice per dtype (DTYPES), graph-replayed then eager; ab-base.txt and ab-tree.txt, and
+        # the tree's best over the base's best.
+        [ -x $BASE/build-base/tools/symaddr-bench ] || { echo "ab: build with BASE_TAR first"; exit 1; }
+        pin="env CUDA_VISIBLE_DEVICES=0"
+        [ -z "${ALLGPUS:-}" ] || pin=""
+        for g in --graph ""; do
+            for dt in ${DTYPES:-float bfloat16 half}; do
+                for v in base tree base tree; do
+                    bin=$B/tools/symaddr-bench
+                    [ $v = base ] && bin=$BASE/build-base/tools/symaddr-bench
+                    echo "== $dt ${g:-eager}" >>"$OUT/ab-$v.txt"
+                    $pin timeout 100 mpiexec -n ${NP:-2} $bin allreduce \
+                        --dtype $dt -b 8 -e ${SMALL_MAX:-32K} -f 4 --iters ${ITERS:-200} \
+                        --warmup 20 --algo ${ALGOS:-lamport} $g --check --rounds 3 2>&1 |
+                        grep -v "^#" >>"$OUT/ab-$v.txt"
+                done
+            done
+        done
+        python3 - "$OUT" <<'PY'
+import sys
+def tables(path):
+    out = {}
+    for line in open(path):
+        f = line.split()
+        if line.startswith("=="):
+            cur = out.setdefault(line[3:].strip(), [])
+            cur.append({})
+        elif len(f) >= 8 and f[0].isdigit():
+            cur[-1][int(f[0])] = (float(f[4]), int(f[7]))
+    return out
+base, tree = tables(sys.argv[1] + "/ab-base.txt"), tables(sys.argv[1] + "/ab-tree.txt")
+for k in base:
+    runs = base[k] + tree.get(k, [])
+    if len(runs) < 2 or not all(runs):
+        print(f"ab {k}: a run printed no table (see ab-base.txt, ab-tree.txt)")
+        continue
+    sizes = sorted(base[k][0])
+    best = lambda t, s: min(run[s][0] for run in t[k])
+    wrong = sum(run[s][1] for t in (base, tree) for run in t[k] for s in sizes)
+    print(f"ab {k}: tree/base at {sizes[0]}-{sizes[-1]} B:",
+          " ".join(f"{best(tree, s) / best(base, s):.3f}" for s in sizes), f"(#wrong {wrong})")
+PY
+        ;;
+    pack)
+        # The device tool brings back at most 8 files: everything in one archive.
+        (cd "$OUT" && tar czf results.tgz --exclude results.tgz . && find . -type f ! -name \
+            results.tgz -delete) ;;
+    info)
+        mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
+    onegpu)
+        # Named mpi tests (ONEGPU_TESTS) with NP ranks sharing GPU 0 (log: onegpu-NP.log).
+        for t in ${ONEGPU_TESTS:-vmm-cuda maps-cuda coll-cuda}; do
+            exe=$B/tests/mpi_${t%-cuda}
+            [ -x ${exe}_cuda ] && exe=${exe}_cuda # tests with kernels are built per backend
+            CUDA_VISIBLE_DEVICES=0 SYMADDR_BACKEND=cuda SYMADDR_TEST_PROVIDER=ipc \
+                timeout 300 mpiexec -n ${NP:-2} $exe \
+                >>"$OUT/onegpu-${NP:-2}.log" 2>&1
+            echo "onegpu np=${NP:-2} $t rc=$?" | tee -a "$OUT/onegpu-${NP:-2}.log"
+        done
+        grep -E "^not ok|passed,|rc=" "$OUT/onegpu-${NP:-2}.log" ;;
+    esac
+done
+exit $rc
