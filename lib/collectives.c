@@ -35,7 +35,12 @@ static const char *const coll_names[] = {
     [SYMADDR_COLL_ALLGATHER] = "symaddr_allgather",
     [SYMADDR_COLL_BROADCAST] = "symaddr_broadcast",
     [SYMADDR_COLL_ALLTOALL] = "symaddr_alltoall",
+    [SYMADDR_COLL_REDUCE] = "symaddr_reduce",
+    [SYMADDR_COLL_GATHER] = "symaddr_gather",
+    [SYMADDR_COLL_SCATTER] = "symaddr_scatter",
 };
+_Static_assert(sizeof(coll_names) / sizeof(coll_names[0]) == SYMADDR_COLL_KIND_COUNT_,
+               "a name for every kind");
 
 /* ---- argument checks ---------------------------------------------------------------------- */
 
@@ -95,7 +100,12 @@ static const struct {
     [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores"},
     [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root"},
     [SYMADDR_COLL_ALLTOALL] = {SYMADDR_COLL_ALLTOALL, "alltoall", "stores"},
+    [SYMADDR_COLL_REDUCE] = {SYMADDR_COLL_REDUCE, "reduce", "the root's loads"},
+    [SYMADDR_COLL_GATHER] = {SYMADDR_COLL_GATHER, "gather", "stores into the root"},
+    [SYMADDR_COLL_SCATTER] = {SYMADDR_COLL_SCATTER, "scatter", "loads from the root"},
 };
+_Static_assert(sizeof(kind_info) / sizeof(kind_info[0]) == SYMADDR_COLL_KIND_COUNT_,
+               "a family and an algorithm for every kind");
 
 /* In validation mode every rank learns whether the others passed the same arguments and
  * whether any rank's arguments were bad; all then return the same status. Without it a bad
@@ -687,8 +697,8 @@ static symaddr_status_t alltoall_nodes(symaddr_context_t *ctx, const symaddr_col
     for (int q = 0; st == SYMADDR_OK && q < ctx->core.boot.node_size; q++)
         counts[ctx->core.boot.node_to_rank[q]] = 0;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_alltoallv(&ctx->core.boot, ctx->core.comm, hs, counts, displs, hr,
-                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+        st = symaddr_mpi_alltoallv(&ctx->core.boot, ctx->core.comm, hs, counts, displs, hr, counts,
+                                   displs, symaddr_bootstrap_deadline(&ctx->core.boot, 0));
     for (int r = 0; st == SYMADDR_OK && r < ctx->core.size; r++)
         if (counts[r])
             st = ctx->be.ops->memcpy(&ctx->be, (char *)d->recv + displs[r], hr + displs[r], bytes);
@@ -697,6 +707,104 @@ static symaddr_status_t alltoall_nodes(symaddr_context_t *ctx, const symaddr_col
     free(hs);
     free(hr);
     return symaddr_agree_status(&ctx->core, st, fn);
+}
+
+/* reduce: every node reduces to its node rank 0, the leaders combine the nodes' results in
+ * node order through MPI, and the root's node passes the total from its leader to the root.
+ * recv is the scratch of the ranks that are not the root. */
+static symaddr_status_t reduce_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                     void *stream)
+{
+    static const char fn[] = "symaddr_reduce";
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype);
+    symaddr_coll_desc_t to_leader = *d;
+    to_leader.root = 0;
+    symaddr_status_t st = settle(ctx, launch(ctx, &to_leader, stream), stream, fn);
+    if (st != SYMADDR_OK)
+        return st;
+    if (ctx->coll.leaders != MPI_COMM_NULL) {
+        int nl;
+        MPI_Comm_size(ctx->coll.leaders, &nl);
+        char *mine = stage_out(ctx, d->recv, bytes), *all = malloc(bytes * (size_t)nl);
+        if (!mine || !all) {
+            st = SYMADDR_ERR_NO_MEMORY;
+        } else if ((st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, mine, all, bytes,
+                                               symaddr_bootstrap_deadline(&ctx->core.boot, 0))) ==
+                       SYMADDR_OK &&
+                   d->root >= 0) {
+            for (int l = 1; l < nl; l++)
+                symaddr_coll_cpu.host_reduce(d->dtype, d->op, all, all + bytes * (size_t)l,
+                                             d->count);
+            st = ctx->be.ops->memcpy(&ctx->be, d->recv, all, bytes);
+        }
+        free(mine);
+        free(all);
+    }
+    st = symaddr_agree_status(&ctx->core, st, fn);
+    if (st == SYMADDR_OK && d->root > 0) /* the root's node: from its leader to the root */
+        st = node_bcast(ctx, d->recv, d->recv_pb, d->count, d->dtype, 0, stream);
+    return st;
+}
+
+/* gather and scatter: the root's node moves its blocks in the kernel, MPI the blocks of the
+ * ranks on other nodes (staged through the host). */
+static symaddr_status_t rooted_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                     void *stream, const char *fn)
+{
+    bool gather = d->kind == SYMADDR_COLL_GATHER;
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype), total = bytes * (size_t)ctx->core.size;
+    int me = ctx->core.rank, n = ctx->core.size, root = d->root_rank;
+    symaddr_status_t st = d->root >= 0 ? launch(ctx, d, stream) : SYMADDR_OK;
+    if ((st = settle(ctx, st, stream, fn)) != SYMADDR_OK)
+        return st;
+    /* counts[r]: bytes between rank r and the root (on the root: each rank off its node; off
+     * the root's node: this rank's own block, to or from the root), at displs[r] */
+    int *counts = calloc((size_t)n, sizeof(int)), *displs = calloc((size_t)n, sizeof(int));
+    int *none = calloc((size_t)n, sizeof(int));
+    char *host = me == root ? malloc(total) : malloc(bytes);
+    st = counts && displs && none && host ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK && me == root) {
+        for (int r = 0; r < n; r++) {
+            counts[r] = (int)bytes;
+            displs[r] = (int)(bytes * (size_t)r);
+        }
+        for (int q = 0; q < ctx->core.boot.node_size; q++) /* the kernel moved these */
+            counts[ctx->core.boot.node_to_rank[q]] = 0;
+    } else if (st == SYMADDR_OK && d->root < 0) {
+        counts[root] = (int)bytes;
+    }
+    /* the data leave from: gather, each rank's send; scatter, the root's */
+    if (st == SYMADDR_OK && (gather ? d->root < 0 : me == root))
+        st = ctx->be.ops->memcpy(&ctx->be, host, d->send, me == root ? total : bytes);
+    bool sends = gather ? me != root : me == root; /* else it receives, or neither */
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_alltoallv(&ctx->core.boot, ctx->core.comm, host, sends ? counts : none,
+                                   displs, host, sends ? none : counts, displs,
+                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    if (st == SYMADDR_OK && gather && me == root)
+        for (int r = 0; st == SYMADDR_OK && r < n; r++)
+            if (counts[r])
+                st = ctx->be.ops->memcpy(&ctx->be, (char *)d->recv + displs[r], host + displs[r],
+                                         bytes);
+    if (st == SYMADDR_OK && !gather && d->root < 0)
+        st = ctx->be.ops->memcpy(&ctx->be, d->recv, host, bytes);
+    free(counts);
+    free(displs);
+    free(none);
+    free(host);
+    return symaddr_agree_status(&ctx->core, st, fn);
+}
+
+static symaddr_status_t gather_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                     void *stream)
+{
+    return rooted_nodes(ctx, d, stream, "symaddr_gather");
+}
+
+static symaddr_status_t scatter_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                      void *stream)
+{
+    return rooted_nodes(ctx, d, stream, "symaddr_scatter");
 }
 
 /* ---- the calls: one row per collective, one driver --------------------------------------------
@@ -720,6 +828,9 @@ FIXED_KIND(rs_kind, SYMADDR_COLL_REDUCE_SCATTER, bytes)
 FIXED_KIND(ag_kind, SYMADDR_COLL_ALLGATHER, bytes *(size_t)ctx->core.boot.node_size)
 FIXED_KIND(bc_kind, SYMADDR_COLL_BROADCAST, bytes)
 FIXED_KIND(a2a_kind, SYMADDR_COLL_ALLTOALL, bytes *(size_t)ctx->core.boot.node_size)
+FIXED_KIND(reduce_kind, SYMADDR_COLL_REDUCE, bytes)
+FIXED_KIND(gather_kind, SYMADDR_COLL_GATHER, bytes)
+FIXED_KIND(scatter_kind, SYMADDR_COLL_SCATTER, bytes)
 
 typedef struct coll_row {
     const char *name;
@@ -732,7 +843,16 @@ typedef struct coll_row {
                               void *stream); /* the node's kernel and the step between nodes */
 } coll_row_t;
 
-enum { ROW_ALLREDUCE, ROW_REDUCE_SCATTER, ROW_ALLGATHER, ROW_BROADCAST, ROW_ALLTOALL };
+enum {
+    ROW_ALLREDUCE,
+    ROW_REDUCE_SCATTER,
+    ROW_ALLGATHER,
+    ROW_BROADCAST,
+    ROW_ALLTOALL,
+    ROW_REDUCE,
+    ROW_GATHER,
+    ROW_SCATTER
+};
 
 static const coll_row_t rows[] = {
     [ROW_ALLREDUCE] = {"symaddr_allreduce", false, false, true, false, false, in_place_or_apart,
@@ -745,6 +865,12 @@ static const coll_row_t rows[] = {
                        bc_kind, broadcast_nodes},
     [ROW_ALLTOALL] = {"symaddr_alltoall", true, true, false, false, true, a2a_rule, a2a_kind,
                       alltoall_nodes},
+    [ROW_REDUCE] = {"symaddr_reduce", false, false, true, true, false, in_place_or_apart,
+                    reduce_kind, reduce_nodes},
+    [ROW_GATHER] = {"symaddr_gather", false, true, false, true, true, ag_rule, gather_kind,
+                    gather_nodes},
+    [ROW_SCATTER] = {"symaddr_scatter", true, false, false, true, true, rs_rule, scatter_kind,
+                     scatter_nodes},
 };
 
 /* Every collective: sizes and arguments checked, the agreement (validation mode), then the
@@ -770,6 +896,7 @@ static symaddr_status_t coll_run(symaddr_context_t *ctx, const coll_row_t *row, 
         return st;
     if (row->rooted) { /* the kernel takes the root's node rank; -1 on another node */
         d.root = -1;
+        d.root_rank = root;
         for (int q = 0; q < ctx->core.boot.node_size; q++)
             if (ctx->core.boot.node_to_rank[q] == root)
                 d.root = q;
@@ -813,6 +940,27 @@ symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void
 {
     GUARDED(ctx, rows[ROW_ALLTOALL].name,
             coll_run(ctx, &rows[ROW_ALLTOALL], send, recv, count, dtype, SYMADDR_SUM, 0, stream));
+}
+
+symaddr_status_t symaddr_reduce(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                symaddr_dtype_t dtype, symaddr_redop_t op, int root, void *stream)
+{
+    GUARDED(ctx, rows[ROW_REDUCE].name,
+            coll_run(ctx, &rows[ROW_REDUCE], send, recv, count, dtype, op, root, stream));
+}
+
+symaddr_status_t symaddr_gather(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                symaddr_dtype_t dtype, int root, void *stream)
+{
+    GUARDED(ctx, rows[ROW_GATHER].name,
+            coll_run(ctx, &rows[ROW_GATHER], send, recv, count, dtype, SYMADDR_SUM, root, stream));
+}
+
+symaddr_status_t symaddr_scatter(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                 symaddr_dtype_t dtype, int root, void *stream)
+{
+    GUARDED(ctx, rows[ROW_SCATTER].name,
+            coll_run(ctx, &rows[ROW_SCATTER], send, recv, count, dtype, SYMADDR_SUM, root, stream));
 }
 
 static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)

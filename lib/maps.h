@@ -70,7 +70,7 @@ typedef struct symaddr_coll {
     unsigned lamport_threads;  /* a Lamport block's threads, where the chunks allow */
     MPI_Comm leaders;          /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
-    int logged[SYMADDR_COLL_ALLTOALL + 1]; /* per collective, the kind last logged (+1) */
+    int logged[SYMADDR_COLL_KIND_COUNT_]; /* per collective, the kind last logged (+1) */
 } symaddr_coll_t;
 
 /* One context: the core the floor works on, then what the layers from backends up add. */

@@ -623,6 +623,25 @@ SYMADDR_API symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, cons
 SYMADDR_API symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
                                                size_t count, symaddr_dtype_t dtype, int root,
                                                void *stream);
+/** Reduce to a root: root's recv[i] = op over ranks of send[i], i < count. recv must be
+ *  symmetric memory of count elements on every rank too; on the other ranks its contents are
+ *  unspecified afterwards (between nodes it carries a node's partial result). send == recv is
+ *  in place. As ncclReduce and MPI_Reduce. */
+SYMADDR_API symaddr_status_t symaddr_reduce(symaddr_context_t *ctx, const void *send, void *recv,
+                                            size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                            int root, void *stream);
+/** Gather to a root: root's recv[r * count + i] = rank r's send[i]. recv must be symmetric
+ *  memory of size * count elements on every rank; only the root's is written. In place: send is
+ *  the root's block of recv (recv + rank * count), as MPI_IN_PLACE. As MPI_Gather. */
+SYMADDR_API symaddr_status_t symaddr_gather(symaddr_context_t *ctx, const void *send, void *recv,
+                                            size_t count, symaddr_dtype_t dtype, int root,
+                                            void *stream);
+/** Scatter from a root: recv[i] = root's send[rank * count + i] on every rank. send must be
+ *  symmetric memory of size * count elements on every rank; only the root's is read. In place:
+ *  recv is this rank's block of send (send + rank * count). As MPI_Scatter. */
+SYMADDR_API symaddr_status_t symaddr_scatter(symaddr_context_t *ctx, const void *send, void *recv,
+                                             size_t count, symaddr_dtype_t dtype, int root,
+                                             void *stream);
 /** recv[r * count + i] = rank r's send[rank * count + i]. send and recv must not overlap. */
 SYMADDR_API symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
                                               size_t count, symaddr_dtype_t dtype, void *stream);

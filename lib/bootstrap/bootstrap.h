@@ -60,8 +60,11 @@ symaddr_status_t symaddr_mpi_allgather(symaddr_bootstrap_t *b, MPI_Comm comm, co
 symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
                                         int mine_bytes, void *all, const int *counts,
                                         const int *displs, uint64_t deadline_ns);
+/* MPI_Alltoallv of bytes: send_counts[r] bytes at send + send_displs[r] go to rank r, recv
+ * takes recv_counts[r] bytes from rank r at recv + recv_displs[r]. */
 symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *send,
-                                       const int *counts, const int *displs, void *recv,
+                                       const int *send_counts, const int *send_displs, void *recv,
+                                       const int *recv_counts, const int *recv_displs,
                                        uint64_t deadline_ns);
 symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,
                                        void *out, int count, MPI_Datatype type, MPI_Op op,

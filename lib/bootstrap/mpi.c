@@ -87,14 +87,17 @@ static symaddr_status_t wait_req(symaddr_bootstrap_t *b, MPI_Request req, void *
     }
 }
 
-/* Runs start(send copy, recv copy) on buffers of the operation's own, then copies out. */
+/* Runs start(send copy, recv copy) on buffers of the operation's own, then copies out. The two
+ * never start at one address, even with nothing to send: Open MPI's non-blocking collectives
+ * take send == recv for in place, and then exchange other messages than the peers expect. */
 #define RUN_OWNED(b, send, send_bytes, recv, recv_bytes, deadline, start)                          \
     do {                                                                                           \
         MPI_Request req_;                                                                          \
-        char *buf_ = malloc((send_bytes) + (recv_bytes) + 1);                                      \
+        size_t apart_ = ((send_bytes) + 15) / 16 * 16 + 16;                                        \
+        char *buf_ = malloc(apart_ + (recv_bytes) + 1);                                            \
         if (!buf_)                                                                                 \
             return SYMADDR_ERR_NO_MEMORY;                                                          \
-        char *s_ = buf_, *r_ = buf_ + (send_bytes);                                                \
+        char *s_ = buf_, *r_ = buf_ + apart_;                                                      \
         (void)s_;                                                                                  \
         if ((send_bytes) > 0)                                                                      \
             memcpy(s_, (send), (send_bytes));                                                      \
@@ -144,13 +147,15 @@ symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, c
 }
 
 symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *send,
-                                       const int *counts, const int *displs, void *recv,
+                                       const int *send_counts, const int *send_displs, void *recv,
+                                       const int *recv_counts, const int *recv_displs,
                                        uint64_t deadline_ns)
 {
-    size_t total = extent(comm, counts, displs);
-    RUN_OWNED(
-        b, send, total, recv, total, deadline_ns,
-        MPI_Ialltoallv(s_, counts, displs, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm, &req_));
+    size_t sent = extent(comm, send_counts, send_displs);
+    size_t got = extent(comm, recv_counts, recv_displs);
+    RUN_OWNED(b, send, sent, recv, got, deadline_ns,
+              MPI_Ialltoallv(s_, send_counts, send_displs, MPI_BYTE, r_, recv_counts, recv_displs,
+                             MPI_BYTE, comm, &req_));
 }
 
 symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,

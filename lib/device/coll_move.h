@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* The kernel of the collectives that only move data: allgather, broadcast, alltoall and the
- * barrier. Part of collectives.hip. */
+/* The kernel of the collectives that only move data: allgather, broadcast, alltoall, gather,
+ * scatter and the barrier. Part of collectives.hip. */
 #ifndef SYMADDR_LIB_DEVICE_COLL_MOVE_H
 #define SYMADDR_LIB_DEVICE_COLL_MOVE_H
 
 /* Data movement only: allgather (stores), broadcast (loads from the root), alltoall (stores),
- * barrier. bytes is per rank. */
+ * gather (stores into the root), scatter (loads from the root), barrier. bytes is per rank. The
+ * first barrier makes every send ready, the second keeps each send until its readers are
+ * done. */
 __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
 {
     symaddr_team_call_t call = symaddr_team_begin(&d.team);
@@ -30,6 +32,20 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
                 send + bytes * (size_t)d.team.node_ranks[q], bytes, t, nt);
         }
         break;
+    case SYMADDR_COLL_GATHER: { /* by stores, as allgather: its in-place form works alike */
+        void *to =
+            symaddr_team_peer(&d.team, recv + bytes * (size_t)d.team.rank, d.recv_pb, d.root);
+        if (to != (const void *)send) /* the root's own block in place */
+            symaddr_copy_bytes_(to, send, bytes, t, nt);
+        break;
+    }
+    case SYMADDR_COLL_SCATTER: {
+        const char *from = (const char *)symaddr_team_peer(&d.team, send, d.send_pb, d.root) +
+                           bytes * (size_t)d.team.rank;
+        if (from != (const char *)recv)
+            symaddr_copy_bytes_(recv, from, bytes, t, nt);
+        break;
+    }
     default: break;
     }
     if (d.kind != SYMADDR_COLL_BARRIER)

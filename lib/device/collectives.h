@@ -45,6 +45,10 @@ typedef enum symaddr_coll_kind {
     SYMADDR_COLL_ALLGATHER,
     SYMADDR_COLL_BROADCAST,
     SYMADDR_COLL_ALLTOALL,
+    SYMADDR_COLL_REDUCE,  /* loads of every peer's send into the root's recv */
+    SYMADDR_COLL_GATHER,  /* stores of every rank's send into its block of the root's recv */
+    SYMADDR_COLL_SCATTER, /* loads of this rank's block of the root's send */
+    SYMADDR_COLL_KIND_COUNT_
 } symaddr_coll_kind_t;
 
 typedef struct symaddr_coll_desc {
@@ -59,7 +63,8 @@ typedef struct symaddr_coll_desc {
     size_t stage_offset;          /* byte offset of the two staging slots in the sync area */
     size_t ll_offset;             /* byte offset of the LL inboxes in the sync area */
     size_t count;                 /* elements: total (allreduce), per rank (others) */
-    int root;                     /* node rank of the broadcast root */
+    int root; /* node rank of the root (broadcast, reduce, gather, scatter); -1: another node */
+    int root_rank; /* the root's rank in the context (the host's steps between nodes) */
     /* The node group the kernel runs over, as symaddr_team_get gives it to users' kernels;
      * allgather and alltoall place blocks by rank in the context's communicator. */
     symaddr_team_t team;

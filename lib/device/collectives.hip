@@ -92,7 +92,10 @@ template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc
             return COLL_LAUNCH(k_allreduce_lamport<DT COMMA OP>, d, stream, d);
         else
             return SYMADDR_ERR_INVALID_ARG; /* the host picks LL for these */
-    default: return COLL_LAUNCH(k_reduce_scatter<DT COMMA OP>, d, stream, d);
+    case SYMADDR_COLL_REDUCE_SCATTER:
+        return COLL_LAUNCH(k_reduce_scatter<DT COMMA OP>, d, stream, d);
+    case SYMADDR_COLL_REDUCE: return COLL_LAUNCH(k_reduce<DT COMMA OP>, d, stream, d);
+    default: return SYMADDR_ERR_INVALID_ARG; /* a kind without a kernel here: a host bug */
     }
 }
 
@@ -115,6 +118,8 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
     case SYMADDR_COLL_ALLGATHER:
     case SYMADDR_COLL_BROADCAST:
     case SYMADDR_COLL_ALLTOALL:
+    case SYMADDR_COLL_GATHER:
+    case SYMADDR_COLL_SCATTER:
         return COLL_LAUNCH(k_move, *d, stream, *d, d->count * dtype_size(d->dtype));
     default: break;
     }
@@ -153,6 +158,7 @@ template <int DT, int OP> void occupancy_reduce(int &m)
     if constexpr (lamport_ok<DT>::value)
         occupancy_min(m, k_allreduce_lamport<DT, OP>);
     occupancy_min(m, k_reduce_scatter<DT, OP>);
+    occupancy_min(m, k_reduce<DT, OP>);
 }
 
 template <int DT> void occupancy_dt(int &m)

@@ -392,6 +392,59 @@ static void test_lamport(void *u)
 
 /* ---- the other collectives ------------------------------------------------------------------ */
 
+/* reduce, gather and scatter to and from root, against MPI's (or, for the types MPI lacks,
+ * a sequential reduction); only the root's result of reduce and gather is defined. */
+static void run_rooted(fix_t *f, symaddr_dtype_t dt, int op, size_t n, int root)
+{
+    size_t esz = symaddr_dtype_size(dt), bytes = n * esz, all = bytes * (size_t)t_size;
+    char *send = f->a + VIEW * esz, *recv = f->b + VIEW * esz;
+    long bad = 0;
+
+    /* reduce */
+    for (size_t i = 0; i < n; i++)
+        put_value(dt, f->h_in, i, gen(dt, op, t_rank, i));
+    upload(f, send, bytes);
+    if (mpi_type(dt) != MPI_DATATYPE_NULL)
+        MPI_Reduce(f->h_in, f->h_ref, (int)n, mpi_type(dt), mpi_op(op), root, MPI_COMM_WORLD);
+    else
+        seq_reduce(dt, op, f->h_in, f->h_ref, n, 0);
+    T_OK(f->ctx, symaddr_reduce(f->ctx, send, recv, n, dt, (symaddr_redop_t)op, root, NULL));
+    download(f, recv, bytes);
+    bad = t_rank == root ? mismatches(dt, f->h_out, f->h_ref, n) : 0;
+    T_CHECK(bad == 0, "reduce %s %s count %zu root %d: %ld wrong", dt_names[dt], op_names[op], n,
+            root, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* gather: recv's other bytes on the root, and every non-root recv, stay as they were */
+    memset(f->h_ref, 0x5a, all);
+    T_OK(f->ctx, symaddr_memcpy(f->ctx, recv, f->h_ref, all));
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (size_t i = 0; i < n; i++)
+        put_value(dt, f->h_in, i, gen(dt, op, t_rank, i));
+    upload(f, send, bytes);
+    MPI_Gather(f->h_in, (int)bytes, MPI_BYTE, f->h_ref, (int)bytes, MPI_BYTE, root, MPI_COMM_WORLD);
+    T_OK(f->ctx, symaddr_gather(f->ctx, send, recv, n, dt, root, NULL));
+    download(f, recv, all);
+    if (t_rank != root)
+        memset(f->h_ref, 0x5a, all); /* untouched */
+    bad = memcmp(f->h_out, f->h_ref, all) != 0 ? mismatches(dt, f->h_out, f->h_ref, n * t_size) : 0;
+    T_CHECK(bad == 0 && memcmp(f->h_out, f->h_ref, all) == 0,
+            "gather %s count %zu root %d: %ld wrong", dt_names[dt], n, root, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+
+    /* scatter: only the root's send counts, so the others' hold other values */
+    for (size_t i = 0; i < n * (size_t)t_size; i++)
+        put_value(dt, f->h_in, i, gen(dt, op, t_rank, i));
+    upload(f, send, all);
+    MPI_Scatter(f->h_in, (int)bytes, MPI_BYTE, f->h_ref, (int)bytes, MPI_BYTE, root,
+                MPI_COMM_WORLD);
+    T_OK(f->ctx, symaddr_scatter(f->ctx, send, recv, n, dt, root, NULL));
+    download(f, recv, bytes);
+    bad = mismatches(dt, f->h_out, f->h_ref, n);
+    T_CHECK(bad == 0, "scatter %s count %zu root %d: %ld wrong", dt_names[dt], n, root, bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 static void run_others(fix_t *f, symaddr_dtype_t dt, int op, size_t n, int root)
 {
     size_t esz = symaddr_dtype_size(dt), bytes = n * esz, all = bytes * (size_t)t_size;
@@ -451,6 +504,8 @@ static void run_others(fix_t *f, symaddr_dtype_t dt, int op, size_t n, int root)
     bad = mismatches(dt, f->h_out, f->h_ref, n * (size_t)t_size);
     T_CHECK(bad == 0, "alltoall %s count %zu: %ld wrong", dt_names[dt], n, bad);
     MPI_Barrier(MPI_COMM_WORLD);
+
+    run_rooted(f, dt, op, n, root);
 }
 
 static void test_others(void *u)
@@ -493,6 +548,55 @@ static void test_in_place_forms(void *u)
     T_CHECK(memcmp(f.h_out, h, n * (size_t)t_size * 4) == 0, "in-place allgather");
     MPI_Barrier(MPI_COMM_WORLD);
     T_STATUS(ctx, symaddr_alltoall(ctx, buf, buf + 1, n, SYMADDR_INT32, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+
+    /* reduce in place at the root (send == recv), gather from the root's block of recv,
+     * scatter into this rank's block of send */
+    int root = t_size - 1;
+    for (size_t i = 0; i < n; i++)
+        h[i] = t_rank * 1000 + (int)i;
+    upload(&f, buf, n * 4);
+    MPI_Reduce(h, ref, (int)n, MPI_INT32_T, MPI_MAX, root, MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_reduce(ctx, buf, buf, n, SYMADDR_INT32, SYMADDR_MAX, root, NULL));
+    download(&f, buf, n * 4);
+    T_CHECK(t_rank != root || memcmp(f.h_out, ref, n * 4) == 0, "in-place reduce");
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (size_t i = 0; i < n * (size_t)t_size; i++)
+        h[i] = t_rank * 1000 + (int)i;
+    upload(&f, buf, n * (size_t)t_size * 4);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (t_rank == root)
+        MPI_Gather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, h, (int)n, MPI_INT32_T, root,
+                   MPI_COMM_WORLD);
+    else
+        MPI_Gather(h + n * (size_t)t_rank, (int)n, MPI_INT32_T, NULL, 0, MPI_DATATYPE_NULL, root,
+                   MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_gather(ctx, buf + n * (size_t)t_rank, buf, n, SYMADDR_INT32, root, NULL));
+    download(&f, buf, n * (size_t)t_size * 4);
+    T_CHECK(t_rank != root || mismatches(SYMADDR_INT32, f.h_out, h, n * (size_t)t_size) == 0,
+            "in-place gather");
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (size_t i = 0; i < n * (size_t)t_size; i++)
+        h[i] = t_rank * 1000 + (int)i;
+    upload(&f, buf, n * (size_t)t_size * 4);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (t_rank == root)
+        MPI_Scatter(h, (int)n, MPI_INT32_T, MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, root,
+                    MPI_COMM_WORLD);
+    else
+        MPI_Scatter(NULL, 0, MPI_DATATYPE_NULL, ref, (int)n, MPI_INT32_T, root, MPI_COMM_WORLD);
+    if (t_rank == root)
+        memcpy(ref, h + n * (size_t)root, n * 4);
+    T_OK(ctx, symaddr_scatter(ctx, buf, buf + n * (size_t)t_rank, n, SYMADDR_INT32, root, NULL));
+    download(&f, buf + n * (size_t)t_rank, n * 4);
+    T_CHECK(memcmp(f.h_out, ref, n * 4) == 0, "in-place scatter");
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* the root's own block is the only in-place form */
+    T_STATUS(ctx, symaddr_gather(ctx, buf + 1, buf, n, SYMADDR_INT32, root, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_scatter(ctx, buf, buf + 1, n, SYMADDR_INT32, root, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_reduce(ctx, buf, buf + 1, n, SYMADDR_INT32, SYMADDR_SUM, root, NULL),
              SYMADDR_ERR_INVALID_ARG);
     fix_fini(&f);
     T_OK(ctx, symaddr_finalize(&ctx));
@@ -635,6 +739,22 @@ static void test_bad_arguments(void *u)
              SYMADDR_ERR_INVALID_ARG);
     T_STATUS(ctx, symaddr_allgather(ctx, f.a, f.b, 8, SYMADDR_INT32, NULL), SYMADDR_OK);
     T_STATUS(ctx, symaddr_alltoall(ctx, f.a, f.a, 8, SYMADDR_INT32, NULL), SYMADDR_ERR_INVALID_ARG);
+    /* rooted: a root out of range on every rank, a root that differs between ranks */
+    T_STATUS(ctx, symaddr_reduce(ctx, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, -1, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_CHECK(strstr(symaddr_last_error(ctx), "root -1 is not a rank") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+    T_STATUS(ctx, symaddr_gather(ctx, f.a, f.b, 8, SYMADDR_INT32, t_size, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_scatter(ctx, f.a, f.b, 8, SYMADDR_INT32, t_size + 5, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    if (t_size > 1)
+        T_STATUS(ctx, symaddr_gather(ctx, f.a, f.b, 8, SYMADDR_INT32, t_rank == 0, NULL),
+                 SYMADDR_ERR_MISMATCH);
+    T_STATUS(ctx, symaddr_reduce(ctx, f.a, f.b, 8, SYMADDR_INT32, (symaddr_redop_t)9, 0, NULL),
+             SYMADDR_ERR_INVALID_ARG);
+    T_STATUS(ctx, symaddr_scatter(ctx, f.a, f.b, f.cap, SYMADDR_INT32, 0, NULL),
+             SYMADDR_ERR_OUT_OF_BOUNDS);
     T_STATUS(ctx, symaddr_allreduce(NULL, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_ARG);
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
