@@ -620,6 +620,39 @@ class Context:
                                                 _stream_of(send, stream)))
         return recv
 
+    def _root(self, root, what):
+        if not isinstance(root, int) or not 0 <= root < self.size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: root %r is not a rank of this context "
+                       "(0..%d)" % (what, root, self.size - 1))
+        return root
+
+    def reduce(self, send, recv=None, op="sum", root=0, stream=None):
+        """root's recv = op over every rank's send (in place when recv is None or send); recv
+        must be symmetric on every rank, and its contents are unspecified off the root."""
+        recv, s, r = self._pair(send, recv, (1, 1), "reduce")
+        self._check(self._lib.symaddr_reduce(self._h, s, r, _count(send), self._dtype_of(send),
+                                             self._op(op), self._root(root, "reduce"),
+                                             _stream_of(send, stream)))
+        return recv
+
+    def gather(self, send, recv, root=0, stream=None):
+        """root's recv[r * n:(r + 1) * n] = rank r's send (n elements); only the root's recv
+        is written."""
+        recv, s, r = self._pair(send, recv, (1, self.size), "gather")
+        self._check(self._lib.symaddr_gather(self._h, s, r, _count(send), self._dtype_of(send),
+                                             self._root(root, "gather"),
+                                             _stream_of(send, stream)))
+        return recv
+
+    def scatter(self, send, recv, root=0, stream=None):
+        """recv = root's send[rank * n:(rank + 1) * n] (n: recv's size); only the root's send
+        is read."""
+        recv, s, r = self._pair(send, recv, (self.size, 1), "scatter")
+        self._check(self._lib.symaddr_scatter(self._h, s, r, _count(recv), self._dtype_of(send),
+                                              self._root(root, "scatter"),
+                                              _stream_of(send, stream)))
+        return recv
+
     def alltoall(self, send, recv, stream=None):
         """recv[r * n:(r + 1) * n] = rank r's send[rank * n:(rank + 1) * n]."""
         recv, s, r = self._pair(send, recv, (1, 1), "alltoall")

@@ -59,9 +59,21 @@ static void fill(void *h, symaddr_dtype_t dt, size_t n, unsigned seed)
 }
 
 /* Run one collective (c) on both sides with the same input and compare the outputs. */
-enum { C_ALLREDUCE, C_REDUCE_SCATTER, C_ALLGATHER, C_BROADCAST, C_ALLTOALL, C_PUT, C_GET };
+enum {
+    C_ALLREDUCE,
+    C_REDUCE_SCATTER,
+    C_REDUCE,
+    C_ALLGATHER,
+    C_BROADCAST,
+    C_ALLTOALL,
+    C_GATHER,
+    C_SCATTER,
+    C_PUT,
+    C_GET
+};
 static const char *const cname[] = {
-    "allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall", "put", "get"};
+    "allreduce", "reduce_scatter", "reduce",  "allgather", "broadcast",
+    "alltoall",  "gather",         "scatter", "put",       "get"};
 
 static symaddr_status_t run(side_t *s, int c, size_t n, symaddr_dtype_t dt, symaddr_redop_t op)
 {
@@ -72,6 +84,9 @@ static symaddr_status_t run(side_t *s, int c, size_t n, symaddr_dtype_t dt, syma
     case C_ALLGATHER: return symaddr_allgather(s->ctx, s->a, s->b, n, dt, NULL);
     case C_BROADCAST: return symaddr_broadcast(s->ctx, s->a, s->b, n, dt, t_size - 1, NULL);
     case C_ALLTOALL: return symaddr_alltoall(s->ctx, s->a, s->b, n, dt, NULL);
+    case C_REDUCE: return symaddr_reduce(s->ctx, s->a, s->b, n, dt, op, t_size - 1, NULL);
+    case C_GATHER: return symaddr_gather(s->ctx, s->a, s->b, n, dt, t_size - 1, NULL);
+    case C_SCATTER: return symaddr_scatter(s->ctx, s->a, s->b, n, dt, t_size - 1, NULL);
     case C_PUT: return symaddr_put(s->ctx, s->b, s->a, n * es, (t_rank + 1) % t_size, NULL);
     default: return symaddr_get(s->ctx, s->b, s->a, n * es, (t_rank + 1) % t_size, NULL);
     }
@@ -79,12 +94,12 @@ static symaddr_status_t run(side_t *s, int c, size_t n, symaddr_dtype_t dt, syma
 
 static size_t in_elems(int c, size_t n)
 {
-    return c == C_REDUCE_SCATTER || c == C_ALLTOALL ? n * (size_t)t_size : n;
+    return c == C_REDUCE_SCATTER || c == C_ALLTOALL || c == C_SCATTER ? n * (size_t)t_size : n;
 }
 
 static size_t out_elems(int c, size_t n)
 {
-    return c == C_ALLGATHER || c == C_ALLTOALL ? n * (size_t)t_size : n;
+    return c == C_ALLGATHER || c == C_ALLTOALL || c == C_GATHER ? n * (size_t)t_size : n;
 }
 
 /* Run c on both sides with the input in, into outputs filled with a pattern first, and read
@@ -199,6 +214,7 @@ static void test_reductions(void *u)
         for (int op = 0; op < SYMADDR_REDOP_COUNT_; op++) {
             compare(&g_cpu, &g_gpu, C_ALLREDUCE, (symaddr_dtype_t)dt, (symaddr_redop_t)op);
             compare(&g_cpu, &g_gpu, C_REDUCE_SCATTER, (symaddr_dtype_t)dt, (symaddr_redop_t)op);
+            compare(&g_cpu, &g_gpu, C_REDUCE, (symaddr_dtype_t)dt, (symaddr_redop_t)op);
         }
 }
 

@@ -78,6 +78,27 @@ def test_collectives():
         want = mine[:N].copy()
         comm.Bcast(want, root=root)
         check(np.array_equal(recv, want), "broadcast %s" % dtype)
+        ctx.reduce(send, recv, op="max", root=root)
+        want = np.empty(N, dtype)
+        comm.Reduce(mine[:N], want, op=MPI.MAX, root=root)
+        check(rank != root or np.array_equal(recv, want), "reduce %s" % dtype)
+        gathered[:] = 0
+        ctx.gather(send, gathered, root=root)
+        want = np.zeros(size * N, dtype)
+        comm.Gather(mine[:N], want, root=root)
+        check(np.array_equal(gathered, want), "gather %s (zeros off the root)" % dtype)
+        big[:] = mine
+        ctx.scatter(big, recv, root=root)
+        want = np.empty(N, dtype)
+        comm.Scatter(mine, want, root=root)
+        check(np.array_equal(recv, want), "scatter %s" % dtype)
+        for bad in (-1, size, "0"):
+            try:
+                ctx.gather(send, gathered, root=bad)
+                check(False, "gather with root %r was accepted" % (bad,))
+            except sa.SymaddrError as e:
+                check(e.name == "SYMADDR_ERR_INVALID_ARG" and "is not a rank" in str(e),
+                      "root %r: %s" % (bad, e))
         check(amap.peer_bases[rank] == a.__array_interface__["data"][0], "the map's own base")
         ctx.free(a)
         ctx.free(r)

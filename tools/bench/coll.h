@@ -14,13 +14,15 @@ typedef enum {
     IN_PLACE_SEND_BLOCK, /* recv is this rank's block of send (reduce_scatter) */
 } in_place_t;
 
+/* A row names what it needs; the rest of its fields keep these defaults. */
 typedef struct bench_coll {
     const char *name;
-    bool send_all, recv_all; /* the buffer holds a block of count per rank */
-    bool reduces;            /* takes --op */
-    bool rooted;             /* takes --root */
-    in_place_t in_place;
-    double busbw_num; /* bus bandwidth = algbw * busbw_num * (n - 1) / n, or algbw when 0 */
+    bool send_all = false, recv_all = false; /* the buffer holds a block of count per rank */
+    bool reduces = false;                    /* takes --op */
+    bool rooted = false;                     /* takes --root */
+    bool root_only = false; /* only the root's recv is the result (reduce, gather) */
+    in_place_t in_place = IN_PLACE_NONE;
+    double busbw_num = 0; /* bus bandwidth = algbw * busbw_num * (n - 1) / n, or algbw when 0 */
     symaddr_status_t (*run)(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
                             size_t count, void *stream);
     /* MPI's own collective on host buffers; 0 when MPI has no such reduction (16-bit floats) */
@@ -137,13 +139,100 @@ static int mpi_alltoall(const opts_t *o, MPI_Comm comm, const void *send, void *
     return MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm) == MPI_SUCCESS;
 }
 
+static symaddr_status_t run_reduce(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
+                                   size_t count, void *stream)
+{
+    return symaddr_reduce(ctx, send, recv, count, o->dtype, o->redop, o->root, stream);
+}
+
+static int mpi_reduce(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
+{
+    MPI_Datatype t = mpi_dtype(o->dtype);
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    return t != MPI_DATATYPE_NULL &&
+           MPI_Reduce(send == recv && rank == o->root ? MPI_IN_PLACE : send, recv, (int)count, t,
+                      mpi_ops[o->redop], o->root, comm) == MPI_SUCCESS;
+}
+
+static symaddr_status_t run_gather(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
+                                   size_t count, void *stream)
+{
+    return symaddr_gather(ctx, send, recv, count, o->dtype, o->root, stream);
+}
+
+static int mpi_gather(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
+{
+    int b = (int)(count * symaddr_dtype_size(o->dtype));
+    return MPI_Gather(send, b, MPI_BYTE, recv, b, MPI_BYTE, o->root, comm) == MPI_SUCCESS;
+}
+
+static symaddr_status_t run_scatter(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
+                                    size_t count, void *stream)
+{
+    return symaddr_scatter(ctx, send, recv, count, o->dtype, o->root, stream);
+}
+
+static int mpi_scatter(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
+{
+    int b = (int)(count * symaddr_dtype_size(o->dtype));
+    return MPI_Scatter(send, b, MPI_BYTE, recv, b, MPI_BYTE, o->root, comm) == MPI_SUCCESS;
+}
+
 static const bench_coll_t bench_colls[] = {
-    {"allreduce", false, false, true, false, IN_PLACE_SAME, 2, run_allreduce, mpi_allreduce},
-    {"allgather", false, true, false, false, IN_PLACE_RECV_BLOCK, 1, run_allgather, mpi_allgather},
-    {"reduce_scatter", true, false, true, false, IN_PLACE_SEND_BLOCK, 1, run_reduce_scatter,
-     mpi_reduce_scatter},
-    {"broadcast", false, false, false, true, IN_PLACE_SAME, 0, run_broadcast, mpi_broadcast},
-    {"alltoall", true, true, false, false, IN_PLACE_NONE, 1, run_alltoall, mpi_alltoall},
+    {.name = "allreduce",
+     .reduces = true,
+     .in_place = IN_PLACE_SAME,
+     .busbw_num = 2,
+     .run = run_allreduce,
+     .mpi = mpi_allreduce},
+    {.name = "allgather",
+     .recv_all = true,
+     .in_place = IN_PLACE_RECV_BLOCK,
+     .busbw_num = 1,
+     .run = run_allgather,
+     .mpi = mpi_allgather},
+    {.name = "reduce_scatter",
+     .send_all = true,
+     .reduces = true,
+     .in_place = IN_PLACE_SEND_BLOCK,
+     .busbw_num = 1,
+     .run = run_reduce_scatter,
+     .mpi = mpi_reduce_scatter},
+    {.name = "broadcast",
+     .rooted = true,
+     .in_place = IN_PLACE_SAME,
+     .run = run_broadcast,
+     .mpi = mpi_broadcast},
+    {.name = "alltoall",
+     .send_all = true,
+     .recv_all = true,
+     .in_place = IN_PLACE_NONE,
+     .busbw_num = 1,
+     .run = run_alltoall,
+     .mpi = mpi_alltoall},
+    {.name = "reduce",
+     .reduces = true,
+     .rooted = true,
+     .root_only = true,
+     .in_place = IN_PLACE_SAME,
+     .run = run_reduce,
+     .mpi = mpi_reduce},
+    {.name = "gather",
+     .recv_all = true,
+     .rooted = true,
+     .root_only = true,
+     .in_place = IN_PLACE_RECV_BLOCK,
+     .busbw_num = 1,
+     .run = run_gather,
+     .mpi = mpi_gather},
+    {.name = "scatter",
+     .send_all = true,
+     .rooted = true,
+     .in_place = IN_PLACE_SEND_BLOCK,
+     .busbw_num = 1,
+     .run = run_scatter,
+     .mpi = mpi_scatter},
 };
 #define NCOLLS (int)(sizeof(bench_colls) / sizeof(bench_colls[0]))
 
@@ -189,8 +278,12 @@ static int nccl_coll(const opts_t *o, const bench_coll_t *c, const void *send, v
         r = nccl.reduce_scatter(send, recv, count, t, ops[o->redop], nccl.comm, s);
     else if (!strcmp(c->name, "broadcast"))
         r = nccl.broadcast(send, recv, count, t, o->root, nccl.comm, s);
-    else
+    else if (!strcmp(c->name, "reduce"))
+        r = nccl.reduce(send, recv, count, t, ops[o->redop], o->root, nccl.comm, s);
+    else if (!strcmp(c->name, "alltoall"))
         r = nccl.all_to_all(send, recv, count, t, nccl.comm, s);
+    else
+        return 0; /* NCCL has no gather or scatter of its own */
     return r == ncclSuccess;
 }
 #endif
@@ -241,7 +334,9 @@ static void coll_measure(symaddr_context_t *ctx, const opts_t *o, const bench_co
             st = symaddr_stream_sync(ctx, NULL);
         symaddr_memcpy(ctx, hr, r, rb);
         long w = 0;
-        if (c->reduces && esz == 2)
+        if (c->root_only && rank != o->root)
+            ; /* another rank's recv is not the result */
+        else if (c->reduces && esz == 2)
             w = off_by_more_than_a_step((const uint16_t *)hr, (const uint16_t *)hm, rb / 2);
         else
             for (size_t i = 0; i < rb; i += esz)

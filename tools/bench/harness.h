@@ -413,6 +413,7 @@ static struct {
     decltype(&ncclAllGather) all_gather;
     decltype(&ncclReduceScatter) reduce_scatter;
     decltype(&ncclBroadcast) broadcast;
+    decltype(&ncclReduce) reduce;
     decltype(&ncclAlltoAll) all_to_all;
 } nccl;
 
@@ -437,6 +438,7 @@ static int nccl_open(symaddr_context_t *ctx, char *why, size_t len)
     NCCL_SYM(all_gather, ncclAllGather)
     NCCL_SYM(reduce_scatter, ncclReduceScatter)
     NCCL_SYM(broadcast, ncclBroadcast)
+    NCCL_SYM(reduce, ncclReduce)
     NCCL_SYM(all_to_all, ncclAlltoAll)
 #undef NCCL_SYM
     MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
