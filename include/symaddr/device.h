@@ -410,6 +410,51 @@ SYMADDR_DEFINE_ELEMENT_(double, f64)
 SYMADDR_DEFINE_ELEMENT_(symaddr_f16_t, f16)
 SYMADDR_DEFINE_ELEMENT_(symaddr_bf16_t, bf16)
 
+#if defined(__cplusplus) && SYMADDR_ON_GPU
+/* C++ kernels pass the compiler's own 16-bit types to the f16 and bf16 element functions, with
+ * no cast: __half (cuda_fp16.h, hip_fp16.h), __nv_bfloat16 (cuda_bf16.h) and hip_bfloat16
+ * (hip_bfloat16.h), where the kernel includes those headers before this one. The bits move
+ * as they are. */
+#define SYMADDR_DEFINE_HALF_(H, sfx)                                                               \
+    SYMADDR_DEVFN H symaddr_load_##sfx(const H *ptr, int target, const uint64_t *peer_bases,       \
+                                       int local_rank)                                             \
+    {                                                                                              \
+        uint16_t bits = symaddr_load_##sfx((const uint16_t *)ptr, target, peer_bases, local_rank); \
+        H h;                                                                                       \
+        __builtin_memcpy(&h, &bits, sizeof(h));                                                    \
+        return h;                                                                                  \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_store_##sfx(H *ptr, H value, int target,                            \
+                                           const uint64_t *peer_bases, int local_rank)             \
+    {                                                                                              \
+        uint16_t bits;                                                                             \
+        __builtin_memcpy(&bits, &value, sizeof(bits));                                             \
+        symaddr_store_##sfx((uint16_t *)ptr, bits, target, peer_bases, local_rank);                \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_put_##sfx(H *dst, const H *src, int target,                         \
+                                         const uint64_t *peer_bases, int local_rank)               \
+    {                                                                                              \
+        symaddr_put_##sfx((uint16_t *)dst, (const uint16_t *)src, target, peer_bases, local_rank); \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_get_##sfx(H *dst, const H *src, int target,                         \
+                                         const uint64_t *peer_bases, int local_rank)               \
+    {                                                                                              \
+        symaddr_get_##sfx((uint16_t *)dst, (const uint16_t *)src, target, peer_bases, local_rank); \
+    }
+#if defined(__CUDA_FP16_H__) || defined(HIP_INCLUDE_HIP_HIP_FP16_H)
+static_assert(sizeof(__half) == 2, "__half is 16 bits");
+SYMADDR_DEFINE_HALF_(__half, f16)
+#endif
+#if defined(__CUDA_BF16_H__)
+static_assert(sizeof(__nv_bfloat16) == 2, "__nv_bfloat16 is 16 bits");
+SYMADDR_DEFINE_HALF_(__nv_bfloat16, bf16)
+#endif
+#if defined(_HIP_BFLOAT16_H_)
+static_assert(sizeof(hip_bfloat16) == 2, "hip_bfloat16 is 16 bits");
+SYMADDR_DEFINE_HALF_(hip_bfloat16, bf16)
+#endif
+#endif
+
 /* ---- atomics ----------------------------------------------------------------------------- */
 /* Primitives on a local (already translated) address, at system scope when sys is set. The
  * integer ones work on unsigned bits; signed min/max compare as signed. */
@@ -482,6 +527,62 @@ SYMADDR_DEFINE_PRIM_(uint32_t, u32)
 SYMADDR_DEFINE_PRIM_(uint64_t, u64)
 #endif
 
+/** The memory order of an atomic's _sem form, as Triton's sem: relaxed; acquire (this
+ *  thread's later accesses stay after the atomic); release (its earlier accesses and stores
+ *  are visible before it); acq_rel (both). The plain forms are relaxed on the GPU and
+ *  sequentially consistent on the cpu backend. Fences are at the atomic's scope: system for
+ *  the explicit forms, the map's for the buffer forms. */
+typedef enum symaddr_sem {
+    SYMADDR_SEM_RELAXED = 0, /**< no ordering beyond the atomic itself */
+    SYMADDR_SEM_ACQUIRE = 1, /**< later accesses after the atomic */
+    SYMADDR_SEM_RELEASE = 2, /**< earlier accesses before the atomic */
+    SYMADDR_SEM_ACQ_REL = 3, /**< both */
+} symaddr_sem_t;
+
+/* A fence at system scope (sys) or the device's, the half of sem that goes before (before = 1)
+ * or after the atomic. */
+SYMADDR_DEVFN void symaddr_sem_fence_(symaddr_sem_t sem, int sys, int before)
+{
+    if (!(sem & (before ? SYMADDR_SEM_RELEASE : SYMADDR_SEM_ACQUIRE)))
+        return;
+#if SYMADDR_ON_GPU
+    if (sys)
+        __threadfence_system();
+    else
+        __threadfence();
+#else
+    (void)sys;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Floating-point add on a local address: the hardware's where it has one (f32 and f64 on
+ * CUDA's and AMD's GPUs), a compare-and-swap loop on the bits on the cpu. */
+#if SYMADDR_ON_GPU
+#define SYMADDR_DEFINE_PRIM_FADD_(T, U, sfx)                                                       \
+    SYMADDR_DEVFN T symaddr_prim_fadd_##sfx(T *p, T v, int sys)                                    \
+    {                                                                                              \
+        return SYMADDR_GPU_ATOMIC_(atomicAdd, sys, p, v);                                          \
+    }
+#else
+#define SYMADDR_DEFINE_PRIM_FADD_(T, U, sfx)                                                       \
+    SYMADDR_DEVFN T symaddr_prim_fadd_##sfx(T *p, T v, int sys)                                    \
+    {                                                                                              \
+        U old = __atomic_load_n((U *)p, __ATOMIC_RELAXED), next;                                   \
+        T was, sum;                                                                                \
+        (void)sys;                                                                                 \
+        do {                                                                                       \
+            __builtin_memcpy(&was, &old, sizeof(was));                                             \
+            sum = was + v;                                                                         \
+            __builtin_memcpy(&next, &sum, sizeof(next));                                           \
+        } while (!__atomic_compare_exchange_n((U *)p, &old, next, 0, __ATOMIC_SEQ_CST,             \
+                                              __ATOMIC_RELAXED));                                  \
+        return was;                                                                                \
+    }
+#endif
+SYMADDR_DEFINE_PRIM_FADD_(float, uint32_t, f32)
+SYMADDR_DEFINE_PRIM_FADD_(double, uint64_t, f64)
+
 /* Where a system-scope atomic or signal lands: the translated address, or NULL when the access is
  * refused (validation: out of bounds, or the map lacks a capability in need). */
 SYMADDR_DEVFN void *symaddr_system_target_(const void *ptr, int target, const uint64_t *peer_bases,
@@ -528,6 +629,24 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
         return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value,                                      \
                                                  (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)     \
                  : (T)0;                                                                           \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_sem_##sfx(T *ptr, T value, int target,             \
+                                                          const uint64_t *peer_bases,              \
+                                                          int local_rank, symaddr_sem_t sem)       \
+    {                                                                                              \
+        symaddr_sem_fence_(sem, 1, 1);                                                             \
+        T old = symaddr_atomic_fetch_##op##_##sfx(ptr, value, target, peer_bases, local_rank);     \
+        symaddr_sem_fence_(sem, 1, 0);                                                             \
+        return old;                                                                                \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_##op##_sem_##sfx(                                  \
+        symaddr_buffer_t buf, size_t index, T value, int target, symaddr_sem_t sem)                \
+    {                                                                                              \
+        int sys = (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0;                                    \
+        symaddr_sem_fence_(sem, sys, 1);                                                           \
+        T old = symaddr_buffer_atomic_fetch_##op##_##sfx(buf, index, value, target);               \
+        symaddr_sem_fence_(sem, sys, 0);                                                           \
+        return old;                                                                                \
     }
 
 /* min/max by compare-and-swap, so that signed and unsigned compare correctly everywhere. */
@@ -566,12 +685,67 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
         U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
                                            SYMADDR_CAP_SYSTEM_ATOMICS);                            \
         return r ? (T)symaddr_prim_cas_##usfx(r, (U)compare, (U)value, 1) : (T)0;                  \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_atomic_cas_sem_##sfx(T *ptr, T compare, T value, int target,           \
+                                                 const uint64_t *peer_bases, int local_rank,       \
+                                                 symaddr_sem_t sem)                                \
+    {                                                                                              \
+        symaddr_sem_fence_(sem, 1, 1);                                                             \
+        T old = symaddr_atomic_cas_##sfx(ptr, compare, value, target, peer_bases, local_rank);     \
+        symaddr_sem_fence_(sem, 1, 0);                                                             \
+        return old;                                                                                \
     }
 
 SYMADDR_DEFINE_ATOMICS_(int32_t, uint32_t, i32, u32)
 SYMADDR_DEFINE_ATOMICS_(uint32_t, uint32_t, u32, u32)
 SYMADDR_DEFINE_ATOMICS_(int64_t, uint64_t, i64, u64)
 SYMADDR_DEFINE_ATOMICS_(uint64_t, uint64_t, u64, u64)
+
+/* Floating-point adds (f32, f64) in the explicit, buffer and _sem forms, as the integer ones:
+ * symaddr_atomic_fetch_add_f32, symaddr_atomic_add_f32, symaddr_buffer_atomic_fetch_add_f32,
+ * and their _sem_ variants. The sum of several ranks' adds depends on their order, as with
+ * any floating-point atomic. */
+#define SYMADDR_DEFINE_FADD_(T, sfx)                                                               \
+    SYMADDR_DEVFN T symaddr_atomic_fetch_add_##sfx(T *ptr, T value, int target,                    \
+                                                   const uint64_t *peer_bases, int local_rank)     \
+    {                                                                                              \
+        T *r = (T *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
+                                           SYMADDR_CAP_SYSTEM_ATOMICS);                            \
+        return r ? symaddr_prim_fadd_##sfx(r, value, 1) : (T)0;                                    \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_atomic_add_##sfx(T *ptr, T value, int target,                       \
+                                                const uint64_t *peer_bases, int local_rank)        \
+    {                                                                                              \
+        (void)symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank);          \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_add_##sfx(symaddr_buffer_t buf, size_t index,      \
+                                                          T value, int target)                     \
+    {                                                                                              \
+        T *r =                                                                                     \
+            (T *)symaddr_buffer_target_(buf, (T *)buf.ptr + index, target, SYMADDR_CAP_ATOMICS);   \
+        return r ? symaddr_prim_fadd_##sfx(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0) \
+                 : (T)0;                                                                           \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_atomic_fetch_add_sem_##sfx(T *ptr, T value, int target,                \
+                                                       const uint64_t *peer_bases, int local_rank, \
+                                                       symaddr_sem_t sem)                          \
+    {                                                                                              \
+        symaddr_sem_fence_(sem, 1, 1);                                                             \
+        T old = symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank);        \
+        symaddr_sem_fence_(sem, 1, 0);                                                             \
+        return old;                                                                                \
+    }                                                                                              \
+    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_add_sem_##sfx(                                     \
+        symaddr_buffer_t buf, size_t index, T value, int target, symaddr_sem_t sem)                \
+    {                                                                                              \
+        int sys = (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0;                                    \
+        symaddr_sem_fence_(sem, sys, 1);                                                           \
+        T old = symaddr_buffer_atomic_fetch_add_##sfx(buf, index, value, target);                  \
+        symaddr_sem_fence_(sem, sys, 0);                                                           \
+        return old;                                                                                \
+    }
+SYMADDR_DEFINE_FADD_(float, f32)
+SYMADDR_DEFINE_FADD_(double, f64)
 
 /* ---- signals ----------------------------------------------------------------------------- */
 

@@ -315,15 +315,37 @@ typedef struct counters {
     int32_t lock;
     int64_t locked;
     uint64_t host_add;
+    float fsum, fbuf; /* float adds: explicit and _sem, buffer form */
+    double dsum;
+    int32_t slock; /* a lock by acquire and release */
+    int64_t slocked;
 } counters_t;
 
 static int32_t min_val32(int r) { return (r - 3) * 1000 - 1; }
 static int64_t min_val64(int r) { return (int64_t)(r - 4) * 1000000000000ll; }
 
 __global__ void atomics_kernel(counters_t *c, uint64_t *olds, uint64_t *swap_old, int rank,
-                               symaddr_buffer_t bufadd, const uint64_t *pb, int me)
+                               symaddr_buffer_t bufadd, symaddr_buffer_t fbuf, const uint64_t *pb,
+                               int me)
 {
     const int root = 0;
+    /* float adds of exact halves and quarters: the total is exact in any order */
+    for (int i = 0; i < ITERS; i++) {
+        symaddr_atomic_add_f32(&c->fsum, 0.5f, root, pb, me);
+        (void)symaddr_atomic_fetch_add_sem_f32(&c->fsum, 0.25f, root, pb, me, SYMADDR_SEM_RELAXED);
+        (void)symaddr_atomic_fetch_add_sem_f64(&c->dsum, 0.125 * (rank + 1), root, pb, me,
+                                               SYMADDR_SEM_ACQ_REL);
+        (void)symaddr_buffer_atomic_fetch_add_sem_f32(fbuf, 0, 2.0f, root, SYMADDR_SEM_RELEASE);
+    }
+    /* A lock whose taking is an acquire and whose giving back a release, around plain
+     * accesses with no fence of their own. */
+    for (int i = 0; i < ITERS; i++) {
+        while (symaddr_atomic_cas_sem_i32(&c->slock, 0, 1, root, pb, me, SYMADDR_SEM_ACQUIRE) != 0)
+            symaddr_yield();
+        int64_t v = symaddr_load_i64(&c->slocked, root, pb, me);
+        symaddr_store_i64(&c->slocked, v + 1, root, pb, me);
+        (void)symaddr_atomic_fetch_swap_sem_i32(&c->slock, 0, root, pb, me, SYMADDR_SEM_RELEASE);
+    }
     for (int i = 0; i < ITERS; i++)
         olds[i] = symaddr_atomic_fetch_add_u64(&c->fadd, 1, root, pb, me);
     symaddr_atomic_and_u32(&c->and32, ~(1u << rank), root, pb, me);
@@ -371,9 +393,10 @@ static void test_atomics(void *unused)
     init.max64 = INT64_MIN;
     T_OK(g_ctx, symaddr_memcpy(g_ctx, c, &init, sizeof(init)));
     sync_all();
-    symaddr_buffer_t buf;
+    symaddr_buffer_t buf, fbuf;
     T_OK(g_ctx, symaddr_buffer_bind(m, &c->bufadd, &buf));
-    launched(SYMADDR_LAUNCH(atomics_kernel, 1, 1, NULL, c, olds, olds + ITERS, t_rank, buf,
+    T_OK(g_ctx, symaddr_buffer_bind(m, &c->fbuf, &fbuf));
+    launched(SYMADDR_LAUNCH(atomics_kernel, 1, 1, NULL, c, olds, olds + ITERS, t_rank, buf, fbuf,
                             m->peer_bases, m->local_rank));
     T_OK(g_ctx, symaddr_stream_atomic_add_u64(g_ctx, &c->host_add, (uint64_t)t_rank + 1, 0, NULL));
     sync_all();
@@ -403,6 +426,15 @@ static void test_atomics(void *unused)
         T_CHECK(got.bufadd == (uint32_t)sum && got.host_add == sum);
         T_CHECK(got.locked == (int64_t)t_size * ITERS && got.lock == 0, "locked counter %lld",
                 (long long)got.locked);
+        double dwant = 0;
+        for (int r = 0; r < t_size; r++)
+            dwant += 0.125 * (r + 1) * ITERS;
+        T_CHECK(got.fsum == 0.75f * (float)(t_size * ITERS) && got.dsum == dwant &&
+                    got.fbuf == 2.0f * (float)(t_size * ITERS),
+                "float adds: %g %g %g, want %g %g %g", got.fsum, got.dsum, got.fbuf,
+                0.75 * t_size * ITERS, dwant, 2.0 * t_size * ITERS);
+        T_CHECK(got.slocked == (int64_t)t_size * ITERS && got.slock == 0,
+                "acquire/release lock counter %lld", (long long)got.slocked);
         /* fetch_add handed out every value below the total exactly once. */
         uint64_t *f = (uint64_t *)malloc(sizeof(uint64_t) * ITERS * (size_t)t_size);
         uint64_t *sw = (uint64_t *)malloc(sizeof(uint64_t) * ((size_t)t_size + 1));
