@@ -368,7 +368,10 @@ SYMADDR_API symaddr_status_t symaddr_provider_get(symaddr_context_t *ctx,
                                                   symaddr_provider_t **provider_p);
 
 /**
- * Allocate @p bytes of symmetric memory on every rank (collective).
+ * Allocate @p bytes of symmetric memory on every rank (collective). Its contents are not
+ * cleared: an allocation taken back from retention (SYMADDR_RETAIN_BYTES) or from the heap keeps
+ * what its last user wrote, and fresh GPU memory is what the runtime gives; fresh memory of
+ * the cpu backend is zero. Clear it where zeros matter.
  * @return SYMADDR_OK with *ptr_p and *map_p set; SYMADDR_ERR_INVALID_ARG for a NULL argument;
  *         SYMADDR_ERR_INVALID_SIZE for 0 or an overflowing size; SYMADDR_ERR_MISMATCH when ranks
  *         pass different sizes or providers, or call in a different order; SYMADDR_ERR_NO_MEMORY

@@ -287,6 +287,47 @@ static void test_import_of_owned_memory(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* The contents contract (symaddr.h, symaddr_symmetric_alloc): an allocation taken back from
+ * retention or from the heap keeps what its last user wrote; a fresh one on the cpu backend is
+ * zero (new shared memory). GPUs give fresh memory as the runtime does (not cleared): checked
+ * on the cpu backend only. */
+static void test_contents(void *u)
+{
+    (void)u;
+    symaddr_context_t *ctx = retaining_context((size_t)1 << 20);
+    if (symaddr_backend(ctx) != SYMADDR_BACKEND_CPU) {
+        T_SKIP("fresh memory is zero only on the cpu backend");
+        symaddr_finalize(&ctx);
+        return;
+    }
+    enum { N = 1003 };
+    symaddr_provider_t *prov[2];
+    symaddr_map_t *m;
+    uint32_t mark[N], got[N], zeros[N];
+    memset(zeros, 0, sizeof(zeros));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov[0]));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &prov[1]));
+    for (int k = 0; k < 2; k++) {
+        uint32_t *p, *q;
+        for (int i = 0; i < N; i++)
+            mark[i] = 0xabc00000u + (uint32_t)(t_rank * 4096 + i);
+        T_OK(ctx, symaddr_symmetric_alloc(prov[k], sizeof(mark) + 4 * (size_t)k, (void **)&p, &m));
+        T_OK(ctx, symaddr_memcpy(ctx, got, p, sizeof(got)));
+        if (k == 0)
+            T_CHECK(memcmp(got, zeros, sizeof(got)) == 0, "a fresh ipc allocation is not zero");
+        T_OK(ctx, symaddr_memcpy(ctx, p, mark, sizeof(mark)));
+        T_OK(ctx, symaddr_symmetric_free(prov[k], p));
+        T_OK(ctx, symaddr_symmetric_alloc(prov[k], sizeof(mark) + 4 * (size_t)k, (void **)&q, &m));
+        T_CHECK(q == p, "%s: the same size came back elsewhere", k ? "heap" : "ipc");
+        T_OK(ctx, symaddr_memcpy(ctx, got, q, sizeof(got)));
+        T_CHECK(memcmp(got, mark, sizeof(got)) == 0,
+                "%s: taken back, the allocation lost what its last user wrote",
+                k ? "heap" : "retention");
+        T_OK(ctx, symaddr_symmetric_free(prov[k], q));
+    }
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -297,5 +338,6 @@ int main(int argc, char **argv)
     T_RUN(test_ranks_must_agree, NULL);
     T_RUN(test_descriptors_bound_retention, NULL);
     T_RUN(test_import_of_owned_memory, NULL);
+    T_RUN(test_contents, NULL);
     return t_finish();
 }
