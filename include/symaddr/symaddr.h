@@ -477,7 +477,8 @@ SYMADDR_API symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, vo
  * symaddr_register_openshmem or symaddr_register_nvshmem (collective: every rank unregisters its
  * map of the same registration).
  * Imported roots are closed when their last view goes; foreign memory is never unmapped.
- * @return SYMADDR_OK; SYMADDR_ERR_INVALID_MAP if @p map is not live in @p ctx;
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL context or map;
+ *         SYMADDR_ERR_INVALID_MAP if @p map is not live in @p ctx;
  *         SYMADDR_ERR_WRONG_PROVIDER for a map from symaddr_symmetric_alloc.
  */
 SYMADDR_API symaddr_status_t symaddr_unregister(symaddr_context_t *ctx, symaddr_map_t *map);
@@ -507,9 +508,15 @@ SYMADDR_API uint64_t *symaddr_heap_bases_get(symaddr_context_t *ctx);
 
 /** Plain, non-symmetric device memory (hipMalloc/cudaMalloc; shared memory on cpu). Only the
  *  context that allocated it frees it: symaddr_mem_free on another context returns
- *  SYMADDR_ERR_NOT_FOUND and leaves the memory alone. */
+ *  SYMADDR_ERR_NOT_FOUND and leaves the memory alone.
+ *  @return SYMADDR_OK with *ptr_p set; SYMADDR_ERR_INVALID_ARG for a NULL argument;
+ *          SYMADDR_ERR_INVALID_SIZE for 0 or a size past what the backend can map;
+ *          SYMADDR_ERR_NO_MEMORY when memory runs out; SYMADDR_ERR_BACKEND when the runtime
+ *          refuses. */
 SYMADDR_API symaddr_status_t symaddr_mem_alloc(symaddr_context_t *ctx, size_t bytes, void **ptr_p);
-/** Free memory of symaddr_mem_alloc (of this context). */
+/** Free memory of symaddr_mem_alloc (of this context).
+ *  @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL context; SYMADDR_ERR_NOT_FOUND when
+ *          @p ptr is not this context's plain allocation. */
 SYMADDR_API symaddr_status_t symaddr_mem_free(symaddr_context_t *ctx, void *ptr);
 
 /** Copy between any host or device pointers (peer mappings included); blocks until done.
@@ -534,7 +541,7 @@ SYMADDR_API symaddr_status_t symaddr_put(symaddr_context_t *ctx, void *dst, cons
                                          size_t bytes, int target, void *stream);
 
 /** The reverse of symaddr_put: @p src is symmetric (translated to @p target), @p dst local;
- *  the same path by size and target. */
+ *  the same path by size and target. @return as symaddr_put, for src. */
 SYMADDR_API symaddr_status_t symaddr_get(symaddr_context_t *ctx, void *dst, const void *src,
                                          size_t bytes, int target, void *stream);
 
@@ -691,7 +698,9 @@ SYMADDR_API const char *symaddr_abi_json(void);
 
 /** Wait for the work queued on @p stream (a hipStream_t/cudaStream_t; NULL = default).
  *  Also reports SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN when a collective on the context
- *  failed; the context is then broken. */
+ *  failed; the context is then broken.
+ *  @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL context; SYMADDR_ERR_TIMEOUT,
+ *          SYMADDR_ERR_BROKEN as above; SYMADDR_ERR_BACKEND when the runtime reports an error. */
 SYMADDR_API symaddr_status_t symaddr_stream_sync(symaddr_context_t *ctx, void *stream);
 
 /* ---- names of 0.1.0, kept for one release ---------------------------------------------------
