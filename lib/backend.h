@@ -42,10 +42,30 @@ typedef enum symaddr_mem_kind {
     SYMADDR_MEM_KINDS_ = 2
 } symaddr_mem_kind_t;
 
+/* The auto allreduce's crossovers per backend, measured (doc/performance.md): Lamport (f32, f16,
+ * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
+ * each node peer; lamport_shared where ranks of the node share a GPU, whose memory then carries
+ * every push), else LL up to ll, one-shot below twoshot, two-shot from there, by loads only
+ * (two-shot-get) from get (get_shared where node ranks share a GPU), with the all-gather by
+ * the copy engine (two-shot-copy) from copy, where two-shot-get is taken; the threads of a
+ * Lamport block; and the size from which put and get to another GPU go by the copy engine. */
+typedef struct symaddr_tuning {
+    size_t lamport, lamport_node, lamport_shared, ll, twoshot, get, get_shared, copy;
+    unsigned lamport_threads;
+    size_t rma_copy;
+} symaddr_tuning_t;
+
 typedef struct symaddr_backend_ops {
     size_t size; /* sizeof(symaddr_backend_ops_t): callers never read past it */
     const char *name;
     symaddr_backend_kind_t kind;
+    /* What the core asks of a backend, instead of its kind: */
+    const symaddr_tuning_t *tuning;    /* required: a row without one is refused at init */
+    int host_memory;                   /* its memory is the host's, shared by the host's ranks */
+    int immediate;                     /* a kernel runs at its launch, on the caller's thread */
+    int pdl;                           /* kernels may launch as programmatic dependents */
+    const char *allocator;             /* what allocates memory symaddr_import takes */
+    const char *vmm_missing;           /* why vmm_alloc is NULL, for the refusal ("" if nothing) */
     uint64_t caps[SYMADDR_MEM_KINDS_]; /* SYMADDR_CAP_* that peers of one node get, per kind */
 
     /* Number of usable devices; 0 means the backend cannot run here. */

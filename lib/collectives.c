@@ -164,7 +164,7 @@ static void team_fill(const symaddr_context_t *ctx, symaddr_team_t *t)
         symaddr_backend_deadline_ns(&ctx->be, (uint64_t)ctx->core.cfg.timeout_ms * 1000000u);
     /* not where another rank shares the GPU: an early-resident grid could keep its kernels
      * from the SMs */
-    t->pdl = ctx->be.ops->kind == SYMADDR_BACKEND_CUDA && ctx->gpu_sharers == 1;
+    t->pdl = ctx->be.ops->pdl && ctx->gpu_sharers == 1;
 }
 
 symaddr_status_t symaddr_team_get(symaddr_context_t *ctx, symaddr_team_t *team_p)
@@ -200,14 +200,14 @@ static void desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d, symaddr_co
      * loads then spread over more SMs), or more where the chunks outnumber the grid's threads
      * (doc/performance.md: on 2 H200s, 128 threads take 0.3-0.4 us less than 512 from 16 KiB to
      * 256 KiB). */
-    if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT && ctx->be.ops->kind != SYMADDR_BACKEND_CPU) {
+    if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT && !ctx->be.ops->immediate) {
         size_t chunks = work_bytes / 32, threads = ctx->coll.lamport_threads;
         while (threads < SYMADDR_COLL_THREADS && chunks > threads * ctx->coll.max_blocks)
             threads *= 2;
         blocks = (chunks + threads - 1) / threads;
         d->threads = (unsigned)threads;
     }
-    if (ctx->be.ops->kind == SYMADDR_BACKEND_CPU || blocks < 1)
+    if (ctx->be.ops->immediate || blocks < 1)
         blocks = 1;
     d->blocks = (unsigned)(blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks : blocks);
 }
@@ -246,7 +246,7 @@ static symaddr_status_t launch_kernel(symaddr_context_t *ctx, const symaddr_coll
         return symaddr_set_error(ctx, st, "%s: the %s runtime refused the launch: %s",
                                  coll_names[d->kind], ctx->be.ops->name, symaddr_launch_why);
     /* The cpu backend ran it already: report a failure now. */
-    return ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? symaddr_coll_status(ctx) : SYMADDR_OK;
+    return ctx->be.ops->immediate ? symaddr_coll_status(ctx) : SYMADDR_OK;
 }
 
 /* Two-shot-copy's all-gather, after its kernel reduced this rank's part into recv: the copy

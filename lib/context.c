@@ -12,52 +12,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The figures measured on H200s, which HIP takes too until AMD GPUs are measured. */
-#define H200_CROSSOVERS                                                                            \
-    .lamport = 2u << 20, .lamport_node = 4u << 20, .lamport_shared = 1u << 20, .ll = 32u << 10,    \
-    .twoshot = 256u << 10, .get = 32u << 20, .get_shared = SIZE_MAX
-
-/* The auto allreduce's crossovers per backend, measured (doc/performance.md): Lamport (f32, f16,
- * bf16) up to lamport bytes and lamport_node bytes over the node (a call pushes every byte to
- * each node peer; lamport_shared where ranks of the node share a GPU, whose memory then carries
- * every push), else LL up to ll, one-shot below twoshot, two-shot from there, by loads only
- * (two-shot-get) from get (get_shared where node ranks share a GPU), with the all-gather by
- * the copy engine (two-shot-copy) from copy, where two-shot-get is taken; the threads of a
- * Lamport block; and the size from which put and get to another GPU go by the copy engine. */
-static const struct {
-    size_t lamport, lamport_node, lamport_shared, ll, twoshot, get, get_shared, copy;
-    unsigned lamport_threads;
-    size_t rma_copy;
-} tuning[] = {
-    /* 2 ranks of one host: Lamport beats LL at every size, one-shot from 512 B; two-shot-get
-     * takes 1.4-2.2x two-shot's time from 16 KiB to 64 MiB */
-    [SYMADDR_BACKEND_CPU] = {.lamport = 128,
-                             .lamport_node = 1u << 20,
-                             .lamport_shared = 1u << 20,
-                             .ll = 128,
-                             .twoshot = 2u << 10,
-                             .get = SIZE_MAX,
-                             .get_shared = SIZE_MAX,
-                             .copy = SIZE_MAX,
-                             .lamport_threads = 1,
-                             .rma_copy = SIZE_MAX},
-    /* H200: 2 GPUs over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport
-     * even with one-shot at 128 KiB and 1.45x its time at 192 KiB. Two-shot-get behind
-     * two-shot to 16 MiB and ahead from 64 MiB on 2 GPUs; on one GPU shared by 8 ranks behind it
-     * at every size to 256 MiB (274 against 314 GB/s busbw there). Lamport blocks of 128
-     * threads ahead of 512 from 16 KiB to 256 KiB on 2 GPUs, 64 behind at 256 KiB. Two-shot-copy
-     * ahead of two-shot-get from 32 MiB on 2 GPUs (1.13-1.19x NCCL to 256 MiB, 1.05x at 4 GiB,
-     * where two-shot-get is 0.98-0.99x), behind two-shot at 16 MiB; on one GPU shared by 8 ranks
-     * behind two-shot (276 against 313 GB/s at 256 MiB). A put by the copy engine to the other
-     * GPU even with a kernel's to 16 KiB, ahead from 64 KiB (3.6 against 4.4 us), 1.07x at
-     * 1 GiB (396 against 369 GB/s). */
-    [SYMADDR_BACKEND_CUDA] = {H200_CROSSOVERS, .copy = 32u << 20, .lamport_threads = 128,
-                              .rma_copy = 64u << 10},
-    /* not measured: the CUDA figures, with the blocks the other kernels have, and no copies */
-    [SYMADDR_BACKEND_HIP] = {H200_CROSSOVERS, .copy = SIZE_MAX, .lamport_threads = 512,
-                             .rma_copy = SIZE_MAX},
-};
-
 /* fork() children of this process so far, counted by a pthread_atfork handler in the child: a
  * context made before a fork refuses collective calls in the child, since its peers pair their
  * calls with the parent's. A counter costs the calls nothing; getpid() is a system call. */
@@ -204,6 +158,12 @@ static symaddr_status_t backend_start(symaddr_context_t *ctx)
                                      symaddr_backend_name(cfg->backend),
                                      symaddr_backend_name(cfg->backend));
     }
+    if (!ops->tuning || !ops->allocator || !ops->vmm_missing || !ops->coll || !ops->kernels)
+        return symaddr_set_error(ctx, SYMADDR_ERR_BACKEND,
+                                 "symaddr_init: the %s backend's row lacks its tuning, allocator, "
+                                 "vmm_missing, coll or kernels (lib/backend.h says what a row "
+                                 "needs); this build of symaddr is broken",
+                                 ops->name);
     ndev = ops->device_count();
     if (ndev <= 0)
         return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
@@ -390,9 +350,9 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         st = backend_start(ctx);
     st = symaddr_agree_status(&ctx->core, st, "symaddr_init");
     if (st == SYMADDR_OK && ctx->core.cfg.twoshot_bytes == 0)
-        ctx->core.cfg.twoshot_bytes = tuning[ctx->be.ops->kind].twoshot;
+        ctx->core.cfg.twoshot_bytes = ctx->be.ops->tuning->twoshot;
     if (st == SYMADDR_OK && ctx->core.cfg.ll_bytes == SIZE_MAX)
-        ctx->core.cfg.ll_bytes = tuning[ctx->be.ops->kind].ll;
+        ctx->core.cfg.ll_bytes = ctx->be.ops->tuning->ll;
     if (st == SYMADDR_OK)
         st = same_everywhere(ctx);
     if (st == SYMADDR_OK && ctx->core.cfg.heap_bytes > 0)
@@ -403,20 +363,19 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (st == SYMADDR_OK)
         st = symaddr_coll_init(ctx);
     if (st == SYMADDR_OK) {
-        ctx->coll.twoshot_get_bytes = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].get_shared
-                                                           : tuning[ctx->be.ops->kind].get;
+        ctx->coll.twoshot_get_bytes =
+            ctx->node_gpu_shared ? ctx->be.ops->tuning->get_shared : ctx->be.ops->tuning->get;
         ctx->coll.twoshot_copy_bytes =
-            ctx->coll.twoshot_get_bytes == SIZE_MAX ? SIZE_MAX : tuning[ctx->be.ops->kind].copy;
-        ctx->coll.lamport_threads = tuning[ctx->be.ops->kind].lamport_threads;
-        ctx->rma_copy_bytes = tuning[ctx->be.ops->kind].rma_copy;
+            ctx->coll.twoshot_get_bytes == SIZE_MAX ? SIZE_MAX : ctx->be.ops->tuning->copy;
+        ctx->coll.lamport_threads = ctx->be.ops->tuning->lamport_threads;
+        ctx->rma_copy_bytes = ctx->be.ops->tuning->rma_copy;
     }
     if (st == SYMADDR_OK && ctx->core.cfg.lamport_bytes == SIZE_MAX) { /* needs the locality */
-        size_t node = ctx->node_gpu_shared ? tuning[ctx->be.ops->kind].lamport_shared
-                                           : tuning[ctx->be.ops->kind].lamport_node;
+        size_t node = ctx->node_gpu_shared ? ctx->be.ops->tuning->lamport_shared
+                                           : ctx->be.ops->tuning->lamport_node;
         size_t per_peer = node / (size_t)ctx->core.boot.node_size;
-        ctx->core.cfg.lamport_bytes = tuning[ctx->be.ops->kind].lamport < per_peer
-                                          ? tuning[ctx->be.ops->kind].lamport
-                                          : per_peer;
+        ctx->core.cfg.lamport_bytes =
+            ctx->be.ops->tuning->lamport < per_peer ? ctx->be.ops->tuning->lamport : per_peer;
     }
     if (st != SYMADDR_OK) {
         snprintf(thread_error, sizeof(thread_error), "%s", ctx->core.err.text);
@@ -485,7 +444,7 @@ symaddr_backend_kind_t symaddr_backend(const symaddr_context_t *ctx)
 
 int symaddr_device(const symaddr_context_t *ctx)
 {
-    return ctx && ctx->be.ops && ctx->be.ops->kind != SYMADDR_BACKEND_CPU ? ctx->be.device : -1;
+    return ctx && ctx->be.ops && !ctx->be.ops->host_memory ? ctx->be.device : -1;
 }
 
 const char *symaddr_last_error(const symaddr_context_t *ctx)

@@ -21,7 +21,7 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
     loc_rec_t mine, *all = calloc(n, sizeof(*all));
     uint8_t *cls = calloc(3 * n, 1);
     int *dev = calloc(n, sizeof(int));
-    bool gpu = ctx->be.ops->kind != SYMADDR_BACKEND_CPU;
+    bool gpu = !ctx->be.ops->host_memory;
 
     memset(&mine, 0, sizeof(mine));
     mine.device = gpu ? ctx->be.device : -1;

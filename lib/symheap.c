@@ -18,7 +18,7 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
     memset(h, 0, sizeof(*h));
     /* A heap the node or device cannot hold would be accepted lazily and kill the job later.
      * Host memory is every rank of the host's (the heap is the same on every rank). */
-    size_t sharers = ctx->be.ops->kind == SYMADDR_BACKEND_CPU && ctx->core.boot.host_size > 0
+    size_t sharers = ctx->be.ops->host_memory && ctx->core.boot.host_size > 0
                          ? (size_t)ctx->core.boot.host_size
                          : 1,
            all = 0;
@@ -30,7 +30,7 @@ symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
                                "SYMADDR_HEAP_SIZE",
                                ctx->core.cfg.heap_bytes, sharers > 1 ? ", for " : " (", sharers,
                                sharers > 1 ? " ranks on this host," : " rank)", total,
-                               ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "host" : "device");
+                               ctx->be.ops->host_memory ? "host" : "device");
     h->bytes = bytes;
     h->cap = 16;
     h->free_list = malloc(sizeof(*h->free_list) * h->cap);

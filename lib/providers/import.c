@@ -15,9 +15,7 @@ static symaddr_status_t import_check(symaddr_context_t *ctx, const symaddr_regis
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_SHAREABLE,
                                  "%s: %p is not in memory from the %s allocator; allocate it "
                                  "with %s or symaddr_mem_alloc",
-                                 fn, a->ptr, ctx->be.ops->name,
-                                 ctx->be.ops->kind == SYMADDR_BACKEND_CPU ? "symaddr_mem_alloc"
-                                                                          : "hipMalloc/cudaMalloc");
+                                 fn, a->ptr, ctx->be.ops->name, ctx->be.ops->allocator);
     /* Memory symaddr owns but nobody registered now: a freed allocation kept for reuse, or a
      * free range of the heap. An import of it would be taken back from under its importer. */
     bool owned = ctx->has_heap && root == ctx->heap.backing.root;

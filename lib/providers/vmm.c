@@ -12,11 +12,7 @@ static symaddr_status_t vmm_usable(symaddr_context_t *ctx, const char *fn)
         return SYMADDR_OK;
     return symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
                              "%s: the %s backend has no VMM memory%s; use SYMADDR_PROVIDER_IPC", fn,
-                             ctx->be.ops->name,
-                             ctx->be.ops->kind == SYMADDR_BACKEND_HIP
-                                 ? " in this build (its hipMemCreate path is wired from ROCm 6 on; "
-                                   "rebuild against ROCm 6 or later)"
-                                 : "");
+                             ctx->be.ops->name, ctx->be.ops->vmm_missing);
 }
 
 static symaddr_status_t vmm_alloc(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r)

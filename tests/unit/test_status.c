@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "symaddr/symaddr.h"
+#include "backend.h"
 #include "config.h"
 
 static void test_strerror(void **state)
@@ -196,10 +197,37 @@ static void test_size_parse(void **state)
     unsetenv("SYMADDR_TIMEOUT_MS");
 }
 
+/* Every backend row built into the library carries what the core reads from it instead of
+ * testing its kind: its tuning (crossovers that order as the auto allreduce needs them), its
+ * allocator's name and why it may lack VMM memory. */
+static void test_backend_rows(void **state)
+{
+    (void)state;
+    int rows = 0;
+    for (int k = SYMADDR_BACKEND_CPU; k <= SYMADDR_BACKEND_HIP; k++) {
+        const symaddr_backend_ops_t *ops = symaddr_backend_ops_get((symaddr_backend_kind_t)k);
+        if (!ops)
+            continue;
+        rows++;
+        assert_int_equal(ops->kind, k);
+        assert_non_null(ops->tuning);
+        assert_non_null(ops->allocator);
+        assert_non_null(ops->vmm_missing);
+        assert_true(ops->vmm_alloc != NULL || ops->host_memory || ops->vmm_missing[0]);
+        const symaddr_tuning_t *t = ops->tuning;
+        assert_true(t->ll > 0 && t->lamport > 0 && t->twoshot > 0 && t->lamport_threads > 0);
+        assert_true(t->lamport_node >= t->lamport && t->get >= t->twoshot);
+        assert_true(t->rma_copy > 0 && t->copy > 0 && t->get_shared > 0);
+        assert_true(ops->immediate == ops->host_memory); /* the cpu backend, and only it */
+    }
+    assert_true(rows >= 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror),
+        cmocka_unit_test(test_backend_rows),
         cmocka_unit_test(test_config_env),
         cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_size_parse),
