@@ -226,10 +226,8 @@ static void test_backend_rows(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strerror),
-        cmocka_unit_test(test_backend_rows),
-        cmocka_unit_test(test_config_env),
-        cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_strerror),   cmocka_unit_test(test_backend_rows),
+        cmocka_unit_test(test_config_env), cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_size_parse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
