@@ -41,11 +41,15 @@
  * Threads. symaddr_lookup, symaddr_translate_host, symaddr_buffer_bind, symaddr_last_error,
  * the accessors, and symaddr_mem_alloc/symaddr_mem_free/symaddr_memcpy may be called from
  * any thread at any time. The collective calls (collectives, allocate and free, import,
- * registrations, unregister, finalize) must be made by one thread at a time per context: a
- * second thread that enters one while another is inside returns SYMADDR_ERR_INVALID_ARG
- * ("another thread is in a collective ... call on this context") without taking part, so its
- * peers' matching call then times out. Give each thread its own context to run collectives
- * concurrently.
+ * registrations, unregister, finalize) must be made by one thread at a time per context, in
+ * the same order on every rank. A second thread that enters one while another is inside
+ * returns SYMADDR_ERR_INVALID_ARG ("another thread is in a collective ... call on this
+ * context") without taking part. That detects the misuse only on a rank where the two calls
+ * overlap: ranks pair calls by their order, so where threads race, one rank's first call can
+ * meet another rank's second, and calls of the same collective, count and dtype cannot tell
+ * each other apart: those return their results as OK with the other call's data, and the
+ * ranks' later calls time out. No rule of the library can undo a race between a program's
+ * threads: give each thread its own context to run collectives concurrently.
  *
  * fork(). A child of a process that created a context cannot take part in the context's
  * collective calls (its peers pair their calls with the parent's): there they return
