@@ -83,26 +83,37 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
 
 /* The collective a kind belongs to (its family: what ranks must agree they call, and what the
  * INFO log tracks) and the algorithm it names, for the INFO log. */
+/* PEER_SEND, PEER_RECV: the buffers a kind's kernels reach on peers by translating this rank's
+ * own pointer, so that every rank must pass them at the same offset of the registration. */
+enum { PEER_SEND = 1, PEER_RECV = 2 };
 static const struct {
     symaddr_coll_kind_t family;
     const char *collective, *algo;
+    unsigned peers;
 } kind_info[] = {
-    [SYMADDR_COLL_BARRIER] = {SYMADDR_COLL_BARRIER, "barrier", "flags"},
-    [SYMADDR_COLL_ALLREDUCE_ONESHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "one-shot"},
-    [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "two-shot"},
-    [SYMADDR_COLL_ALLREDUCE_LL] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "ll"},
-    [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "lamport"},
+    [SYMADDR_COLL_BARRIER] = {SYMADDR_COLL_BARRIER, "barrier", "flags", 0},
+    [SYMADDR_COLL_ALLREDUCE_ONESHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "one-shot",
+                                        PEER_SEND | PEER_RECV},
+    [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "two-shot",
+                                        PEER_SEND | PEER_RECV},
+    [SYMADDR_COLL_ALLREDUCE_LL] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "ll",
+                                   PEER_SEND | PEER_RECV},
+    [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce", "lamport",
+                                        PEER_SEND | PEER_RECV},
     [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce",
-                                            "two-shot by loads"},
+                                            "two-shot by loads", PEER_SEND | PEER_RECV},
     [SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY] = {SYMADDR_COLL_ALLREDUCE_ONESHOT, "allreduce",
-                                             "two-shot, all-gather by the copy engine"},
-    [SYMADDR_COLL_REDUCE_SCATTER] = {SYMADDR_COLL_REDUCE_SCATTER, "reduce_scatter", "loads"},
-    [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores"},
-    [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root"},
-    [SYMADDR_COLL_ALLTOALL] = {SYMADDR_COLL_ALLTOALL, "alltoall", "stores"},
-    [SYMADDR_COLL_REDUCE] = {SYMADDR_COLL_REDUCE, "reduce", "the root's loads"},
-    [SYMADDR_COLL_GATHER] = {SYMADDR_COLL_GATHER, "gather", "stores into the root"},
-    [SYMADDR_COLL_SCATTER] = {SYMADDR_COLL_SCATTER, "scatter", "loads from the root"},
+                                             "two-shot, all-gather by the copy engine",
+                                             PEER_SEND | PEER_RECV},
+    [SYMADDR_COLL_REDUCE_SCATTER] = {SYMADDR_COLL_REDUCE_SCATTER, "reduce_scatter", "loads",
+                                     PEER_SEND},
+    [SYMADDR_COLL_ALLGATHER] = {SYMADDR_COLL_ALLGATHER, "allgather", "stores", PEER_RECV},
+    [SYMADDR_COLL_BROADCAST] = {SYMADDR_COLL_BROADCAST, "broadcast", "loads from the root",
+                                PEER_SEND},
+    [SYMADDR_COLL_ALLTOALL] = {SYMADDR_COLL_ALLTOALL, "alltoall", "stores", PEER_RECV},
+    [SYMADDR_COLL_REDUCE] = {SYMADDR_COLL_REDUCE, "reduce", "the root's loads", PEER_SEND},
+    [SYMADDR_COLL_GATHER] = {SYMADDR_COLL_GATHER, "gather", "stores into the root", PEER_RECV},
+    [SYMADDR_COLL_SCATTER] = {SYMADDR_COLL_SCATTER, "scatter", "loads from the root", PEER_SEND},
 };
 _Static_assert(sizeof(kind_info) / sizeof(kind_info[0]) == SYMADDR_COLL_KIND_COUNT_,
                "a family and an algorithm for every kind");
@@ -112,15 +123,21 @@ _Static_assert(sizeof(kind_info) / sizeof(kind_info[0]) == SYMADDR_COLL_KIND_COU
  * argument fails on its rank alone, and the peers time out. */
 static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t local,
                                     symaddr_coll_kind_t kind, size_t count, symaddr_dtype_t dt,
-                                    int op, int root)
+                                    int op, int root, const uint64_t offsets[2])
 {
     if (!ctx->core.cfg.validate)
         return local;
     symaddr_status_t st = symaddr_agree_status(&ctx->core, local, coll_names[kind]);
     if (st != SYMADDR_OK)
         return st;
-    uint64_t mine[5] = {(uint64_t)kind_info[kind].family, count, (uint64_t)dt, (uint64_t)op,
-                        (uint64_t)root};
+    enum { WORDS = 7 };
+    uint64_t mine[WORDS] = {(uint64_t)kind_info[kind].family,
+                            count,
+                            (uint64_t)dt,
+                            (uint64_t)op,
+                            (uint64_t)root,
+                            kind_info[kind].peers & PEER_SEND ? offsets[0] : 0,
+                            kind_info[kind].peers & PEER_RECV ? offsets[1] : 0};
     uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all)
         return symaddr_core_break(&ctx->core,
@@ -136,14 +153,26 @@ static symaddr_status_t check_match(symaddr_context_t *ctx, symaddr_status_t loc
                                  "within %u ms; the context is broken",
                                  coll_names[kind], ctx->core.cfg.timeout_ms);
     }
-    for (int r = 0; r < ctx->core.size && st == SYMADDR_OK; r++)
-        if (memcmp(all + 5 * (size_t)r, all, sizeof(mine)) != 0)
+    for (int r = 0; r < ctx->core.size && st == SYMADDR_OK; r++) {
+        const uint64_t *theirs = all + WORDS * (size_t)r;
+        if (memcmp(theirs, all, 5 * sizeof(uint64_t)) != 0)
             st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
                                    "%s: rank %d passed a different collective, count (%llu, rank "
                                    "0: %llu), dtype, op or root than rank 0; every rank must pass "
                                    "the same",
-                                   coll_names[kind], r, (unsigned long long)all[5 * r + 1],
+                                   coll_names[kind], r, (unsigned long long)theirs[1],
                                    (unsigned long long)all[1]);
+        else if (memcmp(theirs + 5, all + 5, 2 * sizeof(uint64_t)) != 0)
+            st =
+                symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
+                                  "%s: rank %d passed %s at byte %llu of its registration, rank 0 "
+                                  "at byte %llu; kernels reach a peer's %s at this rank's offset, "
+                                  "so every rank must pass it at the same one",
+                                  coll_names[kind], r, theirs[5] != all[5] ? "send" : "recv",
+                                  (unsigned long long)(theirs[5] != all[5] ? theirs[5] : theirs[6]),
+                                  (unsigned long long)(theirs[5] != all[5] ? all[5] : all[6]),
+                                  theirs[5] != all[5] ? "send" : "recv");
+    }
     free(all);
     return st;
 }
@@ -458,7 +487,13 @@ static symaddr_status_t coll_begin(symaddr_context_t *ctx, symaddr_status_t loca
         st = sym_buffer(ctx, recv, recv_bytes, es, &rpb, &rhpb, &bits, fn, "recv");
     if (st == SYMADDR_OK && rule)
         st = rule(ctx, send, recv, count * es, count * es * (size_t)ctx->core.size, fn);
-    if ((st = check_match(ctx, st, kind, count, dt, op, root)) != SYMADDR_OK)
+    /* where send and recv lie in their registrations: translation keeps the offset */
+    uint64_t offsets[2] = {0, 0};
+    if (st == SYMADDR_OK) {
+        offsets[0] = (uint64_t)(uintptr_t)send - shpb[ctx->core.rank];
+        offsets[1] = (uint64_t)(uintptr_t)recv - rhpb[ctx->core.rank];
+    }
+    if ((st = check_match(ctx, st, kind, count, dt, op, root, offsets)) != SYMADDR_OK)
         return st;
     desc_init(ctx, d, kind, count, dt, op, work_bytes);
     d->send = send;
@@ -967,8 +1002,9 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
 {
     symaddr_coll_desc_t d;
     symaddr_status_t st;
-    if ((st = check_match(ctx, SYMADDR_OK, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, 0, 0)) !=
-        SYMADDR_OK)
+    static const uint64_t no_offsets[2] = {0, 0};
+    if ((st = check_match(ctx, SYMADDR_OK, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, 0, 0,
+                          no_offsets)) != SYMADDR_OK)
         return st;
     desc_init(ctx, &d, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
     if (!symaddr_multi_node(ctx))

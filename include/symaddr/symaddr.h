@@ -591,7 +591,11 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  * on the cpu backend. send and recv must be symmetric memory of this context (any provider,
  * views included), aligned to their elements. Every rank must call the same collectives in the
  * same order with the same count, dtype, op and root; validation mode
- * (symaddr_config_t.validate) checks that and returns SYMADDR_ERR_MISMATCH on every rank. A wait
+ * (symaddr_config_t.validate) checks that and returns SYMADDR_ERR_MISMATCH on every rank. Calls
+ * pair by their order, as MPI's and NCCL's do: a rank that skips a call pairs its next one with
+ * the call the others made instead, and where both have the same collective, count, dtype, op
+ * and root no check can tell them apart (validation included): they return OK with each
+ * other's data, and the others' next call times out. A wait
  * that times out (a peer exited or is stopped) is reported by the call on the cpu backend and by
  * symaddr_stream_sync on the GPU, as SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN (see "After a
  * timeout" above). Across nodes (real, or simulated by node_size) collectives run inside each

@@ -788,6 +788,29 @@ static void test_validate_mismatch(void *u)
              SYMADDR_ERR_MISMATCH);
     T_STATUS(ctx, symaddr_broadcast(ctx, f.a, f.b, 8, SYMADDR_INT32, t_rank % 2, NULL),
              t_size > 1 ? SYMADDR_ERR_MISMATCH : SYMADDR_OK);
+    /* Views at offsets that differ between ranks, where kernels reach the peers' copy at this
+     * rank's offset (before, each returned OK with data from the wrong place); the in-place
+     * forms' rank-dependent blocks stay legal. */
+    if (t_size > 1) {
+        size_t off = t_rank % 2 ? 64 : 0;
+        T_STATUS(ctx, symaddr_allreduce(ctx, f.a + off, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
+                 SYMADDR_ERR_MISMATCH);
+        T_CHECK(strstr(symaddr_last_error(ctx), "send at byte") != NULL &&
+                    strstr(symaddr_last_error(ctx), "same one") != NULL,
+                "message: %s", symaddr_last_error(ctx));
+        T_STATUS(ctx, symaddr_broadcast(ctx, f.a + off, f.b, 8, SYMADDR_INT32, 0, NULL),
+                 SYMADDR_ERR_MISMATCH);
+        T_STATUS(ctx, symaddr_allgather(ctx, f.a, f.b + off, 8, SYMADDR_INT32, NULL),
+                 SYMADDR_ERR_MISMATCH);
+        T_CHECK(strstr(symaddr_last_error(ctx), "recv at byte") != NULL, "message: %s",
+                symaddr_last_error(ctx));
+        T_STATUS(ctx, symaddr_gather(ctx, f.a, f.b + off, 8, SYMADDR_INT32, 0, NULL),
+                 SYMADDR_ERR_MISMATCH);
+        T_STATUS(ctx, symaddr_scatter(ctx, f.a + off, f.b, 8, SYMADDR_INT32, 0, NULL),
+                 SYMADDR_ERR_MISMATCH);
+        T_OK(ctx, symaddr_allgather(ctx, f.a + off, f.b, 8, SYMADDR_INT32, NULL));
+        T_OK(ctx, symaddr_reduce_scatter(ctx, f.a, f.b + off, 8, SYMADDR_INT32, SYMADDR_SUM, NULL));
+    }
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
     /* The context still works afterwards. */
     T_OK(ctx, symaddr_allreduce(ctx, f.a, f.b, 8, SYMADDR_INT32, SYMADDR_SUM, NULL));
