@@ -589,9 +589,12 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
 /* ---- collectives ---------------------------------------------------------------------------
  * Stream-ordered on the GPU (capturable in a graph when the communicator is one node), immediate
  * on the cpu backend. send and recv must be symmetric memory of this context (any provider,
- * views included), aligned to their elements. Every rank must call the same collectives in the
+ * views included), aligned to their elements, at the same offset of their registration on
+ * every rank (kernels reach a peer's copy at this rank's offset; the in-place blocks named
+ * below excepted). Every rank must call the same collectives in the
  * same order with the same count, dtype, op and root; validation mode
- * (symaddr_config_t.validate) checks that and returns SYMADDR_ERR_MISMATCH on every rank. Calls
+ * (symaddr_config_t.validate) checks that, and the offsets, and returns SYMADDR_ERR_MISMATCH on
+ * every rank. Calls
  * pair by their order, as MPI's and NCCL's do: a rank that skips a call pairs its next one with
  * the call the others made instead, and where both have the same collective, count, dtype, op
  * and root no check can tell them apart (validation included): they return OK with each
