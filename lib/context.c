@@ -319,6 +319,10 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     /* the log file's name is the context's own: the caller's string (or environment) may go */
     if (ctx->core.cfg.size == sizeof(ctx->core.cfg) && ctx->core.cfg.debug_file)
         ctx->core.cfg.debug_file = ctx->debug_file = strdup(ctx->core.cfg.debug_file);
+    /* Phases of init, timed for the TRACE log (symaddr-bench init reads them): bootstrap,
+     * backend, agreement on the settings, heap, locality, collectives. */
+    uint64_t t[7];
+    t[0] = symaddr_now_ns();
     /* The communicator is split before the config is checked, so that every rank
      * reaches the agreement below whatever its own arguments were. */
     st = symaddr_bootstrap_init(
@@ -341,6 +345,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     symaddr_forks_watch();
     ctx->core.forks = symaddr_forks;
 
+    t[1] = symaddr_now_ns();
     if (!ctx_p)
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "symaddr_init: ctx_p is NULL");
     if (st == SYMADDR_OK &&
@@ -348,6 +353,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         symaddr_set_error(ctx, st, "symaddr_init: %s", why);
     if (st == SYMADDR_OK)
         st = backend_start(ctx);
+    t[2] = symaddr_now_ns();
     st = symaddr_agree_status(&ctx->core, st, "symaddr_init");
     if (st == SYMADDR_OK && ctx->core.cfg.twoshot_bytes == 0)
         ctx->core.cfg.twoshot_bytes = ctx->be.ops->tuning->twoshot;
@@ -355,13 +361,17 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         ctx->core.cfg.ll_bytes = ctx->be.ops->tuning->ll;
     if (st == SYMADDR_OK)
         st = same_everywhere(ctx);
+    t[3] = symaddr_now_ns();
     if (st == SYMADDR_OK && ctx->core.cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
+    t[4] = symaddr_now_ns();
     if (st == SYMADDR_OK)
         st =
             symaddr_agree_status(&ctx->core, symaddr_locality_init(ctx), "symaddr_init (locality)");
+    t[5] = symaddr_now_ns();
     if (st == SYMADDR_OK)
         st = symaddr_coll_init(ctx);
+    t[6] = symaddr_now_ns();
     if (st == SYMADDR_OK) {
         ctx->coll.twoshot_get_bytes =
             ctx->node_gpu_shared ? ctx->be.ops->tuning->get_shared : ctx->be.ops->tuning->get;
@@ -386,6 +396,11 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         context_free(ctx);
         return st;
     }
+    SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_INIT,
+                "symaddr_init: us by phase: bootstrap %.1f, backend %.1f, settings %.1f, heap "
+                "%.1f, locality %.1f, collectives %.1f",
+                (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3, (t[3] - t[2]) / 1e3, (t[4] - t[3]) / 1e3,
+                (t[5] - t[4]) / 1e3, (t[6] - t[5]) / 1e3);
     info_report(ctx);
     *ctx_p = ctx;
     return SYMADDR_OK;

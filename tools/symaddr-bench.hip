@@ -12,10 +12,13 @@
  *   given the raw peer pointer; the ratio is the cost of translation.
  * latency: ranks 0 and 1 ping-pong an 8-byte put plus a signal inside one
  *   kernel; the time is one way.
+ * init: symaddr_init timed by phase (its TRACE line) against MPI_Init in the same job.
  * fused_rmsnorm: examples/allreduce_rmsnorm.h's fused kernel against the unfused pipeline
  *   (and NCCL's, with --compare nccl), bf16 [tokens, 6144] for tokens 1 to 128.
  * Times are the slowest rank's. The kernels are built for one backend (the GPU
  * one when configured; symaddr-bench-cpu is always the cpu build). */
+#include <time.h>
+
 #include "bench/harness.h"
 #include "bench/rma.h"
 #include "bench/coll.h"
@@ -29,10 +32,9 @@ typedef struct bench_op {
 } bench_op_t;
 
 static const bench_op_t bench_ops[] = {
-    {"put", run_copy},       {"get", run_copy},
-    {"translate", run_copy}, {"latency", run_latency},
-    {"atomic", run_atomic},  {"alloc", run_alloc},
-    {"lookup", run_lookup},  {"fused_rmsnorm", run_fused},
+    {"put", run_copy},        {"get", run_copy},      {"translate", run_copy},
+    {"latency", run_latency}, {"atomic", run_atomic}, {"alloc", run_alloc},
+    {"lookup", run_lookup},   {"init", run_init},     {"fused_rmsnorm", run_fused},
 };
 
 static const bench_op_t *find_op(const char *name)
@@ -69,7 +71,11 @@ int main(int argc, char **argv)
             return 0;
         }
     }
+    struct timespec t0, t1; /* MPI_Wtime needs MPI_Init first */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     MPI_Init(&argc, &argv);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    g_mpi_init_seconds = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
     int wrank;
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     int rc = parse(argc, argv, &o, wrank);

@@ -227,6 +227,81 @@ static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void 
     return now_max(ctx, t);
 }
 
+/* ---- init: symaddr_init by phase, against MPI_Init in the same job ------------------------ */
+
+/* Seconds this rank's MPI_Init took (symaddr-bench's main times it). */
+static double g_mpi_init_seconds;
+
+enum { INIT_PHASES = 6 };
+static const char *const init_phase[INIT_PHASES] = {"bootstrap", "backend",  "settings",
+                                                    "heap",      "locality", "collectives"};
+
+/* The TRACE line of an init: its phases, in us. */
+static void catch_phases(void *cookie, const char *line)
+{
+    double *us = (double *)cookie;
+    const char *p = strstr(line, "us by phase: ");
+    if (p)
+        sscanf(p,
+               "us by phase: bootstrap %lf, backend %lf, settings %lf, heap %lf, locality %lf, "
+               "collectives %lf",
+               &us[0], &us[1], &us[2], &us[3], &us[4], &us[5]);
+}
+
+static int run_init(symaddr_context_t *ctx, const opts_t *o)
+{
+    int rank = symaddr_rank(ctx), n = symaddr_size(ctx), iters = o->iters;
+    double *slowest = (double *)calloc((size_t)iters * (INIT_PHASES + 1), sizeof(double));
+    for (int i = 0; i < iters; i++) {
+        symaddr_config_t cfg;
+        symaddr_context_t *c = NULL;
+        double us[INIT_PHASES + 1] = {0};
+        symaddr_config_default(&cfg);
+        cfg.backend = symaddr_backend(ctx);
+        cfg.logger = catch_phases;
+        cfg.logger_cookie = us;
+        cfg.debug_level = 2;  /* TRACE */
+        cfg.debug_subsys = 1; /* INIT */
+        MPI_Barrier(symaddr_comm(ctx));
+        double t0 = MPI_Wtime();
+        symaddr_status_t st = symaddr_init(symaddr_comm(ctx), &cfg, &c);
+        us[INIT_PHASES] = (MPI_Wtime() - t0) * 1e6;
+        if (st != SYMADDR_OK) {
+            if (rank == 0)
+                fprintf(stderr, "symaddr-bench: init: %s\n", symaddr_last_error(NULL));
+            free(slowest);
+            return 1;
+        }
+        symaddr_finalize(&c);
+        MPI_Allreduce(us, slowest + (size_t)i * (INIT_PHASES + 1), INIT_PHASES + 1, MPI_DOUBLE,
+                      MPI_MAX, symaddr_comm(ctx));
+    }
+    double mpi_init = 0;
+    MPI_Allreduce(&g_mpi_init_seconds, &mpi_init, 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+    if (rank == 0) {
+        printf("# symaddr-bench init: %d ranks, backend %s, %d inits; times: the slowest rank's, "
+               "the median of the inits\n",
+               n, symaddr_backend_name(symaddr_backend(ctx)), iters);
+        printf("#%-22s %12s\n", " phase", "time(us)");
+        double med[INIT_PHASES + 1];
+        for (int k = 0; k <= INIT_PHASES; k++) {
+            double v[BENCH_ROUNDS_MAX];
+            int m = iters < BENCH_ROUNDS_MAX ? iters : BENCH_ROUNDS_MAX;
+            for (int i = 0; i < m; i++)
+                v[i] = slowest[(size_t)(iters - m + i) * (INIT_PHASES + 1) + k];
+            med[k] = median_of(v, m);
+            if (k < INIT_PHASES)
+                printf(" %-22s %12.1f\n", init_phase[k], med[k]);
+        }
+        printf(" %-22s %12.1f\n", "symaddr_init", med[INIT_PHASES]);
+        printf(" %-22s %12.1f\n", "MPI_Init (this job)", mpi_init * 1e6);
+        printf("# symaddr_init / MPI_Init: %.3f (goal: at most 0.5)\n",
+               med[INIT_PHASES] / (mpi_init * 1e6));
+    }
+    free(slowest);
+    return 0;
+}
+
 static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
 {
     symaddr_provider_t *heap;
