@@ -10,6 +10,7 @@
 
 #include <mpi.h>
 
+#include "clock.h" /* the deadlines' clock */
 #include "symaddr/types.h"
 
 /* A collective MPI operation still posted after its wait ran out: MPI cannot cancel one, so
@@ -33,11 +34,6 @@ typedef struct symaddr_bootstrap {
     uint64_t deadline_ns; /* of the public call in progress (symaddr_now_ns's clock) */
     symaddr_mpi_parked_t *parked;
 } symaddr_bootstrap_t;
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t symaddr_now_ns(void);
-/* The same clock for device.h's cpu path (exported: kernels built by users call it). */
-uint64_t symaddr_clock_host_ns(void);
 
 /* Collective over user_comm, bounded by timeout_ms where MPI allows it (duplicating the
  * communicator; MPI has no nonblocking split). sim_node_size > 0 splits each host into groups

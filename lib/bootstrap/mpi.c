@@ -11,18 +11,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t symaddr_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-__attribute__((visibility("default"))) uint64_t symaddr_clock_host_ns(void)
-{
-    return symaddr_now_ns();
-}
-
 static void reap(symaddr_bootstrap_t *b);
 
 uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh)
