@@ -74,10 +74,11 @@ for s in $steps; do
         done
         mpiexec -n 8 $B/tools/symaddr-bench allreduce -b 8 -e 1M -f 8 --iters 20 --graph \
             2>&1 | tee -a "$OUT/coll.txt"
-        for op in allgather reduce_scatter broadcast alltoall; do
+        for op in allgather reduce_scatter broadcast alltoall reduce gather scatter; do
             mpiexec -n 8 $B/tools/symaddr-bench $op -b 1K -e 64M -f 16 --iters 10 --check \
-                --compare mpi 2>&1 | tee -a "$OUT/coll.txt"
+                --root 3 --compare mpi 2>&1 | tee -a "$OUT/coll.txt"
         done
+        mpiexec -n 8 $B/tools/symaddr-bench init -n 5 2>&1 | tee -a "$OUT/coll.txt"
         mpiexec -n 8 $B/tools/symaddr-bench allreduce --compare nccl 2>&1 | tee -a "$OUT/coll.txt" ;;
     cpucoll)
         SYMADDR_BACKEND=cpu mpiexec -n 8 --bind-to core $B/tools/symaddr-bench-cpu allreduce \
@@ -149,7 +150,12 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
             done
         done ;;
     nccl)
-        # Allreduce against NCCL in the same run, one rank per GPU (NCCL refuses two).
+        # Allreduce against NCCL in the same run, one rank per GPU (NCCL refuses two); reduce
+        # and broadcast to a root other than 0 as well.
+        for op in reduce broadcast; do
+            timeout 150 mpiexec -n ${NP:-2} $B/tools/symaddr-bench $op -b 8 -e 256M -f 8 -r 1 \
+                --iters 20 --compare nccl 2>&1 | tee -a "$OUT/nccl.txt"
+        done
         for dt in float bfloat16; do
             for g in "" --graph; do
                 timeout 150 mpiexec -n ${NP:-2} $B/tools/symaddr-bench allreduce --dtype $dt -b 8 -e ${NCCL_MAX:-1G} -f 4 \
