@@ -101,6 +101,14 @@ static inline void json_number(json_out_t *j, double v, int prec)
     fprintf(j->f, "%.*f", prec, v);
 }
 
+static inline void json_bool(json_out_t *j, int v)
+{
+    if (!j->f)
+        return;
+    json_sep_(j);
+    fputs(v ? "true" : "false", j->f);
+}
+
 static inline void json_null(json_out_t *j)
 {
     if (!j->f)

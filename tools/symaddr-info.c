@@ -116,26 +116,41 @@ int main(int argc, char **argv)
     static const symaddr_provider_kind_t kinds[] = {SYMADDR_PROVIDER_HEAP, SYMADDR_PROVIDER_IPC,
                                                     SYMADDR_PROVIDER_VMM};
     enum { NPROV = sizeof(kinds) / sizeof(kinds[0]) };
-    char prov_line[NPROV][200];
+    static const struct {
+        uint64_t bit;
+        const char *name;
+    } caps[] = {{SYMADDR_CAP_LOAD_STORE, "load/store"},
+                {SYMADDR_CAP_ATOMICS, "atomics"},
+                {SYMADDR_CAP_SYSTEM_ATOMICS, "system-atomics"},
+                {SYMADDR_CAP_COHERENT, "coherent"},
+                {SYMADDR_CAP_OWNED, "owned"},
+                {SYMADDR_CAP_FABRIC, "fabric-handle"}};
+    enum { NCAPS = sizeof(caps) / sizeof(caps[0]) };
+    char prov_line[NPROV][300], prov_why[NPROV][200];
+    uint64_t prov_caps[NPROV] = {0}, prov_maps[NPROV] = {0};
+    int prov_ok[NPROV] = {0};
     for (int k = 0; k < NPROV; k++) {
         symaddr_provider_t *p;
         symaddr_map_t *m;
         void *ptr;
+        prov_why[k][0] = 0;
         st = symaddr_provider_get(ctx, kinds[k], &p);
         if (st == SYMADDR_OK && (st = symaddr_symmetric_alloc(p, 4096, &ptr, &m)) == SYMADDR_OK) {
-            snprintf(prov_line[k], sizeof(prov_line[k]),
-                     "yes  caps 0x%llx%s%s%s%s%s%s, 4096 B maps %llu B",
-                     (unsigned long long)m->capabilities,
-                     m->capabilities & SYMADDR_CAP_LOAD_STORE ? " load/store" : "",
-                     m->capabilities & SYMADDR_CAP_ATOMICS ? " atomics" : "",
-                     m->capabilities & SYMADDR_CAP_SYSTEM_ATOMICS ? " system-atomics" : "",
-                     m->capabilities & SYMADDR_CAP_COHERENT ? " coherent" : "",
-                     m->capabilities & SYMADDR_CAP_OWNED ? " owned" : "",
-                     m->capabilities & SYMADDR_CAP_FABRIC ? " fabric-handle" : "",
+            prov_ok[k] = 1;
+            prov_caps[k] = m->capabilities;
+            prov_maps[k] = m->allocation_bytes;
+            int n = snprintf(prov_line[k], sizeof(prov_line[k]), "yes  caps 0x%llx",
+                             (unsigned long long)m->capabilities);
+            for (int c = 0; c < NCAPS; c++)
+                if (m->capabilities & caps[c].bit)
+                    n += snprintf(prov_line[k] + n, sizeof(prov_line[k]) - (size_t)n, " %s",
+                                  caps[c].name);
+            snprintf(prov_line[k] + n, sizeof(prov_line[k]) - (size_t)n, ", 4096 B maps %llu B",
                      (unsigned long long)m->allocation_bytes);
             symaddr_symmetric_free(p, ptr);
         } else {
-            snprintf(prov_line[k], sizeof(prov_line[k]), "no   (%s)", symaddr_last_error(ctx));
+            snprintf(prov_why[k], sizeof(prov_why[k]), "%s", symaddr_last_error(ctx));
+            snprintf(prov_line[k], sizeof(prov_line[k]), "no   (%.200s)", prov_why[k]);
         }
     }
     if (rank == 0 && json) {
@@ -168,8 +183,26 @@ int main(int argc, char **argv)
         json_end(&j, ']');
         json_key(&j, "providers");
         json_begin(&j, '{', 0);
-        for (int k = 0; k < NPROV; k++)
-            json_str(&j, symaddr_provider_name(kinds[k]), prov_line[k]);
+        for (int k = 0; k < NPROV; k++) { /* {"allocates", "capabilities", "caps",
+                                              "maps_bytes"} or {"allocates", "why"} */
+            json_key(&j, symaddr_provider_name(kinds[k]));
+            json_begin(&j, '{', 0);
+            json_key(&j, "allocates");
+            json_bool(&j, prov_ok[k]);
+            if (prov_ok[k]) {
+                json_key(&j, "capabilities");
+                json_begin(&j, '[', 0);
+                for (int c = 0; c < NCAPS; c++)
+                    if (prov_caps[k] & caps[c].bit)
+                        json_string(&j, caps[c].name);
+                json_end(&j, ']');
+                json_num(&j, "caps", (double)prov_caps[k], 0);
+                json_num(&j, "maps_bytes", (double)prov_maps[k], 0);
+            } else {
+                json_str(&j, "why", prov_why[k]);
+            }
+            json_end(&j, '}');
+        }
         json_end(&j, '}');
         json_key(&j, "locality");
         json_begin(&j, '[', 0);
