@@ -21,6 +21,27 @@ const char *symaddr_redop_name(symaddr_redop_t op)
     return (int)op >= 0 && op < SYMADDR_REDOP_COUNT_ ? redop_names[op] : NULL;
 }
 
+#ifndef SYMADDR_BUILD_INFO
+#define SYMADDR_BUILD_INFO "unknown"
+#endif
+#define SYMADDR_STR_(x) #x
+#define SYMADDR_STR(x) SYMADDR_STR_(x)
+
+const char *symaddr_build_info(void)
+{
+    /* the build's options, then the MPI whose header it was compiled against */
+    return SYMADDR_BUILD_INFO "; MPI header: "
+#if defined(OMPI_MAJOR_VERSION)
+                              "Open MPI " SYMADDR_STR(OMPI_MAJOR_VERSION) "." SYMADDR_STR(
+                                  OMPI_MINOR_VERSION) "." SYMADDR_STR(OMPI_RELEASE_VERSION)
+#elif defined(MPICH_VERSION)
+                              "MPICH " MPICH_VERSION
+#else
+                              "MPI " SYMADDR_STR(MPI_VERSION) "." SYMADDR_STR(MPI_SUBVERSION)
+#endif
+                                  ;
+}
+
 const char *symaddr_provider_name(symaddr_provider_kind_t kind)
 {
     return (int)kind >= 0 && kind < SYMADDR_PROVIDER_COUNT_ ? symaddr_provider_ops(kind)->name

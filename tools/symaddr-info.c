@@ -166,6 +166,7 @@ int main(int argc, char **argv)
         json_str(&j, "header", header);
         json_str(&j, "library", library);
         json_end(&j, '}');
+        json_str(&j, "build", symaddr_build_info());
         json_key(&j, "built");
         json_begin(&j, '[', 0);
         for (int b = SYMADDR_BACKEND_CPU; b <= SYMADDR_BACKEND_HIP; b++)
@@ -215,6 +216,12 @@ int main(int argc, char **argv)
         printf("symaddr %d.%d.%d (header), %d.%d.%d (library)%s\n", SYMADDR_VERSION_MAJOR,
                SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, major, minor, patch,
                skew ? ": they differ" : "");
+        printf("build         %s\n", symaddr_build_info());
+        char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
+        int len = 0;
+        MPI_Get_library_version(mpi, &len);
+        mpi[strcspn(mpi, "\n,")] = 0;
+        printf("MPI           %s (running)\n", mpi);
         printf("built with   ");
         for (int b = SYMADDR_BACKEND_CPU; b <= SYMADDR_BACKEND_HIP; b++)
             if (symaddr_backend_built((symaddr_backend_kind_t)b))

@@ -689,6 +689,11 @@ SYMADDR_API symaddr_status_t symaddr_size_parse(const char *text, size_t *bytes_
 /** Name of @p op ("sum", "prod", "min", "max"), NULL for an invalid operator. */
 SYMADDR_API const char *symaddr_redop_name(symaddr_redop_t op);
 
+/** What this library was built with, as one line: its GPU backend and architectures, the
+ *  validation default, OpenSHMEM and NVSHMEM support, the compiler, and the MPI header.
+ *  @return a static string, never NULL. */
+SYMADDR_API const char *symaddr_build_info(void);
+
 /** Name of an allreduce algorithm as SYMADDR_ALLREDUCE spells it ("auto", "oneshot", "twoshot",
  *  "ll", "lamport", "twoshot-get", "twoshot-copy"), NULL for an invalid value. */
 SYMADDR_API const char *symaddr_allreduce_algo_name(symaddr_allreduce_algo_t algo);
