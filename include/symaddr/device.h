@@ -73,6 +73,67 @@ typedef uint16_t symaddr_f16_t;
 /** bfloat16 values travel as their bits. */
 typedef uint16_t symaddr_bf16_t;
 
+/* f16 and bf16 from and to f32 by bit arithmetic, the same bits on every backend: round to
+ * nearest even; a NaN comes out quiet with its sign and the top of its payload. The pair
+ * atomics below use them, and so do the collectives' conversions on the cpu. */
+SYMADDR_HOSTDEVFN float symaddr_f32_of_bits_(uint32_t u)
+{
+    float f;
+    __builtin_memcpy(&f, &u, sizeof(f));
+    return f;
+}
+
+SYMADDR_HOSTDEVFN uint32_t symaddr_bits_of_f32_(float f)
+{
+    uint32_t u;
+    __builtin_memcpy(&u, &f, sizeof(u));
+    return u;
+}
+
+SYMADDR_HOSTDEVFN float symaddr_f16_to_f32_(uint16_t h)
+{
+    /* exponent and mantissa in place, rebiased; inf and NaN quiet, payload kept; a subnormal
+     * (or zero) renormalised through an exact subtraction of two normal floats, so that no
+     * float operation sees a subnormal operand, which costs the cpu a slow assist */
+    uint32_t nan = ((uint32_t)(h & 0x8000u) << 16) | 0x7f800000u | ((uint32_t)(h & 0x3ffu) << 13) |
+                   (h & 0x3ffu ? 0x400000u : 0);
+    int32_t m = (int32_t)(h & 0x7fffu) << 13, e = m & 0x0f800000;
+    int32_t u = m + ((127 - 15) << 23);
+    int32_t sub = (int32_t)symaddr_bits_of_f32_(symaddr_f32_of_bits_((uint32_t)u + (1u << 23)) -
+                                                symaddr_f32_of_bits_(113u << 23));
+    u = e == 0x0f800000 ? (int32_t)nan : e == 0 ? sub : u;
+    return symaddr_f32_of_bits_((uint32_t)u | (uint32_t)(h & 0x8000u) << 16);
+}
+
+SYMADDR_HOSTDEVFN uint16_t symaddr_f32_to_f16_(float f)
+{
+    uint32_t u = symaddr_bits_of_f32_(f), a = u & 0x7fffffffu;
+    uint32_t nan = ((u >> 16) & 0x8000u) | 0x7e00u | ((u >> 13) & 0x1ffu);
+    uint32_t sign = (u >> 16) & 0x8000u;
+    /* Signed arithmetic throughout (a < 2^31), which vector units without unsigned compares
+     * handle in one instruction. >= 2^16: inf, or a quiet NaN. */
+    int32_t s = (int32_t)a, big = s > 0x7f800000 ? (int32_t)(nan & 0x7fffu) : 0x7c00;
+    /* < 2^-14: adding 0.5 rounds at the f16 subnormal's last place, to nearest even */
+    int32_t small = (int32_t)symaddr_bits_of_f32_(symaddr_f32_of_bits_(a) + 0.5f) - 0x3f000000;
+    /* normal: rebias, then round to nearest even on the 13 bits shifted out */
+    int32_t normal = (s - (112 << 23) + 0xfff + ((s >> 13) & 1)) >> 13;
+    int32_t h = s >= (143 << 23) ? big : s < (113 << 23) ? small : normal;
+    return (uint16_t)((uint32_t)h | sign);
+}
+
+SYMADDR_HOSTDEVFN float symaddr_bf16_to_f32_(uint16_t h)
+{
+    return symaddr_f32_of_bits_((uint32_t)h << 16);
+}
+
+SYMADDR_HOSTDEVFN uint16_t symaddr_f32_to_bf16_(float f)
+{
+    uint32_t u = symaddr_bits_of_f32_(f);
+    uint16_t nan = (uint16_t)((u >> 16) | 0x40u); /* quiet, sign and payload kept */
+    uint16_t h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return (int32_t)(u & 0x7fffffffu) > 0x7f800000 ? nan : h;
+}
+
 /* ---- threads ---------------------------------------------------------------------------- */
 
 /** Index of the calling thread in its block, and the block's size (1 on the cpu). */
@@ -746,6 +807,66 @@ SYMADDR_DEFINE_ATOMICS_(uint64_t, uint64_t, u64, u64)
     }
 SYMADDR_DEFINE_FADD_(float, f32)
 SYMADDR_DEFINE_FADD_(double, f64)
+
+/* Pairs of f16 or bf16 in one aligned 32-bit word, element 0 in the low half: each half added
+ * in f32 and rounded to nearest even, by a compare-and-swap loop on every backend:
+ * symaddr_atomic_fetch_add_f16x2 (ptr a uint32_t word, value two halves packed alike, the old
+ * word returned), symaddr_atomic_add_f16x2, symaddr_buffer_atomic_fetch_add_f16x2 (index in
+ * words), their _sem_ forms, and the same for bf16x2. */
+#define SYMADDR_DEFINE_PAIR_ADD_(sfx, half)                                                        \
+    SYMADDR_DEVFN uint32_t symaddr_prim_add_##sfx(uint32_t *p, uint32_t v, int sys)                \
+    {                                                                                              \
+        uint32_t old = *(volatile uint32_t *)p, seen;                                              \
+        for (;;) {                                                                                 \
+            uint32_t lo = symaddr_f32_to_##half##_(symaddr_##half##_to_f32_(old & 0xffffu) +       \
+                                                   symaddr_##half##_to_f32_(v & 0xffffu));         \
+            uint32_t hi = symaddr_f32_to_##half##_(symaddr_##half##_to_f32_(old >> 16) +           \
+                                                   symaddr_##half##_to_f32_(v >> 16));             \
+            if ((seen = symaddr_prim_cas_u32(p, old, lo | hi << 16, sys)) == old)                  \
+                return old;                                                                        \
+            old = seen;                                                                            \
+        }                                                                                          \
+    }                                                                                              \
+    SYMADDR_DEVFN uint32_t symaddr_atomic_fetch_add_##sfx(                                         \
+        uint32_t *ptr, uint32_t value, int target, const uint64_t *peer_bases, int local_rank)     \
+    {                                                                                              \
+        uint32_t *r = (uint32_t *)symaddr_system_target_(ptr, target, peer_bases, local_rank,      \
+                                                         SYMADDR_CAP_SYSTEM_ATOMICS);              \
+        return r ? symaddr_prim_add_##sfx(r, value, 1) : 0u;                                       \
+    }                                                                                              \
+    SYMADDR_DEVFN void symaddr_atomic_add_##sfx(uint32_t *ptr, uint32_t value, int target,         \
+                                                const uint64_t *peer_bases, int local_rank)        \
+    {                                                                                              \
+        (void)symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank);          \
+    }                                                                                              \
+    SYMADDR_DEVFN uint32_t symaddr_buffer_atomic_fetch_add_##sfx(                                  \
+        symaddr_buffer_t buf, size_t index, uint32_t value, int target)                            \
+    {                                                                                              \
+        uint32_t *r = (uint32_t *)symaddr_buffer_target_(buf, (uint32_t *)buf.ptr + index, target, \
+                                                         SYMADDR_CAP_ATOMICS);                     \
+        return r ? symaddr_prim_add_##sfx(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)  \
+                 : 0u;                                                                             \
+    }                                                                                              \
+    SYMADDR_DEVFN uint32_t symaddr_atomic_fetch_add_sem_##sfx(                                     \
+        uint32_t *ptr, uint32_t value, int target, const uint64_t *peer_bases, int local_rank,     \
+        symaddr_sem_t sem)                                                                         \
+    {                                                                                              \
+        symaddr_sem_fence_(sem, 1, 1);                                                             \
+        uint32_t old = symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank); \
+        symaddr_sem_fence_(sem, 1, 0);                                                             \
+        return old;                                                                                \
+    }                                                                                              \
+    SYMADDR_DEVFN uint32_t symaddr_buffer_atomic_fetch_add_sem_##sfx(                              \
+        symaddr_buffer_t buf, size_t index, uint32_t value, int target, symaddr_sem_t sem)         \
+    {                                                                                              \
+        int sys = (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0;                                    \
+        symaddr_sem_fence_(sem, sys, 1);                                                           \
+        uint32_t old = symaddr_buffer_atomic_fetch_add_##sfx(buf, index, value, target);           \
+        symaddr_sem_fence_(sem, sys, 0);                                                           \
+        return old;                                                                                \
+    }
+SYMADDR_DEFINE_PAIR_ADD_(f16x2, f16)
+SYMADDR_DEFINE_PAIR_ADD_(bf16x2, bf16)
 
 /* ---- signals ----------------------------------------------------------------------------- */
 

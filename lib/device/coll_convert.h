@@ -11,25 +11,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "symaddr/device.h" /* the bit arithmetic of the conversions, shared with device.h */
+
 #if defined(__CUDA_ARCH__)
 #define SYMADDR_CVT_PTX_ 1
 #elif defined(__HIP_DEVICE_COMPILE__)
 #define SYMADDR_CVT_HIP_ 1
 #endif
-
-SYMADDR_HOSTDEVFN float symaddr_f32_of_bits_(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-SYMADDR_HOSTDEVFN uint32_t symaddr_bits_of_f32_(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    return u;
-}
 
 #if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
 /* The GPU's instructions alone: the scalar conversions mend their NaNs, the runs below only
@@ -81,15 +69,8 @@ SYMADDR_HOSTDEVFN float f16_to_f32(uint16_t h)
 #if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
     return (h & 0x7fffu) > 0x7c00u ? symaddr_f32_of_bits_(nan) : f16_to_f32_hw_(h);
 #else
-    /* exponent and mantissa in place, rebiased; inf and NaN by nan's rule; a subnormal (or
-     * zero) renormalised through an exact subtraction of two normal floats, so that no float
-     * operation sees a subnormal operand, which costs the cpu a slow assist */
-    int32_t m = (int32_t)(h & 0x7fffu) << 13, e = m & 0x0f800000;
-    int32_t u = m + ((127 - 15) << 23);
-    int32_t sub = (int32_t)symaddr_bits_of_f32_(symaddr_f32_of_bits_((uint32_t)u + (1u << 23)) -
-                                                symaddr_f32_of_bits_(113u << 23));
-    u = e == 0x0f800000 ? (int32_t)nan : e == 0 ? sub : u;
-    return symaddr_f32_of_bits_((uint32_t)u | (uint32_t)(h & 0x8000u) << 16);
+    (void)nan;
+    return symaddr_f16_to_f32_(h);
 #endif
 }
 
@@ -100,32 +81,24 @@ SYMADDR_HOSTDEVFN uint16_t f32_to_f16(float f)
 #if defined(SYMADDR_CVT_PTX_) || defined(SYMADDR_CVT_HIP_)
     return a > 0x7f800000u ? (uint16_t)nan : f32_to_f16_hw_(f);
 #else
-    uint32_t sign = (u >> 16) & 0x8000u;
-    /* Signed arithmetic throughout (a < 2^31), which vector units without unsigned compares
-     * handle in one instruction. >= 2^16: inf, or a quiet NaN. */
-    int32_t s = (int32_t)a, big = s > 0x7f800000 ? (int32_t)(nan & 0x7fffu) : 0x7c00;
-    /* < 2^-14: adding 0.5 rounds at the f16 subnormal's last place, to nearest even */
-    int32_t small = (int32_t)symaddr_bits_of_f32_(symaddr_f32_of_bits_(a) + 0.5f) - 0x3f000000;
-    /* normal: rebias, then round to nearest even on the 13 bits shifted out */
-    int32_t normal = (s - (112 << 23) + 0xfff + ((s >> 13) & 1)) >> 13;
-    int32_t h = s >= (143 << 23) ? big : s < (113 << 23) ? small : normal;
-    return (uint16_t)((uint32_t)h | sign);
+    (void)a, (void)nan;
+    return symaddr_f32_to_f16_(f);
 #endif
 }
 
-SYMADDR_HOSTDEVFN float bf16_to_f32(uint16_t h) { return symaddr_f32_of_bits_((uint32_t)h << 16); }
+SYMADDR_HOSTDEVFN float bf16_to_f32(uint16_t h) { return symaddr_bf16_to_f32_(h); }
 
 SYMADDR_HOSTDEVFN uint16_t f32_to_bf16(float f)
 {
+#if defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
     uint32_t u = symaddr_bits_of_f32_(f);
     uint16_t nan = (uint16_t)((u >> 16) | 0x40u); /* quiet, sign and payload kept */
-#if defined(SYMADDR_CVT_PTX_) && __CUDA_ARCH__ >= 800
     uint16_t h;
     asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-#else
-    uint16_t h = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-#endif
     return (int32_t)(u & 0x7fffffffu) > 0x7f800000 ? nan : h;
+#else
+    return symaddr_f32_to_bf16_(f);
+#endif
 }
 
 /* Runs of n conversions, which the tiles use. On x86 cpus with F16C (f16) or AVX2 (bf16),

@@ -319,14 +319,15 @@ typedef struct counters {
     double dsum;
     int32_t slock; /* a lock by acquire and release */
     int64_t slocked;
+    uint32_t h2, b2, b2buf; /* f16 and bf16 pairs */
 } counters_t;
 
 static int32_t min_val32(int r) { return (r - 3) * 1000 - 1; }
 static int64_t min_val64(int r) { return (int64_t)(r - 4) * 1000000000000ll; }
 
 __global__ void atomics_kernel(counters_t *c, uint64_t *olds, uint64_t *swap_old, int rank,
-                               symaddr_buffer_t bufadd, symaddr_buffer_t fbuf, const uint64_t *pb,
-                               int me)
+                               symaddr_buffer_t bufadd, symaddr_buffer_t fbuf,
+                               symaddr_buffer_t b2buf, int t_size_, const uint64_t *pb, int me)
 {
     const int root = 0;
     /* float adds of exact halves and quarters: the total is exact in any order */
@@ -336,6 +337,15 @@ __global__ void atomics_kernel(counters_t *c, uint64_t *olds, uint64_t *swap_old
         (void)symaddr_atomic_fetch_add_sem_f64(&c->dsum, 0.125 * (rank + 1), root, pb, me,
                                                SYMADDR_SEM_ACQ_REL);
         (void)symaddr_buffer_atomic_fetch_add_sem_f32(fbuf, 0, 2.0f, root, SYMADDR_SEM_RELEASE);
+    }
+    /* Pairs: f16 (0.5, 0.25) every iteration, bf16 (1, 2) in fewer, so that every partial sum
+     * is exact (f16: multiples of 0.25 to 1024; bf16: integers to 256, even ones to 512). */
+    const uint32_t h2 = 0x3800u | 0x3400u << 16, b2 = 0x3f80u | 0x4000u << 16;
+    for (int i = 0; i < ITERS; i++)
+        symaddr_atomic_add_f16x2(&c->h2, h2, root, pb, me);
+    for (int i = 0; i < 256 / t_size_; i++) {
+        (void)symaddr_atomic_fetch_add_sem_bf16x2(&c->b2, b2, root, pb, me, SYMADDR_SEM_ACQ_REL);
+        (void)symaddr_buffer_atomic_fetch_add_bf16x2(b2buf, 0, b2, root);
     }
     /* A lock whose taking is an acquire and whose giving back a release, around plain
      * accesses with no fence of their own. */
@@ -393,11 +403,12 @@ static void test_atomics(void *unused)
     init.max64 = INT64_MIN;
     T_OK(g_ctx, symaddr_memcpy(g_ctx, c, &init, sizeof(init)));
     sync_all();
-    symaddr_buffer_t buf, fbuf;
+    symaddr_buffer_t buf, fbuf, b2buf;
     T_OK(g_ctx, symaddr_buffer_bind(m, &c->bufadd, &buf));
     T_OK(g_ctx, symaddr_buffer_bind(m, &c->fbuf, &fbuf));
+    T_OK(g_ctx, symaddr_buffer_bind(m, &c->b2buf, &b2buf));
     launched(SYMADDR_LAUNCH(atomics_kernel, 1, 1, NULL, c, olds, olds + ITERS, t_rank, buf, fbuf,
-                            m->peer_bases, m->local_rank));
+                            b2buf, t_size, m->peer_bases, m->local_rank));
     T_OK(g_ctx, symaddr_stream_atomic_add_u64(g_ctx, &c->host_add, (uint64_t)t_rank + 1, 0, NULL));
     sync_all();
     T_OK(g_ctx, symaddr_memcpy(g_ctx, hold, olds, sizeof(hold)));
@@ -433,6 +444,17 @@ static void test_atomics(void *unused)
                     got.fbuf == 2.0f * (float)(t_size * ITERS),
                 "float adds: %g %g %g, want %g %g %g", got.fsum, got.dsum, got.fbuf,
                 0.75 * t_size * ITERS, dwant, 2.0 * t_size * ITERS);
+        int nb = 256 / t_size;
+        uint32_t h2want = symaddr_f32_to_f16_(0.5f * (float)(t_size * ITERS)) |
+                          (uint32_t)symaddr_f32_to_f16_(0.25f * (float)(t_size * ITERS)) << 16;
+        uint32_t b2want = symaddr_f32_to_bf16_((float)(t_size * nb)) |
+                          (uint32_t)symaddr_f32_to_bf16_(2.0f * (float)(t_size * nb)) << 16;
+        T_CHECK(got.h2 == h2want && got.b2 == b2want && got.b2buf == b2want,
+                "pairs: f16x2 0x%08x (want 0x%08x), bf16x2 0x%08x and 0x%08x (want 0x%08x)", got.h2,
+                h2want, got.b2, got.b2buf, b2want);
+        if (t_size == 2) /* the conversions themselves: 50, 25 in f16; 256, 512 in bf16 */
+            T_CHECK(h2want == (0x5240u | 0x4e40u << 16) && b2want == (0x4380u | 0x4400u << 16),
+                    "expected pairs 0x%08x 0x%08x", h2want, b2want);
         T_CHECK(got.slocked == (int64_t)t_size * ITERS && got.slock == 0,
                 "acquire/release lock counter %lld", (long long)got.slocked);
         /* fetch_add handed out every value below the total exactly once. */
