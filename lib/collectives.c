@@ -370,30 +370,39 @@ static symaddr_status_t node_bcast(symaddr_context_t *ctx, void *recv, const uin
     return launch(ctx, &d, stream);
 }
 
-/* recv holds each node's result; leaders combine them through MPI in node order, then every
- * node broadcasts the total from its leader. */
+/* A leader's recv holds its node's result: the leaders combine them through MPI in node order,
+ * and those that keep the total write it into their recv (the others' stays their node's).
+ * Leaders only; the caller agrees on the status. */
+static symaddr_status_t leaders_combine(symaddr_context_t *ctx, void *recv, size_t count,
+                                        symaddr_dtype_t dt, symaddr_redop_t op, bool keep)
+{
+    size_t bytes = count * symaddr_dtype_size(dt);
+    int nl;
+    MPI_Comm_size(ctx->coll.leaders, &nl);
+    char *mine = stage_out(ctx, recv, bytes), *all = malloc(bytes * (size_t)nl);
+    symaddr_status_t st = mine && all ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, mine, all, bytes,
+                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    if (st == SYMADDR_OK && keep) {
+        for (int l = 1; l < nl; l++)
+            symaddr_coll_cpu.host_reduce(dt, op, all, all + bytes * (size_t)l, count);
+        st = ctx->be.ops->memcpy(&ctx->be, recv, all, bytes);
+    }
+    free(mine);
+    free(all);
+    return st;
+}
+
+/* recv holds each node's result; leaders combine them, then every node broadcasts the total from
+ * its leader. */
 static symaddr_status_t leaders_allreduce(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
                                           size_t count, symaddr_dtype_t dt, symaddr_redop_t op,
                                           void *stream)
 {
-    size_t bytes = count * symaddr_dtype_size(dt);
     symaddr_status_t st = SYMADDR_OK;
-    if (ctx->coll.leaders != MPI_COMM_NULL) {
-        int nl;
-        MPI_Comm_size(ctx->coll.leaders, &nl);
-        char *mine = stage_out(ctx, recv, bytes), *all = malloc(bytes * (size_t)nl);
-        if (!mine || !all) {
-            st = SYMADDR_ERR_NO_MEMORY;
-        } else if ((st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, mine, all, bytes,
-                                               symaddr_bootstrap_deadline(&ctx->core.boot, 0))) ==
-                   SYMADDR_OK) {
-            for (int l = 1; l < nl; l++)
-                symaddr_coll_cpu.host_reduce(dt, op, all, all + bytes * (size_t)l, count);
-            st = ctx->be.ops->memcpy(&ctx->be, recv, all, bytes);
-        }
-        free(mine);
-        free(all);
-    }
+    if (ctx->coll.leaders != MPI_COMM_NULL)
+        st = leaders_combine(ctx, recv, count, dt, op, true);
     st = symaddr_agree_status(&ctx->core, st, "symaddr_allreduce (between nodes)");
     if (st == SYMADDR_OK)
         st = node_bcast(ctx, recv, pb, count, dt, 0, stream);
@@ -751,30 +760,13 @@ static symaddr_status_t reduce_nodes(symaddr_context_t *ctx, const symaddr_coll_
                                      void *stream)
 {
     static const char fn[] = "symaddr_reduce";
-    size_t bytes = d->count * symaddr_dtype_size(d->dtype);
     symaddr_coll_desc_t to_leader = *d;
     to_leader.root = 0;
     symaddr_status_t st = settle(ctx, launch(ctx, &to_leader, stream), stream, fn);
     if (st != SYMADDR_OK)
         return st;
-    if (ctx->coll.leaders != MPI_COMM_NULL) {
-        int nl;
-        MPI_Comm_size(ctx->coll.leaders, &nl);
-        char *mine = stage_out(ctx, d->recv, bytes), *all = malloc(bytes * (size_t)nl);
-        if (!mine || !all) {
-            st = SYMADDR_ERR_NO_MEMORY;
-        } else if ((st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, mine, all, bytes,
-                                               symaddr_bootstrap_deadline(&ctx->core.boot, 0))) ==
-                       SYMADDR_OK &&
-                   d->root >= 0) {
-            for (int l = 1; l < nl; l++)
-                symaddr_coll_cpu.host_reduce(d->dtype, d->op, all, all + bytes * (size_t)l,
-                                             d->count);
-            st = ctx->be.ops->memcpy(&ctx->be, d->recv, all, bytes);
-        }
-        free(mine);
-        free(all);
-    }
+    if (ctx->coll.leaders != MPI_COMM_NULL) /* the total is kept on the root's node */
+        st = leaders_combine(ctx, d->recv, d->count, d->dtype, d->op, d->root >= 0);
     st = symaddr_agree_status(&ctx->core, st, fn);
     if (st == SYMADDR_OK && d->root > 0) /* the root's node: from its leader to the root */
         st = node_bcast(ctx, d->recv, d->recv_pb, d->count, d->dtype, 0, stream);
