@@ -665,17 +665,19 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
     return symaddr_translate(ptr, target, buf.peer_bases, buf.local_rank);
 }
 
-/* Remote atomics on type T (bits in U), explicit form at system scope (validation refuses it on
- * a map without SYMADDR_CAP_SYSTEM_ATOMICS) and buffer form at the scope the map's capabilities
- * allow (none without SYMADDR_CAP_ATOMICS: skipped, and recorded under validation). Each returns
- * the old value (0 if skipped). */
-#define SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, op)                                             \
+/* Remote atomics on type T (bits in U), by the primitive prim(U *local, U value, int sys):
+ * symaddr_atomic_fetch_<op>_<sfx> and symaddr_atomic_<op>_<sfx> at system scope (validation
+ * refuses them on a map without SYMADDR_CAP_SYSTEM_ATOMICS), the buffer form at the scope the
+ * map's capabilities allow (none without SYMADDR_CAP_ATOMICS: skipped, and recorded under
+ * validation), and the _sem_ forms of the fetching ones. Each returns the old value (0 if
+ * skipped). */
+#define SYMADDR_DEFINE_ATOMIC_FORMS_(T, U, op, sfx, prim)                                          \
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
                                                       const uint64_t *peer_bases, int local_rank)  \
     {                                                                                              \
         U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
                                            SYMADDR_CAP_SYSTEM_ATOMICS);                            \
-        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value, 1) : (T)0;                           \
+        return r ? (T)prim(r, (U)value, 1) : (T)0;                                                 \
     }                                                                                              \
     SYMADDR_DEVFN void symaddr_atomic_##op##_##sfx(T *ptr, T value, int target,                    \
                                                    const uint64_t *peer_bases, int local_rank)     \
@@ -687,9 +689,7 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
     {                                                                                              \
         U *r =                                                                                     \
             (U *)symaddr_buffer_target_(buf, (T *)buf.ptr + index, target, SYMADDR_CAP_ATOMICS);   \
-        return r ? (T)symaddr_prim_##op##_##usfx(r, (U)value,                                      \
-                                                 (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)     \
-                 : (T)0;                                                                           \
+        return r ? (T)prim(r, (U)value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0) : (T)0;      \
     }                                                                                              \
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_sem_##sfx(T *ptr, T value, int target,             \
                                                           const uint64_t *peer_bases,              \
@@ -709,6 +709,8 @@ SYMADDR_DEVFN void *symaddr_buffer_target_(symaddr_buffer_t buf, const void *ptr
         symaddr_sem_fence_(sem, sys, 0);                                                           \
         return old;                                                                                \
     }
+#define SYMADDR_DEFINE_ATOMIC_OP_(T, U, sfx, usfx, op)                                             \
+    SYMADDR_DEFINE_ATOMIC_FORMS_(T, U, op, sfx, symaddr_prim_##op##_##usfx)
 
 /* min/max by compare-and-swap, so that signed and unsigned compare correctly everywhere. */
 #define SYMADDR_DEFINE_ATOMIC_MINMAX_(T, U, sfx, usfx, op, better)                                 \
@@ -766,54 +768,15 @@ SYMADDR_DEFINE_ATOMICS_(uint64_t, uint64_t, u64, u64)
  * symaddr_atomic_fetch_add_f32, symaddr_atomic_add_f32, symaddr_buffer_atomic_fetch_add_f32,
  * and their _sem_ variants. The sum of several ranks' adds depends on their order, as with
  * any floating-point atomic. */
-#define SYMADDR_DEFINE_FADD_(T, sfx)                                                               \
-    SYMADDR_DEVFN T symaddr_atomic_fetch_add_##sfx(T *ptr, T value, int target,                    \
-                                                   const uint64_t *peer_bases, int local_rank)     \
-    {                                                                                              \
-        T *r = (T *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
-                                           SYMADDR_CAP_SYSTEM_ATOMICS);                            \
-        return r ? symaddr_prim_fadd_##sfx(r, value, 1) : (T)0;                                    \
-    }                                                                                              \
-    SYMADDR_DEVFN void symaddr_atomic_add_##sfx(T *ptr, T value, int target,                       \
-                                                const uint64_t *peer_bases, int local_rank)        \
-    {                                                                                              \
-        (void)symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank);          \
-    }                                                                                              \
-    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_add_##sfx(symaddr_buffer_t buf, size_t index,      \
-                                                          T value, int target)                     \
-    {                                                                                              \
-        T *r =                                                                                     \
-            (T *)symaddr_buffer_target_(buf, (T *)buf.ptr + index, target, SYMADDR_CAP_ATOMICS);   \
-        return r ? symaddr_prim_fadd_##sfx(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0) \
-                 : (T)0;                                                                           \
-    }                                                                                              \
-    SYMADDR_DEVFN T symaddr_atomic_fetch_add_sem_##sfx(T *ptr, T value, int target,                \
-                                                       const uint64_t *peer_bases, int local_rank, \
-                                                       symaddr_sem_t sem)                          \
-    {                                                                                              \
-        symaddr_sem_fence_(sem, 1, 1);                                                             \
-        T old = symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank);        \
-        symaddr_sem_fence_(sem, 1, 0);                                                             \
-        return old;                                                                                \
-    }                                                                                              \
-    SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_add_sem_##sfx(                                     \
-        symaddr_buffer_t buf, size_t index, T value, int target, symaddr_sem_t sem)                \
-    {                                                                                              \
-        int sys = (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0;                                    \
-        symaddr_sem_fence_(sem, sys, 1);                                                           \
-        T old = symaddr_buffer_atomic_fetch_add_##sfx(buf, index, value, target);                  \
-        symaddr_sem_fence_(sem, sys, 0);                                                           \
-        return old;                                                                                \
-    }
-SYMADDR_DEFINE_FADD_(float, f32)
-SYMADDR_DEFINE_FADD_(double, f64)
+SYMADDR_DEFINE_ATOMIC_FORMS_(float, float, add, f32, symaddr_prim_fadd_f32)
+SYMADDR_DEFINE_ATOMIC_FORMS_(double, double, add, f64, symaddr_prim_fadd_f64)
 
 /* Pairs of f16 or bf16 in one aligned 32-bit word, element 0 in the low half: each half added
  * in f32 and rounded to nearest even, by a compare-and-swap loop on every backend:
  * symaddr_atomic_fetch_add_f16x2 (ptr a uint32_t word, value two halves packed alike, the old
  * word returned), symaddr_atomic_add_f16x2, symaddr_buffer_atomic_fetch_add_f16x2 (index in
  * words), their _sem_ forms, and the same for bf16x2. */
-#define SYMADDR_DEFINE_PAIR_ADD_(sfx, half)                                                        \
+#define SYMADDR_DEFINE_PRIM_PAIR_ADD_(sfx, half)                                                   \
     SYMADDR_DEVFN uint32_t symaddr_prim_add_##sfx(uint32_t *p, uint32_t v, int sys)                \
     {                                                                                              \
         uint32_t old = *(volatile uint32_t *)p, seen;                                              \
@@ -826,47 +789,11 @@ SYMADDR_DEFINE_FADD_(double, f64)
                 return old;                                                                        \
             old = seen;                                                                            \
         }                                                                                          \
-    }                                                                                              \
-    SYMADDR_DEVFN uint32_t symaddr_atomic_fetch_add_##sfx(                                         \
-        uint32_t *ptr, uint32_t value, int target, const uint64_t *peer_bases, int local_rank)     \
-    {                                                                                              \
-        uint32_t *r = (uint32_t *)symaddr_system_target_(ptr, target, peer_bases, local_rank,      \
-                                                         SYMADDR_CAP_SYSTEM_ATOMICS);              \
-        return r ? symaddr_prim_add_##sfx(r, value, 1) : 0u;                                       \
-    }                                                                                              \
-    SYMADDR_DEVFN void symaddr_atomic_add_##sfx(uint32_t *ptr, uint32_t value, int target,         \
-                                                const uint64_t *peer_bases, int local_rank)        \
-    {                                                                                              \
-        (void)symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank);          \
-    }                                                                                              \
-    SYMADDR_DEVFN uint32_t symaddr_buffer_atomic_fetch_add_##sfx(                                  \
-        symaddr_buffer_t buf, size_t index, uint32_t value, int target)                            \
-    {                                                                                              \
-        uint32_t *r = (uint32_t *)symaddr_buffer_target_(buf, (uint32_t *)buf.ptr + index, target, \
-                                                         SYMADDR_CAP_ATOMICS);                     \
-        return r ? symaddr_prim_add_##sfx(r, value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0)  \
-                 : 0u;                                                                             \
-    }                                                                                              \
-    SYMADDR_DEVFN uint32_t symaddr_atomic_fetch_add_sem_##sfx(                                     \
-        uint32_t *ptr, uint32_t value, int target, const uint64_t *peer_bases, int local_rank,     \
-        symaddr_sem_t sem)                                                                         \
-    {                                                                                              \
-        symaddr_sem_fence_(sem, 1, 1);                                                             \
-        uint32_t old = symaddr_atomic_fetch_add_##sfx(ptr, value, target, peer_bases, local_rank); \
-        symaddr_sem_fence_(sem, 1, 0);                                                             \
-        return old;                                                                                \
-    }                                                                                              \
-    SYMADDR_DEVFN uint32_t symaddr_buffer_atomic_fetch_add_sem_##sfx(                              \
-        symaddr_buffer_t buf, size_t index, uint32_t value, int target, symaddr_sem_t sem)         \
-    {                                                                                              \
-        int sys = (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0;                                    \
-        symaddr_sem_fence_(sem, sys, 1);                                                           \
-        uint32_t old = symaddr_buffer_atomic_fetch_add_##sfx(buf, index, value, target);           \
-        symaddr_sem_fence_(sem, sys, 0);                                                           \
-        return old;                                                                                \
     }
-SYMADDR_DEFINE_PAIR_ADD_(f16x2, f16)
-SYMADDR_DEFINE_PAIR_ADD_(bf16x2, bf16)
+SYMADDR_DEFINE_PRIM_PAIR_ADD_(f16x2, f16)
+SYMADDR_DEFINE_PRIM_PAIR_ADD_(bf16x2, bf16)
+SYMADDR_DEFINE_ATOMIC_FORMS_(uint32_t, uint32_t, add, f16x2, symaddr_prim_add_f16x2)
+SYMADDR_DEFINE_ATOMIC_FORMS_(uint32_t, uint32_t, add, bf16x2, symaddr_prim_add_bf16x2)
 
 /* ---- signals ----------------------------------------------------------------------------- */
 
