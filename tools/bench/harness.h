@@ -77,11 +77,13 @@ static const char *algo_at(int i)
     return symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)i);
 }
 /* the providers that allocate (import and foreign register memory of others) */
+static const symaddr_provider_kind_t bench_providers[] = {
+    SYMADDR_PROVIDER_HEAP, SYMADDR_PROVIDER_IPC, SYMADDR_PROVIDER_VMM};
 static const char *provider_at(int i)
 {
-    static const symaddr_provider_kind_t kinds[] = {SYMADDR_PROVIDER_HEAP, SYMADDR_PROVIDER_IPC,
-                                                    SYMADDR_PROVIDER_VMM};
-    return i >= 0 && i < 3 ? symaddr_provider_name(kinds[i]) : NULL;
+    return i >= 0 && i < (int)(sizeof(bench_providers) / sizeof(bench_providers[0]))
+               ? symaddr_provider_name(bench_providers[i])
+               : NULL;
 }
 static const char *backend_at(int i)
 {
@@ -292,12 +294,10 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             o->algo = (symaddr_allreduce_algo_t)k;
             break;
         case 'p':
-            if (lookup_name(provider_at, v) < 0)
+            if ((k = lookup_name(provider_at, v)) < 0)
                 return bad_arg(rank, "invalid provider '%s': one of %s", v,
                                names_of(provider_at, names, sizeof(names)));
-            for (k = 0; symaddr_provider_name((symaddr_provider_kind_t)k); k++)
-                if (!strcmp(symaddr_provider_name((symaddr_provider_kind_t)k), v))
-                    o->provider = (symaddr_provider_kind_t)k;
+            o->provider = bench_providers[k];
             break;
         case 'B':
             if ((k = lookup_name(backend_at, v)) < 0)
