@@ -2,6 +2,7 @@
 /* The library's names, values and struct layouts as one JSON text: what bindings (the Python
  * package) read instead of keeping copies of symaddr.h that drift. */
 #include "providers/provider.h"
+#include "coll/algos.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -172,7 +173,7 @@ static void abi_build(void)
     names(&o, "provider", provider_at, SYMADDR_PROVIDER_COUNT_);
     names(&o, "redop", redop_at, SYMADDR_REDOP_COUNT_);
     names(&o, "dtype", dtype_at, SYMADDR_DTYPE_COUNT_);
-    names(&o, "allreduce_algo", algo_at, SYMADDR_ALLREDUCE_TWOSHOT_COPY + 1);
+    names(&o, "allreduce_algo", algo_at, SYMADDR_ALLREDUCE_ALGO_COUNT_);
     put(&o, "\"dtype_bytes\": {");
     for (int d = 0; d < SYMADDR_DTYPE_COUNT_; d++)
         put(&o, "%s\"%s\": %zu", d ? ", " : "", dtype_at(d),

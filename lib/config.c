@@ -3,6 +3,7 @@
  * and the parser that fills the config. A value that does not parse is refused by
  * symaddr_init with a message that names the variable; nothing falls back silently. */
 #include "config.h"
+#include "coll/algos.h"
 #include "log.h"
 
 #include <errno.h>
@@ -147,17 +148,10 @@ static bool set_timeout(const char *v, symaddr_config_t *c)
     return true;
 }
 
-/* The one list of allreduce algorithm names, as SYMADDR_ALLREDUCE, the log and the bench spell
- * them (symaddr_allreduce_algo_name reads it). */
-static const char *const algo_names[] = {
-    [SYMADDR_ALLREDUCE_AUTO] = "auto",
-    [SYMADDR_ALLREDUCE_ONESHOT] = "oneshot",
-    [SYMADDR_ALLREDUCE_TWOSHOT] = "twoshot",
-    [SYMADDR_ALLREDUCE_LL] = "ll",
-    [SYMADDR_ALLREDUCE_LAMPORT] = "lamport",
-    [SYMADDR_ALLREDUCE_TWOSHOT_GET] = "twoshot-get",
-    [SYMADDR_ALLREDUCE_TWOSHOT_COPY] = "twoshot-copy",
-};
+/* The allreduce algorithms' names, from their one list (lib/coll/algos.h). */
+#define ALGO_NAME(E, name, dtypes, largest, work, fallback) [SYMADDR_ALLREDUCE_##E] = name,
+static const char *const algo_names[SYMADDR_ALLREDUCE_ALGO_COUNT_] = {
+    [SYMADDR_ALLREDUCE_AUTO] = "auto", SYMADDR_ALLREDUCE_ALGO_LIST(ALGO_NAME)};
 
 const char *symaddr_allreduce_algo_name(symaddr_allreduce_algo_t algo)
 {
@@ -335,7 +329,7 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         var = "SYMADDR_VALIDATE", what = "validate must be 0 or 1";
     else if (c->timeout_ms == 0)
         var = "SYMADDR_TIMEOUT_MS", what = "timeout_ms must be > 0";
-    else if ((int)c->allreduce_algo < 0 || c->allreduce_algo > SYMADDR_ALLREDUCE_TWOSHOT_COPY)
+    else if ((int)c->allreduce_algo < 0 || c->allreduce_algo >= SYMADDR_ALLREDUCE_ALGO_COUNT_)
         var = "SYMADDR_ALLREDUCE", what = "allreduce_algo is not a symaddr_allreduce_algo_t";
     else if (c->heap_bytes == BAD_SIZE)
         var = "SYMADDR_HEAP_SIZE", what = "heap_bytes is out of range",

@@ -10,9 +10,9 @@
 #define SYMADDR_DEFAULT_HEAP_BYTES ((size_t)64 << 20)
 #define SYMADDR_DEFAULT_RETAIN_BYTES ((size_t)256 << 20)
 #define SYMADDR_DEFAULT_TIMEOUT_MS 60000u
-/* Largest ll_bytes: the LL inbox of the collectives (collsync.c checks that they agree). */
+/* Largest ll_bytes: the LL inbox of the collectives (lib/coll/sync.c checks that they agree). */
 #define SYMADDR_CONFIG_LL_MAX_BYTES ((size_t)32 << 10)
-/* Largest lamport_bytes: what one Lamport call may move (collsync.c checks it too). */
+/* Largest lamport_bytes: what one Lamport call may move (lib/coll/sync.c checks it too). */
 #define SYMADDR_CONFIG_LAMPORT_MAX_BYTES ((size_t)2 << 20)
 
 /* The name of a backend kind ("auto", "cpu", ...), NULL past the last. */

@@ -62,7 +62,7 @@ finish:
  * reads what the same block of the peer wrote, since every rank cuts every chunk alike, so the
  * block barriers order it. In place is safe: a rank writes a peer's chunk of its own buffer
  * only after the barrier that follows that peer's reads. Two-shot-copy ends after the reduce:
- * the host's copies push the chunk into the peers' recv (lib/collectives.c). */
+ * the host's copies push the chunk into the peers' recv (lib/coll/launch.c). */
 template <int DT, int OP> __global__ void k_allreduce_twoshot_get(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;

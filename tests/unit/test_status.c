@@ -11,6 +11,8 @@
 
 #include "symaddr/symaddr.h"
 #include "backend.h"
+#include "coll/algos.h"
+#include "coll/coll.h"
 #include "config.h"
 
 static void test_strerror(void **state)
@@ -223,12 +225,41 @@ static void test_backend_rows(void **state)
     assert_true(rows >= 1);
 }
 
+/* Every kernel kind names its collective and algorithm, and every collective its call, log
+ * name, overlap rule and step between nodes (the barrier has no buffers); kind and collective
+ * agree. A row left out compiles (C cannot check a pointer's value), so this test is the
+ * check. */
+static void test_coll_rows(void **state)
+{
+    (void)state;
+    for (int k = 0; k < SYMADDR_COLL_KIND_COUNT_; k++) {
+        const symaddr_coll_kind_info_t *i = &symaddr_coll_kinds[k];
+        assert_non_null(i->coll);
+        assert_non_null(i->algo);
+        const symaddr_coll_row_t *r = i->coll;
+        assert_non_null(r->name);
+        assert_non_null(r->collective);
+        assert_true(r->kind == (symaddr_coll_kind_t)k || r->choose);
+        assert_true(symaddr_coll_kinds[r->kind].coll == r);
+        if (r->kind != SYMADDR_COLL_BARRIER) {
+            assert_non_null(r->rule);
+            assert_non_null(r->nodes);
+            assert_true(r->peers != 0);
+        }
+    }
+    /* every allreduce algorithm maps to an allreduce kind, and has a name */
+    for (int a = 0; a < SYMADDR_ALLREDUCE_ALGO_COUNT_; a++)
+        assert_non_null(symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)a));
+    assert_null(
+        symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)SYMADDR_ALLREDUCE_ALGO_COUNT_));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror),   cmocka_unit_test(test_backend_rows),
         cmocka_unit_test(test_config_env), cmocka_unit_test(test_config_refusals),
-        cmocka_unit_test(test_size_parse),
+        cmocka_unit_test(test_size_parse), cmocka_unit_test(test_coll_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

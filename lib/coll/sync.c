@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The collectives' sync area, set up with the context: epochs, status, barrier flags, staging,
  * LL inboxes and, across nodes, the reduce-scatter scratch; the grid bound; and the status the
- * kernels record. The calls themselves are in collectives.c. */
+ * kernels record. The calls themselves are in the other files of lib/coll/. */
 #include "maps.h"
 #include "symaddr/team.h"
 

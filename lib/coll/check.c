@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: MIT */
+/* The checks of a collective call: its sizes, dtype, op and root, its buffers (symmetric, in
+ * bounds, mapped on the node, overlapping only as the collective allows), and in validation
+ * mode the agreement that every rank passed the same. */
+#include "coll/coll.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* *bits_p collects the address bits of ptr and of every peer's copy (for d->vec); the table
+ * comes in device (*pb_p) and host memory (*host_pb_p). */
+static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size_t bytes,
+                                   size_t align, const uint64_t **pb_p, const uint64_t **host_pb_p,
+                                   uint64_t *bits_p, const char *fn, const char *what)
+{
+    symaddr_registration_t *r;
+    if (!ptr)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: %s is NULL", fn, what);
+    if ((uintptr_t)ptr % align)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: %s %p is not aligned to its %zu-byte elements; pass "
+                                 "element-aligned buffers",
+                                 fn, what, ptr, align);
+    if (symaddr_registry_lookup(&ctx->reg, ptr, &r) != SYMADDR_OK)
+        return symaddr_set_error(ctx, SYMADDR_ERR_NOT_FOUND,
+                                 "%s: %s %p is not symmetric memory of this context; allocate it "
+                                 "with symaddr_symmetric_alloc or register it",
+                                 fn, what, ptr);
+    if (bytes > r->map.range_bytes - ((uint64_t)(uintptr_t)ptr - r->map.range_base))
+        return symaddr_set_error(ctx, SYMADDR_ERR_OUT_OF_BOUNDS,
+                                 "%s: %s needs %zu bytes from %p, past the end of its "
+                                 "registration",
+                                 fn, what, bytes, ptr);
+    *bits_p |= (uint64_t)(uintptr_t)ptr;
+    for (int q = 0; q < ctx->core.boot.node_size; q++) {
+        uint64_t base = r->map.host_peer_bases[ctx->core.boot.node_to_rank[q]];
+        if (base == 0)
+            return symaddr_set_error(ctx, SYMADDR_ERR_UNREACHABLE,
+                                     "%s: %s is not mapped on node rank %d", fn, what, q);
+        *bits_p |= base;
+    }
+    *pb_p = r->map.peer_bases;
+    *host_pb_p = r->map.host_peer_bases;
+    return SYMADDR_OK;
+}
+
+/* In validation mode every rank learns whether the others passed the same arguments and
+ * whether any rank's arguments were bad; all then return the same status. Without it a bad
+ * argument fails on its rank alone, and the peers time out. */
+symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
+                                          symaddr_coll_kind_t kind, size_t count,
+                                          symaddr_dtype_t dt, int op, int root,
+                                          const uint64_t offsets[2])
+{
+    if (!ctx->core.cfg.validate)
+        return local;
+    symaddr_status_t st =
+        symaddr_agree_status(&ctx->core, local, symaddr_coll_kinds[kind].coll->name);
+    if (st != SYMADDR_OK)
+        return st;
+    enum { WORDS = 7 };
+    uint64_t mine[WORDS] = {
+        (uint64_t)symaddr_coll_kinds[kind].coll->kind,
+        count,
+        (uint64_t)dt,
+        (uint64_t)op,
+        (uint64_t)root,
+        symaddr_coll_kinds[kind].coll->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
+        symaddr_coll_kinds[kind].coll->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0};
+    uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
+    if (!all)
+        return symaddr_core_break(
+            &ctx->core, symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory",
+                                          symaddr_coll_kinds[kind].coll->name));
+    st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
+                               symaddr_bootstrap_deadline(&ctx->core.boot, 1));
+    if (st != SYMADDR_OK) {
+        free(all);
+        symaddr_core_break(&ctx->core, st);
+        return symaddr_set_error(ctx, st,
+                                 "%s: the ranks could not compare their arguments "
+                                 "within %u ms; the context is broken",
+                                 symaddr_coll_kinds[kind].coll->name, ctx->core.cfg.timeout_ms);
+    }
+    for (int r = 0; r < ctx->core.size && st == SYMADDR_OK; r++) {
+        const uint64_t *theirs = all + WORDS * (size_t)r;
+        if (memcmp(theirs, all, 5 * sizeof(uint64_t)) != 0)
+            st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
+                                   "%s: rank %d passed a different collective, count (%llu, rank "
+                                   "0: %llu), dtype, op or root than rank 0; every rank must pass "
+                                   "the same",
+                                   symaddr_coll_kinds[kind].coll->name, r,
+                                   (unsigned long long)theirs[1], (unsigned long long)all[1]);
+        else if (memcmp(theirs + 5, all + 5, 2 * sizeof(uint64_t)) != 0)
+            st = symaddr_set_error(
+                ctx, SYMADDR_ERR_MISMATCH,
+                "%s: rank %d passed %s at byte %llu of its registration, rank 0 "
+                "at byte %llu; kernels reach a peer's %s at this rank's offset, "
+                "so every rank must pass it at the same one",
+                symaddr_coll_kinds[kind].coll->name, r, theirs[5] != all[5] ? "send" : "recv",
+                (unsigned long long)(theirs[5] != all[5] ? theirs[5] : theirs[6]),
+                (unsigned long long)(theirs[5] != all[5] ? all[5] : all[6]),
+                theirs[5] != all[5] ? "send" : "recv");
+    }
+    free(all);
+    return st;
+}
+
+/* Whether [a, a+an) and [b, b+bn) overlap. */
+static bool overlap(const void *a, size_t an, const void *b, size_t bn)
+{
+    return (const char *)a < (const char *)b + bn && (const char *)b < (const char *)a + an;
+}
+
+/* send and recv either the same buffer or apart. */
+symaddr_status_t symaddr_coll_in_place_or_apart(symaddr_context_t *ctx, const void *send,
+                                                const void *recv, size_t bytes, size_t total,
+                                                const char *fn)
+{
+    (void)total;
+    if (send != recv && overlap(send, bytes, recv, bytes))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: send and recv overlap without being the same buffer; pass "
+                                 "send == recv for in place, or buffers that do not overlap",
+                                 fn);
+    return SYMADDR_OK;
+}
+
+/* part apart from whole, or this rank's block of it (whole + rank * count), the only in-place
+ * form of reduce-scatter (recv a block of send) and allgather (send a block of recv). */
+static symaddr_status_t block_rule(symaddr_context_t *ctx, const void *part, const char *part_name,
+                                   const void *whole, const char *whole_name, size_t bytes,
+                                   size_t total, const char *fn)
+{
+    if (part != (const char *)whole + bytes * (size_t)ctx->core.rank &&
+        overlap(part, bytes, whole, total))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: %s overlaps %s other than at this rank's block (%s + "
+                                 "rank * count), the only in-place form",
+                                 fn, part_name, whole_name, whole_name);
+    return SYMADDR_OK;
+}
+
+symaddr_status_t symaddr_coll_rs_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                      size_t bytes, size_t total, const char *fn)
+{
+    return block_rule(ctx, recv, "recv", send, "send", bytes, total, fn);
+}
+
+symaddr_status_t symaddr_coll_ag_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                      size_t bytes, size_t total, const char *fn)
+{
+    return block_rule(ctx, send, "send", recv, "recv", bytes, total, fn);
+}
+
+/* alltoall: no in-place form. */
+symaddr_status_t symaddr_coll_a2a_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                       size_t bytes, size_t total, const char *fn)
+{
+    (void)bytes;
+    if (overlap(send, total, recv, total))
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: send and recv overlap; in-place alltoall is not supported, "
+                                 "use separate buffers",
+                                 fn);
+    return SYMADDR_OK;
+}
+
+/* The sizes of a call: bytes = count elements, total = bytes per rank of the context; local
+ * verdict on dtype, op and overflow. */
+static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtype_t dt, int op,
+                              size_t *bytes_p, size_t *total_p, const char *fn)
+{
+    size_t es = symaddr_dtype_size(dt);
+    *bytes_p = *total_p = 0;
+    if (!es)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: dtype %d is not a symaddr_dtype_t", fn, (int)dt);
+    if (op < 0 || op >= SYMADDR_REDOP_COUNT_)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: op %d is not a symaddr_redop_t",
+                                 fn, op);
+    if (!symaddr_size_mul(count, es, bytes_p) ||
+        !symaddr_size_mul(*bytes_p, (size_t)ctx->core.size, total_p) ||
+        *total_p > SYMADDR_MAX_BYTES)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                                 "%s: count %zu of %zu-byte elements over %d ranks does not fit "
+                                 "symmetric memory (2^48 bytes); pass a smaller count",
+                                 fn, count, es, ctx->core.size);
+    return SYMADDR_OK;
+}
+
+/* Where send and recv lie in their registrations (translation keeps the offset), then the
+ * agreement (validation mode); fills d. local is the verdict on sizes, dtype, op and root. */
+static symaddr_status_t buffers(symaddr_context_t *ctx, symaddr_status_t local,
+                                const symaddr_coll_call_t *call, symaddr_coll_kind_t kind,
+                                size_t bytes, size_t total, size_t work, symaddr_coll_desc_t *d)
+{
+    const symaddr_coll_row_t *row = call->row;
+    const char *fn = row->name;
+    const uint64_t *spb = NULL, *rpb = NULL, *shpb = NULL, *rhpb = NULL;
+    size_t es = symaddr_dtype_size(call->dtype);
+    symaddr_redop_t op = row->reduces ? call->op : SYMADDR_SUM;
+    int root = row->rooted ? call->root : 0;
+    /* reduce-scatter reads at send + node_rank * count elements */
+    uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? bytes : 0;
+    symaddr_status_t st = local;
+    if (st == SYMADDR_OK)
+        st = sym_buffer(ctx, call->send, row->send_all ? total : bytes, es, &spb, &shpb, &bits, fn,
+                        "send");
+    if (st == SYMADDR_OK)
+        st = sym_buffer(ctx, call->recv, row->recv_all ? total : bytes, es, &rpb, &rhpb, &bits, fn,
+                        "recv");
+    if (st == SYMADDR_OK)
+        st = row->rule(ctx, call->send, call->recv, bytes, total, fn);
+    uint64_t offsets[2] = {0, 0};
+    if (st == SYMADDR_OK) {
+        offsets[0] = (uint64_t)(uintptr_t)call->send - shpb[ctx->core.rank];
+        offsets[1] = (uint64_t)(uintptr_t)call->recv - rhpb[ctx->core.rank];
+    }
+    if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root,
+                                       offsets)) != SYMADDR_OK)
+        return st;
+    symaddr_coll_desc_init(ctx, d, kind, call->count, call->dtype, op, work);
+    d->send = call->send;
+    d->send_pb = spb;
+    d->recv = call->recv;
+    d->recv_pb = rpb;
+    d->recv_host_pb = rhpb;
+    d->root = root;
+    d->vec = (bits & 15) == 0;
+    return SYMADDR_OK;
+}
+
+symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
+                                    symaddr_coll_desc_t *d)
+{
+    const symaddr_coll_row_t *row = call->row;
+    size_t bytes, total, work = 0;
+    symaddr_status_t st =
+        sizes(ctx, call->count, call->dtype, row->reduces ? (int)call->op : SYMADDR_SUM, &bytes,
+              &total, row->name);
+    if (st == SYMADDR_OK && row->rooted && (call->root < 0 || call->root >= ctx->core.size))
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
+                               row->name, call->root, ctx->core.size - 1);
+    if (st == SYMADDR_OK && symaddr_multi_node(ctx))
+        st = symaddr_coll_mpi_fits(ctx, row->mpi_all ? total : bytes, row->name);
+    symaddr_coll_kind_t kind = row->kind;
+    if (row->choose)
+        kind = row->choose(ctx, bytes, call->dtype, &work);
+    else
+        work = row->node_work ? bytes * (size_t)ctx->core.boot.node_size : bytes;
+    return buffers(ctx, st, call, kind, bytes, total, work, d);
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/* The collectives module: what a collective and a kernel kind are (table.c), the allreduce
+ * algorithms (algo.c), the argument checks (check.c), the launch and the public calls
+ * (launch.c), and the steps between nodes (leaders.c, nodes.c). Nothing outside lib/coll/
+ * includes this header. */
+#ifndef SYMADDR_LIB_COLL_COLL_H
+#define SYMADDR_LIB_COLL_COLL_H
+
+#include "context.h"
+
+/* Which overlaps of send and recv a collective allows, checked once both are in bounds. */
+typedef symaddr_status_t (*symaddr_coll_rule_t)(symaddr_context_t *ctx, const void *send,
+                                                const void *recv, size_t bytes, size_t total,
+                                                const char *fn);
+/* The node's kernel and, across nodes, the step between them. */
+typedef symaddr_status_t (*symaddr_coll_nodes_t)(symaddr_context_t *ctx,
+                                                 const symaddr_coll_desc_t *d, void *stream);
+/* The kernel kind for a message of bytes per rank of dt, and the bytes of work that size its
+ * grid. */
+typedef symaddr_coll_kind_t (*symaddr_coll_choose_t)(const symaddr_context_t *ctx, size_t bytes,
+                                                     symaddr_dtype_t dt, size_t *work_p);
+
+/* PEER_SEND, PEER_RECV: the buffers a collective's kernels reach on peers by translating this
+ * rank's own pointer, so that every rank must pass them at the same offset of the
+ * registration. */
+enum { SYMADDR_COLL_PEER_SEND = 1, SYMADDR_COLL_PEER_RECV = 2 };
+
+/* A collective: one row of table.c. */
+typedef struct symaddr_coll_row {
+    const char *name;             /* the public call's */
+    const char *collective;       /* as the INFO log names it */
+    symaddr_coll_kind_t kind;     /* its kernel kind, the first of them where choose picks one */
+    symaddr_coll_choose_t choose; /* NULL: always kind */
+    bool send_all, recv_all;      /* the buffer holds a block per rank (count each) */
+    bool node_work;               /* its kernel's work is a block per node rank */
+    bool reduces, rooted;         /* takes op; takes root */
+    bool mpi_all;                 /* between nodes, MPI carries every rank's block at once */
+    unsigned peers;               /* SYMADDR_COLL_PEER_* */
+    symaddr_coll_rule_t rule;
+    symaddr_coll_nodes_t nodes;
+} symaddr_coll_row_t;
+
+/* A kernel kind: the collective it serves, the algorithm it names in the INFO log, and the
+ * host's step after its kernel (two-shot-copy's all-gather), if any. */
+typedef struct symaddr_coll_kind_info {
+    const symaddr_coll_row_t *coll;
+    const char *algo;
+    symaddr_status_t (*after)(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream);
+} symaddr_coll_kind_info_t;
+
+extern const symaddr_coll_row_t symaddr_coll_barrier_row, symaddr_coll_allreduce_row,
+    symaddr_coll_reduce_scatter_row, symaddr_coll_allgather_row, symaddr_coll_broadcast_row,
+    symaddr_coll_alltoall_row, symaddr_coll_reduce_row, symaddr_coll_gather_row,
+    symaddr_coll_scatter_row;
+extern const symaddr_coll_kind_info_t symaddr_coll_kinds[SYMADDR_COLL_KIND_COUNT_];
+
+/* algo.c */
+symaddr_coll_kind_t symaddr_coll_allreduce_kind(const symaddr_context_t *ctx, size_t bytes,
+                                                symaddr_dtype_t dt, size_t *work_p);
+
+/* check.c: the overlap rules, the agreement of validation mode, and the checks of a call */
+symaddr_status_t symaddr_coll_in_place_or_apart(symaddr_context_t *ctx, const void *send,
+                                                const void *recv, size_t bytes, size_t total,
+                                                const char *fn);
+symaddr_status_t symaddr_coll_rs_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                      size_t bytes, size_t total, const char *fn);
+symaddr_status_t symaddr_coll_ag_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                      size_t bytes, size_t total, const char *fn);
+symaddr_status_t symaddr_coll_a2a_rule(symaddr_context_t *ctx, const void *send, const void *recv,
+                                       size_t bytes, size_t total, const char *fn);
+symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
+                                          symaddr_coll_kind_t kind, size_t count,
+                                          symaddr_dtype_t dt, int op, int root,
+                                          const uint64_t offsets[2]);
+/* A call's arguments: its collective and what the caller passed. */
+typedef struct symaddr_coll_call {
+    const symaddr_coll_row_t *row;
+    const void *send;
+    void *recv;
+    size_t count;
+    symaddr_dtype_t dtype;
+    symaddr_redop_t op;
+    int root;
+} symaddr_coll_call_t;
+/* Sizes, dtype, op, root and buffers checked, then the agreement (validation mode); fills d. */
+symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
+                                    symaddr_coll_desc_t *d);
+
+/* launch.c */
+void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
+                            symaddr_coll_kind_t kind, size_t count, symaddr_dtype_t dt,
+                            symaddr_redop_t op, size_t work_bytes);
+symaddr_status_t symaddr_coll_launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                     void *stream);
+symaddr_status_t symaddr_coll_gather_by_copy(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                             void *stream);
+
+/* leaders.c: the MPI steps between nodes */
+void *symaddr_coll_stage_out(symaddr_context_t *ctx, const void *dev, size_t bytes);
+symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, symaddr_status_t st, void *stream,
+                                     const char *fn);
+symaddr_status_t symaddr_coll_mpi_fits(symaddr_context_t *ctx, size_t bytes, const char *fn);
+symaddr_status_t symaddr_coll_node_bcast(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
+                                         size_t count, symaddr_dtype_t dt, int root, void *stream);
+symaddr_status_t symaddr_coll_leaders_combine(symaddr_context_t *ctx, void *recv, size_t count,
+                                              symaddr_dtype_t dt, symaddr_redop_t op, bool keep);
+symaddr_status_t symaddr_coll_leaders_allreduce(symaddr_context_t *ctx, void *recv,
+                                                const uint64_t *pb, size_t count,
+                                                symaddr_dtype_t dt, symaddr_redop_t op,
+                                                void *stream);
+symaddr_status_t symaddr_coll_leaders_allgather(symaddr_context_t *ctx, void *recv, size_t bytes);
+symaddr_status_t symaddr_coll_leaders_broadcast(symaddr_context_t *ctx, void *recv, size_t bytes,
+                                                int has_root);
+
+/* nodes.c: each collective's step between nodes, after the node's kernel */
+symaddr_status_t symaddr_coll_allreduce_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                              void *stream);
+symaddr_status_t symaddr_coll_reduce_scatter_nodes(symaddr_context_t *ctx,
+                                                   const symaddr_coll_desc_t *d, void *stream);
+symaddr_status_t symaddr_coll_allgather_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                              void *stream);
+symaddr_status_t symaddr_coll_broadcast_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                              void *stream);
+symaddr_status_t symaddr_coll_alltoall_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                             void *stream);
+symaddr_status_t symaddr_coll_reduce_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                           void *stream);
+symaddr_status_t symaddr_coll_rooted_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                           void *stream);
+
+#endif

@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: MIT */
+/* The public collective calls: each its row of table.c through one driver, the node's kernel
+ * on the caller's stream and, across nodes, the row's step between them. */
+#include "coll/coll.h"
+#include "symaddr/team.h"
+
+#include <string.h>
+
+/* The node as kernels see it: the host collectives' and users' kernels alike. */
+static void team_fill(const symaddr_context_t *ctx, symaddr_team_t *t)
+{
+    t->sync = ctx->coll.sync.root;
+    t->sync_pb = ctx->coll.sync.dev_table;
+    t->node_ranks = ctx->coll.node_ranks;
+    t->node_size = ctx->core.boot.node_size;
+    t->node_rank = ctx->core.boot.node_rank;
+    t->rank = ctx->core.rank;
+    t->max_blocks = ctx->coll.max_blocks;
+    t->lamport_offset = ctx->coll.lamport_offset;
+    t->lamport_slot = ctx->coll.lamport_slot;
+    t->timeout_ns =
+        symaddr_backend_deadline_ns(&ctx->be, (uint64_t)ctx->core.cfg.timeout_ms * 1000000u);
+    /* not where another rank shares the GPU: an early-resident grid could keep its kernels
+     * from the SMs */
+    t->pdl = ctx->be.ops->pdl && ctx->gpu_sharers == 1;
+}
+
+symaddr_status_t symaddr_team_get(symaddr_context_t *ctx, symaddr_team_t *team_p)
+{
+    if (!ctx || !team_p)
+        return ctx ? symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                       "symaddr_team_get: team_p is NULL")
+                   : SYMADDR_ERR_INVALID_ARG;
+    if (ctx->core.broken != SYMADDR_OK)
+        return symaddr_set_error(ctx, SYMADDR_ERR_BROKEN,
+                                 "symaddr_team_get: the context is broken (%s); finalize it",
+                                 symaddr_strerror(ctx->core.broken));
+    team_fill(ctx, team_p);
+    return SYMADDR_OK;
+}
+
+void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
+                            symaddr_coll_kind_t kind, size_t count, symaddr_dtype_t dt,
+                            symaddr_redop_t op, size_t work_bytes)
+{
+    memset(d, 0, sizeof(*d));
+    d->kind = kind;
+    d->dtype = dt;
+    d->op = op;
+    d->count = count;
+    team_fill(ctx, &d->team);
+    d->stage_offset = ctx->coll.stage_offset;
+    d->ll_offset = ctx->coll.ll_offset;
+    /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the
+     * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the
+     * GPU holds resident for every rank that shares it. */
+    size_t blocks = (work_bytes + (16u << 10) - 1) / (16u << 10);
+    /* Lamport: one 16-byte chunk per thread, in blocks of lamport_threads (their pushes and
+     * loads then spread over more SMs), or more where the chunks outnumber the grid's threads
+     * (doc/performance.md: on 2 H200s, 128 threads take 0.3-0.4 us less than 512 from 16 KiB to
+     * 256 KiB). */
+    if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT && !ctx->be.ops->immediate) {
+        size_t chunks = work_bytes / 32, threads = ctx->coll.lamport_threads;
+        while (threads < SYMADDR_COLL_THREADS && chunks > threads * ctx->coll.max_blocks)
+            threads *= 2;
+        blocks = (chunks + threads - 1) / threads;
+        d->threads = (unsigned)threads;
+    }
+    if (ctx->be.ops->immediate || blocks < 1)
+        blocks = 1;
+    d->blocks = (unsigned)(blocks > ctx->coll.max_blocks ? ctx->coll.max_blocks : blocks);
+}
+
+/* INFO: the algorithm of a collective, when it is not the one this context last logged. */
+static void log_algorithm(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
+{
+    const symaddr_coll_kind_info_t *k = &symaddr_coll_kinds[d->kind];
+    int *last = &ctx->coll.logged[k->coll->kind];
+    if (*last == (int)d->kind + 1 ||
+        !symaddr_log_on(&ctx->core.cfg, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL))
+        return;
+    *last = (int)d->kind + 1;
+    size_t bytes = d->count * symaddr_dtype_size(d->dtype);
+    const char *unit = bytes >= (1u << 20) && bytes % (1u << 20) == 0 ? " MiB"
+                       : bytes >= 1024 && bytes % 1024 == 0           ? " KiB"
+                                                                      : " B";
+    size_t shown = unit[1] == 'M' ? bytes >> 20 : unit[1] == 'K' ? bytes >> 10 : bytes;
+    if (d->kind == SYMADDR_COLL_BARRIER)
+        SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "barrier: flags");
+    else
+        SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "%s %zu%s %s: %s",
+                    k->coll->collective, shown, unit, symaddr_dtype_name(d->dtype), k->algo);
+}
+
+static symaddr_status_t launch_kernel(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                      void *stream)
+{
+    symaddr_status_t st = ctx->be.ops->coll->launch(d, stream);
+    if (st == SYMADDR_ERR_UNSUPPORTED)
+        return symaddr_set_error(ctx, st,
+                                 "%s: node groups larger than 64 ranks are not "
+                                 "supported",
+                                 symaddr_coll_kinds[d->kind].coll->name);
+    if (st != SYMADDR_OK)
+        return symaddr_set_error(ctx, st, "%s: the %s runtime refused the launch: %s",
+                                 symaddr_coll_kinds[d->kind].coll->name, ctx->be.ops->name,
+                                 symaddr_launch_why);
+    /* The cpu backend ran it already: report a failure now. */
+    return ctx->be.ops->immediate ? symaddr_coll_status(ctx) : SYMADDR_OK;
+}
+
+/* Two-shot-copy's all-gather, after its kernel reduced this rank's part into recv: the copy
+ * engine pushes the part into every node peer's recv, then a barrier keeps each rank in the
+ * call until the peers' copies into its recv are done. Nothing else touches a peer's copy of
+ * this part meanwhile: in place, it is the peer's send there, which only this rank read, in
+ * the kernel before. A failed kernel's copies move data that the call then reports as failed;
+ * a refused copy keeps this rank from the barrier, so that its peers time out rather than
+ * return without its part. */
+symaddr_status_t symaddr_coll_gather_by_copy(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                             void *stream)
+{
+    size_t es = symaddr_dtype_size(d->dtype), lo, hi;
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
+    uint64_t off = (uint64_t)(uintptr_t)d->recv - d->recv_host_pb[ctx->core.rank];
+    symaddr_status_t st = SYMADDR_OK;
+    symaddr_team_share(&d->team, d->count, 64, &lo, &hi);
+    for (int k = 1; k < b->node_size && st == SYMADDR_OK && hi > lo; k++) {
+        int q = (b->node_rank + k) % b->node_size;
+        char *peer = (char *)(uintptr_t)(d->recv_host_pb[b->node_to_rank[q]] + off);
+        st = ctx->be.ops->memcpy_async(&ctx->be, peer + lo * es, (char *)d->recv + lo * es,
+                                       (hi - lo) * es, stream);
+    }
+    if (st != SYMADDR_OK)
+        return symaddr_set_error(ctx, st,
+                                 "symaddr_allreduce: the %s runtime refused a copy to a node "
+                                 "peer: %s",
+                                 ctx->be.ops->name, symaddr_runtime_says(ctx));
+    symaddr_coll_desc_t bar;
+    symaddr_coll_desc_init(ctx, &bar, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
+    return launch_kernel(ctx, &bar, stream);
+}
+
+symaddr_status_t symaddr_coll_launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                     void *stream)
+{
+    log_algorithm(ctx, d);
+    symaddr_status_t st = launch_kernel(ctx, d, stream);
+    symaddr_status_t (*after)(symaddr_context_t *, const symaddr_coll_desc_t *, void *) =
+        symaddr_coll_kinds[d->kind].after;
+    return st == SYMADDR_OK && after ? after(ctx, d, stream) : st;
+}
+
+/* Every collective: sizes and arguments checked, the agreement (validation mode), then the
+ * node's kernel on the caller's stream and, across nodes, the row's step. */
+static symaddr_status_t coll_run(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
+                                 void *stream)
+{
+    symaddr_coll_desc_t d;
+    symaddr_status_t st = symaddr_coll_begin(ctx, call, &d);
+    if (st != SYMADDR_OK || call->count == 0)
+        return st;
+    if (call->row->rooted) { /* the kernel takes the root's node rank; -1 on another node */
+        d.root = -1;
+        d.root_rank = call->root;
+        for (int q = 0; q < ctx->core.boot.node_size; q++)
+            if (ctx->core.boot.node_to_rank[q] == call->root)
+                d.root = q;
+    }
+    return symaddr_multi_node(ctx) ? call->row->nodes(ctx, &d, stream)
+                                   : symaddr_coll_launch(ctx, &d, stream);
+}
+
+/* The guarded body of a public call of row_: its arguments, then coll_run. */
+#define COLL_CALL(ctx, row_, ...)                                                                  \
+    do {                                                                                           \
+        const symaddr_coll_call_t call_ = {.row = &(row_), __VA_ARGS__};                           \
+        GUARDED(ctx, call_.row->name, coll_run(ctx, &call_, stream));                              \
+    } while (0)
+
+symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                   void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_allreduce_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype, .op = op);
+}
+
+symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send, void *recv,
+                                        size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                        void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_reduce_scatter_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype, .op = op);
+}
+
+symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_allgather_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype);
+}
+
+symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, int root, void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_broadcast_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype, .root = root);
+}
+
+symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
+                                  size_t count, symaddr_dtype_t dtype, void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_alltoall_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype);
+}
+
+symaddr_status_t symaddr_reduce(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                symaddr_dtype_t dtype, symaddr_redop_t op, int root, void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_reduce_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype, .op = op, .root = root);
+}
+
+symaddr_status_t symaddr_gather(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                symaddr_dtype_t dtype, int root, void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_gather_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype, .root = root);
+}
+
+symaddr_status_t symaddr_scatter(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                 symaddr_dtype_t dtype, int root, void *stream)
+{
+    COLL_CALL(ctx, symaddr_coll_scatter_row, .send = send, .recv = recv, .count = count,
+              .dtype = dtype, .root = root);
+}
+
+static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
+{
+    symaddr_coll_desc_t d;
+    symaddr_status_t st;
+    static const uint64_t no_offsets[2] = {0, 0};
+    if ((st = symaddr_coll_check_match(ctx, SYMADDR_OK, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, 0,
+                                       0, no_offsets)) != SYMADDR_OK)
+        return st;
+    symaddr_coll_desc_init(ctx, &d, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
+    if (!symaddr_multi_node(ctx))
+        return symaddr_coll_launch(ctx, &d, stream);
+    if ((st = symaddr_coll_settle(ctx, symaddr_coll_launch(ctx, &d, stream), stream,
+                                  symaddr_coll_barrier_row.name)) != SYMADDR_OK)
+        return st;
+    if (ctx->coll.leaders != MPI_COMM_NULL)
+        st = symaddr_mpi_barrier(&ctx->core.boot, ctx->coll.leaders,
+                                 symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    st = symaddr_agree_status(&ctx->core, st, symaddr_coll_barrier_row.name);
+    return st == SYMADDR_OK ? symaddr_coll_launch(ctx, &d, stream) : st;
+}
+
+symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream)
+{
+    GUARDED(ctx, symaddr_coll_barrier_row.name, barrier_(ctx, stream));
+}

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: MIT */
+/* Between nodes: the copies for MPI, the agreement after a node's kernel, and the leaders'
+ * MPI steps that the collectives' steps in nodes.c share. */
+#include "coll/coll.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Copies of device memory for MPI, which may not be GPU-aware. */
+void *symaddr_coll_stage_out(symaddr_context_t *ctx, const void *dev, size_t bytes)
+{
+    void *h = malloc(bytes ? bytes : 1);
+    if (h && ctx->be.ops->memcpy(&ctx->be, h, dev, bytes) != SYMADDR_OK) {
+        free(h);
+        h = NULL;
+    }
+    return h;
+}
+
+/* The stream's work done, then the failure (if any) any rank met, so that all take the same
+ * path. */
+symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, symaddr_status_t st, void *stream,
+                                     const char *fn)
+{
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->stream_sync(&ctx->be, stream);
+    if (st == SYMADDR_OK)
+        st = symaddr_coll_status(ctx);
+    return symaddr_agree_status(&ctx->core, st, fn);
+}
+
+/* MPI counts are ints: messages between nodes are refused past that. */
+symaddr_status_t symaddr_coll_mpi_fits(symaddr_context_t *ctx, size_t bytes, const char *fn)
+{
+    if (bytes <= INT_MAX)
+        return SYMADDR_OK;
+    return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                             "%s: %zu bytes would go between nodes in one MPI call, past MPI's "
+                             "2 GiB count; split the collective into smaller ones",
+                             fn, bytes);
+}
+
+/* Node broadcast of count elements of recv from node rank root (in place), on stream. */
+symaddr_status_t symaddr_coll_node_bcast(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
+                                         size_t count, symaddr_dtype_t dt, int root, void *stream)
+{
+    symaddr_coll_desc_t d;
+    symaddr_coll_desc_init(ctx, &d, SYMADDR_COLL_BROADCAST, count, dt, SYMADDR_SUM,
+                           count * symaddr_dtype_size(dt));
+    d.send = recv;
+    d.send_pb = pb;
+    d.recv = recv;
+    d.recv_pb = pb;
+    d.root = root;
+    d.vec = 0;
+    return symaddr_coll_launch(ctx, &d, stream);
+}
+
+/* A leader's recv holds its node's result: the leaders combine them through MPI in node order,
+ * and those that keep the total write it into their recv (the others' stays their node's).
+ * Leaders only; the caller agrees on the status. */
+symaddr_status_t symaddr_coll_leaders_combine(symaddr_context_t *ctx, void *recv, size_t count,
+                                              symaddr_dtype_t dt, symaddr_redop_t op, bool keep)
+{
+    size_t bytes = count * symaddr_dtype_size(dt);
+    int nl;
+    MPI_Comm_size(ctx->coll.leaders, &nl);
+    char *mine = symaddr_coll_stage_out(ctx, recv, bytes), *all = malloc(bytes * (size_t)nl);
+    symaddr_status_t st = mine && all ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, mine, all, bytes,
+                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    if (st == SYMADDR_OK && keep) {
+        for (int l = 1; l < nl; l++)
+            symaddr_coll_cpu.host_reduce(dt, op, all, all + bytes * (size_t)l, count);
+        st = ctx->be.ops->memcpy(&ctx->be, recv, all, bytes);
+    }
+    free(mine);
+    free(all);
+    return st;
+}
+
+/* recv holds each node's result; leaders combine them, then every node broadcasts the total from
+ * its leader. */
+symaddr_status_t symaddr_coll_leaders_allreduce(symaddr_context_t *ctx, void *recv,
+                                                const uint64_t *pb, size_t count,
+                                                symaddr_dtype_t dt, symaddr_redop_t op,
+                                                void *stream)
+{
+    symaddr_status_t st = SYMADDR_OK;
+    if (ctx->coll.leaders != MPI_COMM_NULL)
+        st = symaddr_coll_leaders_combine(ctx, recv, count, dt, op, true);
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_allreduce (between nodes)");
+    if (st == SYMADDR_OK)
+        st = symaddr_coll_node_bcast(ctx, recv, pb, count, dt, 0, stream);
+    return st;
+}
+
+/* Leaders swap their nodes' blocks as (rank, block) records through MPI. */
+symaddr_status_t symaddr_coll_leaders_allgather(symaddr_context_t *ctx, void *recv, size_t bytes)
+{
+    const symaddr_bootstrap_t *b = &ctx->core.boot;
+    size_t rec = sizeof(int64_t) + bytes, mine_bytes;
+    int nl;
+    MPI_Comm_size(ctx->coll.leaders, &nl);
+    if (!symaddr_size_mul(rec, (size_t)ctx->core.size, &mine_bytes) || mine_bytes > INT_MAX)
+        return symaddr_coll_mpi_fits(ctx, SIZE_MAX, "symaddr_allgather");
+    int *counts = malloc(sizeof(int) * (size_t)nl), *displs = malloc(sizeof(int) * (size_t)nl);
+    int mine = (int)(rec * (size_t)b->node_size);
+    char *out = malloc((size_t)mine), *in = malloc(rec * (size_t)ctx->core.size);
+    symaddr_status_t st = counts && displs && out && in ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->core.boot, 0);
+    for (int q = 0; st == SYMADDR_OK && q < b->node_size; q++) {
+        int64_t r = b->node_to_rank[q];
+        memcpy(out + rec * (size_t)q, &r, sizeof(r));
+        st = ctx->be.ops->memcpy(&ctx->be, out + rec * (size_t)q + sizeof(r),
+                                 (const char *)recv + bytes * (size_t)r, bytes);
+    }
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, &mine, counts, sizeof(int),
+                                   deadline);
+    for (int l = 0, off = 0; st == SYMADDR_OK && l < nl; off += counts[l], l++)
+        displs[l] = off;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgatherv(&ctx->core.boot, ctx->coll.leaders, out, mine, in, counts,
+                                    displs, deadline);
+    for (int k = 0; st == SYMADDR_OK && k < ctx->core.size; k++) {
+        int64_t r;
+        memcpy(&r, in + rec * (size_t)k, sizeof(r));
+        st = ctx->be.ops->memcpy(&ctx->be, (char *)recv + bytes * (size_t)r,
+                                 in + rec * (size_t)k + sizeof(r), bytes);
+    }
+    free(counts);
+    free(displs);
+    free(out);
+    free(in);
+    return st;
+}
+
+/* The root node's leader holds the data; leaders pass it on through MPI. */
+symaddr_status_t symaddr_coll_leaders_broadcast(symaddr_context_t *ctx, void *recv, size_t bytes,
+                                                int has_root)
+{
+    int nl, from = 0, *flags;
+    uint64_t deadline = symaddr_bootstrap_deadline(&ctx->core.boot, 0);
+    MPI_Comm_size(ctx->coll.leaders, &nl);
+    flags = malloc(sizeof(int) * (size_t)nl);
+    void *h = symaddr_coll_stage_out(ctx, recv, bytes);
+    symaddr_status_t st = flags && h ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, &has_root, flags,
+                                   sizeof(int), deadline);
+    for (int l = 0; st == SYMADDR_OK && l < nl; l++)
+        if (flags[l])
+            from = l;
+    if (st == SYMADDR_OK)
+        st = symaddr_mpi_bcast(&ctx->core.boot, ctx->coll.leaders, h, bytes, from, deadline);
+    if (st == SYMADDR_OK && !has_root)
+        st = ctx->be.ops->memcpy(&ctx->be, recv, h, bytes);
+    free(flags);
+    free(h);
+    return st;
+}
