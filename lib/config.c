@@ -267,25 +267,16 @@ static const config_var_t vars[] = {
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
 
+_Static_assert(SYMADDR_SUB_ALL == 63u,
+               "SYMADDR_CONFIG_INITIALIZER's debug_subsys is every subsystem");
+_Static_assert(SYMADDR_LOG_WARN == 0, "SYMADDR_CONFIG_INITIALIZER's debug_level is WARN");
+
 void symaddr_config_default(symaddr_config_t *cfg)
 {
     if (!cfg)
         return;
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->size = sizeof(*cfg);
-    cfg->backend = SYMADDR_BACKEND_AUTO;
-    cfg->device = -1;
-    cfg->heap_bytes = SYMADDR_DEFAULT_HEAP_BYTES;
+    *cfg = (symaddr_config_t)SYMADDR_CONFIG_INITIALIZER;
     cfg->validate = SYMADDR_VALIDATE_DEFAULT;
-    cfg->timeout_ms = SYMADDR_DEFAULT_TIMEOUT_MS;
-    cfg->allreduce_algo = SYMADDR_ALLREDUCE_AUTO;
-    cfg->twoshot_bytes = 0;
-    cfg->ll_bytes = SIZE_MAX;
-    cfg->lamport_bytes = SIZE_MAX;
-    cfg->debug_level = SYMADDR_LOG_WARN;
-    cfg->debug_subsys = SYMADDR_SUB_ALL;
-    cfg->retain_bytes = SYMADDR_DEFAULT_RETAIN_BYTES;
-    cfg->hip_finegrained = 0;
     for (size_t i = 0; i < NVARS; i++) {
         const char *v = getenv(vars[i].name);
         if (v && *v)

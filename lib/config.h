@@ -7,9 +7,6 @@
 
 #include "symaddr/symaddr.h"
 
-#define SYMADDR_DEFAULT_HEAP_BYTES ((size_t)64 << 20)
-#define SYMADDR_DEFAULT_RETAIN_BYTES ((size_t)256 << 20)
-#define SYMADDR_DEFAULT_TIMEOUT_MS 60000u
 /* Largest ll_bytes: the LL inbox of the collectives (lib/coll/sync.c checks that they agree). */
 #define SYMADDR_CONFIG_LL_MAX_BYTES ((size_t)32 << 10)
 /* Largest lamport_bytes: what one Lamport call may move (lib/coll/sync.c checks it too). */

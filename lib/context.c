@@ -327,8 +327,9 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
      * reaches the agreement below whatever its own arguments were. */
     st = symaddr_bootstrap_init(
         &ctx->core.boot, comm, ctx->core.cfg.node_size > 0 ? ctx->core.cfg.node_size : 0,
-        ctx->core.cfg.timeout_ms ? ctx->core.cfg.timeout_ms : SYMADDR_DEFAULT_TIMEOUT_MS, why,
-        sizeof(why));
+        ctx->core.cfg.timeout_ms ? ctx->core.cfg.timeout_ms
+                                 : ((symaddr_config_t)SYMADDR_CONFIG_INITIALIZER).timeout_ms,
+        why, sizeof(why));
     if (st != SYMADDR_OK) {
         context_free(ctx);
         return init_refused(cfg, st, why);

@@ -233,12 +233,15 @@ typedef struct symaddr_config {
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =
- *  SYMADDR_CONFIG_INITIALIZER; */
+ *  SYMADDR_CONFIG_INITIALIZER; (C99, or C++20: designated). symaddr_config_default starts
+ *  from it, then takes the -Dvalidate build option and the SYMADDR_* variables into account.
+ *  Fields it leaves out are zero. */
 #define SYMADDR_CONFIG_INITIALIZER                                                                 \
     {                                                                                              \
-        sizeof(symaddr_config_t), SYMADDR_BACKEND_AUTO, -1, (size_t)64 << 20, 0, 0, 60000u,        \
-            SYMADDR_ALLREDUCE_AUTO, 0, SIZE_MAX, NULL, NULL, SIZE_MAX, 0, 63u, NULL,               \
-            (size_t)256 << 20, 0                                                                   \
+        .size = sizeof(symaddr_config_t), .backend = SYMADDR_BACKEND_AUTO, .device = -1,           \
+        .heap_bytes = (size_t)64 << 20, .timeout_ms = 60000u,                                      \
+        .allreduce_algo = SYMADDR_ALLREDUCE_AUTO, .ll_bytes = SIZE_MAX, .lamport_bytes = SIZE_MAX, \
+        .debug_subsys = 63u, .retain_bytes = (size_t)256 << 20,                                    \
     }
 
 /**
