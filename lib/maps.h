@@ -59,6 +59,9 @@ typedef struct symaddr_heap {
  * across nodes, the reduce-scatter scratch) and the node's ranks. */
 typedef struct symaddr_coll {
     symaddr_backing_t sync;
+    /* the sync area of the caller's team kernels (symaddr_team_get sets it up), laid out as
+     * sync but for the scratch: what they leave behind never reaches the host collectives */
+    symaddr_backing_t team;
     int *node_ranks;     /* device copy of boot.node_to_rank */
     size_t stage_offset; /* of the one-shot staging slots in the sync area */
     size_t ll_offset;
@@ -161,6 +164,8 @@ void symaddr_coll_close_peers(symaddr_context_t *ctx);
 void symaddr_coll_fini(symaddr_context_t *ctx);
 /* The collective failure recorded on the device, if any: it breaks the context, and stays. */
 symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx);
+/* Collective: the team area, on the first call; SYMADDR_OK once it is there. */
+symaddr_status_t symaddr_coll_team_open(symaddr_context_t *ctx);
 /* Test seam (collective, idle context): the next collective runs as number next, as if every
  * earlier one had completed. */
 symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next);

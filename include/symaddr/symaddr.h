@@ -623,12 +623,21 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
 
 /**
  * The context's node as a kernel sees it, for the collective blocks of symaddr/team.h in the
- * caller's own kernels: pass *team_p to the kernel by value. Local; the team stays valid until
+ * caller's own kernels: pass *team_p to the kernel by value. The team stays valid until
  * finalize. A kernel that runs team blocks counts as one collective call of the context: every
  * rank of the node must launch it, in the same order relative to the other collectives, with
  * the same grid of at most team_p->max_blocks blocks.
  *
- * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL; SYMADDR_ERR_BROKEN on a broken context.
+ * The first call on a context is collective (every rank calls it, as any collective): it sets
+ * up the team kernels' own sync area, apart from the one symaddr's host collectives use, so
+ * that what a team kernel leaves there (a Lamport chunk pushed and never taken, a call one rank
+ * skipped) never reaches symaddr_allreduce and the others. Later calls are local.
+ *
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL, or while another thread is in a
+ * collective call of the context (first call only); SYMADDR_ERR_BROKEN on a broken context;
+ * SYMADDR_ERR_NO_MEMORY or SYMADDR_ERR_BACKEND when the sync area cannot be set up, and
+ * SYMADDR_ERR_TIMEOUT when a rank did not make its first call within the timeout (first call
+ * only, on every rank).
  */
 SYMADDR_API symaddr_status_t symaddr_team_get(symaddr_context_t *ctx, symaddr_team_t *team_p);
 

@@ -17,6 +17,12 @@
  *    every peer counts as arrived for all of them, one that never arrived fails it for all, so
  *    no rank passes a barrier another rank failed.
  *
+ * Team kernels have a sync area of their own (symaddr_team_get), so their misuse never changes
+ * what symaddr's host collectives return. Among team kernels, a rank that skips one makes its
+ * peers' next barrier or take fail at the deadline (reported as above); a Lamport chunk pushed
+ * and never taken is not detected: the third Lamport call after it (the buffers rotate through
+ * three) takes that chunk as data. Take every chunk a call pushes.
+ *
  * Calls are numbered by an epoch kept in device memory (no host counter), so kernels using
  * these blocks can be captured in a CUDA or HIP graph and replayed.
  *

@@ -6,11 +6,12 @@
 
 #include <string.h>
 
-/* The node as kernels see it: the host collectives' and users' kernels alike. */
-static void team_fill(const symaddr_context_t *ctx, symaddr_team_t *t)
+/* The node as kernels see it, over sync area a: the host collectives' (sync) or users' team
+ * kernels' (team). */
+static void team_fill(const symaddr_context_t *ctx, const symaddr_backing_t *a, symaddr_team_t *t)
 {
-    t->sync = ctx->coll.sync.root;
-    t->sync_pb = ctx->coll.sync.dev_table;
+    t->sync = (uint64_t *)a->root;
+    t->sync_pb = a->dev_table;
     t->node_ranks = ctx->coll.node_ranks;
     t->node_size = ctx->core.boot.node_size;
     t->node_rank = ctx->core.boot.node_rank;
@@ -25,6 +26,14 @@ static void team_fill(const symaddr_context_t *ctx, symaddr_team_t *t)
     t->pdl = ctx->be.ops->pdl && ctx->gpu_sharers == 1;
 }
 
+static symaddr_status_t team_get(symaddr_context_t *ctx, symaddr_team_t *team_p)
+{
+    symaddr_status_t st = symaddr_coll_team_open(ctx);
+    if (st == SYMADDR_OK)
+        team_fill(ctx, &ctx->coll.team, team_p);
+    return st;
+}
+
 symaddr_status_t symaddr_team_get(symaddr_context_t *ctx, symaddr_team_t *team_p)
 {
     if (!ctx || !team_p)
@@ -35,8 +44,11 @@ symaddr_status_t symaddr_team_get(symaddr_context_t *ctx, symaddr_team_t *team_p
         return symaddr_set_error(ctx, SYMADDR_ERR_BROKEN,
                                  "symaddr_team_get: the context is broken (%s); finalize it",
                                  symaddr_strerror(ctx->core.broken));
-    team_fill(ctx, team_p);
-    return SYMADDR_OK;
+    if (ctx->coll.team.dev_table) { /* local once the team area is there */
+        team_fill(ctx, &ctx->coll.team, team_p);
+        return SYMADDR_OK;
+    }
+    GUARDED(ctx, "symaddr_team_get", team_get(ctx, team_p));
 }
 
 void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
@@ -48,7 +60,7 @@ void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
     d->dtype = dt;
     d->op = op;
     d->count = count;
-    team_fill(ctx, &d->team);
+    team_fill(ctx, &ctx->coll.sync, &d->team);
     d->stage_offset = ctx->coll.stage_offset;
     d->ll_offset = ctx->coll.ll_offset;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the

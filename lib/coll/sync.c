@@ -44,45 +44,59 @@ static size_t lamport_slot_bytes(int node_size)
     return slot < SYMADDR_COLL_LAMPORT_MAX ? slot : SYMADDR_COLL_LAMPORT_MAX;
 }
 
+/* A sync area of bytes with the layout of c (every Lamport word empty), allocated and filled;
+ * the caller opens it to the peers. */
+static symaddr_status_t area_alloc(symaddr_context_t *ctx, symaddr_backing_t *a, size_t bytes)
+{
+    const symaddr_coll_t *c = &ctx->coll;
+    char *zeros = calloc(1, bytes);
+    if (zeros) /* every Lamport word starts empty */
+        memset(zeros + c->lamport_offset, 0xff, c->scratch_offset - c->lamport_offset);
+    symaddr_status_t st = zeros ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->mem_alloc(&ctx->be, bytes, SYMADDR_MEM_COHERENT, &a->root);
+    if (st == SYMADDR_OK)
+        st = ctx->be.ops->memcpy(&ctx->be, a->root, zeros, bytes);
+    free(zeros);
+    a->root_bytes = bytes;
+    a->owned = true;
+    a->caps = ctx->be.ops->caps[SYMADDR_MEM_COHERENT];
+    return st;
+}
+
+static void area_free(symaddr_context_t *ctx, symaddr_backing_t *a)
+{
+    if (a->dev_table)
+        symaddr_backing_release(ctx, a);
+    else if (a->root)
+        ctx->be.ops->mem_free(&ctx->be, a->root);
+    memset(a, 0, sizeof(*a));
+}
+
 symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
     const symaddr_bootstrap_t *b = &ctx->core.boot;
-    size_t stage_offset =
+    c->stage_offset =
         (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_FLAG_ROWS * b->node_size) +
          255) /
         256 * 256;
-    size_t ll_offset = stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
-    size_t lamport_offset = ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
-    size_t lamport_slot = lamport_slot_bytes(b->node_size);
-    size_t scratch_offset = lamport_offset + 3 * (size_t)b->node_size * lamport_slot;
-    size_t scratch_bytes = symaddr_multi_node(ctx) ? SCRATCH_BYTES : 0;
-    size_t sync_bytes = scratch_offset + scratch_bytes;
-    char *zeros = calloc(1, sync_bytes);
-    if (zeros) /* every Lamport word starts empty */
-        memset(zeros + lamport_offset, 0xff, scratch_offset - lamport_offset);
-    symaddr_status_t st = zeros ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
-
+    c->ll_offset = c->stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
+    c->lamport_offset = c->ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
+    c->lamport_slot = lamport_slot_bytes(b->node_size);
+    c->scratch_offset = c->lamport_offset + 3 * (size_t)b->node_size * c->lamport_slot;
+    c->scratch_bytes = symaddr_multi_node(ctx) ? SCRATCH_BYTES : 0;
     c->leaders = MPI_COMM_NULL;
+
+    symaddr_status_t st = grid_bound(ctx, &c->max_blocks);
     if (st == SYMADDR_OK)
-        st = grid_bound(ctx, &c->max_blocks);
-    if (st == SYMADDR_OK)
-        st = ctx->be.ops->mem_alloc(&ctx->be, sync_bytes, SYMADDR_MEM_COHERENT, &c->sync.root);
-    if (st == SYMADDR_OK)
-        st = ctx->be.ops->memcpy(&ctx->be, c->sync.root, zeros, sync_bytes);
+        st = area_alloc(ctx, &c->sync, c->scratch_offset + c->scratch_bytes);
     if (st == SYMADDR_OK)
         st = ctx->be.ops->local_alloc(&ctx->be, sizeof(int) * (size_t)b->node_size,
                                       (void **)&c->node_ranks);
     if (st == SYMADDR_OK)
         st = ctx->be.ops->memcpy(&ctx->be, c->node_ranks, b->node_to_rank,
                                  sizeof(int) * (size_t)b->node_size);
-    c->stage_offset = stage_offset;
-    c->ll_offset = ll_offset;
-    c->lamport_offset = lamport_offset;
-    c->lamport_slot = lamport_slot;
-    c->scratch_offset = scratch_offset;
-    c->scratch_bytes = scratch_bytes;
-    free(zeros);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area: %s",
                           symaddr_runtime_says(ctx));
@@ -91,12 +105,8 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     if (st == SYMADDR_OK && MPI_Comm_split(ctx->core.comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED,
                                            ctx->core.rank, &c->leaders) != MPI_SUCCESS)
         st = symaddr_core_break(&ctx->core, SYMADDR_ERR_MPI);
-    if (st == SYMADDR_OK) {
-        c->sync.root_bytes = sync_bytes;
-        c->sync.owned = true;
-        c->sync.caps = ctx->be.ops->caps[SYMADDR_MEM_COHERENT];
+    if (st == SYMADDR_OK)
         st = symaddr_backing_open(ctx, &c->sync, 0);
-    }
     if (st != SYMADDR_OK) {
         symaddr_coll_fini(ctx);
         return st;
@@ -105,19 +115,39 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     return SYMADDR_OK;
 }
 
+/* The team area is a second sync area, set up by the first symaddr_team_get rather than by
+ * init: most programs never run a team kernel, and init's time and memory stay theirs. */
+symaddr_status_t symaddr_coll_team_open(symaddr_context_t *ctx)
+{
+    symaddr_coll_t *c = &ctx->coll;
+    if (c->team.dev_table)
+        return SYMADDR_OK;
+    symaddr_status_t st = area_alloc(ctx, &c->team, c->scratch_offset);
+    if (st != SYMADDR_OK)
+        symaddr_set_error(ctx, st,
+                          "symaddr_team_get: cannot set up the sync area of team kernels: %s",
+                          symaddr_runtime_says(ctx));
+    st = symaddr_agree_status(&ctx->core, st, "symaddr_team_get");
+    if (st == SYMADDR_OK)
+        st = symaddr_backing_open(ctx, &c->team, 0);
+    if (st != SYMADDR_OK)
+        area_free(ctx, &c->team);
+    return st;
+}
+
 void symaddr_coll_close_peers(symaddr_context_t *ctx)
 {
     if (ctx->coll.ready)
         symaddr_backing_close_peers(ctx, &ctx->coll.sync);
+    if (ctx->coll.team.dev_table)
+        symaddr_backing_close_peers(ctx, &ctx->coll.team);
 }
 
 void symaddr_coll_fini(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
-    if (c->sync.dev_table)
-        symaddr_backing_release(ctx, &c->sync);
-    else if (c->sync.root)
-        ctx->be.ops->mem_free(&ctx->be, c->sync.root);
+    area_free(ctx, &c->team);
+    area_free(ctx, &c->sync);
     if (c->node_ranks)
         ctx->be.ops->local_free(&ctx->be, c->node_ranks);
     if (c->leaders != MPI_COMM_NULL && !ctx->core.boot.parked)
@@ -126,13 +156,24 @@ void symaddr_coll_fini(symaddr_context_t *ctx)
     c->leaders = MPI_COMM_NULL;
 }
 
-symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
+/* The first failure recorded in area a, as the kernels wrote it (0: none). */
+static uint64_t area_status(symaddr_context_t *ctx, const symaddr_backing_t *a)
 {
     uint64_t word = 0;
-    uint64_t *status = (uint64_t *)ctx->coll.sync.root + SYMADDR_SYNC_STATUS;
-    if (!ctx->coll.ready ||
-        ctx->be.ops->memcpy(&ctx->be, &word, status, sizeof(word)) != SYMADDR_OK)
+    if (a->root && ctx->be.ops->memcpy(&ctx->be, &word, (uint64_t *)a->root + SYMADDR_SYNC_STATUS,
+                                       sizeof(word)) != SYMADDR_OK)
+        word = 0;
+    return word;
+}
+
+symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
+{
+    if (!ctx->coll.ready)
         return SYMADDR_OK;
+    /* a failed team kernel breaks the context as a failed collective does */
+    uint64_t word = area_status(ctx, &ctx->coll.sync);
+    if (word == 0)
+        word = area_status(ctx, &ctx->coll.team);
     if (word == 0)
         return SYMADDR_OK;
     symaddr_status_t st = (symaddr_status_t) - (int64_t)word;

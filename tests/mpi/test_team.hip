@@ -380,6 +380,113 @@ static void test_grid_barrier_timeout(void *unused)
     symaddr_finalize(&ctx);
 }
 
+/* Misuse: every rank pushes chunks 0 to n - 1 of its Lamport slot into every node peer, and no
+ * rank takes them. */
+__global__ void push_only_kernel(symaddr_team_t team, size_t n)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    if (symaddr_grid_thread() == 0)
+        for (size_t k = 0; k < n; k++) {
+            const uint32_t w[4] = {0x447a0000u, 0x447a0000u, 0x447a0000u, 0x447a0000u}; /* 1000 */
+            symaddr_team_push16(&team, &c, k, w);
+        }
+    symaddr_team_end(&team, &c, 1);
+}
+
+/* A team kernel's Lamport chunks left in its sync area (pushed, never taken) stay out of the
+ * host's Lamport allreduces: each of the next six (every buffer twice) returns OK with the exact
+ * sums. The team area was the host collectives' once, and every third one then returned OK with
+ * the stale 1000s in its sums. */
+static void test_team_leftovers(void *unused)
+{
+    (void)unused;
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_team_t team;
+    symaddr_provider_t *prov;
+    symaddr_map_t *mx, *mo;
+    float *x, *out;
+    symaddr_config_default(&cfg);
+    cfg.allreduce_algo = SYMADDR_ALLREDUCE_LAMPORT;
+    if (!T_INIT_OK(&cfg, &ctx))
+        return;
+    symaddr_context_t *saved = g_ctx;
+    g_ctx = ctx; /* upload and check_sum use it */
+    T_OK(ctx, symaddr_team_get(ctx, &team));
+    if (team.node_size != t_size) {
+        T_SKIP("the node has %d of the %d ranks; the references sum over all", team.node_size,
+               t_size);
+    } else {
+        size_t n = 101; /* floats: 26 chunks of 16 bytes, the last one partly */
+        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+        T_OK(ctx, symaddr_symmetric_alloc(prov, (n + 1) * sizeof(float), (void **)&x, &mx));
+        T_OK(ctx, symaddr_symmetric_alloc(prov, (n + 1) * sizeof(float), (void **)&out, &mo));
+        T_OK(ctx, SYMADDR_LAUNCH(push_only_kernel, 1, 32, NULL, team, (n + 3) / 4));
+        T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+        for (int call = 0; call < 6; call++) {
+            upload(x, call, n);
+            T_OK(ctx, symaddr_allreduce(ctx, x, out, n, SYMADDR_FLOAT32, SYMADDR_SUM, NULL));
+            T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+            check_sum(out, call, n, "host Lamport allreduce after a team kernel's leftovers");
+        }
+        T_OK(ctx, symaddr_symmetric_free(prov, x));
+        T_OK(ctx, symaddr_symmetric_free(prov, out));
+    }
+    g_ctx = saved;
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+/* One barrier of the team: the kernel a rank skips below. */
+__global__ void team_barrier_kernel(symaddr_team_t team)
+{
+    symaddr_team_call_t c = symaddr_team_begin(&team);
+    symaddr_team_barrier_block(&team, &c, 1);
+    symaddr_team_end(&team, &c, 0);
+}
+
+/* Misuse: the last rank skips a team kernel the others run. Its peers' kernel fails at the
+ * deadline, and then no rank's host collective returns OK: the skipped call never pairs the
+ * others' team kernel with the last rank's allreduce. */
+static void test_team_skipped(void *unused)
+{
+    (void)unused;
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_team_t team;
+    symaddr_provider_t *prov;
+    symaddr_map_t *mx, *mo;
+    float *x, *out;
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 1500; /* the skipped barrier's wait, and the allreduce's after it */
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!T_INIT_OK(&cfg, &ctx))
+        return;
+    symaddr_context_t *saved = g_ctx;
+    g_ctx = ctx;
+    size_t n = 37;
+    T_OK(ctx, symaddr_team_get(ctx, &team));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, n * sizeof(float), (void **)&x, &mx));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, n * sizeof(float), (void **)&out, &mo));
+    upload(x, 0, n);
+    T_OK(ctx, symaddr_barrier(ctx, NULL));
+    symaddr_status_t st = SYMADDR_OK;
+    if (t_rank != t_size - 1) {
+        (void)SYMADDR_LAUNCH(team_barrier_kernel, 1, 32, NULL, team);
+        st = symaddr_stream_sync(ctx, NULL);
+    }
+    if (st == SYMADDR_OK)
+        st = symaddr_allreduce(ctx, x, out, n, SYMADDR_FLOAT32, SYMADDR_SUM, NULL);
+    if (st == SYMADDR_OK)
+        st = symaddr_stream_sync(ctx, NULL);
+    T_CHECK(st != SYMADDR_OK,
+            "rank %d: the team kernel and allreduce returned OK though rank %d "
+            "skipped the team kernel",
+            t_rank, t_size - 1);
+    g_ctx = saved;
+    symaddr_finalize(&ctx);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -390,9 +497,11 @@ int main(int argc, char **argv)
     T_RUN(test_grid_barrier, NULL);
     T_RUN(test_twoshot_and_lamport, NULL);
     T_RUN(test_broadcast, NULL);
+    T_RUN(test_team_leftovers, NULL); /* its own context */
     symaddr_finalize(&g_ctx);
     T_RUN(test_barrier_stopped_signaller, NULL); /* its own context */
     T_RUN(test_grid_barrier_timeout, NULL);      /* its own context, which it breaks */
     T_RUN(test_lamport_partial_chunk, NULL);     /* its own contexts, which it breaks */
+    T_RUN(test_team_skipped, NULL);              /* its own context, which it breaks */
     return t_finish();
 }

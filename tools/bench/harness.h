@@ -15,10 +15,9 @@
 
 #include "../json.h"
 
-#include "runtime.h"
+#include "symaddr/launch.h"
 #include "symaddr/device.h"
 #include "symaddr/symaddr.h"
-#include "coll_convert.h" /* the collectives' own f16/bf16 rounding, for the 16-bit references */
 
 #if defined(SYMADDR_BENCH_NCCL)
 #include <dlfcn.h>

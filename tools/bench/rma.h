@@ -39,6 +39,25 @@ __global__ void pingpong(uint64_t *buf, uint64_t *sig, int peer, int iters, int 
 }
 
 /* MODE_PEER_*: the runtime's peer copy (cudaMemcpyPeer, hipMemcpyPeer) of the same bytes. */
+#if defined(__CUDACC__)
+static symaddr_status_t peer_copy_async(void *dst, int dst_dev, const void *src, int src_dev,
+                                        size_t bytes, void *stream)
+{
+    return cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, (cudaStream_t)stream) ==
+                   cudaSuccess
+               ? SYMADDR_OK
+               : SYMADDR_ERR_BACKEND;
+}
+#elif defined(__HIPCC__)
+static symaddr_status_t peer_copy_async(void *dst, int dst_dev, const void *src, int src_dev,
+                                        size_t bytes, void *stream)
+{
+    return hipMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, (hipStream_t)stream) ==
+                   hipSuccess
+               ? SYMADDR_OK
+               : SYMADDR_ERR_BACKEND;
+}
+#endif
 enum { MODE_PUT, MODE_GET, MODE_TRANSLATED, MODE_RAW, MODE_PEER_PUT, MODE_PEER_GET };
 
 static unsigned blocks_for(size_t n)
@@ -89,22 +108,16 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
         case MODE_PUT: return symaddr_put(ctx, dst, src, bytes, target, stream);
         case MODE_GET: return symaddr_get(ctx, dst, src, bytes, target, stream);
         case MODE_TRANSLATED:
-            return SYMADDR_LAUNCH(copy_translated, blocks_for(n), 256, stream, (v16_t *)dst,
+            return SYMADDR_KERNEL_LAUNCH(copy_translated, blocks_for(n), 256, stream, (v16_t *)dst,
                                   (const v16_t *)src, n, target, dst_map->peer_bases, rank);
 #if !defined(SYMADDR_KERNELS_CPU)
         case MODE_PEER_PUT:
-            return hipMemcpyPeerAsync(raw, peer_dev, src, symaddr_device(ctx), bytes,
-                                      (hipStream_t)stream) == hipSuccess
-                       ? SYMADDR_OK
-                       : SYMADDR_ERR_BACKEND;
+            return peer_copy_async(raw, peer_dev, src, symaddr_device(ctx), bytes, stream);
         case MODE_PEER_GET:
-            return hipMemcpyPeerAsync(dst, symaddr_device(ctx), raw, peer_dev, bytes,
-                                      (hipStream_t)stream) == hipSuccess
-                       ? SYMADDR_OK
-                       : SYMADDR_ERR_BACKEND;
+            return peer_copy_async(dst, symaddr_device(ctx), raw, peer_dev, bytes, stream);
 #endif
         default:
-            return SYMADDR_LAUNCH(copy_raw, blocks_for(n), 256, stream, (v16_t *)raw,
+            return SYMADDR_KERNEL_LAUNCH(copy_raw, blocks_for(n), 256, stream, (v16_t *)raw,
                                   (const v16_t *)src, n);
         }
     };
@@ -145,7 +158,7 @@ static int run_atomic(symaddr_context_t *ctx, const opts_t *o)
         symaddr_memcpy(ctx, ctr + k, zero, sizeof(uint64_t));
         MPI_Barrier(symaddr_comm(ctx));
         double t0 = MPI_Wtime();
-        symaddr_status_t st = SYMADDR_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0, iters,
+        symaddr_status_t st = SYMADDR_KERNEL_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0, iters,
                                              m->peer_bases, rank);
         if (st == SYMADDR_OK)
             st = symaddr_stream_sync(ctx, NULL);
@@ -250,7 +263,7 @@ static int run_latency(symaddr_context_t *ctx, const opts_t *o)
     MPI_Barrier(symaddr_comm(ctx));
     double t0 = MPI_Wtime();
     if (rank < 2)
-        st = SYMADDR_LAUNCH(pingpong, 1, 1, NULL, (uint64_t *)r.a, (uint64_t *)r.b, 1 - rank,
+        st = SYMADDR_KERNEL_LAUNCH(pingpong, 1, 1, NULL, (uint64_t *)r.a, (uint64_t *)r.b, 1 - rank,
                             o->iters, rank == 0, r.m1->peer_bases, r.m2->peer_bases, rank, status);
     symaddr_stream_sync(ctx, NULL);
     double t = (MPI_Wtime() - t0) / o->iters / 2, worst;
