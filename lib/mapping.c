@@ -72,6 +72,14 @@ bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m)
     return true;
 }
 
+bool symaddr_backing_retained(const symaddr_context_t *ctx, size_t asked, bool vmm)
+{
+    for (const symaddr_backing_t *m = ctx->retained; m; m = m->older)
+        if (m->asked == asked && m->vmm == vmm)
+            return true;
+    return false;
+}
+
 symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bool vmm)
 {
     for (symaddr_backing_t **p = &ctx->retained; *p; p = &(*p)->older) {

@@ -121,9 +121,12 @@ static symaddr_status_t release_(symaddr_context_t *ctx, symaddr_registration_t 
     void *base = (void *)(uintptr_t)r->map.range_base;
     unsigned long long bytes = r->map.range_bytes, serial = r->serial;
     symaddr_registry_remove(&ctx->reg, r);
-    if (symaddr_provider_ops(r->map.provider)->retain(ctx, r))
+    if (symaddr_provider_ops(r->map.provider)->retain(ctx, r)) {
         free(r);
-    else
+        /* kept, so nothing collective follows: a second round makes a rank that came after
+         * its peers gave up time out too (teardown's barrier does it otherwise) */
+        st = symaddr_agree_status(&ctx->core, SYMADDR_OK, fn);
+    } else
         st = symaddr_teardown(ctx, &r, 1, false);
     SYMADDR_LOG(&ctx->core, SYMADDR_LOG_TRACE, SYMADDR_SUB_ALLOC,
                 "%s: %p (+%llu B, call %llu; us: sync %.1f, agree %.1f, teardown %.1f)", fn, base,

@@ -39,17 +39,24 @@ static symaddr_status_t new_root(symaddr_context_t *ctx, symaddr_backing_t *m, s
 symaddr_status_t symaddr_provider_mapped_alloc(symaddr_context_t *ctx, size_t bytes,
                                                symaddr_registration_t *r, bool vmm)
 {
-    symaddr_backing_t *m = symaddr_backing_take(ctx, bytes, vmm);
-    if (m) { /* every rank takes back the same one: mapped, tables and all */
+    if (symaddr_backing_retained(ctx, bytes, vmm)) {
+        /* Every rank takes back the same one: mapped, tables and all. Nothing else after the
+         * call's agreement is collective, so a second round makes a rank that came after its
+         * peers gave up time out too, instead of returning OK alone. */
+        symaddr_status_t st =
+            symaddr_agree_status(&ctx->core, SYMADDR_OK, "symaddr_symmetric_alloc");
+        if (st != SYMADDR_OK)
+            return st;
+        symaddr_backing_t *m = symaddr_backing_take(ctx, bytes, vmm);
         uint32_t zero = 0;
         r->backing = m;
-        symaddr_status_t st = symaddr_registration_publish(
-            ctx, r, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC, m->root, bytes);
+        st = symaddr_registration_publish(ctx, r, vmm ? SYMADDR_PROVIDER_VMM : SYMADDR_PROVIDER_IPC,
+                                          m->root, bytes);
         if (st == SYMADDR_OK && ctx->core.cfg.validate) /* no fault of the last user's */
             st = ctx->be.ops->memcpy(&ctx->be, r->map.error_flag, &zero, sizeof(zero));
         return st;
     }
-    m = calloc(1, sizeof(*m));
+    symaddr_backing_t *m = calloc(1, sizeof(*m));
     if (m) {
         m->owned = true;
         m->vmm = vmm;

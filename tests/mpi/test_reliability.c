@@ -262,6 +262,46 @@ static void test_late_rank(void *u)
     late_rank(SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_FLOAT32);
 }
 
+/* A rank that comes to a retained allocation, or to a free that retains, after its peers gave
+ * up on it: they time out, and so does it. The call once agreed in one round, which the late
+ * rank's matched with the peers' abandoned ones: it returned OK alone. */
+static void test_late_retained(void *u)
+{
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    for (int freeing = 0; freeing < 2; freeing++) {
+        symaddr_config_t cfg;
+        symaddr_context_t *ctx;
+        symaddr_provider_t *prov;
+        symaddr_map_t *map;
+        void *p = NULL;
+        symaddr_config_default(&cfg);
+        cfg.timeout_ms = 1000; /* the late call's; the late rank comes 3 s after its peers */
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (!T_INIT_OK(&cfg, &ctx))
+            return;
+        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &prov));
+        T_OK(ctx, symaddr_symmetric_alloc(prov, 4099, &p, &map));
+        T_OK(ctx, symaddr_symmetric_free(prov, p)); /* retained */
+        if (freeing)
+            T_OK(ctx, symaddr_symmetric_alloc(prov, 4099, &p, &map)); /* taken back */
+        MPI_Barrier(MPI_COMM_WORLD);
+        bool late = t_rank == t_size - 1;
+        if (late)
+            usleep(3000 * 1000);
+        symaddr_status_t st = freeing ? symaddr_symmetric_free(prov, p)
+                                      : symaddr_symmetric_alloc(prov, 4099, &p, &map);
+        T_CHECK(st == SYMADDR_ERR_TIMEOUT || (!late && st == SYMADDR_ERR_BROKEN),
+                "rank %d (%s): the %s of a retained size returned %s; want a timeout", t_rank,
+                late ? "late" : "on time", freeing ? "free" : "allocation", symaddr_strerror(st));
+        MPI_Barrier(MPI_COMM_WORLD);
+        symaddr_finalize(&ctx);
+    }
+}
+
 /* ---- 5. epochs near every wrap point ----------------------------------------------------------
  */
 
@@ -772,5 +812,6 @@ int main(int argc, char **argv)
     T_RUN(test_held_in_exchange, NULL);
     T_RUN(test_ll_one_deadline, NULL);
     T_RUN(test_late_rank, NULL);
+    T_RUN(test_late_retained, NULL);
     return t_finish();
 }
