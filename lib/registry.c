@@ -232,9 +232,14 @@ static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next,
     old->next = reg->retired;
     reg->retired = old;
     /* Reclaiming costs a membarrier, which interrupts every thread looking up: once per
-     * RECLAIM_EVERY changes, by when the lookups that held these snapshots are long gone. */
-    if (++reg->nretired >= RECLAIM_EVERY)
+     * RECLAIM_EVERY changes, by when the lookups that held these snapshots are usually gone.
+     * What a lookup still holds (its thread preempted inside it) waits for a later reclaim,
+     * RECLAIM_EVERY changes on, rather than making every change try again. */
+    if (++reg->nretired >= reg->reclaim_at) {
         reclaim(reg);
+        reg->reclaims++;
+        reg->reclaim_at = reg->nretired + RECLAIM_EVERY;
+    }
 }
 
 /* ---- searches ----------------------------------------------------------------------------- */
@@ -471,6 +476,7 @@ int symaddr_registry_init(symaddr_registry_t *reg)
     pthread_once(&membarrier_once, membarrier_setup);
     memset(reg, 0, sizeof(*reg));
     reg->epoch = 1; /* 0 marks an idle reader slot */
+    reg->reclaim_at = RECLAIM_EVERY;
     reg->cur = snap_alloc(0);
     if (!reg->cur || posix_memalign((void **)&reg->readers, 64,
                                     SYMADDR_REGISTRY_SLOTS * sizeof(*reg->readers))) {

@@ -36,8 +36,10 @@ typedef struct symaddr_registry {
     symaddr_registry_snapshot_t *spare;   /* a free one, filled by the next change */
     struct reg_chunk *pool;               /* free chunks for the next changes */
     size_t npool;
-    size_t nretired; /* snapshots on the retired list */
-    uint64_t epoch;  /* changes so far, plus one */
+    size_t nretired;   /* snapshots on the retired list */
+    size_t reclaim_at; /* nretired at which the next change reclaims */
+    uint64_t reclaims; /* reclaims by changes so far (each a membarrier): for the tests */
+    uint64_t epoch;    /* changes so far, plus one */
     /* SYMADDR_REGISTRY_SLOTS slots, a cache line each (allocated aligned: a registry sits
      * inside a context that is not), so that readers never write to a line another reads. */
     struct symaddr_registry_reader {

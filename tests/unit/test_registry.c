@@ -342,13 +342,60 @@ static void test_against_model(void **state)
     symaddr_registry_fini(&reg);
 }
 
+/* A lookup whose thread stops inside it (preempted, here a reader slot left showing its epoch)
+ * keeps the snapshots it may hold, and reclamation stays amortised meanwhile: at most one
+ * reclaim (a membarrier) per 64 changes, not one per change. Once the lookup leaves, the next
+ * reclaims free what it held. */
+static void test_reclaim_amortised_under_a_stuck_lookup(void **state)
+{
+    symaddr_registry_t reg;
+    enum { CHANGES = 2000 };
+    (void)state;
+    symaddr_registry_init(&reg);
+    symaddr_registration_t *keep = reg_new(0x10000, 100);
+    assert_int_equal(symaddr_registry_insert(&reg, keep), SYMADDR_OK);
+    /* the last slot: no thread of this test takes it */
+    struct symaddr_registry_reader *stuck = &reg.readers[SYMADDR_REGISTRY_SLOTS - 1];
+    __atomic_store_n(&stuck->epoch, __atomic_load_n(&reg.epoch, __ATOMIC_SEQ_CST),
+                     __ATOMIC_SEQ_CST);
+    uint64_t before = reg.reclaims;
+    for (int i = 0; i < CHANGES / 2; i++) {
+        symaddr_registration_t *r = reg_new(0x100000 + (uint64_t)i * 0x1000, 100);
+        assert_int_equal(symaddr_registry_insert(&reg, r), SYMADDR_OK);
+        assert_int_equal(symaddr_registry_remove(&reg, r), SYMADDR_OK);
+        free(r);
+    }
+    uint64_t during = reg.reclaims - before;
+    assert_true(during <= CHANGES / 64 + 1);
+    assert_true(reg.nretired >= CHANGES - 64); /* held for the stuck lookup, not freed */
+    __atomic_store_n(&stuck->epoch, 0, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 2 * 64; i++) {
+        symaddr_registration_t *r = reg_new(0x100000 + (uint64_t)i * 0x1000, 100);
+        assert_int_equal(symaddr_registry_insert(&reg, r), SYMADDR_OK);
+        assert_int_equal(symaddr_registry_remove(&reg, r), SYMADDR_OK);
+        free(r);
+    }
+    assert_true(reg.nretired < 2 * 64); /* the lookup left: what it held is gone */
+    symaddr_registration_t *found;
+    assert_int_equal(symaddr_registry_lookup(&reg, (void *)0x10010, &found), SYMADDR_OK);
+    assert_ptr_equal(found, keep);
+    assert_int_equal(symaddr_registry_remove(&reg, keep), SYMADDR_OK);
+    free(keep);
+    symaddr_registry_fini(&reg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_insert_lookup),     cmocka_unit_test(test_overlap_refused),
-        cmocka_unit_test(test_double_free_named), cmocka_unit_test(test_many_concurrent),
-        cmocka_unit_test(test_double_free_late),  cmocka_unit_test(test_writers_not_starved),
-        cmocka_unit_test(test_in_order_and_top),  cmocka_unit_test(test_against_model),
+        cmocka_unit_test(test_insert_lookup),
+        cmocka_unit_test(test_overlap_refused),
+        cmocka_unit_test(test_double_free_named),
+        cmocka_unit_test(test_many_concurrent),
+        cmocka_unit_test(test_double_free_late),
+        cmocka_unit_test(test_writers_not_starved),
+        cmocka_unit_test(test_in_order_and_top),
+        cmocka_unit_test(test_against_model),
+        cmocka_unit_test(test_reclaim_amortised_under_a_stuck_lookup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -106,6 +106,15 @@ static long lookup_calls(const lookup_job_t *j, long calls, unsigned *x, long *d
     return wrong;
 }
 
+/* The reference for the lookup threads' cost to allocation: a thread as busy, without lookups. */
+static void *busy_thread(void *arg)
+{
+    const lookup_job_t *j = (const lookup_job_t *)arg;
+    while (!__atomic_load_n(j->stop, __ATOMIC_RELAXED))
+        ;
+    return NULL;
+}
+
 static void *lookup_thread(void *arg)
 {
     lookup_job_t *j = (lookup_job_t *)arg;
@@ -196,9 +205,10 @@ static double lookup_time(symaddr_context_t *ctx, void **p, symaddr_map_t **m, i
     return now_max(ctx, worst) * 1e9;
 }
 
-/* Seconds per allocate+free of 256 B from the heap, with readers lookup threads meanwhile. */
+/* Seconds per allocate+free of 256 B from the heap, with readers threads meanwhile: looking up,
+ * or (busy) only spinning. */
 static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void **p,
-                         symaddr_map_t **m, int n, int readers, int writes, long *wrong,
+                         symaddr_map_t **m, int n, int readers, bool busy, int writes, long *wrong,
                          long *lookups)
 {
     pthread_t tid[4];
@@ -206,7 +216,7 @@ static double write_time(symaddr_context_t *ctx, symaddr_provider_t *heap, void 
     int stop = 0, ok = 1;
     for (int t = 0; t < readers; t++) {
         jobs[t] = (lookup_job_t){ctx, p, m, n, 0, &stop, 0, 0, 0, 99u * t + 5, -1, NULL};
-        pthread_create(&tid[t], NULL, lookup_thread, &jobs[t]);
+        pthread_create(&tid[t], NULL, busy ? busy_thread : lookup_thread, &jobs[t]);
     }
     MPI_Barrier(symaddr_comm(ctx));
     double t0 = MPI_Wtime();
@@ -309,7 +319,7 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
     symaddr_map_t **m = (symaddr_map_t **)calloc(LOOKUP_LIVE, sizeof(symaddr_map_t *));
     int rank = symaddr_rank(ctx), ok = p && m, n = 0, live[2] = {1, LOOKUP_LIVE}, cpu[64];
     long wrong = 0, lookups = 0, all_wrong;
-    double t[2][LOOKUP_ROUNDS], med[2] = {0, 0}, w[2] = {0, 0};
+    double t[2][LOOKUP_ROUNDS], med[2] = {0, 0}, w[3] = {0, 0, 0};
     int local = 0;
     MPI_Comm node;
     if (MPI_Comm_split_type(symaddr_comm(ctx), MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) ==
@@ -332,8 +342,10 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
             med[k] = median_of(t[k], LOOKUP_ROUNDS);
     }
     if (ok) {
-        w[0] = write_time(ctx, heap, p, m, n, 0, o->iters * LOOKUP_WRITES, &wrong, &lookups);
-        w[1] = write_time(ctx, heap, p, m, n, 4, o->iters * LOOKUP_WRITES, &wrong, &lookups);
+        long none = 0;
+        w[0] = write_time(ctx, heap, p, m, n, 0, false, o->iters * LOOKUP_WRITES, &wrong, &none);
+        w[1] = write_time(ctx, heap, p, m, n, 4, false, o->iters * LOOKUP_WRITES, &wrong, &lookups);
+        w[2] = write_time(ctx, heap, p, m, n, 4, true, o->iters * LOOKUP_WRITES, &wrong, &none);
     }
     MPI_Allreduce(&wrong, &all_wrong, 1, MPI_LONG, MPI_SUM, symaddr_comm(ctx));
     if (rank == 0 && ok) {
@@ -359,12 +371,15 @@ static int run_lookup(symaddr_context_t *ctx, const opts_t *o)
                 printf(" %.1f", t[k][r]);
             printf("\n");
         }
-        printf("# allocate+free of 256 B with %d live, alone and with 4 threads looking up "
-               "(%ld lookups meanwhile on rank 0)\n",
+        printf("# allocate+free of 256 B with %d live: alone, with 4 threads looking up (%ld "
+               "lookups meanwhile on rank 0), and with 4 threads only spinning; rate: against "
+               "alone; vs busy: the lookup threads' rate over the spinning threads' (goal: at "
+               "least 0.5)\n",
                LOOKUP_LIVE, lookups);
-        printf("%12s %14s %8s\n", "lookups", "us/alloc+free", "rate");
-        printf("%12s %14.2f %8s\n", "none", w[0] * 1e6, "1.00");
-        printf("%12s %14.2f %8.2f\n", "4 threads", w[1] * 1e6, w[0] / w[1]);
+        printf("%12s %14s %8s %8s\n", "lookups", "us/alloc+free", "rate", "vs busy");
+        printf("%12s %14.2f %8s %8s\n", "none", w[0] * 1e6, "1.00", "");
+        printf("%12s %14.2f %8.2f %8.2f\n", "4 threads", w[1] * 1e6, w[0] / w[1], w[2] / w[1]);
+        printf("%12s %14.2f %8.2f %8s\n", "4 busy only", w[2] * 1e6, w[0] / w[2], "1.00");
     } else if (rank == 0) {
         fprintf(stderr, "symaddr-bench: lookup: %s (raise SYMADDR_HEAP_SIZE)\n",
                 symaddr_last_error(ctx));
