@@ -169,7 +169,7 @@ static void abi_build(void)
         put(&o, "%s\"%.*s\": %d", st ? ", " : "", (int)strcspn(t, ":"), t, st);
     }
     put(&o, "}, ");
-    names(&o, "backend", backend_at, SYMADDR_BACKEND_HIP + 1);
+    names(&o, "backend", backend_at, SYMADDR_BACKEND_COUNT_);
     names(&o, "provider", provider_at, SYMADDR_PROVIDER_COUNT_);
     names(&o, "redop", redop_at, SYMADDR_REDOP_COUNT_);
     names(&o, "dtype", dtype_at, SYMADDR_DTYPE_COUNT_);

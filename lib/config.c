@@ -97,13 +97,13 @@ static bool parse_uint(const char *v, unsigned long long max, unsigned long long
     return true;
 }
 
-/* The one list of backend names, by kind (symaddr_backend_name reads it too). */
-static const char *const backend_names[] = {
-    [SYMADDR_BACKEND_AUTO] = "auto",
-    [SYMADDR_BACKEND_CPU] = "cpu",
-    [SYMADDR_BACKEND_CUDA] = "cuda",
-    [SYMADDR_BACKEND_HIP] = "hip",
-};
+/* The backends' names, from their one list (symaddr_backend_name reads it too). */
+#define BACKEND_NAME(E, name) [SYMADDR_BACKEND_##E] = #name,
+static const char *const backend_names[SYMADDR_BACKEND_COUNT_] = {
+    SYMADDR_BACKEND_LIST(BACKEND_NAME)};
+#define BACKEND_ONE(E, name) +1
+_Static_assert((0 SYMADDR_BACKEND_LIST(BACKEND_ONE)) == SYMADDR_BACKEND_COUNT_,
+               "SYMADDR_BACKEND_LIST and symaddr_backend_kind_t agree");
 
 const char *symaddr_config_backend_name(symaddr_backend_kind_t kind)
 {
@@ -312,7 +312,7 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
                  c->size, sizeof(*c));
         return SYMADDR_ERR_INVALID_ARG;
     }
-    if ((int)c->backend < 0 || c->backend > SYMADDR_BACKEND_HIP)
+    if ((int)c->backend < 0 || c->backend >= SYMADDR_BACKEND_COUNT_)
         var = "SYMADDR_BACKEND", what = "backend is not a symaddr_backend_kind_t";
     else if (c->node_size < 0)
         var = "SYMADDR_NODE_SIZE", what = "node_size must be >= 0";

@@ -204,11 +204,14 @@ static void info_report(symaddr_context_t *ctx)
     if (!symaddr_log_on(&c->cfg, SYMADDR_LOG_INFO, SYMADDR_SUB_ALL))
         return;
     if (c->rank == 0) {
+        char built[64] = "";
+        for (int k = SYMADDR_BACKEND_CPU; k < SYMADDR_BACKEND_COUNT_; k++)
+            if (symaddr_backend_built((symaddr_backend_kind_t)k))
+                snprintf(built + strlen(built), sizeof(built) - strlen(built), " %s",
+                         symaddr_backend_name((symaddr_backend_kind_t)k));
         SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_INIT,
-                    "symaddr %d.%d.%d, backends built:%s%s%s, validation %s", SYMADDR_VERSION_MAJOR,
-                    SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, " cpu",
-                    symaddr_backend_built(SYMADDR_BACKEND_CUDA) ? " cuda" : "",
-                    symaddr_backend_built(SYMADDR_BACKEND_HIP) ? " hip" : "",
+                    "symaddr %d.%d.%d, backends built:%s, validation %s", SYMADDR_VERSION_MAJOR,
+                    SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, built,
                     c->cfg.validate ? "on" : "off");
         for (int i = 0;; i++) {
             const char *name, *v;

@@ -169,7 +169,7 @@ int main(int argc, char **argv)
         json_str(&j, "build", symaddr_build_info());
         json_key(&j, "built");
         json_begin(&j, '[', 0);
-        for (int b = SYMADDR_BACKEND_CPU; b <= SYMADDR_BACKEND_HIP; b++)
+        for (int b = SYMADDR_BACKEND_CPU; b < SYMADDR_BACKEND_COUNT_; b++)
             if (symaddr_backend_built((symaddr_backend_kind_t)b))
                 json_string(&j, symaddr_backend_name((symaddr_backend_kind_t)b));
         json_end(&j, ']');
@@ -223,7 +223,7 @@ int main(int argc, char **argv)
         mpi[strcspn(mpi, "\n,")] = 0;
         printf("MPI           %s (running)\n", mpi);
         printf("built with   ");
-        for (int b = SYMADDR_BACKEND_CPU; b <= SYMADDR_BACKEND_HIP; b++)
+        for (int b = SYMADDR_BACKEND_CPU; b < SYMADDR_BACKEND_COUNT_; b++)
             if (symaddr_backend_built((symaddr_backend_kind_t)b))
                 printf(" %s", symaddr_backend_name((symaddr_backend_kind_t)b));
         printf("   (backends)\n");

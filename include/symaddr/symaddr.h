@@ -99,12 +99,17 @@ extern "C" {
 #define SYMADDR_DEPRECATED(use)
 #endif
 
+/** Every backend, X(E, name) in value order: SYMADDR_BACKEND_<E>, and its name as
+ *  SYMADDR_BACKEND, symaddr_backend_name and the tools spell it. */
+#define SYMADDR_BACKEND_LIST(X) X(AUTO, auto) X(CPU, cpu) X(CUDA, cuda) X(HIP, hip)
+
 /** Backends. AUTO picks the GPU backend when one is built and a device is present. */
 typedef enum symaddr_backend_kind {
     SYMADDR_BACKEND_AUTO = 0,
     SYMADDR_BACKEND_CPU = 1,
     SYMADDR_BACKEND_CUDA = 2,
     SYMADDR_BACKEND_HIP = 3,
+    SYMADDR_BACKEND_COUNT_ = 4
 } symaddr_backend_kind_t;
 
 /** Providers: who allocated the memory behind a map. */

@@ -206,7 +206,7 @@ static void test_backend_rows(void **state)
 {
     (void)state;
     int rows = 0;
-    for (int k = SYMADDR_BACKEND_CPU; k <= SYMADDR_BACKEND_HIP; k++) {
+    for (int k = SYMADDR_BACKEND_CPU; k < SYMADDR_BACKEND_COUNT_; k++) {
         const symaddr_backend_ops_t *ops = symaddr_backend_ops_get((symaddr_backend_kind_t)k);
         if (!ops)
             continue;

@@ -86,7 +86,7 @@ static const char *provider_at(int i)
 }
 static const char *backend_at(int i)
 {
-    return i <= SYMADDR_BACKEND_HIP ? symaddr_backend_name((symaddr_backend_kind_t)i) : NULL;
+    return i < SYMADDR_BACKEND_COUNT_ ? symaddr_backend_name((symaddr_backend_kind_t)i) : NULL;
 }
 
 /* "a|b|c" of a name function, for the usage and the messages */
