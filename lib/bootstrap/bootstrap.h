@@ -10,7 +10,7 @@
 
 #include <mpi.h>
 
-#include "clock.h" /* the deadlines' clock */
+#include "core/clock.h" /* the deadlines' clock */
 #include "symaddr/types.h"
 
 /* A collective MPI operation still posted after its wait ran out: MPI cannot cancel one, so

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The allreduce algorithms: their facts from algos.h, auto's choice, and the fallback of a
  * message an algorithm cannot take. */
-#include "coll/algos.h"
+#include "core/algos.h"
 #include "coll/coll.h"
 
 enum { DTYPES_ANY, DTYPES_FLOATS };

@@ -6,7 +6,7 @@
 #ifndef SYMADDR_LIB_COLL_COLL_H
 #define SYMADDR_LIB_COLL_COLL_H
 
-#include "context.h"
+#include "lifecycle/context.h"
 
 /* Which overlaps of send and recv a collective allows, checked once both are in bounds. */
 typedef symaddr_status_t (*symaddr_coll_rule_t)(symaddr_context_t *ctx, const void *send,

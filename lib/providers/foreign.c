@@ -47,7 +47,7 @@ static symaddr_status_t foreign_reg(symaddr_context_t *ctx, const symaddr_regist
     return symaddr_registration_publish(ctx, r, SYMADDR_PROVIDER_FOREIGN, a->ptr, a->bytes);
 }
 
-/* The memory is the other library's: only the table goes (the mapping owns nothing). */
+/* The memory is the other library's: only the table goes (the backing owns nothing). */
 const symaddr_provider_ops_t symaddr_provider_foreign_ops = {
     .size = sizeof(symaddr_provider_ops_t),
     .name = "foreign",
@@ -58,5 +58,5 @@ const symaddr_provider_ops_t symaddr_provider_foreign_ops = {
     .reg = foreign_reg,
     .retain = symaddr_provider_retain_never,
     .detach = symaddr_provider_detach_nothing,
-    .release = symaddr_provider_release_mapping,
+    .release = symaddr_provider_release_backing,
 };

@@ -73,5 +73,5 @@ const symaddr_provider_ops_t symaddr_provider_import_ops = {
     .reg = import_reg,
     .retain = symaddr_provider_retain_never,
     .detach = symaddr_provider_detach_peers,
-    .release = symaddr_provider_release_mapping,
+    .release = symaddr_provider_release_backing,
 };

@@ -98,7 +98,7 @@ const symaddr_provider_ops_t symaddr_provider_ipc_ops = {
     .alloc = ipc_alloc,
     .check = symaddr_provider_check_unsupported,
     .reg = symaddr_provider_reg_unsupported,
-    .retain = symaddr_provider_retain_mapping,
+    .retain = symaddr_provider_retain_backing,
     .detach = symaddr_provider_detach_peers,
-    .release = symaddr_provider_release_mapping,
+    .release = symaddr_provider_release_backing,
 };

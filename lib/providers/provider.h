@@ -7,7 +7,7 @@
 #ifndef SYMADDR_LIB_PROVIDER_H
 #define SYMADDR_LIB_PROVIDER_H
 
-#include "../maps.h"
+#include "maps/maps.h"
 
 /* What symaddr_import and the foreign registrations bring. */
 typedef struct symaddr_register_args {
@@ -26,13 +26,13 @@ typedef struct symaddr_provider_ops {
     /* Local: SYMADDR_OK when this context can use the provider, else why not. */
     symaddr_status_t (*usable)(symaddr_context_t *ctx, const char *fn);
     /* Collective, after the ranks agreed on the call: allocate bytes on every rank, fill
-     * r->mapping and publish r. Every rank returns the same status; on failure nothing stays
+     * r->backing and publish r. Every rank returns the same status; on failure nothing stays
      * allocated. */
     symaddr_status_t (*alloc)(symaddr_context_t *ctx, size_t bytes, symaddr_registration_t *r);
     /* Local, before the agreement: whether the caller's memory or table can be registered. */
     symaddr_status_t (*check)(symaddr_context_t *ctx, const symaddr_register_args_t *a,
                               const char *fn);
-    /* Collective, after the agreement: build r's mapping from what the caller brought and
+    /* Collective, after the agreement: build r's backing from what the caller brought and
      * publish r. Every rank returns the same status. */
     symaddr_status_t (*reg)(symaddr_context_t *ctx, const symaddr_register_args_t *a,
                             symaddr_registration_t *r);
@@ -71,10 +71,10 @@ symaddr_status_t symaddr_provider_reg_unsupported(symaddr_context_t *ctx,
 void symaddr_provider_detach_nothing(symaddr_context_t *ctx, symaddr_registration_t *r);
 bool symaddr_provider_retain_never(symaddr_context_t *ctx, symaddr_registration_t *r);
 /* retain of the allocating providers with a mapping of their own (ipc, vmm). */
-bool symaddr_provider_retain_mapping(symaddr_context_t *ctx, symaddr_registration_t *r);
+bool symaddr_provider_retain_backing(symaddr_context_t *ctx, symaddr_registration_t *r);
 /* detach and release of a registration with a mapping of its own. */
 void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_t *r);
-void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registration_t *r);
+void symaddr_provider_release_backing(symaddr_context_t *ctx, symaddr_registration_t *r);
 
 /* Detach every registration of regs (out of the registry already) from its peers, wait for
  * the node, release them all; the context's heap and sync area too when whole is set. */

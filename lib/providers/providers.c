@@ -86,7 +86,7 @@ bool symaddr_provider_retain_never(symaddr_context_t *ctx, symaddr_registration_
     return false;
 }
 
-bool symaddr_provider_retain_mapping(symaddr_context_t *ctx, symaddr_registration_t *r)
+bool symaddr_provider_retain_backing(symaddr_context_t *ctx, symaddr_registration_t *r)
 {
     if (!symaddr_backing_retain(ctx, r->backing))
         return false;
@@ -99,7 +99,7 @@ void symaddr_provider_detach_peers(symaddr_context_t *ctx, symaddr_registration_
     symaddr_backing_close_peers(ctx, r->backing);
 }
 
-void symaddr_provider_release_mapping(symaddr_context_t *ctx, symaddr_registration_t *r)
+void symaddr_provider_release_backing(symaddr_context_t *ctx, symaddr_registration_t *r)
 {
     symaddr_backing_release(ctx, r->backing);
     free(r->backing);

@@ -28,7 +28,7 @@ const symaddr_provider_ops_t symaddr_provider_vmm_ops = {
     .alloc = vmm_alloc,
     .check = symaddr_provider_check_unsupported,
     .reg = symaddr_provider_reg_unsupported,
-    .retain = symaddr_provider_retain_mapping,
+    .retain = symaddr_provider_retain_backing,
     .detach = symaddr_provider_detach_peers,
-    .release = symaddr_provider_release_mapping,
+    .release = symaddr_provider_release_backing,
 };

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exch.h"
-#include "registry.h"
+#include "maps/exch.h"
+#include "maps/registry.h"
 
 #define SYMADDR_VALIDATE 1
 #include "symaddr/device.h"

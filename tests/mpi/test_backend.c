@@ -8,7 +8,7 @@
 
 #include <unistd.h>
 
-#include "backend.h"
+#include "backends/backend.h"
 #include "bootstrap/bootstrap.h"
 
 #define COUNT 1001 /* odd: exercises the kernels' tails */

@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "maps.h" /* the backend's capabilities per kind of memory */
+#include "maps/maps.h" /* the backend's capabilities per kind of memory */
 
 #define COUNT 1001 /* odd number of elements */
 

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "bootstrap/bootstrap.h"
-#include "maps.h"
+#include "maps/maps.h"
 
 static int gpu_backend(symaddr_context_t *ctx)
 {

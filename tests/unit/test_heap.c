@@ -9,7 +9,7 @@
 
 #include <cmocka.h>
 
-#include "maps.h"
+#include "maps/maps.h"
 
 static symaddr_heap_t heap_new(size_t bytes)
 {

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "registry.h"
+#include "maps/registry.h"
 
 static symaddr_registration_t *reg_new(uint64_t base, uint64_t bytes)
 {

@@ -10,10 +10,10 @@
 #include <cmocka.h>
 
 #include "symaddr/symaddr.h"
-#include "backend.h"
-#include "coll/algos.h"
+#include "backends/backend.h"
+#include "core/algos.h"
 #include "coll/coll.h"
-#include "config.h"
+#include "core/config.h"
 
 static void test_strerror(void **state)
 {

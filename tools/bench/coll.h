@@ -54,10 +54,12 @@ static int mpi_16bit(const bench_coll_t *c, const opts_t *o, MPI_Comm comm, cons
     o32.dtype = SYMADDR_FLOAT32;
     float *s32 = (float *)malloc(send_n * sizeof(float)), *r32 = (float *)malloc(recv_n * 4);
     for (size_t i = 0; i < send_n; i++)
-        s32[i] = o->dtype == SYMADDR_BFLOAT16 ? symaddr_bf16_to_f32_(send[i]) : symaddr_f16_to_f32_(send[i]);
+        s32[i] = o->dtype == SYMADDR_BFLOAT16 ? symaddr_bf16_to_f32_(send[i])
+                                              : symaddr_f16_to_f32_(send[i]);
     int ok = c->mpi(&o32, comm, s32, r32, count);
     for (size_t i = 0; ok && i < recv_n; i++)
-        recv[i] = o->dtype == SYMADDR_BFLOAT16 ? symaddr_f32_to_bf16_(r32[i]) : symaddr_f32_to_f16_(r32[i]);
+        recv[i] = o->dtype == SYMADDR_BFLOAT16 ? symaddr_f32_to_bf16_(r32[i])
+                                               : symaddr_f32_to_f16_(r32[i]);
     free(s32);
     free(r32);
     return ok;

@@ -126,7 +126,7 @@ static int usage(FILE *f)
         "  -p, --provider %s\n"
         "  -B, --backend %s\n"
         "  -C, --compare mpi|nccl|rccl   the reference, timed on the same buffers\n"
-        "  -J, --json FILE          the table as JSON (tools/plot-bench reads it)\n"
+        "  -J, --json FILE          the table as JSON (scripts/plot-bench reads it)\n"
         "  -S, --csv FILE           the table as CSV\n"
         "      --one-pair           put, get: only rank 0 copies, to or from rank 1\n"
         "      --threads N          lookup: N threads look up at once, 1 to 64; each makes\n"

@@ -52,8 +52,7 @@ static symaddr_status_t peer_copy_async(void *dst, int dst_dev, const void *src,
 static symaddr_status_t peer_copy_async(void *dst, int dst_dev, const void *src, int src_dev,
                                         size_t bytes, void *stream)
 {
-    return hipMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, (hipStream_t)stream) ==
-                   hipSuccess
+    return hipMemcpyPeerAsync(dst, dst_dev, src, src_dev, bytes, (hipStream_t)stream) == hipSuccess
                ? SYMADDR_OK
                : SYMADDR_ERR_BACKEND;
 }
@@ -109,7 +108,7 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
         case MODE_GET: return symaddr_get(ctx, dst, src, bytes, target, stream);
         case MODE_TRANSLATED:
             return SYMADDR_KERNEL_LAUNCH(copy_translated, blocks_for(n), 256, stream, (v16_t *)dst,
-                                  (const v16_t *)src, n, target, dst_map->peer_bases, rank);
+                                         (const v16_t *)src, n, target, dst_map->peer_bases, rank);
 #if !defined(SYMADDR_KERNELS_CPU)
         case MODE_PEER_PUT:
             return peer_copy_async(raw, peer_dev, src, symaddr_device(ctx), bytes, stream);
@@ -118,7 +117,7 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
 #endif
         default:
             return SYMADDR_KERNEL_LAUNCH(copy_raw, blocks_for(n), 256, stream, (v16_t *)raw,
-                                  (const v16_t *)src, n);
+                                         (const v16_t *)src, n);
         }
     };
     mine = 0;
@@ -158,8 +157,8 @@ static int run_atomic(symaddr_context_t *ctx, const opts_t *o)
         symaddr_memcpy(ctx, ctr + k, zero, sizeof(uint64_t));
         MPI_Barrier(symaddr_comm(ctx));
         double t0 = MPI_Wtime();
-        symaddr_status_t st = SYMADDR_KERNEL_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0, iters,
-                                             m->peer_bases, rank);
+        symaddr_status_t st = SYMADDR_KERNEL_LAUNCH(atomic_loop, 1, 1, NULL, ctr + k, k ? rank : 0,
+                                                    iters, m->peer_bases, rank);
         if (st == SYMADDR_OK)
             st = symaddr_stream_sync(ctx, NULL);
         if (st != SYMADDR_OK) {
@@ -264,7 +263,8 @@ static int run_latency(symaddr_context_t *ctx, const opts_t *o)
     double t0 = MPI_Wtime();
     if (rank < 2)
         st = SYMADDR_KERNEL_LAUNCH(pingpong, 1, 1, NULL, (uint64_t *)r.a, (uint64_t *)r.b, 1 - rank,
-                            o->iters, rank == 0, r.m1->peer_bases, r.m2->peer_bases, rank, status);
+                                   o->iters, rank == 0, r.m1->peer_bases, r.m2->peer_bases, rank,
+                                   status);
     symaddr_stream_sync(ctx, NULL);
     double t = (MPI_Wtime() - t0) / o->iters / 2, worst;
     if (rank < 2)

@@ -2,7 +2,7 @@
 /* The context's symmetric heap: one backend allocation per rank, exchanged once
  * at init, then sub-allocated first-fit. Every rank runs the same sequence of
  * collective reserve/release calls, so offsets agree without communication. */
-#include "maps.h"
+#include "maps/maps.h"
 
 #include <stdlib.h>
 #include <string.h>

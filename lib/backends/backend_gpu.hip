@@ -2,7 +2,7 @@
 /* GPU backend (hip or cuda): the same source, HIP names mapped to CUDA by
  * lib/device/hip2cuda.h when built by nvcc. */
 #include "device/runtime.h"
-#include "backend.h"
+#include "backends/backend.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -8,9 +8,9 @@
 #include <stdbool.h>
 
 #include "symaddr/symaddr.h"
-#include "backend.h"
-#include "core.h"
-#include "registry.h"
+#include "backends/backend.h"
+#include "core/core.h"
+#include "maps/registry.h"
 
 /* A peer's root as opened in this process. Cached by (rank, owner's address),
  * so a root is opened once however many registrations use it. */
@@ -143,10 +143,10 @@ symaddr_status_t symaddr_retained_flush_to(symaddr_context_t *ctx, size_t keep, 
 void symaddr_retained_close_peers(symaddr_context_t *ctx);
 void symaddr_retained_release(symaddr_context_t *ctx);
 
-/* Tables for a mapping whose host_table is filled in: device copy and error flag. */
+/* Tables for a backing whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);
 
-/* Fill r->map from its mapping (capabilities: the backing's) and register it; frees nothing on
+/* Fill r->map from its backing (capabilities: the backing's) and register it; frees nothing on
  * failure. */
 symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
                                               symaddr_provider_kind_t kind, void *range_base,

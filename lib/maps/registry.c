@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "registry.h"
+#include "maps/registry.h"
 
 #include <linux/membarrier.h>
 #include <sched.h>

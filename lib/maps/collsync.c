@@ -2,7 +2,7 @@
 /* The collectives' sync area, set up with the context: epochs, status, barrier flags, staging,
  * LL inboxes and, across nodes, the reduce-scatter scratch; the grid bound; and the status the
  * kernels record. The calls themselves are in the other files of lib/coll/. */
-#include "maps.h"
+#include "maps/maps.h"
 #include "symaddr/team.h"
 
 #include <limits.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The host clock: the bootstrap's deadlines, the log's timings, and device.h's kernels on the cpu
  * backend read the same one. */
-#include "clock.h"
+#include "core/clock.h"
 
 #include <time.h>
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Memory that is not symmetric and data movement from the host: plain allocations, copies,
  * stream waits, and put, get and atomics through a registration's table. */
-#include "context.h"
+#include "lifecycle/context.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The public names of 0.1.0, kept for one release so that programs built against it still
  * link; each is the call that replaced it. */
-#include "context.h"
+#include "lifecycle/context.h"
 
 symaddr_status_t symaddr_allocate_symmetric(symaddr_provider_t *provider, size_t bytes,
                                             void **ptr_p, symaddr_map_t **map_p)

@@ -2,7 +2,7 @@
 /* Agreement: every rank of a collective call learns every other rank's verdict, so that all
  * return the same status. An agreement that times out leaves the ranks unsure of each other's
  * outcome, so the context is then broken: every later call returns SYMADDR_ERR_BROKEN. */
-#include "core.h"
+#include "core/core.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The bottom of the library: status names, the per-context error text, and size arithmetic
  * that refuses to wrap. Imports nothing of symaddr but its public header. */
-#include "status.h"
+#include "core/status.h"
 
 #include "symaddr/symaddr.h" /* the public declarations: their visibility */
 

@@ -3,7 +3,7 @@
 #ifndef SYMADDR_LIB_REGISTRATION_H
 #define SYMADDR_LIB_REGISTRATION_H
 
-#include "context.h"
+#include "lifecycle/context.h"
 
 /* The bodies of public calls, for callers already inside symaddr_call_enter. */
 symaddr_status_t symaddr_symmetric_alloc_(symaddr_provider_t *provider, size_t bytes, void **ptr_p,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The locality map: peer classes from the node groups and device identities, reachability
  * from the runtime. Collectives and RMA may consult it; translation never does. */
-#include "maps.h"
+#include "maps/maps.h"
 
 #include <stdlib.h>
 #include <string.h>

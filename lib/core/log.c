@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The one logger (log.h). */
-#include "log.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <fcntl.h>

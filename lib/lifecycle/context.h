@@ -3,7 +3,7 @@
 #ifndef SYMADDR_LIB_CONTEXT_H
 #define SYMADDR_LIB_CONTEXT_H
 
-#include "maps.h"
+#include "maps/maps.h"
 
 /* Start of a collective or allocation call: SYMADDR_ERR_BROKEN when the context is broken,
  * SYMADDR_ERR_INVALID_ARG when another thread is in such a call; else the call's deadline

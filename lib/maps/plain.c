@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* symaddr_mem_alloc's allocations, which only the context that made them frees, on every
  * backend (a GPU runtime would free any device pointer). */
-#include "maps.h"
+#include "maps/maps.h"
 
 #include <stdlib.h>
 

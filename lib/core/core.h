@@ -9,9 +9,9 @@
 
 #include "symaddr/symaddr.h"
 #include "bootstrap/bootstrap.h"
-#include "config.h"
-#include "log.h"
-#include "status.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/status.h"
 
 typedef struct symaddr_core {
     MPI_Comm comm;

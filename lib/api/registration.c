@@ -3,7 +3,7 @@
  * allocate and free, import and the foreign tables, unregister, teardown, and the lookups over
  * them. Collective calls check locally, then agree, so that every rank returns the same
  * status. */
-#include "registration.h"
+#include "api/registration.h"
 #include "providers/provider.h"
 
 #include <stdlib.h>

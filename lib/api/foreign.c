@@ -2,7 +2,7 @@
 /* Named wrappers for other symmetric-memory libraries, over symaddr_register_ptr_fn. The
  * library's own functions are found in the running program (which linked and initialised it),
  * so libsymaddr never depends on it; the build only decides whether a wrapper exists. */
-#include "registration.h"
+#include "api/registration.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>

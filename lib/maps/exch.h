@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backend.h"
+#include "backends/backend.h"
 
 typedef struct exch {
     symaddr_ipc_handle_t handle;

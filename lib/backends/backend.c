@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The backends of this build, one row per kind: names, symaddr_backend_built and the choice
  * of symaddr_init all come from this table. */
-#include "backend.h"
-#include "config.h"
+#include "backends/backend.h"
+#include "core/config.h"
 
 /* Filled by a refused kernel launch (lib/device/runtime.h), read by the message about it. */
 __thread char symaddr_launch_why[192];

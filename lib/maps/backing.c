@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Handle exchange and peer tables, shared by every provider that maps peers'
  * memory (heap, ipc, import). */
-#include "maps.h"
-#include "exch.h"
+#include "maps/maps.h"
+#include "maps/exch.h"
 #include "symaddr/device.h"
 
 #include <stdlib.h>
@@ -183,7 +183,7 @@ symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_
     return SYMADDR_OK;
 }
 
-/* Local part of mapping_open once every node peer's record and descriptor are in. */
+/* Local part of symaddr_backing_open once every node peer's record and descriptor are in. */
 static symaddr_status_t open_peers(symaddr_context_t *ctx, symaddr_backing_t *m, const exch_t *all,
                                    int *fds, size_t offset)
 {

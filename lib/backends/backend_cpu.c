@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* cpu backend: "device memory" is a memfd shared between the ranks of a node;
  * its "IPC handle" is the descriptor itself, passed over Unix-domain sockets. */
-#include "backend.h"
+#include "backends/backend.h"
 
 #include <errno.h>
 #include <pthread.h>

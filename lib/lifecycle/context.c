@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Lifecycle of a context: init (communicators, backend, heap, locality, collectives),
  * finalize, the per-call guard, and the accessors. */
-#include "context.h"
+#include "lifecycle/context.h"
 #include "providers/provider.h"
 
 #include <pthread.h>
@@ -249,7 +249,7 @@ static void info_report(symaddr_context_t *ctx)
         const symaddr_provider_ops_t *ops = symaddr_provider_ops((symaddr_provider_kind_t)k);
         if (ops->alloc == symaddr_provider_alloc_unsupported)
             continue;
-        /* what its maps get (mapping.c): the memory's capabilities, owned */
+        /* what its maps get (maps/backing.c): the memory's capabilities, owned */
         uint64_t caps = ops->caps(ctx) | SYMADDR_CAP_OWNED;
         if (ops->usable(ctx, "symaddr_init") == SYMADDR_OK)
             SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_ALLOC,

@@ -2,9 +2,9 @@
 /* Every SYMADDR_* variable the library reads, in one table: its name, default and meaning,
  * and the parser that fills the config. A value that does not parse is refused by
  * symaddr_init with a message that names the variable; nothing falls back silently. */
-#include "config.h"
-#include "coll/algos.h"
-#include "log.h"
+#include "core/config.h"
+#include "core/algos.h"
+#include "core/log.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -2,7 +2,7 @@
 /* The library's names, values and struct layouts as one JSON text: what bindings (the Python
  * package) read instead of keeping copies of symaddr.h that drift. */
 #include "providers/provider.h"
-#include "coll/algos.h"
+#include "core/algos.h"
 
 #include <pthread.h>
 #include <stdarg.h>
