@@ -4,7 +4,7 @@
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab python mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -300,6 +300,43 @@ for k in base:
     best = lambda t, s: min(run[s][0] for run in t[k])
     wrong = sum(run[s][1] for t in (base, tree) for run in t[k] for s in sizes)
     print(f"ab {k}: tree/base at {sizes[0]}-{sizes[-1]} B:",
+          " ".join(f"{best(tree, s) / best(base, s):.3f}" for s in sizes), f"(#wrong {wrong})")
+PY
+        ;;
+    abmove)
+        # A/B of the data-moving collectives (k_move: allgather, broadcast, alltoall; NP ranks,
+        # default 8, on GPU 0, start MPS first): the base that build made from BASE_TAR against
+        # the tree, in turn twice; abmove.txt, and the tree's best time over the base's per size.
+        [ -x $BASE/build-base/tools/symaddr-bench ] || { echo "abmove: build with BASE_TAR first"; exit 1; }
+        for op in ${MOVE_OPS:-allgather broadcast alltoall}; do
+            for v in base tree base tree; do
+                bin=$B/tools/symaddr-bench
+                [ $v = base ] && bin=$BASE/build-base/tools/symaddr-bench
+                echo "== $op $v" >>"$OUT/abmove.txt"
+                CUDA_VISIBLE_DEVICES=0 timeout 60 mpiexec -n ${NP:-8} $bin $op -b 1K -e 64M -f 8 \
+                    --iters ${ITERS:-20} --warmup 5 --check 2>&1 | grep -v "^#" >>"$OUT/abmove.txt"
+            done
+        done
+        python3 - "$OUT/abmove.txt" <<'PY'
+import sys
+runs = {}
+for line in open(sys.argv[1]):
+    f = line.split()
+    if line.startswith("=="):
+        cur = runs.setdefault((f[1], f[2]), [])
+        cur.append({})
+    elif len(f) >= 8 and f[0].isdigit():
+        k = 5 if "." not in f[4] else 4  # revisions before the root column: one fewer
+        cur[-1][int(f[0])] = (float(f[k]), int(f[k + 3]))
+for op in sorted({k[0] for k in runs}):
+    base, tree = runs.get((op, "base"), []), runs.get((op, "tree"), [])
+    if not base or not tree or not all(base + tree):
+        print(f"abmove {op}: a run printed no table (see abmove.txt)")
+        continue
+    sizes = sorted(base[0])
+    best = lambda t, s: min(r[s][0] for r in t if s in r)
+    wrong = sum(r[s][1] for r in base + tree for s in r)
+    print(f"abmove {op}: tree/base at {sizes[0]}-{sizes[-1]} B:",
           " ".join(f"{best(tree, s) / best(base, s):.3f}" for s in sizes), f"(#wrong {wrong})")
 PY
         ;;
