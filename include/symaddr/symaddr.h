@@ -159,8 +159,13 @@ typedef struct symaddr_map {
  *  never), and with the copy engine from where the backend measured that faster (CUDA: from
  *  32 MiB where every rank of the node has its own GPU; cpu, HIP: never).
  *
- *  Lamport marks a 32-bit word that has not arrived by all ones, a NaN; a NaN of all ones in
- *  the input is sent with its lowest bit cleared, so it comes back a NaN but not bit for bit. */
+ *  Every algorithm reduces in node-rank order, so a result that is not a NaN has the same bits
+ *  whichever algorithm a backend runs. A result that is a NaN is a NaN on every algorithm, but
+ *  its sign and payload (all bits but the exponent's) are not defined, and Lamport's differ
+ *  from the others': Lamport marks a 32-bit word that has not arrived by all ones, so an input
+ *  word of all ones is sent with its lowest bit cleared; and where several ranks' inputs are
+ *  NaNs, which one's payload survives depends on how the kernel was compiled (GPUs return their
+ *  canonical NaN). */
 typedef enum symaddr_allreduce_algo {
     SYMADDR_ALLREDUCE_AUTO = 0,
     SYMADDR_ALLREDUCE_ONESHOT = 1,
