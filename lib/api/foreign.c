@@ -20,27 +20,41 @@ _Static_assert(__builtin_types_compatible_p(__typeof__(&shmem_addr_accessible),
 typedef int (*pe_fn_t)(void);
 typedef int (*accessible_fn_t)(const void *addr, int pe);
 
+/* What a named wrapper needs to know of its library. */
+typedef struct foreign_lib {
+    const char *fn, *name, *option, *alloc;
+    const char *ptr_sym, *pe_sym, *accessible_sym; /* accessible_sym may be NULL */
+    symaddr_backend_kind_t backend;                /* whose kernels reach the memory */
+    int built;
+} foreign_lib_t;
+
+/* The library's functions, as this process found them. */
+typedef struct foreign_fns {
+    symaddr_peer_ptr_fn_t ptr;
+    pe_fn_t my_pe;
+    accessible_fn_t accessible; /* may be NULL */
+} foreign_fns_t;
+
 /* The checks and the PE exchange every wrapper shares; local is this rank's own verdict. */
 static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size_t bytes,
-                                         symaddr_status_t local, const char *fn, const char *lib,
-                                         const char *alloc, symaddr_peer_ptr_fn_t ptr_fn,
-                                         pe_fn_t my_pe_fn, accessible_fn_t accessible,
-                                         symaddr_map_t **map_p)
+                                         symaddr_status_t local, const foreign_lib_t *l,
+                                         const foreign_fns_t *f, symaddr_map_t **map_p)
 {
+    const char *fn = l->fn;
     int my_pe = -1;
     if (local == SYMADDR_OK && (!ptr || !map_p))
         local = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: ptr or map_p is NULL", fn);
     if (local == SYMADDR_OK) {
-        my_pe = my_pe_fn();
+        my_pe = f->my_pe();
         /* A *_ptr function returns the caller's own address for its own PE, and NULL for
          * memory off the symmetric heap. */
         const char *last = (const char *)ptr + (bytes ? bytes - 1 : 0);
-        if ((accessible && (!accessible(ptr, my_pe) || !accessible(last, my_pe))) ||
-            ptr_fn(ptr, my_pe) != ptr || !ptr_fn(last, my_pe))
+        if ((f->accessible && (!f->accessible(ptr, my_pe) || !f->accessible(last, my_pe))) ||
+            f->ptr(ptr, my_pe) != ptr || !f->ptr(last, my_pe))
             local = symaddr_set_error(ctx, SYMADDR_ERR_NOT_SHAREABLE,
                                       "%s: [%p, +%zu) is not on %s's symmetric heap; allocate "
                                       "it with %s",
-                                      fn, ptr, bytes, lib, alloc);
+                                      fn, ptr, bytes, l->name, l->alloc);
     }
     symaddr_status_t st = symaddr_agree_status(&ctx->core, local, fn);
     if (st != SYMADDR_OK)
@@ -54,28 +68,18 @@ static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size
         symaddr_set_error(ctx, local, "%s: the ranks could not swap their PE numbers", fn);
     if ((st = symaddr_agree_status(&ctx->core, local, fn)) == SYMADDR_OK)
         st = symaddr_register_ptr_fn_(
-            ctx, ptr, bytes, ptr_fn, pe_of_rank,
+            ctx, ptr, bytes, f->ptr, pe_of_rank,
             SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS, map_p);
     free(pe_of_rank);
     return st;
 }
-
-/* What a named wrapper needs to know of its library. */
-typedef struct foreign_lib {
-    const char *fn, *name, *option, *alloc;
-    const char *ptr_sym, *pe_sym, *accessible_sym; /* accessible_sym may be NULL */
-    symaddr_backend_kind_t backend;                /* whose kernels reach the memory */
-    int built;
-} foreign_lib_t;
 
 /* This rank's verdict on whether the wrapper can run (built in, library loaded, backend), then
  * the registration. */
 static symaddr_status_t register_named(symaddr_context_t *ctx, void *ptr, size_t bytes,
                                        const foreign_lib_t *l, symaddr_map_t **map_p)
 {
-    symaddr_peer_ptr_fn_t ptr_fn = NULL;
-    pe_fn_t pe_fn = NULL;
-    accessible_fn_t accessible = NULL;
+    foreign_fns_t f = {NULL, NULL, NULL};
     symaddr_status_t local = SYMADDR_OK;
     if (!l->built)
         local = symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
@@ -83,11 +87,11 @@ static symaddr_status_t register_named(symaddr_context_t *ctx, void *ptr, size_t
                                   "-D%s=enabled (or use symaddr_register_ptr_fn with %s)",
                                   l->fn, l->name, l->option, l->ptr_sym);
     if (local == SYMADDR_OK) {
-        *(void **)&ptr_fn = dlsym(RTLD_DEFAULT, l->ptr_sym);
-        *(void **)&pe_fn = dlsym(RTLD_DEFAULT, l->pe_sym);
+        *(void **)&f.ptr = dlsym(RTLD_DEFAULT, l->ptr_sym);
+        *(void **)&f.my_pe = dlsym(RTLD_DEFAULT, l->pe_sym);
         if (l->accessible_sym)
-            *(void **)&accessible = dlsym(RTLD_DEFAULT, l->accessible_sym);
-        if (!ptr_fn || !pe_fn || (l->accessible_sym && !accessible))
+            *(void **)&f.accessible = dlsym(RTLD_DEFAULT, l->accessible_sym);
+        if (!f.ptr || !f.my_pe || (l->accessible_sym && !f.accessible))
             local = symaddr_set_error(ctx, SYMADDR_ERR_UNSUPPORTED,
                                       "%s: %s is not loaded in this process; link the program "
                                       "with %s and initialise it before registering its memory",
@@ -100,8 +104,7 @@ static symaddr_status_t register_named(symaddr_context_t *ctx, void *ptr, size_t
                                   "SYMADDR_BACKEND=%s)",
                                   l->fn, l->name, symaddr_backend_name(l->backend),
                                   ctx->be.ops->name, symaddr_backend_name(l->backend));
-    return register_foreign(ctx, ptr, bytes, local, l->fn, l->name, l->alloc, ptr_fn, pe_fn,
-                            accessible, map_p);
+    return register_foreign(ctx, ptr, bytes, local, l, &f, map_p);
 }
 
 #if defined(SYMADDR_HAVE_OPENSHMEM)
@@ -118,27 +121,26 @@ static symaddr_status_t register_named(symaddr_context_t *ctx, void *ptr, size_t
 /* OpenSHMEM's heap is host memory: only the cpu backend's kernels reach it. Open MPI's
  * shmem_ptr aborts on an address off the heap, so shmem_addr_accessible asks first. */
 static const foreign_lib_t openshmem = {
-    "symaddr_register_openshmem",
-    "OpenSHMEM",
-    "openshmem",
-    "shmem_malloc",
-    "shmem_ptr",
-    "shmem_my_pe",
-    "shmem_addr_accessible",
-    SYMADDR_BACKEND_CPU,
-    OPENSHMEM_BUILT,
+    .fn = "symaddr_register_openshmem",
+    .name = "OpenSHMEM",
+    .option = "openshmem",
+    .alloc = "shmem_malloc",
+    .ptr_sym = "shmem_ptr",
+    .pe_sym = "shmem_my_pe",
+    .accessible_sym = "shmem_addr_accessible",
+    .backend = SYMADDR_BACKEND_CPU,
+    .built = OPENSHMEM_BUILT,
 };
 
 static const foreign_lib_t nvshmem = {
-    "symaddr_register_nvshmem",
-    "NVSHMEM",
-    "nvshmem",
-    "nvshmem_malloc",
-    "nvshmem_ptr",
-    "nvshmem_my_pe",
-    NULL,
-    SYMADDR_BACKEND_CUDA,
-    NVSHMEM_BUILT,
+    .fn = "symaddr_register_nvshmem",
+    .name = "NVSHMEM",
+    .option = "nvshmem",
+    .alloc = "nvshmem_malloc",
+    .ptr_sym = "nvshmem_ptr",
+    .pe_sym = "nvshmem_my_pe",
+    .backend = SYMADDR_BACKEND_CUDA,
+    .built = NVSHMEM_BUILT,
 };
 
 symaddr_status_t symaddr_register_openshmem(symaddr_context_t *ctx, void *ptr, size_t bytes,

@@ -44,6 +44,11 @@ symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_co
 void symaddr_bootstrap_fini(symaddr_bootstrap_t *b);
 
 /* Start of a public call: its waits on peers share one deadline, timeout_ms from now. */
+/* The end of a call: agreements outside one take a fresh deadline. */
+void symaddr_bootstrap_call_end(symaddr_bootstrap_t *b);
+/* An agreement's: a fresh timeout, but within a call at most the call's deadline plus the
+ * timeout, so that the call returns within twice the timeout of its start. */
+uint64_t symaddr_bootstrap_agree_deadline(const symaddr_bootstrap_t *b);
 void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b);
 /* The call's deadline, or a fresh one (timeout_ms from now) when fresh is set. */
 uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh);

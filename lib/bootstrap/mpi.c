@@ -20,6 +20,18 @@ uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh)
     return b->deadline_ns;
 }
 
+uint64_t symaddr_bootstrap_agree_deadline(const symaddr_bootstrap_t *b)
+{
+    uint64_t fresh = symaddr_bootstrap_deadline(b, 1), call = b->deadline_ns;
+    /* within a call, no later than its own deadline plus the timeout: twice the timeout from
+     * the call's start, whatever ran out before */
+    if (call && call + (uint64_t)b->timeout_ms * 1000000u < fresh)
+        return call + (uint64_t)b->timeout_ms * 1000000u;
+    return fresh;
+}
+
+void symaddr_bootstrap_call_end(symaddr_bootstrap_t *b) { b->deadline_ns = 0; }
+
 void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b)
 {
     if (b->parked)

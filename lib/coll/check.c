@@ -7,12 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* *bits_p collects the address bits of ptr and of every peer's copy (for d->vec); the table
- * comes in device (*pb_p) and host memory (*host_pb_p). */
-static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size_t bytes,
-                                   size_t align, const uint64_t **pb_p, const uint64_t **host_pb_p,
-                                   uint64_t *bits_p, const char *fn, const char *what)
+/* One buffer of a call: what the caller passed, and what the checks found. */
+typedef struct coll_buf {
+    const char *what; /* "send" or "recv" */
+    const void *ptr;
+    size_t bytes;                 /* the call reaches from ptr */
+    const uint64_t *pb, *host_pb; /* its table, in device and host memory */
+} coll_buf_t;
+
+/* b->ptr is symmetric memory of this context, element-aligned, b->bytes in bounds and mapped on
+ * every node peer; fills b's tables. *bits_p collects the address bits of the pointer and of
+ * every peer's copy (for d->vec). */
+static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
+                                   coll_buf_t *b, uint64_t *bits_p)
 {
+    const char *fn = call->row->name, *what = b->what;
+    const void *ptr = b->ptr;
+    size_t align = symaddr_dtype_size(call->dtype);
     symaddr_registration_t *r;
     if (!ptr)
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: %s is NULL", fn, what);
@@ -26,11 +37,11 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
                                  "%s: %s %p is not symmetric memory of this context; allocate it "
                                  "with symaddr_symmetric_alloc or register it",
                                  fn, what, ptr);
-    if (bytes > r->map.range_bytes - ((uint64_t)(uintptr_t)ptr - r->map.range_base))
+    if (b->bytes > r->map.range_bytes - ((uint64_t)(uintptr_t)ptr - r->map.range_base))
         return symaddr_set_error(ctx, SYMADDR_ERR_OUT_OF_BOUNDS,
                                  "%s: %s needs %zu bytes from %p, past the end of its "
                                  "registration",
-                                 fn, what, bytes, ptr);
+                                 fn, what, b->bytes, ptr);
     *bits_p |= (uint64_t)(uintptr_t)ptr;
     for (int q = 0; q < ctx->core.boot.node_size; q++) {
         uint64_t base = r->map.host_peer_bases[ctx->core.boot.node_to_rank[q]];
@@ -39,8 +50,8 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const void *ptr, size
                                      "%s: %s is not mapped on node rank %d", fn, what, q);
         *bits_p |= base;
     }
-    *pb_p = r->map.peer_bases;
-    *host_pb_p = r->map.host_peer_bases;
+    b->pb = r->map.peer_bases;
+    b->host_pb = r->map.host_peer_bases;
     return SYMADDR_OK;
 }
 
@@ -73,7 +84,7 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
             &ctx->core, symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory",
                                           symaddr_coll_kinds[kind].coll->name));
     st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
-                               symaddr_bootstrap_deadline(&ctx->core.boot, 1));
+                               symaddr_bootstrap_agree_deadline(&ctx->core.boot));
     if (st != SYMADDR_OK) {
         free(all);
         symaddr_core_break(&ctx->core, st);
@@ -197,35 +208,33 @@ static symaddr_status_t buffers(symaddr_context_t *ctx, symaddr_status_t local,
 {
     const symaddr_coll_row_t *row = call->row;
     const char *fn = row->name;
-    const uint64_t *spb = NULL, *rpb = NULL, *shpb = NULL, *rhpb = NULL;
-    size_t es = symaddr_dtype_size(call->dtype);
+    coll_buf_t send = {.what = "send", .ptr = call->send, .bytes = row->send_all ? total : bytes};
+    coll_buf_t recv = {.what = "recv", .ptr = call->recv, .bytes = row->recv_all ? total : bytes};
     symaddr_redop_t op = row->reduces ? call->op : SYMADDR_SUM;
     int root = row->rooted ? call->root : 0;
     /* reduce-scatter reads at send + node_rank * count elements */
     uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? bytes : 0;
     symaddr_status_t st = local;
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, call->send, row->send_all ? total : bytes, es, &spb, &shpb, &bits, fn,
-                        "send");
+        st = sym_buffer(ctx, call, &send, &bits);
     if (st == SYMADDR_OK)
-        st = sym_buffer(ctx, call->recv, row->recv_all ? total : bytes, es, &rpb, &rhpb, &bits, fn,
-                        "recv");
+        st = sym_buffer(ctx, call, &recv, &bits);
     if (st == SYMADDR_OK)
         st = row->rule(ctx, call->send, call->recv, bytes, total, fn);
     uint64_t offsets[2] = {0, 0};
     if (st == SYMADDR_OK) {
-        offsets[0] = (uint64_t)(uintptr_t)call->send - shpb[ctx->core.rank];
-        offsets[1] = (uint64_t)(uintptr_t)call->recv - rhpb[ctx->core.rank];
+        offsets[0] = (uint64_t)(uintptr_t)call->send - send.host_pb[ctx->core.rank];
+        offsets[1] = (uint64_t)(uintptr_t)call->recv - recv.host_pb[ctx->core.rank];
     }
     if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root,
                                        offsets)) != SYMADDR_OK)
         return st;
     symaddr_coll_desc_init(ctx, d, kind, call->count, call->dtype, op, work);
     d->send = call->send;
-    d->send_pb = spb;
+    d->send_pb = send.pb;
     d->recv = call->recv;
-    d->recv_pb = rpb;
-    d->recv_host_pb = rhpb;
+    d->recv_pb = recv.pb;
+    d->recv_host_pb = recv.host_pb;
     d->root = root;
     d->vec = (bits & 15) == 0;
     return SYMADDR_OK;

@@ -34,7 +34,7 @@ static symaddr_status_t exchange(symaddr_core_t *core, const void *mine, void *a
                                  const char *opname)
 {
     symaddr_status_t st = symaddr_mpi_allgather(&core->boot, core->comm, mine, all, bytes,
-                                                symaddr_bootstrap_deadline(&core->boot, 1));
+                                                symaddr_bootstrap_agree_deadline(&core->boot));
     if (st == SYMADDR_OK)
         return SYMADDR_OK;
     symaddr_core_break(core, st);

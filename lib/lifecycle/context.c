@@ -51,6 +51,7 @@ symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
 
 void symaddr_call_leave(symaddr_context_t *ctx)
 {
+    symaddr_bootstrap_call_end(&ctx->core.boot);
     __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -116,7 +117,7 @@ static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
     mine[SETTINGS] = retain_count_here();
     symaddr_status_t st =
         symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
-                              symaddr_bootstrap_deadline(&ctx->core.boot, 1));
+                              symaddr_bootstrap_agree_deadline(&ctx->core.boot));
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: MPI_Allgather of the settings failed");
     ctx->retain_count = SIZE_MAX;
@@ -406,6 +407,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
                 (t[1] - t[0]) / 1e3, (t[2] - t[1]) / 1e3, (t[3] - t[2]) / 1e3, (t[4] - t[3]) / 1e3,
                 (t[5] - t[4]) / 1e3, (t[6] - t[5]) / 1e3);
     info_report(ctx);
+    symaddr_bootstrap_call_end(&ctx->core.boot);
     *ctx_p = ctx;
     return SYMADDR_OK;
 }

@@ -11,6 +11,8 @@
 
 #include "symaddr/symaddr.h"
 #include "backends/backend.h"
+#include "bootstrap/bootstrap.h"
+#include "core/clock.h"
 #include "core/algos.h"
 #include "coll/coll.h"
 #include "core/config.h"
@@ -254,12 +256,36 @@ static void test_coll_rows(void **state)
         symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)SYMADDR_ALLREDUCE_ALGO_COUNT_));
 }
 
+/* An agreement's deadline: a fresh timeout outside a call and at a call's start, but never past
+ * the call's own deadline plus the timeout, so that a call whose wait ran out still returns
+ * within twice the timeout of its start (it took a fresh timeout after the wait, 2.02x in a
+ * rank's mesh setup). */
+static void test_agree_deadline(void **state)
+{
+    (void)state;
+    symaddr_bootstrap_t b;
+    const uint64_t T = 1000000000ull; /* 1000 ms */
+    memset(&b, 0, sizeof(b));
+    b.timeout_ms = 1000;
+    uint64_t now = symaddr_now_ns();
+    assert_true(symaddr_bootstrap_agree_deadline(&b) >= now + T); /* outside a call */
+    symaddr_bootstrap_call_begin(&b);
+    uint64_t d = symaddr_bootstrap_agree_deadline(&b);
+    assert_true(d >= now + T && d <= b.deadline_ns + T); /* a call just begun: the whole timeout */
+    b.deadline_ns = now - T / 2; /* the call began 1.5 s ago; its wait ran out 0.5 s ago */
+    assert_true(symaddr_bootstrap_agree_deadline(&b) <= b.deadline_ns + T);
+    symaddr_bootstrap_call_end(&b);
+    assert_true(b.deadline_ns == 0);
+    assert_true(symaddr_bootstrap_agree_deadline(&b) >= now + T);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_strerror),   cmocka_unit_test(test_backend_rows),
-        cmocka_unit_test(test_config_env), cmocka_unit_test(test_config_refusals),
-        cmocka_unit_test(test_size_parse), cmocka_unit_test(test_coll_rows),
+        cmocka_unit_test(test_strerror),       cmocka_unit_test(test_backend_rows),
+        cmocka_unit_test(test_config_env),     cmocka_unit_test(test_config_refusals),
+        cmocka_unit_test(test_size_parse),     cmocka_unit_test(test_coll_rows),
+        cmocka_unit_test(test_agree_deadline),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
