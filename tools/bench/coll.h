@@ -29,14 +29,36 @@ typedef struct bench_coll {
     int (*mpi)(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count);
 } bench_coll_t;
 
+/* MPI's type and op for symaddr's (MPI_DATATYPE_NULL: MPI has none, the 16-bit floats):
+ * switches, so that a dtype or op symaddr adds stops the build here (-Wswitch) instead of
+ * reading past a table. */
 static MPI_Datatype mpi_dtype(symaddr_dtype_t dt)
 {
-    static const MPI_Datatype t[] = {MPI_INT32_T,  MPI_UINT32_T, MPI_INT64_T,
-                                     MPI_UINT64_T, MPI_FLOAT,    MPI_DOUBLE};
-    return dt < SYMADDR_FLOAT16 ? t[dt] : MPI_DATATYPE_NULL;
+    switch (dt) {
+    case SYMADDR_INT32: return MPI_INT32_T;
+    case SYMADDR_UINT32: return MPI_UINT32_T;
+    case SYMADDR_INT64: return MPI_INT64_T;
+    case SYMADDR_UINT64: return MPI_UINT64_T;
+    case SYMADDR_FLOAT32: return MPI_FLOAT;
+    case SYMADDR_FLOAT64: return MPI_DOUBLE;
+    case SYMADDR_FLOAT16:
+    case SYMADDR_BFLOAT16:
+    case SYMADDR_DTYPE_COUNT_: break;
+    }
+    return MPI_DATATYPE_NULL;
 }
 
-static const MPI_Op mpi_ops[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX};
+static MPI_Op mpi_op(symaddr_redop_t op)
+{
+    switch (op) {
+    case SYMADDR_SUM: return MPI_SUM;
+    case SYMADDR_PROD: return MPI_PROD;
+    case SYMADDR_MIN: return MPI_MIN;
+    case SYMADDR_MAX: return MPI_MAX;
+    case SYMADDR_REDOP_COUNT_: break;
+    }
+    return MPI_OP_NULL;
+}
 
 static symaddr_status_t run_allreduce(symaddr_context_t *ctx, const opts_t *o, void *send,
                                       void *recv, size_t count, void *stream)
@@ -82,7 +104,7 @@ static int mpi_allreduce(const opts_t *o, MPI_Comm comm, const void *send, void 
 {
     MPI_Datatype t = mpi_dtype(o->dtype);
     return t != MPI_DATATYPE_NULL &&
-           MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, t, mpi_ops[o->redop],
+           MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, (int)count, t, mpi_op(o->redop),
                          comm) == MPI_SUCCESS;
 }
 
@@ -109,7 +131,7 @@ static int mpi_reduce_scatter(const opts_t *o, MPI_Comm comm, const void *send, 
 {
     MPI_Datatype t = mpi_dtype(o->dtype);
     return t != MPI_DATATYPE_NULL &&
-           MPI_Reduce_scatter_block(send, recv, (int)count, t, mpi_ops[o->redop], comm) ==
+           MPI_Reduce_scatter_block(send, recv, (int)count, t, mpi_op(o->redop), comm) ==
                MPI_SUCCESS;
 }
 
@@ -154,7 +176,7 @@ static int mpi_reduce(const opts_t *o, MPI_Comm comm, const void *send, void *re
     MPI_Comm_rank(comm, &rank);
     return t != MPI_DATATYPE_NULL &&
            MPI_Reduce(send == recv && rank == o->root ? MPI_IN_PLACE : send, recv, (int)count, t,
-                      mpi_ops[o->redop], o->root, comm) == MPI_SUCCESS;
+                      mpi_op(o->redop), o->root, comm) == MPI_SUCCESS;
 }
 
 static symaddr_status_t run_gather(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
@@ -262,26 +284,56 @@ static void coll_shape(const bench_coll_t *c, size_t S, size_t esz, int n, size_
 }
 
 #if defined(SYMADDR_BENCH_NCCL)
+/* NCCL's type and op for symaddr's: switches, so that a dtype or op symaddr adds stops the
+ * build here (-Wswitch) instead of reading past a table. */
+static int nccl_type(symaddr_dtype_t dt, ncclDataType_t *t_p)
+{
+    switch (dt) {
+    case SYMADDR_INT32: return *t_p = ncclInt32, 1;
+    case SYMADDR_UINT32: return *t_p = ncclUint32, 1;
+    case SYMADDR_INT64: return *t_p = ncclInt64, 1;
+    case SYMADDR_UINT64: return *t_p = ncclUint64, 1;
+    case SYMADDR_FLOAT32: return *t_p = ncclFloat32, 1;
+    case SYMADDR_FLOAT64: return *t_p = ncclFloat64, 1;
+    case SYMADDR_FLOAT16: return *t_p = ncclFloat16, 1;
+    case SYMADDR_BFLOAT16: return *t_p = ncclBfloat16, 1;
+    case SYMADDR_DTYPE_COUNT_: break;
+    }
+    return 0;
+}
+
+static int nccl_op(symaddr_redop_t op, ncclRedOp_t *op_p)
+{
+    switch (op) {
+    case SYMADDR_SUM: return *op_p = ncclSum, 1;
+    case SYMADDR_PROD: return *op_p = ncclProd, 1;
+    case SYMADDR_MIN: return *op_p = ncclMin, 1;
+    case SYMADDR_MAX: return *op_p = ncclMax, 1;
+    case SYMADDR_REDOP_COUNT_: break;
+    }
+    return 0;
+}
+
 /* NCCL's collective of the row named c->name, on the same buffers and stream. */
 static int nccl_coll(const opts_t *o, const bench_coll_t *c, const void *send, void *recv,
                      size_t count, void *stream)
 {
-    static const ncclDataType_t types[] = {ncclInt32,   ncclUint32,  ncclInt64,   ncclUint64,
-                                           ncclFloat32, ncclFloat64, ncclFloat16, ncclBfloat16};
-    static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax};
-    ncclDataType_t t = types[o->dtype];
+    ncclDataType_t t;
+    ncclRedOp_t op;
+    if (!nccl_type(o->dtype, &t) || !nccl_op(o->redop, &op))
+        return 0;
     cudaStream_t s = (cudaStream_t)stream;
     ncclResult_t r;
     if (!strcmp(c->name, "allreduce"))
-        r = nccl.all_reduce(send, recv, count, t, ops[o->redop], nccl.comm, s);
+        r = nccl.all_reduce(send, recv, count, t, op, nccl.comm, s);
     else if (!strcmp(c->name, "allgather"))
         r = nccl.all_gather(send, recv, count, t, nccl.comm, s);
     else if (!strcmp(c->name, "reduce_scatter"))
-        r = nccl.reduce_scatter(send, recv, count, t, ops[o->redop], nccl.comm, s);
+        r = nccl.reduce_scatter(send, recv, count, t, op, nccl.comm, s);
     else if (!strcmp(c->name, "broadcast"))
         r = nccl.broadcast(send, recv, count, t, o->root, nccl.comm, s);
     else if (!strcmp(c->name, "reduce"))
-        r = nccl.reduce(send, recv, count, t, ops[o->redop], o->root, nccl.comm, s);
+        r = nccl.reduce(send, recv, count, t, op, o->root, nccl.comm, s);
     else if (!strcmp(c->name, "alltoall"))
         r = nccl.all_to_all(send, recv, count, t, nccl.comm, s);
     else
