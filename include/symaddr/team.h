@@ -195,8 +195,8 @@ SYMADDR_DEVFN void symaddr_team_end(const symaddr_team_t *t, const symaddr_team_
 {
     /* No fence: only this rank's later kernels read the words written here, and only after this
      * grid ended (a kernel boundary, or griddepcontrol.wait under a programmatic dependent
-     * launch), which makes every store of the grid visible to them. A fence cost a call 0.5 us
-     * on 2 H200s: it waits until the peers acknowledged the block's stores. No block still reads
+     * launch), which makes every store of the grid visible to them. A fence would wait until the
+     * peers acknowledged the block's stores (doc/performance.md). No block still reads
      * the call's words when the block with the last ticket rewrites them: every block read them
      * before it took its ticket (symaddr_team_begin). */
     if (symaddr_block_thread() == 0 && c->ticket == symaddr_grid_blocks() - 1) {

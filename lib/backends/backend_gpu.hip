@@ -620,17 +620,8 @@ static_assert(SYMADDR_MEM_BULK == 0 && SYMADDR_MEM_COHERENT == 1, "caps below ar
 #define GPU_BULK_CAPS (SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS)
 #endif
 
-/* The figures measured on H200s, which HIP takes too until AMD GPUs are measured. H200: 2 GPUs
- * over NVLink, Lamport ahead of NCCL to 512 KiB; 8 ranks sharing one, Lamport even with
- * one-shot at 128 KiB and 1.45x its time at 192 KiB. Two-shot-get behind two-shot to 16 MiB and
- * ahead from 64 MiB on 2 GPUs; on one GPU shared by 8 ranks behind it at every size to 256 MiB
- * (274 against 314 GB/s busbw there). Lamport blocks of 128 threads ahead of 512 from 16 KiB to
- * 256 KiB on 2 GPUs, 64 behind at 256 KiB. Two-shot-copy ahead of two-shot-get from 32 MiB on 2
- * GPUs (1.13-1.19x NCCL to 256 MiB, 1.05x at 4 GiB, where two-shot-get is 0.98-0.99x), behind
- * two-shot at 16 MiB; on one GPU shared by 8 ranks behind two-shot (276 against 313 GB/s at
- * 256 MiB). A put by the copy engine to the other GPU even with a kernel's to 16 KiB, ahead from
- * 64 KiB (3.6 against 4.4 us), 1.07x at 1 GiB (396 against 369 GB/s). HIP: not measured, the
- * CUDA figures with the blocks the other kernels have, and no copies. */
+/* Where each algorithm measured faster on H200s (doc/performance.md, "Why the tuning is what
+ * it is"); HIP takes the same until AMD GPUs are measured. */
 static const symaddr_tuning_t gpu_tuning = {
     .lamport = 2u << 20,
     .lamport_node = 4u << 20,

@@ -69,8 +69,7 @@ void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
     size_t blocks = (work_bytes + (16u << 10) - 1) / (16u << 10);
     /* Lamport: one 16-byte chunk per thread, in blocks of lamport_threads (their pushes and
      * loads then spread over more SMs), or more where the chunks outnumber the grid's threads
-     * (doc/performance.md: on 2 H200s, 128 threads take 0.3-0.4 us less than 512 from 16 KiB to
-     * 256 KiB). */
+     * (doc/performance.md). */
     if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT && !ctx->be.ops->immediate) {
         size_t chunks = work_bytes / 32, threads = ctx->coll.lamport_threads;
         while (threads < SYMADDR_COLL_THREADS && chunks > threads * ctx->coll.max_blocks)

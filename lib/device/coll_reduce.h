@@ -275,8 +275,8 @@ SYMADDR_DEVFN void lamport_words(uint32_t w[4], const void *send, int vec, size_
  * next three Lamport calls later, which needs this rank's data of the call before, sent after
  * this call ended here. The same thread pushes and reduces a chunk, so the grid needs no barrier
  * either. Launched on a stream, the kernel ends only once the peers acknowledged its pushes, a
- * trip after their data arrived here; replayed from a graph it does not wait for that (2 H200s:
- * 0.6-0.8 us a call, doc/performance.md). */
+ * trip after their data arrived here; replayed from a graph it does not wait for that
+ * (doc/performance.md). */
 template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;

@@ -55,8 +55,7 @@ SYMADDR_DEVFN void symaddr_team_open_(const symaddr_team_t *t, symaddr_team_call
     /* The block whose ticket is last knows that every block of the grid has read the call's
      * words, and rewrites them at its end (symaddr_team_end). Its threads hand their values to
      * the barrier so that they have arrived before the ticket is taken; taking it here rather
-     * than at the end hides the atomic's trip behind the call's work (Lamport allreduce of
-     * 4-32 KiB on 2 H200s: 0.13-0.20 us less, graph-replayed). */
+     * than at the end hides the atomic's trip behind the call's work (doc/performance.md). */
     if (symaddr_grid_blocks() > 1) {
         (void)symaddr_block_all((c->epoch | c->buf) != ~(uint64_t)0);
         if (symaddr_block_thread() == 0)
