@@ -4,6 +4,7 @@
  * timeout, never a hang. */
 #include "bootstrap.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,10 @@
 #include <unistd.h>
 
 static void reap(symaddr_bootstrap_t *b);
+
+/* Operations of finalized contexts that MPI still holds (symaddr_bootstrap_fini). */
+static symaddr_mpi_parked_t *orphans;
+static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
 
 uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh)
 {
@@ -306,9 +311,18 @@ void symaddr_bootstrap_fini(symaddr_bootstrap_t *b)
     }
     free(b->node_to_rank);
     reap(b);
-    /* An operation still posted (a peer died) keeps its communicator and buffers: freeing
-     * either under MPI would be erroneous, and the process is about to lose them anyway. */
-    if (!b->parked) {
+    /* An operation still posted (a peer died, or gave up on this rank) keeps its communicator
+     * and buffers: freeing either under MPI would be erroneous. They stay on the process's list
+     * of orphans, held rather than lost, until the process ends. */
+    if (b->parked) {
+        pthread_mutex_lock(&orphans_lock);
+        symaddr_mpi_parked_t *last = b->parked;
+        while (last->next)
+            last = last->next;
+        last->next = orphans;
+        orphans = b->parked;
+        pthread_mutex_unlock(&orphans_lock);
+    } else {
         if (b->node_comm != MPI_COMM_NULL)
             MPI_Comm_free(&b->node_comm);
         if (b->comm != MPI_COMM_NULL)
