@@ -95,8 +95,16 @@ template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc
     case SYMADDR_COLL_REDUCE_SCATTER:
         return COLL_LAUNCH(k_reduce_scatter<DT COMMA OP>, d, stream, d);
     case SYMADDR_COLL_REDUCE: return COLL_LAUNCH(k_reduce<DT COMMA OP>, d, stream, d);
-    default: return SYMADDR_ERR_INVALID_ARG; /* a kind without a kernel here: a host bug */
+    /* no default: a kind symaddr adds stops the build here (-Wswitch) until it has a case */
+    case SYMADDR_COLL_BARRIER:
+    case SYMADDR_COLL_ALLGATHER:
+    case SYMADDR_COLL_BROADCAST:
+    case SYMADDR_COLL_ALLTOALL:
+    case SYMADDR_COLL_GATHER:
+    case SYMADDR_COLL_SCATTER:
+    case SYMADDR_COLL_KIND_COUNT_: break; /* coll_launch's, or no kind */
     }
+    return SYMADDR_ERR_INVALID_ARG;
 }
 
 template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void *stream)
@@ -113,6 +121,8 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
 {
     if (d->team.node_size > COLL_MAX_NODE || d->blocks == 0 || d->blocks > SYMADDR_COLL_MAX_BLOCKS)
         return SYMADDR_ERR_UNSUPPORTED;
+    /* Every kind has its case, and no default: a kind symaddr adds stops the build here
+     * (-Wswitch) until it has a kernel, instead of failing when it runs. */
     switch (d->kind) {
     case SYMADDR_COLL_BARRIER:
     case SYMADDR_COLL_ALLGATHER:
@@ -121,7 +131,15 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
     case SYMADDR_COLL_GATHER:
     case SYMADDR_COLL_SCATTER:
         return COLL_LAUNCH(k_move, *d, stream, *d, d->count * dtype_size(d->dtype));
-    default: break;
+    case SYMADDR_COLL_ALLREDUCE_ONESHOT:
+    case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
+    case SYMADDR_COLL_ALLREDUCE_LL:
+    case SYMADDR_COLL_ALLREDUCE_LAMPORT:
+    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET:
+    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY:
+    case SYMADDR_COLL_REDUCE_SCATTER:
+    case SYMADDR_COLL_REDUCE: break; /* the reducing kernels, by dtype and op below */
+    case SYMADDR_COLL_KIND_COUNT_: return SYMADDR_ERR_INVALID_ARG;
     }
     switch (d->dtype) {
 #define DT_LAUNCH(E, name, bytes, T)                                                               \
