@@ -27,12 +27,11 @@ uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh)
 
 uint64_t symaddr_bootstrap_agree_deadline(const symaddr_bootstrap_t *b)
 {
-    uint64_t fresh = symaddr_bootstrap_deadline(b, 1), call = b->deadline_ns;
+    uint64_t fresh = symaddr_bootstrap_deadline(b, 1);
     /* within a call, no later than its own deadline plus the timeout: twice the timeout from
      * the call's start, whatever ran out before */
-    if (call && call + (uint64_t)b->timeout_ms * 1000000u < fresh)
-        return call + (uint64_t)b->timeout_ms * 1000000u;
-    return fresh;
+    uint64_t cap = b->deadline_ns + (uint64_t)b->timeout_ms * 1000000u;
+    return b->deadline_ns && cap < fresh ? cap : fresh;
 }
 
 void symaddr_bootstrap_call_end(symaddr_bootstrap_t *b) { b->deadline_ns = 0; }

@@ -200,21 +200,30 @@ static symaddr_status_t sizes(symaddr_context_t *ctx, size_t count, symaddr_dtyp
     return SYMADDR_OK;
 }
 
-/* Where send and recv lie in their registrations (translation keeps the offset), then the
- * agreement (validation mode); fills d. local is the verdict on sizes, dtype, op and root. */
-static symaddr_status_t buffers(symaddr_context_t *ctx, symaddr_status_t local,
-                                const symaddr_coll_call_t *call, symaddr_coll_kind_t kind,
-                                size_t bytes, size_t total, size_t work, symaddr_coll_desc_t *d)
+symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
+                                    symaddr_coll_desc_t *d)
 {
     const symaddr_coll_row_t *row = call->row;
     const char *fn = row->name;
-    coll_buf_t send = {.what = "send", .ptr = call->send, .bytes = row->send_all ? total : bytes};
-    coll_buf_t recv = {.what = "recv", .ptr = call->recv, .bytes = row->recv_all ? total : bytes};
     symaddr_redop_t op = row->reduces ? call->op : SYMADDR_SUM;
     int root = row->rooted ? call->root : 0;
+    size_t bytes, total, work = 0;
+    symaddr_status_t st = sizes(ctx, call->count, call->dtype, (int)op, &bytes, &total, fn);
+    if (st == SYMADDR_OK && row->rooted && (root < 0 || root >= ctx->core.size))
+        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
+                               fn, root, ctx->core.size - 1);
+    if (st == SYMADDR_OK && symaddr_multi_node(ctx))
+        st = symaddr_coll_mpi_fits(ctx, row->mpi_all ? total : bytes, fn);
+    symaddr_coll_kind_t kind = row->kind;
+    if (row->choose)
+        kind = row->choose(ctx, bytes, call->dtype, &work);
+    else
+        work = row->node_work ? bytes * (size_t)ctx->core.boot.node_size : bytes;
+    /* the buffers, then where they lie in their registrations (translation keeps the offset) */
+    coll_buf_t send = {.what = "send", .ptr = call->send, .bytes = row->send_all ? total : bytes};
+    coll_buf_t recv = {.what = "recv", .ptr = call->recv, .bytes = row->recv_all ? total : bytes};
     /* reduce-scatter reads at send + node_rank * count elements */
     uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? bytes : 0;
-    symaddr_status_t st = local;
     if (st == SYMADDR_OK)
         st = sym_buffer(ctx, call, &send, &bits);
     if (st == SYMADDR_OK)
@@ -238,25 +247,4 @@ static symaddr_status_t buffers(symaddr_context_t *ctx, symaddr_status_t local,
     d->root = root;
     d->vec = (bits & 15) == 0;
     return SYMADDR_OK;
-}
-
-symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
-                                    symaddr_coll_desc_t *d)
-{
-    const symaddr_coll_row_t *row = call->row;
-    size_t bytes, total, work = 0;
-    symaddr_status_t st =
-        sizes(ctx, call->count, call->dtype, row->reduces ? (int)call->op : SYMADDR_SUM, &bytes,
-              &total, row->name);
-    if (st == SYMADDR_OK && row->rooted && (call->root < 0 || call->root >= ctx->core.size))
-        st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
-                               row->name, call->root, ctx->core.size - 1);
-    if (st == SYMADDR_OK && symaddr_multi_node(ctx))
-        st = symaddr_coll_mpi_fits(ctx, row->mpi_all ? total : bytes, row->name);
-    symaddr_coll_kind_t kind = row->kind;
-    if (row->choose)
-        kind = row->choose(ctx, bytes, call->dtype, &work);
-    else
-        work = row->node_work ? bytes * (size_t)ctx->core.boot.node_size : bytes;
-    return buffers(ctx, st, call, kind, bytes, total, work, d);
 }

@@ -72,25 +72,28 @@ bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m)
     return true;
 }
 
-bool symaddr_backing_retained(const symaddr_context_t *ctx, size_t asked, bool vmm)
+/* The link to the newest retained backing of asked bytes (vmm or not); NULL when none. */
+static symaddr_backing_t **retained_link(symaddr_context_t *ctx, size_t asked, bool vmm)
 {
-    for (const symaddr_backing_t *m = ctx->retained; m; m = m->older)
-        if (m->asked == asked && m->vmm == vmm)
-            return true;
-    return false;
+    for (symaddr_backing_t **p = &ctx->retained; *p; p = &(*p)->older)
+        if ((*p)->asked == asked && (*p)->vmm == vmm)
+            return p;
+    return NULL;
+}
+
+bool symaddr_backing_retained(symaddr_context_t *ctx, size_t asked, bool vmm)
+{
+    return retained_link(ctx, asked, vmm) != NULL;
 }
 
 symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bool vmm)
 {
-    for (symaddr_backing_t **p = &ctx->retained; *p; p = &(*p)->older) {
-        symaddr_backing_t *m = *p;
-        if (m->asked != asked || m->vmm != vmm)
-            continue;
+    symaddr_backing_t **p = retained_link(ctx, asked, vmm), *m = p ? *p : NULL;
+    if (m) {
         *p = m->older;
         m->older = NULL;
-        return m;
     }
-    return NULL;
+    return m;
 }
 
 /* The retained backings past the newest keep bytes and keep_count backings, unlinked, oldest

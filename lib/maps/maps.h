@@ -134,7 +134,7 @@ void symaddr_backing_release(symaddr_context_t *ctx, symaddr_backing_t *m);
  * between dropping peers' roots and freeing this rank's). */
 bool symaddr_backing_retain(symaddr_context_t *ctx, symaddr_backing_t *m);
 /* Whether a retained backing of asked bytes (vmm or not) is there to take back. */
-bool symaddr_backing_retained(const symaddr_context_t *ctx, size_t asked, bool vmm);
+bool symaddr_backing_retained(symaddr_context_t *ctx, size_t asked, bool vmm);
 symaddr_backing_t *symaddr_backing_take(symaddr_context_t *ctx, size_t asked, bool vmm);
 symaddr_status_t symaddr_retained_flush(symaddr_context_t *ctx, size_t keep);
 /* flush, keeping also at most keep_count backings */
