@@ -51,8 +51,9 @@ static void bench_ops_print(FILE *f)
 {
     for (size_t i = 0; i < sizeof(bench_ops) / sizeof(bench_ops[0]); i++)
         fprintf(f, " %s", bench_ops[i].name);
-    for (int i = 0; i < NCOLLS; i++)
-        fprintf(f, " %s", bench_colls[i].name);
+    const bench_coll_t *colls;
+    for (int i = 0, n = bench_colls_get(&colls); i < n; i++)
+        fprintf(f, " %s", colls[i].name);
 }
 
 int main(int argc, char **argv)

@@ -688,6 +688,48 @@ SYMADDR_API symaddr_status_t symaddr_scatter(symaddr_context_t *ctx, const void 
 /** recv[r * count + i] = rank r's send[rank * count + i]. send and recv must not overlap. */
 SYMADDR_API symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
                                               size_t count, symaddr_dtype_t dtype, void *stream);
+/** Bits of symaddr_collective_info_t.flags: a collective's shape. Its in-place form follows
+ *  from it: neither SEND_ALL nor RECV_ALL, send == recv; RECV_ALL alone, send is this rank's
+ *  block of recv (recv + rank * count); SEND_ALL alone, recv is this rank's block of send; both,
+ *  none. */
+typedef enum {
+    SYMADDR_COLLECTIVE_SEND_ALL = 1,   /**< send holds count elements per rank */
+    SYMADDR_COLLECTIVE_RECV_ALL = 2,   /**< recv holds count elements per rank */
+    SYMADDR_COLLECTIVE_REDUCES = 4,    /**< takes op */
+    SYMADDR_COLLECTIVE_ROOTED = 8,     /**< takes root */
+    SYMADDR_COLLECTIVE_ROOT_ONLY = 16, /**< only the root's recv holds the result */
+} symaddr_collective_flag_t;
+
+/** A data collective as bindings and tools list it (symaddr_collective_info). */
+typedef struct symaddr_collective_info {
+    const char *name; /**< "allreduce": its call is symaddr_allreduce */
+    const char *doc;  /**< what the call computes, one line */
+    unsigned flags;   /**< SYMADDR_COLLECTIVE_* bits */
+} symaddr_collective_info_t;
+
+/** How many data collectives this library has (every collective call above; not the barrier).
+ *  Their calls all take (ctx, send, recv, count, dtype[, op][, root], stream), op where
+ *  SYMADDR_COLLECTIVE_REDUCES and root where SYMADDR_COLLECTIVE_ROOTED. */
+SYMADDR_API int symaddr_collective_count(void);
+
+/** Data collective @p index, 0 to symaddr_collective_count() - 1, in the order of this library
+ *  (look one up by its name: a later version may add collectives between them).
+ *  @return a static record, never freed; NULL when @p index is out of range. */
+SYMADDR_API const symaddr_collective_info_t *symaddr_collective_info(int index);
+
+/**
+ * Run data collective @p index exactly as its own call would (the same checks, kernels and
+ * messages, which name that call): for bindings and tools that serve every collective through
+ * one entry. @p op is read only where the collective has SYMADDR_COLLECTIVE_REDUCES, @p root
+ * only where it has SYMADDR_COLLECTIVE_ROOTED.
+ * @return what the collective's call returns, as symaddr_allreduce; SYMADDR_ERR_INVALID_ARG also
+ *         for an index out of range (and a NULL context).
+ */
+SYMADDR_API symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int index,
+                                                    const void *send, void *recv, size_t count,
+                                                    symaddr_dtype_t dtype, symaddr_redop_t op,
+                                                    int root, void *stream);
+
 /** No rank leaves before every rank has entered (stream-ordered on the GPU). */
 SYMADDR_API symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream);
 
@@ -728,6 +770,8 @@ SYMADDR_API const char *symaddr_provider_name(symaddr_provider_kind_t kind);
  * This library's names, values and layouts as one JSON object, for bindings that must not keep
  * copies of this header: "version", the enums "status", "backend", "provider", "redop" and
  * "dtype" (name: value), "dtype_bytes", "capability" (SYMADDR_CAP_* bits by lower-case name),
+ * "collective_flag" (SYMADDR_COLLECTIVE_* bits by lower-case name), "collectives" (as
+ * symaddr_collective_info lists them: [{"name", "doc", "flags"}, ...], in index order),
  * and "structs": symaddr_config_t, symaddr_map_t and symaddr_buffer_t as {"size", "fields":
  * [[name, type, offset, bytes], ...]}, type one of "int", "unsigned", "size_t", "uint64", "ptr".
  * @return a static string, never NULL; safe from any thread.

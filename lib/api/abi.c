@@ -183,6 +183,17 @@ static void abi_build(void)
         "\"system_atomics\": %llu, \"owned\": %llu, \"fabric\": %llu, \"coherent\": %llu}, ",
         SYMADDR_CAP_LOAD_STORE, SYMADDR_CAP_ATOMICS, SYMADDR_CAP_SYSTEM_ATOMICS, SYMADDR_CAP_OWNED,
         SYMADDR_CAP_FABRIC, SYMADDR_CAP_COHERENT);
+    put(&o,
+        "\"collective_flag\": {\"send_all\": %d, \"recv_all\": %d, \"reduces\": %d, "
+        "\"rooted\": %d, \"root_only\": %d}, \"collectives\": [",
+        SYMADDR_COLLECTIVE_SEND_ALL, SYMADDR_COLLECTIVE_RECV_ALL, SYMADDR_COLLECTIVE_REDUCES,
+        SYMADDR_COLLECTIVE_ROOTED, SYMADDR_COLLECTIVE_ROOT_ONLY);
+    for (int i = 0; i < symaddr_collective_count(); i++) {
+        const symaddr_collective_info_t *c = symaddr_collective_info(i);
+        put(&o, "%s{\"name\": \"%s\", \"doc\": \"%s\", \"flags\": %u}", i ? ", " : "", c->name,
+            c->doc, c->flags);
+    }
+    put(&o, "], ");
     put(&o, "\"structs\": {");
     LAYOUT(&o, symaddr_config_t, config_fields);
     put(&o, ", ");

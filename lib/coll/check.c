@@ -65,24 +65,23 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
 {
     if (!ctx->core.cfg.validate)
         return local;
-    symaddr_status_t st =
-        symaddr_agree_status(&ctx->core, local, symaddr_coll_kinds[kind].coll->name);
+    const symaddr_coll_row_t *row = symaddr_coll_row_of(kind);
+    symaddr_status_t st = symaddr_agree_status(&ctx->core, local, row->name);
     if (st != SYMADDR_OK)
         return st;
     enum { WORDS = 7 };
-    uint64_t mine[WORDS] = {
-        (uint64_t)symaddr_coll_kinds[kind].coll->kind,
-        count,
-        (uint64_t)dt,
-        (uint64_t)op,
-        (uint64_t)root,
-        symaddr_coll_kinds[kind].coll->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
-        symaddr_coll_kinds[kind].coll->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0};
+    uint64_t mine[WORDS] = {(uint64_t)row->algos[0].kind,
+                            count,
+                            (uint64_t)dt,
+                            (uint64_t)op,
+                            (uint64_t)root,
+                            row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
+                            row->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0};
     uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all)
         return symaddr_core_break(
-            &ctx->core, symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory",
-                                          symaddr_coll_kinds[kind].coll->name));
+            &ctx->core,
+            symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", row->name));
     st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
                                symaddr_bootstrap_agree_deadline(&ctx->core.boot));
     if (st != SYMADDR_OK) {
@@ -91,7 +90,7 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
         return symaddr_set_error(ctx, st,
                                  "%s: the ranks could not compare their arguments "
                                  "within %u ms; the context is broken",
-                                 symaddr_coll_kinds[kind].coll->name, ctx->core.cfg.timeout_ms);
+                                 row->name, ctx->core.cfg.timeout_ms);
     }
     for (int r = 0; r < ctx->core.size && st == SYMADDR_OK; r++) {
         const uint64_t *theirs = all + WORDS * (size_t)r;
@@ -100,18 +99,18 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                                    "%s: rank %d passed a different collective, count (%llu, rank "
                                    "0: %llu), dtype, op or root than rank 0; every rank must pass "
                                    "the same",
-                                   symaddr_coll_kinds[kind].coll->name, r,
-                                   (unsigned long long)theirs[1], (unsigned long long)all[1]);
+                                   row->name, r, (unsigned long long)theirs[1],
+                                   (unsigned long long)all[1]);
         else if (memcmp(theirs + 5, all + 5, 2 * sizeof(uint64_t)) != 0)
-            st = symaddr_set_error(
-                ctx, SYMADDR_ERR_MISMATCH,
-                "%s: rank %d passed %s at byte %llu of its registration, rank 0 "
-                "at byte %llu; kernels reach a peer's %s at this rank's offset, "
-                "so every rank must pass it at the same one",
-                symaddr_coll_kinds[kind].coll->name, r, theirs[5] != all[5] ? "send" : "recv",
-                (unsigned long long)(theirs[5] != all[5] ? theirs[5] : theirs[6]),
-                (unsigned long long)(theirs[5] != all[5] ? all[5] : all[6]),
-                theirs[5] != all[5] ? "send" : "recv");
+            st =
+                symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
+                                  "%s: rank %d passed %s at byte %llu of its registration, rank 0 "
+                                  "at byte %llu; kernels reach a peer's %s at this rank's offset, "
+                                  "so every rank must pass it at the same one",
+                                  row->name, r, theirs[5] != all[5] ? "send" : "recv",
+                                  (unsigned long long)(theirs[5] != all[5] ? theirs[5] : theirs[6]),
+                                  (unsigned long long)(theirs[5] != all[5] ? all[5] : all[6]),
+                                  theirs[5] != all[5] ? "send" : "recv");
     }
     free(all);
     return st;
@@ -124,11 +123,9 @@ static bool overlap(const void *a, size_t an, const void *b, size_t bn)
 }
 
 /* send and recv either the same buffer or apart. */
-symaddr_status_t symaddr_coll_in_place_or_apart(symaddr_context_t *ctx, const void *send,
-                                                const void *recv, size_t bytes, size_t total,
-                                                const char *fn)
+static symaddr_status_t in_place_or_apart(symaddr_context_t *ctx, const void *send,
+                                          const void *recv, size_t bytes, const char *fn)
 {
-    (void)total;
     if (send != recv && overlap(send, bytes, recv, bytes))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: send and recv overlap without being the same buffer; pass "
@@ -138,7 +135,7 @@ symaddr_status_t symaddr_coll_in_place_or_apart(symaddr_context_t *ctx, const vo
 }
 
 /* part apart from whole, or this rank's block of it (whole + rank * count), the only in-place
- * form of reduce-scatter (recv a block of send) and allgather (send a block of recv). */
+ * form where one buffer holds a block per rank (recv a block of send, or send of recv). */
 static symaddr_status_t block_rule(symaddr_context_t *ctx, const void *part, const char *part_name,
                                    const void *whole, const char *whole_name, size_t bytes,
                                    size_t total, const char *fn)
@@ -152,29 +149,25 @@ static symaddr_status_t block_rule(symaddr_context_t *ctx, const void *part, con
     return SYMADDR_OK;
 }
 
-symaddr_status_t symaddr_coll_rs_rule(symaddr_context_t *ctx, const void *send, const void *recv,
-                                      size_t bytes, size_t total, const char *fn)
+/* The overlaps a collective allows follow from its shape (symaddr_collective_flag_t). */
+static symaddr_status_t overlap_rule(symaddr_context_t *ctx, const symaddr_coll_row_t *row,
+                                     const void *send, const void *recv, size_t bytes, size_t total)
 {
-    return block_rule(ctx, recv, "recv", send, "send", bytes, total, fn);
-}
-
-symaddr_status_t symaddr_coll_ag_rule(symaddr_context_t *ctx, const void *send, const void *recv,
-                                      size_t bytes, size_t total, const char *fn)
-{
-    return block_rule(ctx, send, "send", recv, "recv", bytes, total, fn);
-}
-
-/* alltoall: no in-place form. */
-symaddr_status_t symaddr_coll_a2a_rule(symaddr_context_t *ctx, const void *send, const void *recv,
-                                       size_t bytes, size_t total, const char *fn)
-{
-    (void)bytes;
-    if (overlap(send, total, recv, total))
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "%s: send and recv overlap; in-place alltoall is not supported, "
-                                 "use separate buffers",
-                                 fn);
-    return SYMADDR_OK;
+    bool send_all = symaddr_coll_has(row, SYMADDR_COLLECTIVE_SEND_ALL),
+         recv_all = symaddr_coll_has(row, SYMADDR_COLLECTIVE_RECV_ALL);
+    if (send_all && recv_all) {
+        if (overlap(send, total, recv, total))
+            return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                     "%s: send and recv overlap; in-place %s is not supported, "
+                                     "use separate buffers",
+                                     row->name, row->info.name);
+        return SYMADDR_OK;
+    }
+    if (send_all)
+        return block_rule(ctx, recv, "recv", send, "send", bytes, total, row->name);
+    if (recv_all)
+        return block_rule(ctx, send, "send", recv, "recv", bytes, total, row->name);
+    return in_place_or_apart(ctx, send, recv, bytes, row->name);
 }
 
 /* The sizes of a call: bytes = count elements, total = bytes per rank of the context; local
@@ -205,23 +198,28 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
 {
     const symaddr_coll_row_t *row = call->row;
     const char *fn = row->name;
-    symaddr_redop_t op = row->reduces ? call->op : SYMADDR_SUM;
-    int root = row->rooted ? call->root : 0;
+    bool rooted = symaddr_coll_has(row, SYMADDR_COLLECTIVE_ROOTED);
+    symaddr_redop_t op = symaddr_coll_has(row, SYMADDR_COLLECTIVE_REDUCES) ? call->op : SYMADDR_SUM;
+    int root = rooted ? call->root : 0;
     size_t bytes, total, work = 0;
     symaddr_status_t st = sizes(ctx, call->count, call->dtype, (int)op, &bytes, &total, fn);
-    if (st == SYMADDR_OK && row->rooted && (root < 0 || root >= ctx->core.size))
+    if (st == SYMADDR_OK && rooted && (root < 0 || root >= ctx->core.size))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG, "%s: root %d is not a rank (0..%d)",
                                fn, root, ctx->core.size - 1);
     if (st == SYMADDR_OK && symaddr_multi_node(ctx))
         st = symaddr_coll_mpi_fits(ctx, row->mpi_all ? total : bytes, fn);
-    symaddr_coll_kind_t kind = row->kind;
+    symaddr_coll_kind_t kind = row->algos[0].kind;
     if (row->choose)
         kind = row->choose(ctx, bytes, call->dtype, &work);
     else
         work = row->node_work ? bytes * (size_t)ctx->core.boot.node_size : bytes;
     /* the buffers, then where they lie in their registrations (translation keeps the offset) */
-    coll_buf_t send = {.what = "send", .ptr = call->send, .bytes = row->send_all ? total : bytes};
-    coll_buf_t recv = {.what = "recv", .ptr = call->recv, .bytes = row->recv_all ? total : bytes};
+    coll_buf_t send = {.what = "send",
+                       .ptr = call->send,
+                       .bytes = symaddr_coll_has(row, SYMADDR_COLLECTIVE_SEND_ALL) ? total : bytes};
+    coll_buf_t recv = {.what = "recv",
+                       .ptr = call->recv,
+                       .bytes = symaddr_coll_has(row, SYMADDR_COLLECTIVE_RECV_ALL) ? total : bytes};
     /* reduce-scatter reads at send + node_rank * count elements */
     uint64_t bits = kind == SYMADDR_COLL_REDUCE_SCATTER ? bytes : 0;
     if (st == SYMADDR_OK)
@@ -229,7 +227,7 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
     if (st == SYMADDR_OK)
         st = sym_buffer(ctx, call, &recv, &bits);
     if (st == SYMADDR_OK)
-        st = row->rule(ctx, call->send, call->recv, bytes, total, fn);
+        st = overlap_rule(ctx, row, call->send, call->recv, bytes, total);
     uint64_t offsets[2] = {0, 0};
     if (st == SYMADDR_OK) {
         offsets[0] = (uint64_t)(uintptr_t)call->send - send.host_pb[ctx->core.rank];

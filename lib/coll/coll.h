@@ -8,10 +8,6 @@
 
 #include "lifecycle/context.h"
 
-/* Which overlaps of send and recv a collective allows, checked once both are in bounds. */
-typedef symaddr_status_t (*symaddr_coll_rule_t)(symaddr_context_t *ctx, const void *send,
-                                                const void *recv, size_t bytes, size_t total,
-                                                const char *fn);
 /* The node's kernel and, across nodes, the step between them. */
 typedef symaddr_status_t (*symaddr_coll_nodes_t)(symaddr_context_t *ctx,
                                                  const symaddr_coll_desc_t *d, void *stream);
@@ -25,49 +21,51 @@ typedef symaddr_coll_kind_t (*symaddr_coll_choose_t)(const symaddr_context_t *ct
  * registration. */
 enum { SYMADDR_COLL_PEER_SEND = 1, SYMADDR_COLL_PEER_RECV = 2 };
 
+/* A kernel kind of a collective: the algorithm it names in the INFO log, and the host's step
+ * after its kernel (two-shot-copy's all-gather), if any. */
+typedef struct symaddr_coll_algo {
+    symaddr_coll_kind_t kind;
+    const char *name;
+    symaddr_status_t (*after)(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream);
+} symaddr_coll_algo_t;
+
 /* A collective: one row of table.c. */
 typedef struct symaddr_coll_row {
-    const char *name;             /* the public call's */
-    const char *collective;       /* as the INFO log names it */
-    symaddr_coll_kind_t kind;     /* its kernel kind, the first of them where choose picks one */
-    symaddr_coll_choose_t choose; /* NULL: always kind */
-    bool send_all, recv_all;      /* the buffer holds a block per rank (count each) */
-    bool node_work;               /* its kernel's work is a block per node rank */
-    bool reduces, rooted;         /* takes op; takes root */
-    bool mpi_all;                 /* between nodes, MPI carries every rank's block at once */
-    unsigned peers;               /* SYMADDR_COLL_PEER_* */
-    symaddr_coll_rule_t rule;
+    symaddr_collective_info_t info;   /* what symaddr_collective_info shows: name, doc, shape */
+    const char *name;                 /* the public call's */
+    const symaddr_coll_algo_t *algos; /* its kinds, the first where choose is NULL; ends at a
+                                         NULL name */
+    symaddr_coll_choose_t choose;
+    bool node_work; /* its kernel's work is a block per node rank */
+    bool mpi_all;   /* between nodes, MPI carries every rank's block at once */
+    unsigned peers; /* SYMADDR_COLL_PEER_* */
     symaddr_coll_nodes_t nodes;
 } symaddr_coll_row_t;
 
-/* A kernel kind: the collective it serves, the algorithm it names in the INFO log, and the
- * host's step after its kernel (two-shot-copy's all-gather), if any. */
-typedef struct symaddr_coll_kind_info {
-    const symaddr_coll_row_t *coll;
-    const char *algo;
-    symaddr_status_t (*after)(symaddr_context_t *ctx, const symaddr_coll_desc_t *d, void *stream);
-} symaddr_coll_kind_info_t;
+/* One kind, for a row's algos: ONE_ALGO(SYMADDR_COLL_GATHER, "stores into the root"). */
+#define SYMADDR_COLL_ONE_ALGO(kind_, name_)                                                        \
+    (const symaddr_coll_algo_t[])                                                                  \
+    {                                                                                              \
+        {.kind = (kind_), .name = (name_)}, { .name = NULL }                                       \
+    }
 
-extern const symaddr_coll_row_t symaddr_coll_barrier_row, symaddr_coll_allreduce_row,
-    symaddr_coll_reduce_scatter_row, symaddr_coll_allgather_row, symaddr_coll_broadcast_row,
-    symaddr_coll_alltoall_row, symaddr_coll_reduce_row, symaddr_coll_gather_row,
-    symaddr_coll_scatter_row;
-extern const symaddr_coll_kind_info_t symaddr_coll_kinds[SYMADDR_COLL_KIND_COUNT_];
+static inline bool symaddr_coll_has(const symaddr_coll_row_t *r, unsigned flag)
+{
+    return (r->info.flags & flag) != 0;
+}
+
+/* table.c: a kind's collective and algorithm (NULL for no kind); the data collectives by
+ * public index, and the barrier */
+const symaddr_coll_row_t *symaddr_coll_row_of(symaddr_coll_kind_t kind);
+const symaddr_coll_algo_t *symaddr_coll_algo_of(symaddr_coll_kind_t kind);
+const symaddr_coll_row_t *symaddr_coll_row_at(int index);
+extern const symaddr_coll_row_t symaddr_coll_barrier_row;
 
 /* algo.c */
 symaddr_coll_kind_t symaddr_coll_allreduce_kind(const symaddr_context_t *ctx, size_t bytes,
                                                 symaddr_dtype_t dt, size_t *work_p);
 
 /* check.c: the overlap rules, the agreement of validation mode, and the checks of a call */
-symaddr_status_t symaddr_coll_in_place_or_apart(symaddr_context_t *ctx, const void *send,
-                                                const void *recv, size_t bytes, size_t total,
-                                                const char *fn);
-symaddr_status_t symaddr_coll_rs_rule(symaddr_context_t *ctx, const void *send, const void *recv,
-                                      size_t bytes, size_t total, const char *fn);
-symaddr_status_t symaddr_coll_ag_rule(symaddr_context_t *ctx, const void *send, const void *recv,
-                                      size_t bytes, size_t total, const char *fn);
-symaddr_status_t symaddr_coll_a2a_rule(symaddr_context_t *ctx, const void *send, const void *recv,
-                                       size_t bytes, size_t total, const char *fn);
 symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
                                           symaddr_coll_kind_t kind, size_t count,
                                           symaddr_dtype_t dt, int op, int root,
@@ -92,6 +90,16 @@ void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
                             symaddr_redop_t op, size_t work_bytes);
 symaddr_status_t symaddr_coll_launch(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
                                      void *stream);
+/* A public call: its checks, the node's kernel and, across nodes, the row's step. */
+symaddr_status_t symaddr_coll_run(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
+                                  void *stream);
+/* The guarded body of the public call of kind_'s collective: its arguments, then
+ * symaddr_coll_run. */
+#define SYMADDR_COLL_CALL(ctx, kind_, ...)                                                         \
+    do {                                                                                           \
+        const symaddr_coll_call_t call_ = {.row = symaddr_coll_row_of(kind_), __VA_ARGS__};        \
+        GUARDED(ctx, call_.row->name, symaddr_coll_run(ctx, &call_, stream));                      \
+    } while (0)
 symaddr_status_t symaddr_coll_gather_by_copy(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
                                              void *stream);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The public collective calls: each its row of table.c through one driver, the node's kernel
- * on the caller's stream and, across nodes, the row's step between them. */
+/* The driver of the collective calls (each a row of table.c, with its public call there): the
+ * node's kernel on the caller's stream and, across nodes, the row's step between them; the
+ * barrier; the team. */
 #include "coll/coll.h"
 #include "symaddr/team.h"
 
@@ -85,8 +86,8 @@ void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
 /* INFO: the algorithm of a collective, when it is not the one this context last logged. */
 static void log_algorithm(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
 {
-    const symaddr_coll_kind_info_t *k = &symaddr_coll_kinds[d->kind];
-    int *last = &ctx->coll.logged[k->coll->kind];
+    const symaddr_coll_row_t *row = symaddr_coll_row_of(d->kind);
+    int *last = &ctx->coll.logged[row->algos[0].kind];
     if (*last == (int)d->kind + 1 ||
         !symaddr_log_on(&ctx->core.cfg, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL))
         return;
@@ -100,7 +101,8 @@ static void log_algorithm(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
         SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "barrier: flags");
     else
         SYMADDR_LOG(&ctx->core, SYMADDR_LOG_INFO, SYMADDR_SUB_COLL, "%s %zu%s %s: %s",
-                    k->coll->collective, shown, unit, symaddr_dtype_name(d->dtype), k->algo);
+                    row->info.name, shown, unit, symaddr_dtype_name(d->dtype),
+                    symaddr_coll_algo_of(d->kind)->name);
 }
 
 static symaddr_status_t launch_kernel(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
@@ -111,10 +113,10 @@ static symaddr_status_t launch_kernel(symaddr_context_t *ctx, const symaddr_coll
         return symaddr_set_error(ctx, st,
                                  "%s: node groups larger than 64 ranks are not "
                                  "supported",
-                                 symaddr_coll_kinds[d->kind].coll->name);
+                                 symaddr_coll_row_of(d->kind)->name);
     if (st != SYMADDR_OK)
         return symaddr_set_error(ctx, st, "%s: the %s runtime refused the launch: %s",
-                                 symaddr_coll_kinds[d->kind].coll->name, ctx->be.ops->name,
+                                 symaddr_coll_row_of(d->kind)->name, ctx->be.ops->name,
                                  symaddr_launch_why);
     /* The cpu backend ran it already: report a failure now. */
     return ctx->be.ops->immediate ? symaddr_coll_status(ctx) : SYMADDR_OK;
@@ -157,20 +159,21 @@ symaddr_status_t symaddr_coll_launch(symaddr_context_t *ctx, const symaddr_coll_
     log_algorithm(ctx, d);
     symaddr_status_t st = launch_kernel(ctx, d, stream);
     symaddr_status_t (*after)(symaddr_context_t *, const symaddr_coll_desc_t *, void *) =
-        symaddr_coll_kinds[d->kind].after;
+        symaddr_coll_algo_of(d->kind)->after;
     return st == SYMADDR_OK && after ? after(ctx, d, stream) : st;
 }
 
 /* Every collective: sizes and arguments checked, the agreement (validation mode), then the
  * node's kernel on the caller's stream and, across nodes, the row's step. */
-static symaddr_status_t coll_run(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
-                                 void *stream)
+symaddr_status_t symaddr_coll_run(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
+                                  void *stream)
 {
     symaddr_coll_desc_t d;
     symaddr_status_t st = symaddr_coll_begin(ctx, call, &d);
     if (st != SYMADDR_OK || call->count == 0)
         return st;
-    if (call->row->rooted) { /* the kernel takes the root's node rank; -1 on another node */
+    if (symaddr_coll_has(call->row, SYMADDR_COLLECTIVE_ROOTED)) {
+        /* the kernel takes the root's node rank; -1 on another node */
         d.root = -1;
         d.root_rank = call->root;
         for (int q = 0; q < ctx->core.boot.node_size; q++)
@@ -181,69 +184,21 @@ static symaddr_status_t coll_run(symaddr_context_t *ctx, const symaddr_coll_call
                                    : symaddr_coll_launch(ctx, &d, stream);
 }
 
-/* The guarded body of a public call of row_: its arguments, then coll_run. */
-#define COLL_CALL(ctx, row_, ...)                                                                  \
-    do {                                                                                           \
-        const symaddr_coll_call_t call_ = {.row = &(row_), __VA_ARGS__};                           \
-        GUARDED(ctx, call_.row->name, coll_run(ctx, &call_, stream));                              \
-    } while (0)
-
-symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
-                                   void *stream)
+symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int index, const void *send,
+                                        void *recv, size_t count, symaddr_dtype_t dtype,
+                                        symaddr_redop_t op, int root, void *stream)
 {
-    COLL_CALL(ctx, symaddr_coll_allreduce_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype, .op = op);
-}
-
-symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send, void *recv,
-                                        size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
-                                        void *stream)
-{
-    COLL_CALL(ctx, symaddr_coll_reduce_scatter_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype, .op = op);
-}
-
-symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, void *stream)
-{
-    COLL_CALL(ctx, symaddr_coll_allgather_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype);
-}
-
-symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
-                                   size_t count, symaddr_dtype_t dtype, int root, void *stream)
-{
-    COLL_CALL(ctx, symaddr_coll_broadcast_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype, .root = root);
-}
-
-symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
-                                  size_t count, symaddr_dtype_t dtype, void *stream)
-{
-    COLL_CALL(ctx, symaddr_coll_alltoall_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype);
-}
-
-symaddr_status_t symaddr_reduce(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
-                                symaddr_dtype_t dtype, symaddr_redop_t op, int root, void *stream)
-{
-    COLL_CALL(ctx, symaddr_coll_reduce_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype, .op = op, .root = root);
-}
-
-symaddr_status_t symaddr_gather(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
-                                symaddr_dtype_t dtype, int root, void *stream)
-{
-    COLL_CALL(ctx, symaddr_coll_gather_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype, .root = root);
-}
-
-symaddr_status_t symaddr_scatter(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
-                                 symaddr_dtype_t dtype, int root, void *stream)
-{
-    COLL_CALL(ctx, symaddr_coll_scatter_row, .send = send, .recv = recv, .count = count,
-              .dtype = dtype, .root = root);
+    const symaddr_coll_row_t *row = symaddr_coll_row_at(index);
+    if (!row && ctx)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "symaddr_collective_run: collective %d is not one of this "
+                                 "library's %d (0..symaddr_collective_count() - 1); look it up by "
+                                 "name with symaddr_collective_info",
+                                 index, symaddr_collective_count());
+    if (!row)
+        return SYMADDR_ERR_INVALID_ARG;
+    SYMADDR_COLL_CALL(ctx, row->algos[0].kind, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype, .op = op, .root = root);
 }
 
 static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)

@@ -146,7 +146,7 @@ symaddr_status_t symaddr_coll_reduce_nodes(symaddr_context_t *ctx, const symaddr
 symaddr_status_t symaddr_coll_rooted_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
                                            void *stream)
 {
-    const char *fn = symaddr_coll_kinds[d->kind].coll->name;
+    const char *fn = symaddr_coll_row_of(d->kind)->name;
     bool gather = d->kind == SYMADDR_COLL_GATHER;
     size_t bytes = d->count * symaddr_dtype_size(d->dtype), total = bytes * (size_t)ctx->core.size;
     int me = ctx->core.rank, n = ctx->core.size, root = d->root_rank;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* What a collective is: one row each, and what each kernel kind serves. A new collective is
- * a row here, its public call in launch.c, its step between nodes in nodes.c, and its kernel
- * (doc/extending.md). */
+/* What a collective is: one row each, with its kernel kinds, and its public call. A new
+ * collective is a row and a call here, its kernel, and (where no row's serves) its step between
+ * nodes in nodes.c (doc/extending.md). */
 #include "coll/coll.h"
+
+#include <pthread.h>
 
 #define DTYPE_SIZE(E, name, bytes, T) [SYMADDR_##E] = bytes,
 #define DTYPE_NAME(E, name, bytes, T) [SYMADDR_##E] = #name,
@@ -20,119 +22,214 @@ const char *symaddr_dtype_name(symaddr_dtype_t dtype)
 }
 
 const symaddr_coll_row_t symaddr_coll_barrier_row = {
+    .info = {.name = "barrier", .doc = "no rank leaves before every rank has entered"},
     .name = "symaddr_barrier",
-    .collective = "barrier",
-    .kind = SYMADDR_COLL_BARRIER,
+    .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_BARRIER, "flags"),
 };
 
-const symaddr_coll_row_t symaddr_coll_allreduce_row = {
-    .name = "symaddr_allreduce",
-    .collective = "allreduce",
-    .kind = SYMADDR_COLL_ALLREDUCE_ONESHOT,
-    .choose = symaddr_coll_allreduce_kind,
-    .reduces = true,
-    .peers = SYMADDR_COLL_PEER_SEND | SYMADDR_COLL_PEER_RECV,
-    .rule = symaddr_coll_in_place_or_apart,
-    .nodes = symaddr_coll_allreduce_nodes,
+enum {
+    SEND_ALL = SYMADDR_COLLECTIVE_SEND_ALL,
+    RECV_ALL = SYMADDR_COLLECTIVE_RECV_ALL,
+    REDUCES = SYMADDR_COLLECTIVE_REDUCES,
+    ROOTED = SYMADDR_COLLECTIVE_ROOTED,
+    ROOT_ONLY = SYMADDR_COLLECTIVE_ROOT_ONLY,
 };
 
-const symaddr_coll_row_t symaddr_coll_reduce_scatter_row = {
-    .name = "symaddr_reduce_scatter",
-    .collective = "reduce_scatter",
-    .kind = SYMADDR_COLL_REDUCE_SCATTER,
-    .send_all = true,
-    .reduces = true,
-    .peers = SYMADDR_COLL_PEER_SEND,
-    .rule = symaddr_coll_rs_rule,
-    .nodes = symaddr_coll_reduce_scatter_nodes,
+/* The data collectives, in the order of their public index. */
+static const symaddr_coll_row_t rows[] = {
+    {
+        .info = {.name = "allreduce",
+                 .doc = "recv[i] = op over ranks of send[i]",
+                 .flags = REDUCES},
+        .name = "symaddr_allreduce",
+        .algos =
+            (const symaddr_coll_algo_t[]){
+                {.kind = SYMADDR_COLL_ALLREDUCE_ONESHOT, .name = "one-shot"},
+                {.kind = SYMADDR_COLL_ALLREDUCE_TWOSHOT, .name = "two-shot"},
+                {.kind = SYMADDR_COLL_ALLREDUCE_LL, .name = "ll"},
+                {.kind = SYMADDR_COLL_ALLREDUCE_LAMPORT, .name = "lamport"},
+                {.kind = SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET, .name = "two-shot by loads"},
+                {.kind = SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY,
+                 .name = "two-shot, all-gather by the copy engine",
+                 .after = symaddr_coll_gather_by_copy},
+                {.name = NULL},
+            },
+        .choose = symaddr_coll_allreduce_kind,
+        .peers = SYMADDR_COLL_PEER_SEND | SYMADDR_COLL_PEER_RECV,
+        .nodes = symaddr_coll_allreduce_nodes,
+    },
+    {
+        .info = {.name = "reduce_scatter",
+                 .doc = "recv[i] = op over ranks of send[rank * count + i]",
+                 .flags = SEND_ALL | REDUCES},
+        .name = "symaddr_reduce_scatter",
+        .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_REDUCE_SCATTER, "loads"),
+        .peers = SYMADDR_COLL_PEER_SEND,
+        .nodes = symaddr_coll_reduce_scatter_nodes,
+    },
+    {
+        .info = {.name = "allgather",
+                 .doc = "recv[r * count + i] = rank r's send[i]",
+                 .flags = RECV_ALL},
+        .name = "symaddr_allgather",
+        .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_ALLGATHER, "stores"),
+        .node_work = true,
+        .peers = SYMADDR_COLL_PEER_RECV,
+        .nodes = symaddr_coll_allgather_nodes,
+    },
+    {
+        .info = {.name = "broadcast",
+                 .doc = "recv[i] = root's send[i] on every rank",
+                 .flags = ROOTED},
+        .name = "symaddr_broadcast",
+        .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_BROADCAST, "loads from the root"),
+        .peers = SYMADDR_COLL_PEER_SEND,
+        .nodes = symaddr_coll_broadcast_nodes,
+    },
+    {
+        .info = {.name = "alltoall",
+                 .doc = "recv[r * count + i] = rank r's send[rank * count + i]",
+                 .flags = SEND_ALL | RECV_ALL},
+        .name = "symaddr_alltoall",
+        .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_ALLTOALL, "stores"),
+        .node_work = true,
+        .mpi_all = true,
+        .peers = SYMADDR_COLL_PEER_RECV,
+        .nodes = symaddr_coll_alltoall_nodes,
+    },
+    {
+        .info = {.name = "reduce",
+                 .doc = "root's recv[i] = op over ranks of send[i]; recv is symmetric on every "
+                        "rank, unspecified off the root",
+                 .flags = REDUCES | ROOTED | ROOT_ONLY},
+        .name = "symaddr_reduce",
+        .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_REDUCE, "the root's loads"),
+        .peers = SYMADDR_COLL_PEER_SEND,
+        .nodes = symaddr_coll_reduce_nodes,
+    },
+    {
+        .info = {.name = "gather",
+                 .doc = "root's recv[r * count + i] = rank r's send[i]; only the root's recv is "
+                        "written",
+                 .flags = RECV_ALL | ROOTED | ROOT_ONLY},
+        .name = "symaddr_gather",
+        .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_GATHER, "stores into the root"),
+        .mpi_all = true,
+        .peers = SYMADDR_COLL_PEER_RECV,
+        .nodes = symaddr_coll_rooted_nodes,
+    },
+    {
+        .info = {.name = "scatter",
+                 .doc = "recv[i] = root's send[rank * count + i]; only the root's send is read",
+                 .flags = SEND_ALL | ROOTED},
+        .name = "symaddr_scatter",
+        .algos = SYMADDR_COLL_ONE_ALGO(SYMADDR_COLL_SCATTER, "loads from the root"),
+        .mpi_all = true,
+        .peers = SYMADDR_COLL_PEER_SEND,
+        .nodes = symaddr_coll_rooted_nodes,
+    },
 };
+enum { ROWS = sizeof(rows) / sizeof(rows[0]) };
 
-const symaddr_coll_row_t symaddr_coll_allgather_row = {
-    .name = "symaddr_allgather",
-    .collective = "allgather",
-    .kind = SYMADDR_COLL_ALLGATHER,
-    .recv_all = true,
-    .node_work = true,
-    .peers = SYMADDR_COLL_PEER_RECV,
-    .rule = symaddr_coll_ag_rule,
-    .nodes = symaddr_coll_allgather_nodes,
-};
+/* Each kind's row and algorithm, found once from the rows. */
+static const symaddr_coll_row_t *row_of[SYMADDR_COLL_KIND_COUNT_];
+static const symaddr_coll_algo_t *algo_of[SYMADDR_COLL_KIND_COUNT_];
+static pthread_once_t kinds_once = PTHREAD_ONCE_INIT;
 
-const symaddr_coll_row_t symaddr_coll_broadcast_row = {
-    .name = "symaddr_broadcast",
-    .collective = "broadcast",
-    .kind = SYMADDR_COLL_BROADCAST,
-    .rooted = true,
-    .peers = SYMADDR_COLL_PEER_SEND,
-    .rule = symaddr_coll_in_place_or_apart,
-    .nodes = symaddr_coll_broadcast_nodes,
-};
+static void index_row(const symaddr_coll_row_t *r)
+{
+    for (const symaddr_coll_algo_t *a = r->algos; a->name; a++) {
+        row_of[a->kind] = r;
+        algo_of[a->kind] = a;
+    }
+}
 
-const symaddr_coll_row_t symaddr_coll_alltoall_row = {
-    .name = "symaddr_alltoall",
-    .collective = "alltoall",
-    .kind = SYMADDR_COLL_ALLTOALL,
-    .send_all = true,
-    .recv_all = true,
-    .node_work = true,
-    .mpi_all = true,
-    .peers = SYMADDR_COLL_PEER_RECV,
-    .rule = symaddr_coll_a2a_rule,
-    .nodes = symaddr_coll_alltoall_nodes,
-};
+static void index_kinds(void)
+{
+    index_row(&symaddr_coll_barrier_row);
+    for (int i = 0; i < ROWS; i++)
+        index_row(&rows[i]);
+}
 
-const symaddr_coll_row_t symaddr_coll_reduce_row = {
-    .name = "symaddr_reduce",
-    .collective = "reduce",
-    .kind = SYMADDR_COLL_REDUCE,
-    .reduces = true,
-    .rooted = true,
-    .peers = SYMADDR_COLL_PEER_SEND,
-    .rule = symaddr_coll_in_place_or_apart,
-    .nodes = symaddr_coll_reduce_nodes,
-};
+const symaddr_coll_row_t *symaddr_coll_row_of(symaddr_coll_kind_t kind)
+{
+    pthread_once(&kinds_once, index_kinds);
+    return (int)kind >= 0 && kind < SYMADDR_COLL_KIND_COUNT_ ? row_of[kind] : NULL;
+}
 
-const symaddr_coll_row_t symaddr_coll_gather_row = {
-    .name = "symaddr_gather",
-    .collective = "gather",
-    .kind = SYMADDR_COLL_GATHER,
-    .recv_all = true,
-    .rooted = true,
-    .mpi_all = true,
-    .peers = SYMADDR_COLL_PEER_RECV,
-    .rule = symaddr_coll_ag_rule,
-    .nodes = symaddr_coll_rooted_nodes,
-};
+const symaddr_coll_algo_t *symaddr_coll_algo_of(symaddr_coll_kind_t kind)
+{
+    pthread_once(&kinds_once, index_kinds);
+    return (int)kind >= 0 && kind < SYMADDR_COLL_KIND_COUNT_ ? algo_of[kind] : NULL;
+}
 
-const symaddr_coll_row_t symaddr_coll_scatter_row = {
-    .name = "symaddr_scatter",
-    .collective = "scatter",
-    .kind = SYMADDR_COLL_SCATTER,
-    .send_all = true,
-    .rooted = true,
-    .mpi_all = true,
-    .peers = SYMADDR_COLL_PEER_SEND,
-    .rule = symaddr_coll_rs_rule,
-    .nodes = symaddr_coll_rooted_nodes,
-};
+const symaddr_coll_row_t *symaddr_coll_row_at(int index)
+{
+    return index >= 0 && index < ROWS ? &rows[index] : NULL;
+}
 
-/* Every kernel kind: its collective and, for the INFO log, its algorithm. */
-const symaddr_coll_kind_info_t symaddr_coll_kinds[SYMADDR_COLL_KIND_COUNT_] = {
-    [SYMADDR_COLL_BARRIER] = {.coll = &symaddr_coll_barrier_row, .algo = "flags"},
-    [SYMADDR_COLL_ALLREDUCE_ONESHOT] = {.coll = &symaddr_coll_allreduce_row, .algo = "one-shot"},
-    [SYMADDR_COLL_ALLREDUCE_TWOSHOT] = {.coll = &symaddr_coll_allreduce_row, .algo = "two-shot"},
-    [SYMADDR_COLL_ALLREDUCE_LL] = {.coll = &symaddr_coll_allreduce_row, .algo = "ll"},
-    [SYMADDR_COLL_ALLREDUCE_LAMPORT] = {.coll = &symaddr_coll_allreduce_row, .algo = "lamport"},
-    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET] = {.coll = &symaddr_coll_allreduce_row,
-                                            .algo = "two-shot by loads"},
-    [SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY] = {.coll = &symaddr_coll_allreduce_row,
-                                             .algo = "two-shot, all-gather by the copy engine",
-                                             .after = symaddr_coll_gather_by_copy},
-    [SYMADDR_COLL_REDUCE_SCATTER] = {.coll = &symaddr_coll_reduce_scatter_row, .algo = "loads"},
-    [SYMADDR_COLL_ALLGATHER] = {.coll = &symaddr_coll_allgather_row, .algo = "stores"},
-    [SYMADDR_COLL_BROADCAST] = {.coll = &symaddr_coll_broadcast_row, .algo = "loads from the root"},
-    [SYMADDR_COLL_ALLTOALL] = {.coll = &symaddr_coll_alltoall_row, .algo = "stores"},
-    [SYMADDR_COLL_REDUCE] = {.coll = &symaddr_coll_reduce_row, .algo = "the root's loads"},
-    [SYMADDR_COLL_GATHER] = {.coll = &symaddr_coll_gather_row, .algo = "stores into the root"},
-    [SYMADDR_COLL_SCATTER] = {.coll = &symaddr_coll_scatter_row, .algo = "loads from the root"},
-};
+int symaddr_collective_count(void) { return ROWS; }
+
+const symaddr_collective_info_t *symaddr_collective_info(int index)
+{
+    return index >= 0 && index < ROWS ? &rows[index].info : NULL;
+}
+
+/* The public calls, one per row. */
+symaddr_status_t symaddr_allreduce(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                   void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_ALLREDUCE_ONESHOT, .send = send, .recv = recv,
+                      .count = count, .dtype = dtype, .op = op);
+}
+
+symaddr_status_t symaddr_reduce_scatter(symaddr_context_t *ctx, const void *send, void *recv,
+                                        size_t count, symaddr_dtype_t dtype, symaddr_redop_t op,
+                                        void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_REDUCE_SCATTER, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype, .op = op);
+}
+
+symaddr_status_t symaddr_allgather(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_ALLGATHER, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype);
+}
+
+symaddr_status_t symaddr_broadcast(symaddr_context_t *ctx, const void *send, void *recv,
+                                   size_t count, symaddr_dtype_t dtype, int root, void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_BROADCAST, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype, .root = root);
+}
+
+symaddr_status_t symaddr_alltoall(symaddr_context_t *ctx, const void *send, void *recv,
+                                  size_t count, symaddr_dtype_t dtype, void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_ALLTOALL, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype);
+}
+
+symaddr_status_t symaddr_reduce(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                symaddr_dtype_t dtype, symaddr_redop_t op, int root, void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_REDUCE, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype, .op = op, .root = root);
+}
+
+symaddr_status_t symaddr_gather(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                symaddr_dtype_t dtype, int root, void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_GATHER, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype, .root = root);
+}
+
+symaddr_status_t symaddr_scatter(symaddr_context_t *ctx, const void *send, void *recv, size_t count,
+                                 symaddr_dtype_t dtype, int root, void *stream)
+{
+    SYMADDR_COLL_CALL(ctx, SYMADDR_COLL_SCATTER, .send = send, .recv = recv, .count = count,
+                      .dtype = dtype, .root = root);
+}

@@ -76,32 +76,33 @@ namespace
      symaddr_launch_status(hipGetLastError()))
 #endif
 
+/* The kernel of every kind, one line each: the data movers share k_move, whose switch has the
+ * kind's case; a reducing kind names its kernel template, instantiated per dtype and op (the
+ * launch and the occupancy read this list). Lamport, which exists for the floats alone, is
+ * written out below. A kind in neither list stops the build in the switches (-Wswitch). */
+#define MOVE_KINDS(X) X(BARRIER) X(ALLGATHER) X(BROADCAST) X(ALLTOALL) X(GATHER) X(SCATTER)
+#define REDUCE_KERNELS(X)                                                                          \
+    X(ALLREDUCE_ONESHOT, k_allreduce_oneshot)                                                      \
+    X(ALLREDUCE_TWOSHOT, k_allreduce_twoshot)                                                      \
+    X(ALLREDUCE_TWOSHOT_GET, k_allreduce_twoshot_get)                                              \
+    X(ALLREDUCE_TWOSHOT_COPY, k_allreduce_twoshot_get)                                             \
+    X(ALLREDUCE_LL, k_allreduce_ll)                                                                \
+    X(REDUCE_SCATTER, k_reduce_scatter)                                                            \
+    X(REDUCE, k_reduce)
+#define KIND_LABEL(E, ...) case SYMADDR_COLL_##E:
+#define REDUCE_CASE(E, kernel)                                                                     \
+    case SYMADDR_COLL_##E: return COLL_LAUNCH(kernel<DT COMMA OP>, d, stream, d);
+
 template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc_t &d, void *stream)
 {
     switch (d.kind) {
-    case SYMADDR_COLL_ALLREDUCE_ONESHOT:
-        return COLL_LAUNCH(k_allreduce_oneshot<DT COMMA OP>, d, stream, d);
-    case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
-        return COLL_LAUNCH(k_allreduce_twoshot<DT COMMA OP>, d, stream, d);
-    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET:
-    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY:
-        return COLL_LAUNCH(k_allreduce_twoshot_get<DT COMMA OP>, d, stream, d);
-    case SYMADDR_COLL_ALLREDUCE_LL: return COLL_LAUNCH(k_allreduce_ll<DT COMMA OP>, d, stream, d);
+        REDUCE_KERNELS(REDUCE_CASE)
     case SYMADDR_COLL_ALLREDUCE_LAMPORT:
         if constexpr (lamport_ok<DT>::value)
             return COLL_LAUNCH(k_allreduce_lamport<DT COMMA OP>, d, stream, d);
         else
             return SYMADDR_ERR_INVALID_ARG; /* the host picks LL for these */
-    case SYMADDR_COLL_REDUCE_SCATTER:
-        return COLL_LAUNCH(k_reduce_scatter<DT COMMA OP>, d, stream, d);
-    case SYMADDR_COLL_REDUCE: return COLL_LAUNCH(k_reduce<DT COMMA OP>, d, stream, d);
-    /* no default: a kind symaddr adds stops the build here (-Wswitch) until it has a case */
-    case SYMADDR_COLL_BARRIER:
-    case SYMADDR_COLL_ALLGATHER:
-    case SYMADDR_COLL_BROADCAST:
-    case SYMADDR_COLL_ALLTOALL:
-    case SYMADDR_COLL_GATHER:
-    case SYMADDR_COLL_SCATTER:
+        MOVE_KINDS(KIND_LABEL)
     case SYMADDR_COLL_KIND_COUNT_: break; /* coll_launch's, or no kind */
     }
     return SYMADDR_ERR_INVALID_ARG;
@@ -121,24 +122,11 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
 {
     if (d->team.node_size > COLL_MAX_NODE || d->blocks == 0 || d->blocks > SYMADDR_COLL_MAX_BLOCKS)
         return SYMADDR_ERR_UNSUPPORTED;
-    /* Every kind has its case, and no default: a kind symaddr adds stops the build here
-     * (-Wswitch) until it has a kernel, instead of failing when it runs. */
     switch (d->kind) {
-    case SYMADDR_COLL_BARRIER:
-    case SYMADDR_COLL_ALLGATHER:
-    case SYMADDR_COLL_BROADCAST:
-    case SYMADDR_COLL_ALLTOALL:
-    case SYMADDR_COLL_GATHER:
-    case SYMADDR_COLL_SCATTER:
+        MOVE_KINDS(KIND_LABEL)
         return COLL_LAUNCH(k_move, *d, stream, *d, d->count * dtype_size(d->dtype));
-    case SYMADDR_COLL_ALLREDUCE_ONESHOT:
-    case SYMADDR_COLL_ALLREDUCE_TWOSHOT:
-    case SYMADDR_COLL_ALLREDUCE_LL:
-    case SYMADDR_COLL_ALLREDUCE_LAMPORT:
-    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_GET:
-    case SYMADDR_COLL_ALLREDUCE_TWOSHOT_COPY:
-    case SYMADDR_COLL_REDUCE_SCATTER:
-    case SYMADDR_COLL_REDUCE: break; /* the reducing kernels, by dtype and op below */
+        REDUCE_KERNELS(KIND_LABEL)
+    case SYMADDR_COLL_ALLREDUCE_LAMPORT: break; /* the reducing kernels, by dtype and op below */
     case SYMADDR_COLL_KIND_COUNT_: return SYMADDR_ERR_INVALID_ARG;
     }
     switch (d->dtype) {
@@ -169,14 +157,10 @@ template <typename K> void occupancy_min(int &m, K kernel)
 
 template <int DT, int OP> void occupancy_reduce(int &m)
 {
-    occupancy_min(m, k_allreduce_oneshot<DT, OP>);
-    occupancy_min(m, k_allreduce_twoshot<DT, OP>);
-    occupancy_min(m, k_allreduce_twoshot_get<DT, OP>);
-    occupancy_min(m, k_allreduce_ll<DT, OP>);
+#define REDUCE_OCCUPANCY(E, kernel) occupancy_min(m, kernel<DT, OP>);
+    REDUCE_KERNELS(REDUCE_OCCUPANCY)
     if constexpr (lamport_ok<DT>::value)
         occupancy_min(m, k_allreduce_lamport<DT, OP>);
-    occupancy_min(m, k_reduce_scatter<DT, OP>);
-    occupancy_min(m, k_reduce<DT, OP>);
 }
 
 template <int DT> void occupancy_dt(int &m)

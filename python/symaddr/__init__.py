@@ -236,6 +236,7 @@ class Context:
     def __init__(self, comm=None, backend="auto", lib=None, **config):
         self._h = None
         self._lib = lib if lib is not None else load()
+        _add_collectives(self._lib)
         self._regs = {}  # address of the library's symaddr_map_t -> _Reg
         self._by_base = {}  # base address of an allocation -> _Reg
         self._plain = {}  # address of an empty_local() array -> its Life
@@ -589,79 +590,28 @@ class Context:
                        "wants %d:%d" % (what, _count(send), _count(recv), *send_per_recv))
         return recv, ctypes.c_void_p(address(send)), ctypes.c_void_p(address(recv))
 
-    def allreduce(self, send, recv=None, op="sum", stream=None):
-        """recv = op over every rank's send (in place when recv is None or send)."""
-        recv, s, r = self._pair(send, recv, (1, 1), "allreduce")
-        self._check(self._lib.symaddr_allreduce(self._h, s, r, _count(send),
-                                                self._dtype_of(send), self._op(op),
-                                                _stream_of(send, stream)))
-        return recv
-
-    def allgather(self, send, recv, stream=None):
-        """recv[r * n:(r + 1) * n] = rank r's send (n elements)."""
-        recv, s, r = self._pair(send, recv, (1, self.size), "allgather")
-        self._check(self._lib.symaddr_allgather(self._h, s, r, _count(send),
-                                                self._dtype_of(send), _stream_of(send, stream)))
-        return recv
-
-    def reduce_scatter(self, send, recv, op="sum", stream=None):
-        """recv = op over ranks of their send[rank * n:(rank + 1) * n] (n: recv's size)."""
-        recv, s, r = self._pair(send, recv, (self.size, 1), "reduce_scatter")
-        self._check(self._lib.symaddr_reduce_scatter(self._h, s, r, _count(recv),
-                                                     self._dtype_of(send), self._op(op),
-                                                     _stream_of(send, stream)))
-        return recv
-
-    def broadcast(self, send, recv=None, root=0, stream=None):
-        """recv = root's send, on every rank."""
-        recv, s, r = self._pair(send, recv, (1, 1), "broadcast")
-        self._check(self._lib.symaddr_broadcast(self._h, s, r, _count(send),
-                                                self._dtype_of(send), root,
-                                                _stream_of(send, stream)))
-        return recv
-
     def _root(self, root, what):
         if not isinstance(root, int) or not 0 <= root < self.size:
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: root %r is not a rank of this context "
                        "(0..%d)" % (what, root, self.size - 1))
         return root
 
-    def reduce(self, send, recv=None, op="sum", root=0, stream=None):
-        """root's recv = op over every rank's send (in place when recv is None or send); recv
-        must be symmetric on every rank, and its contents are unspecified off the root."""
-        recv, s, r = self._pair(send, recv, (1, 1), "reduce")
-        self._check(self._lib.symaddr_reduce(self._h, s, r, _count(send), self._dtype_of(send),
-                                             self._op(op), self._root(root, "reduce"),
-                                             _stream_of(send, stream)))
-        return recv
-
-    def gather(self, send, recv, root=0, stream=None):
-        """root's recv[r * n:(r + 1) * n] = rank r's send (n elements); only the root's recv
-        is written."""
-        recv, s, r = self._pair(send, recv, (1, self.size), "gather")
-        self._check(self._lib.symaddr_gather(self._h, s, r, _count(send), self._dtype_of(send),
-                                             self._root(root, "gather"),
-                                             _stream_of(send, stream)))
-        return recv
-
-    def scatter(self, send, recv, root=0, stream=None):
-        """recv = root's send[rank * n:(rank + 1) * n] (n: recv's size); only the root's send
-        is read."""
-        recv, s, r = self._pair(send, recv, (self.size, 1), "scatter")
-        self._check(self._lib.symaddr_scatter(self._h, s, r, _count(recv), self._dtype_of(send),
-                                              self._root(root, "scatter"),
-                                              _stream_of(send, stream)))
-        return recv
-
-    def alltoall(self, send, recv, stream=None):
-        """recv[r * n:(r + 1) * n] = rank r's send[rank * n:(rank + 1) * n]."""
-        recv, s, r = self._pair(send, recv, (1, 1), "alltoall")
-        if _count(send) % self.size:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "alltoall: %d elements do not split into %d "
-                       "equal parts; pass a multiple of the context's size"
-                       % (_count(send), self.size))
-        self._check(self._lib.symaddr_alltoall(self._h, s, r, _count(send) // self.size,
-                                               self._dtype_of(send), _stream_of(send, stream)))
+    def _collective(self, name, send, recv, op, root, stream):
+        """Every collective method (made by _add_collectives): the shape of send and recv
+        checked against the library's row, then symaddr_collective_run."""
+        index, flags = self._lib.collectives[name]
+        bits = self._lib.abi["collective_flag"]
+        per = (self.size if flags & bits["send_all"] else 1,
+               self.size if flags & bits["recv_all"] else 1)
+        recv, s, r = self._pair(send, recv, per, name)
+        if _count(send) % per[0]:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %d elements do not split into %d equal "
+                       "parts; pass a multiple of the context's size"
+                       % (name, _count(send), per[0]))
+        self._check(self._lib.symaddr_collective_run(
+            self._h, index, s, r, _count(send) // per[0], self._dtype_of(send),
+            self._op(op) if flags & bits["reduces"] else 0,
+            self._root(root, name) if flags & bits["rooted"] else 0, _stream_of(send, stream)))
         return recv
 
     def barrier(self, stream=None):
@@ -702,3 +652,45 @@ class Context:
         self._check(self._lib.symaddr_stream_sync(
             h, None if self.backend == "cpu" else _stream_of(None, stream)))
 
+
+_COLLECTIVE = """def {name}(self, send, recv{recv}{op}{root}, stream=None):
+    return self._collective({name!r}, send, recv, {op_arg}, {root_arg}, stream)
+"""
+
+
+def _add_collectives(lib):
+    """A method of Context for every collective the library lists (symaddr_collective_info),
+    with the signature its C call has: (send, recv[, op][, root], stream); recv defaults to
+    None (in place) where send and recv have one shape."""
+    bits = lib.abi["collective_flag"]
+    for c in lib.abi["collectives"]:
+        name, flags = c["name"], c["flags"]
+        if name in vars(Context):
+            continue
+        send_all, recv_all = flags & bits["send_all"], flags & bits["recv_all"]
+        reduces, rooted = flags & bits["reduces"], flags & bits["rooted"]
+        code = _COLLECTIVE.format(name=name, recv="" if send_all or recv_all else "=None",
+                                  op=', op="sum"' if reduces else "",
+                                  root=", root=0" if rooted else "",
+                                  op_arg="op" if reduces else "None",
+                                  root_arg="root" if rooted else "None")
+        space = {}
+        exec(code, space)  # as collections.namedtuple: a real signature for help() and callers
+        fn = space[name]
+        shape = ("count: the elements of send and recv; in place when recv is None or send"
+                 if not (send_all or recv_all) else
+                 "count: send's elements, recv holds size * count; in place when send is this "
+                 "rank's block of recv" if not send_all else
+                 "count: recv's elements, send holds size * count; in place when recv is this "
+                 "rank's block of send" if not recv_all else
+                 "send and recv hold size * count elements and must not overlap")
+        fn.__doc__ = "%s (%s). Returns recv." % (c["doc"], shape)
+        fn.__qualname__ = "Context." + name
+        fn.__module__ = __name__
+        setattr(Context, name, fn)
+
+
+try:
+    _add_collectives(load())
+except SymaddrError:
+    pass  # no library here yet: Context() then reports it

@@ -130,14 +130,7 @@ def load(path=None):
         "symaddr_unregister": (st, [vp, vp]),
         "symaddr_lookup": (st, [vp, vp, mapp]),
         "symaddr_heap_bases_get": (ctypes.POINTER(ctypes.c_uint64), [vp]),
-        "symaddr_allreduce": (st, [vp, vp, vp, sz, i, i, vp]),
-        "symaddr_allgather": (st, [vp, vp, vp, sz, i, vp]),
-        "symaddr_reduce_scatter": (st, [vp, vp, vp, sz, i, i, vp]),
-        "symaddr_broadcast": (st, [vp, vp, vp, sz, i, i, vp]),
-        "symaddr_alltoall": (st, [vp, vp, vp, sz, i, vp]),
-        "symaddr_reduce": (st, [vp, vp, vp, sz, i, i, i, vp]),
-        "symaddr_gather": (st, [vp, vp, vp, sz, i, i, vp]),
-        "symaddr_scatter": (st, [vp, vp, vp, sz, i, i, vp]),
+        "symaddr_collective_run": (st, [vp, i, vp, vp, sz, i, i, i, vp]),
         "symaddr_barrier": (st, [vp, vp]),
         "symaddr_put": (st, [vp, vp, vp, sz, i, vp]),
         "symaddr_get": (st, [vp, vp, vp, sz, i, vp]),
@@ -149,6 +142,8 @@ def load(path=None):
         f.restype, f.argtypes = res, args
     # array dtype name -> symaddr_dtype_t
     lib.dtypes = {ARRAY_NAMES.get(k, k): v for k, v in abi["dtype"].items()}
+    # collective name -> (its index for symaddr_collective_run, its SYMADDR_COLLECTIVE_* flags)
+    lib.collectives = {c["name"]: (k, c["flags"]) for k, c in enumerate(abi["collectives"])}
     _loaded[path] = lib
     return lib
 

@@ -159,15 +159,16 @@ int main(int argc, char **argv)
     /* collectives: each with a NULL context, a NULL or plain buffer, a bad dtype, op and root,
      * a count too large, and overlapping buffers */
     char *a = p, *b = q;
-#define COLL_CASES(fn, ...)                                                                        \
-    RET(fn, fn(NULL, a, b, 4, SYMADDR_INT32, __VA_ARGS__));                                        \
-    RET(fn, fn(ctx, NULL, b, 4, SYMADDR_INT32, __VA_ARGS__));                                      \
-    RET(fn, fn(ctx, plain, b, 4, SYMADDR_INT32, __VA_ARGS__));                                     \
-    RET(fn, fn(ctx, a, b, 4, (symaddr_dtype_t)99, __VA_ARGS__));                                   \
-    RET(fn, fn(ctx, a + 1, b, 4, SYMADDR_INT32, __VA_ARGS__));                                     \
-    RET(fn, fn(ctx, a, b, 2048, SYMADDR_INT32, __VA_ARGS__));                                      \
-    RET(fn, fn(ctx, a, b, SIZE_MAX / 2, SYMADDR_INT32, __VA_ARGS__));                              \
-    RET(fn, fn(ctx, a, a + 4, 4, SYMADDR_INT32, __VA_ARGS__))
+#define COLL_CASES_OF(name, fn, ...)                                                               \
+    RET(name, fn(NULL, a, b, 4, SYMADDR_INT32, __VA_ARGS__));                                      \
+    RET(name, fn(ctx, NULL, b, 4, SYMADDR_INT32, __VA_ARGS__));                                    \
+    RET(name, fn(ctx, plain, b, 4, SYMADDR_INT32, __VA_ARGS__));                                   \
+    RET(name, fn(ctx, a, b, 4, (symaddr_dtype_t)99, __VA_ARGS__));                                 \
+    RET(name, fn(ctx, a + 1, b, 4, SYMADDR_INT32, __VA_ARGS__));                                   \
+    RET(name, fn(ctx, a, b, 2048, SYMADDR_INT32, __VA_ARGS__));                                    \
+    RET(name, fn(ctx, a, b, SIZE_MAX / 2, SYMADDR_INT32, __VA_ARGS__));                            \
+    RET(name, fn(ctx, a, a + 4, 4, SYMADDR_INT32, __VA_ARGS__))
+#define COLL_CASES(fn, ...) COLL_CASES_OF(fn, fn, __VA_ARGS__)
     COLL_CASES(symaddr_allreduce, SYMADDR_SUM, NULL);
     RET(symaddr_allreduce,
         symaddr_allreduce(ctx, a, b, 4, SYMADDR_INT32, (symaddr_redop_t)9, NULL));
@@ -183,6 +184,21 @@ int main(int argc, char **argv)
     RET(symaddr_gather, symaddr_gather(ctx, a, b, 4, SYMADDR_INT32, 3, NULL));
     COLL_CASES(symaddr_scatter, 0, NULL);
     RET(symaddr_scatter, symaddr_scatter(ctx, a, b, 4, SYMADDR_INT32, 3, NULL));
+    /* the one entry for every collective: the same cases, a bad op and root, and an index out
+     * of range, whose message must say where the indices come from */
+#define RUN(ctx_, ...) symaddr_collective_run(ctx_, k, __VA_ARGS__)
+    for (int k = 0; k < symaddr_collective_count(); k++) {
+        COLL_CASES_OF(symaddr_collective_run, RUN, SYMADDR_SUM, 0, NULL);
+        RET(symaddr_collective_run, RUN(ctx, a, b, 4, SYMADDR_INT32, (symaddr_redop_t)9, 0, NULL));
+        RET(symaddr_collective_run, RUN(ctx, a, b, 4, SYMADDR_INT32, SYMADDR_SUM, 5, NULL));
+    }
+    for (int k = -1; k <= symaddr_collective_count(); k += symaddr_collective_count() + 1) {
+        RET(symaddr_collective_run, RUN(ctx, a, b, 4, SYMADDR_INT32, SYMADDR_SUM, 0, NULL));
+        if (!strstr(symaddr_last_error(ctx), "symaddr_collective_info")) {
+            printf("not ok - collective %d out of range: \"%s\"\n", k, symaddr_last_error(ctx));
+            return 1;
+        }
+    }
     RET(symaddr_barrier, symaddr_barrier(NULL, NULL));
     RET(symaddr_stream_sync, symaddr_stream_sync(NULL, NULL));
 

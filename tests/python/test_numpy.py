@@ -152,8 +152,49 @@ def test_errors_raise():
     ctx.free(a)
 
 
+def test_methods_from_the_library():
+    """Context has one method per collective the library lists, with its C call's parameters,
+    and a collective the package has never heard of gets one too."""
+    import inspect
+    lib = ctx._lib
+    bits = lib.abi["collective_flag"]
+    names = [c["name"] for c in lib.abi["collectives"]]
+    check(set(names) >= {"allreduce", "reduce_scatter", "allgather", "broadcast", "alltoall",
+                         "reduce", "gather", "scatter"}, "the library's list: %s" % names)
+    for c in lib.abi["collectives"]:
+        params = list(inspect.signature(getattr(sa.Context, c["name"])).parameters)
+        want = (["self", "send", "recv"] + (["op"] if c["flags"] & bits["reduces"] else [])
+                + (["root"] if c["flags"] & bits["rooted"] else []) + ["stream"])
+        check(params == want, "%s takes %s, want %s" % (c["name"], params, want))
+    fake = type("Lib", (), {"abi": {"collective_flag": bits, "collectives": [
+        {"name": "a_new_collective", "doc": "new", "flags": bits["reduces"] | bits["rooted"]}]}})
+    sa._add_collectives(fake)
+    try:
+        f = sa.Context.a_new_collective
+        check(str(inspect.signature(f)) == "(self, send, recv=None, op='sum', root=0, "
+              "stream=None)" and f.__doc__.startswith("new"), "generated: %s" % inspect.signature(f))
+    finally:
+        del sa.Context.a_new_collective
+    a, _ = ctx.allocate_symmetric(size * 3, np.int32)
+    try:
+        ctx.allgather(a[:3], a, op="max")
+        raise AssertionError("allgather took an op")
+    except TypeError:
+        pass
+    b, _ = ctx.allocate_symmetric(size * 3, np.int32)
+    try:  # one element short of size blocks: Python's own check, before the library's
+        ctx.alltoall(a[:size * 3 - 1], b[:size * 3 - 1])
+        check(size == 1, "alltoall of %d elements over %d ranks passed" % (size * 3 - 1, size))
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_INVALID_ARG" and "equal parts" in str(e),
+              "alltoall split: %s" % e)
+    ctx.free(b)
+    ctx.free(a)
+
+
 cases.run("version", test_version)
 cases.run("collectives", test_collectives)
+cases.run("a method per collective of the library", test_methods_from_the_library)
 cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 ctx.close()

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -228,27 +229,51 @@ static void test_backend_rows(void **state)
 }
 
 /* Every kernel kind names its collective and algorithm, and every collective its call, log
- * name, overlap rule and step between nodes (the barrier has no buffers); kind and collective
- * agree. A row left out compiles (C cannot check a pointer's value), so this test is the
- * check. */
+ * name, doc, step between nodes and peer buffers (the barrier has no buffers); kind and
+ * collective agree, and the public index lists every data collective once. A row left out
+ * compiles (C cannot check a pointer's value), so this test is the check. */
 static void test_coll_rows(void **state)
 {
     (void)state;
     for (int k = 0; k < SYMADDR_COLL_KIND_COUNT_; k++) {
-        const symaddr_coll_kind_info_t *i = &symaddr_coll_kinds[k];
-        assert_non_null(i->coll);
-        assert_non_null(i->algo);
-        const symaddr_coll_row_t *r = i->coll;
+        const symaddr_coll_row_t *r = symaddr_coll_row_of((symaddr_coll_kind_t)k);
+        const symaddr_coll_algo_t *a = symaddr_coll_algo_of((symaddr_coll_kind_t)k);
+        assert_non_null(r);
+        assert_non_null(a);
+        assert_int_equal(a->kind, k);
         assert_non_null(r->name);
-        assert_non_null(r->collective);
-        assert_true(r->kind == (symaddr_coll_kind_t)k || r->choose);
-        assert_true(symaddr_coll_kinds[r->kind].coll == r);
-        if (r->kind != SYMADDR_COLL_BARRIER) {
-            assert_non_null(r->rule);
+        assert_non_null(r->info.name);
+        assert_non_null(r->info.doc);
+        assert_true(r->algos[0].kind == (symaddr_coll_kind_t)k || r->choose);
+        if (r != &symaddr_coll_barrier_row) {
             assert_non_null(r->nodes);
             assert_true(r->peers != 0);
         }
     }
+    assert_null(symaddr_coll_row_of(SYMADDR_COLL_KIND_COUNT_));
+    assert_null(symaddr_coll_row_of((symaddr_coll_kind_t)-1));
+    /* the public list: each row once, its call symaddr_<name>, ROOT_ONLY only where ROOTED */
+    int n = symaddr_collective_count();
+    assert_true(n >= 8);
+    for (int i = 0; i < n; i++) {
+        const symaddr_collective_info_t *info = symaddr_collective_info(i);
+        const symaddr_coll_row_t *r = symaddr_coll_row_at(i);
+        assert_non_null(info);
+        assert_ptr_equal(info, &r->info);
+        char call[64];
+        snprintf(call, sizeof(call), "symaddr_%s", info->name);
+        assert_string_equal(call, r->name);
+        assert_true(!(info->flags & SYMADDR_COLLECTIVE_ROOT_ONLY) ||
+                    (info->flags & SYMADDR_COLLECTIVE_ROOTED));
+        for (int j = 0; j < i; j++)
+            assert_true(strcmp(symaddr_collective_info(j)->name, info->name) != 0);
+        assert_ptr_equal(symaddr_coll_row_of(r->algos[0].kind), r);
+    }
+    assert_null(symaddr_collective_info(n));
+    assert_null(symaddr_collective_info(-1));
+    assert_int_equal(
+        symaddr_collective_run(NULL, n, NULL, NULL, 0, SYMADDR_INT32, SYMADDR_SUM, 0, NULL),
+        SYMADDR_ERR_INVALID_ARG);
     /* every allreduce algorithm maps to an allreduce kind, and has a name */
     for (int a = 0; a < SYMADDR_ALLREDUCE_ALGO_COUNT_; a++)
         assert_non_null(symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)a));

@@ -4,9 +4,8 @@
 #ifndef SYMADDR_BENCH_COLL_H
 #define SYMADDR_BENCH_COLL_H
 
-/* One row per collective: how the bench sizes it, calls it, and calls the references. */
 /* Where the in-place form puts send and recv (nccl-tests' convention, and symaddr's only
- * legal overlaps). */
+ * legal overlaps), from the collective's shape (symaddr_collective_flag_t). */
 typedef enum {
     IN_PLACE_NONE,       /* none: alltoall */
     IN_PLACE_SAME,       /* send == recv */
@@ -14,19 +13,23 @@ typedef enum {
     IN_PLACE_SEND_BLOCK, /* recv is this rank's block of send (reduce_scatter) */
 } in_place_t;
 
-/* A row names what it needs; the rest of its fields keep these defaults. */
+typedef int (*mpi_ref_t)(const opts_t *o, MPI_Comm comm, const void *send, void *recv,
+                         size_t count);
+
+/* One row per collective of the library (symaddr_collective_info): its shape from there, its
+ * MPI reference from mpi_refs below. */
 typedef struct bench_coll {
     const char *name;
-    bool send_all = false, recv_all = false; /* the buffer holds a block of count per rank */
-    bool reduces = false;                    /* takes --op */
-    bool rooted = false;                     /* takes --root */
-    bool root_only = false; /* only the root's recv is the result (reduce, gather) */
-    in_place_t in_place = IN_PLACE_NONE;
-    double busbw_num = 0; /* bus bandwidth = algbw * busbw_num * (n - 1) / n, or algbw when 0 */
-    symaddr_status_t (*run)(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
-                            size_t count, void *stream);
-    /* MPI's own collective on host buffers; 0 when MPI has no such reduction (16-bit floats) */
-    int (*mpi)(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count);
+    int index;               /* symaddr_collective_run's */
+    bool send_all, recv_all; /* the buffer holds a block of count per rank */
+    bool reduces;            /* takes --op */
+    bool rooted;             /* takes --root */
+    bool root_only;          /* only the root's recv is the result (reduce, gather) */
+    in_place_t in_place;
+    double busbw_num; /* bus bandwidth = algbw * busbw_num * (n - 1) / n, or algbw when 0 */
+    /* MPI's own collective on host buffers; 0 when MPI has no such reduction (16-bit floats);
+     * NULL: none known here, so --check and --compare mpi are refused */
+    mpi_ref_t mpi;
 } bench_coll_t;
 
 /* MPI's type and op for symaddr's (MPI_DATATYPE_NULL: MPI has none, the 16-bit floats):
@@ -58,12 +61,6 @@ static MPI_Op mpi_op(symaddr_redop_t op)
     case SYMADDR_REDOP_COUNT_: break;
     }
     return MPI_OP_NULL;
-}
-
-static symaddr_status_t run_allreduce(symaddr_context_t *ctx, const opts_t *o, void *send,
-                                      void *recv, size_t count, void *stream)
-{
-    return symaddr_allreduce(ctx, send, recv, count, o->dtype, o->redop, stream);
 }
 
 /* The MPI reference of a reduction over f16 or bf16, which MPI lacks: the same values widened to
@@ -108,22 +105,10 @@ static int mpi_allreduce(const opts_t *o, MPI_Comm comm, const void *send, void 
                          comm) == MPI_SUCCESS;
 }
 
-static symaddr_status_t run_allgather(symaddr_context_t *ctx, const opts_t *o, void *send,
-                                      void *recv, size_t count, void *stream)
-{
-    return symaddr_allgather(ctx, send, recv, count, o->dtype, stream);
-}
-
 static int mpi_allgather(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
 {
     int b = (int)(count * symaddr_dtype_size(o->dtype));
     return MPI_Allgather(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm) == MPI_SUCCESS;
-}
-
-static symaddr_status_t run_reduce_scatter(symaddr_context_t *ctx, const opts_t *o, void *send,
-                                           void *recv, size_t count, void *stream)
-{
-    return symaddr_reduce_scatter(ctx, send, recv, count, o->dtype, o->redop, stream);
 }
 
 static int mpi_reduce_scatter(const opts_t *o, MPI_Comm comm, const void *send, void *recv,
@@ -133,12 +118,6 @@ static int mpi_reduce_scatter(const opts_t *o, MPI_Comm comm, const void *send, 
     return t != MPI_DATATYPE_NULL &&
            MPI_Reduce_scatter_block(send, recv, (int)count, t, mpi_op(o->redop), comm) ==
                MPI_SUCCESS;
-}
-
-static symaddr_status_t run_broadcast(symaddr_context_t *ctx, const opts_t *o, void *send,
-                                      void *recv, size_t count, void *stream)
-{
-    return symaddr_broadcast(ctx, send, recv, count, o->dtype, o->root, stream);
 }
 
 static int mpi_broadcast(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
@@ -151,22 +130,10 @@ static int mpi_broadcast(const opts_t *o, MPI_Comm comm, const void *send, void 
     return MPI_Bcast(recv, (int)b, MPI_BYTE, o->root, comm) == MPI_SUCCESS;
 }
 
-static symaddr_status_t run_alltoall(symaddr_context_t *ctx, const opts_t *o, void *send,
-                                     void *recv, size_t count, void *stream)
-{
-    return symaddr_alltoall(ctx, send, recv, count, o->dtype, stream);
-}
-
 static int mpi_alltoall(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
 {
     int b = (int)(count * symaddr_dtype_size(o->dtype));
     return MPI_Alltoall(send, b, MPI_BYTE, recv, b, MPI_BYTE, comm) == MPI_SUCCESS;
-}
-
-static symaddr_status_t run_reduce(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
-                                   size_t count, void *stream)
-{
-    return symaddr_reduce(ctx, send, recv, count, o->dtype, o->redop, o->root, stream);
 }
 
 static int mpi_reduce(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
@@ -179,22 +146,10 @@ static int mpi_reduce(const opts_t *o, MPI_Comm comm, const void *send, void *re
                       mpi_op(o->redop), o->root, comm) == MPI_SUCCESS;
 }
 
-static symaddr_status_t run_gather(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
-                                   size_t count, void *stream)
-{
-    return symaddr_gather(ctx, send, recv, count, o->dtype, o->root, stream);
-}
-
 static int mpi_gather(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
 {
     int b = (int)(count * symaddr_dtype_size(o->dtype));
     return MPI_Gather(send, b, MPI_BYTE, recv, b, MPI_BYTE, o->root, comm) == MPI_SUCCESS;
-}
-
-static symaddr_status_t run_scatter(symaddr_context_t *ctx, const opts_t *o, void *send, void *recv,
-                                    size_t count, void *stream)
-{
-    return symaddr_scatter(ctx, send, recv, count, o->dtype, o->root, stream);
 }
 
 static int mpi_scatter(const opts_t *o, MPI_Comm comm, const void *send, void *recv, size_t count)
@@ -203,74 +158,77 @@ static int mpi_scatter(const opts_t *o, MPI_Comm comm, const void *send, void *r
     return MPI_Scatter(send, b, MPI_BYTE, recv, b, MPI_BYTE, o->root, comm) == MPI_SUCCESS;
 }
 
-static const bench_coll_t bench_colls[] = {
-    {.name = "allreduce",
-     .reduces = true,
-     .in_place = IN_PLACE_SAME,
-     .busbw_num = 2,
-     .run = run_allreduce,
-     .mpi = mpi_allreduce},
-    {.name = "allgather",
-     .recv_all = true,
-     .in_place = IN_PLACE_RECV_BLOCK,
-     .busbw_num = 1,
-     .run = run_allgather,
-     .mpi = mpi_allgather},
-    {.name = "reduce_scatter",
-     .send_all = true,
-     .reduces = true,
-     .in_place = IN_PLACE_SEND_BLOCK,
-     .busbw_num = 1,
-     .run = run_reduce_scatter,
-     .mpi = mpi_reduce_scatter},
-    {.name = "broadcast",
-     .rooted = true,
-     .in_place = IN_PLACE_SAME,
-     .run = run_broadcast,
-     .mpi = mpi_broadcast},
-    {.name = "alltoall",
-     .send_all = true,
-     .recv_all = true,
-     .in_place = IN_PLACE_NONE,
-     .busbw_num = 1,
-     .run = run_alltoall,
-     .mpi = mpi_alltoall},
-    {.name = "reduce",
-     .reduces = true,
-     .rooted = true,
-     .root_only = true,
-     .in_place = IN_PLACE_SAME,
-     .run = run_reduce,
-     .mpi = mpi_reduce},
-    {.name = "gather",
-     .recv_all = true,
-     .rooted = true,
-     .root_only = true,
-     .in_place = IN_PLACE_RECV_BLOCK,
-     .busbw_num = 1,
-     .run = run_gather,
-     .mpi = mpi_gather},
-    {.name = "scatter",
-     .send_all = true,
-     .rooted = true,
-     .in_place = IN_PLACE_SEND_BLOCK,
-     .busbw_num = 1,
-     .run = run_scatter,
-     .mpi = mpi_scatter},
+/* MPI's collective for each of symaddr's, by the library's name for it. */
+static const struct {
+    const char *name;
+    mpi_ref_t mpi;
+} mpi_refs[] = {
+    {"allreduce", mpi_allreduce},
+    {"allgather", mpi_allgather},
+    {"reduce_scatter", mpi_reduce_scatter},
+    {"broadcast", mpi_broadcast},
+    {"alltoall", mpi_alltoall},
+    {"reduce", mpi_reduce},
+    {"gather", mpi_gather},
+    {"scatter", mpi_scatter},
 };
-#define NCOLLS (int)(sizeof(bench_colls) / sizeof(bench_colls[0]))
+
+/* The library's collectives as the bench's rows, made once. */
+static int bench_colls_get(const bench_coll_t **rows_p)
+{
+    static bench_coll_t rows[64];
+    static int n = -1;
+    if (n < 0) {
+        n = 0;
+        for (int i = 0; i < symaddr_collective_count() && n < 64; i++, n++) {
+            const symaddr_collective_info_t *info = symaddr_collective_info(i);
+            bench_coll_t *c = &rows[n];
+            unsigned f = info->flags;
+            c->name = info->name;
+            c->index = i;
+            c->send_all = f & SYMADDR_COLLECTIVE_SEND_ALL;
+            c->recv_all = f & SYMADDR_COLLECTIVE_RECV_ALL;
+            c->reduces = f & SYMADDR_COLLECTIVE_REDUCES;
+            c->rooted = f & SYMADDR_COLLECTIVE_ROOTED;
+            c->root_only = f & SYMADDR_COLLECTIVE_ROOT_ONLY;
+            c->in_place = c->send_all && c->recv_all ? IN_PLACE_NONE
+                          : c->recv_all              ? IN_PLACE_RECV_BLOCK
+                          : c->send_all              ? IN_PLACE_SEND_BLOCK
+                                                     : IN_PLACE_SAME;
+            /* nccl-tests': 2(n-1)/n for allreduce, (n-1)/n where a buffer holds every rank's
+             * block, algbw for broadcast and reduce */
+            c->busbw_num = c->send_all || c->recv_all ? 1 : c->reduces && !c->rooted ? 2 : 0;
+            c->mpi = NULL;
+            for (size_t k = 0; k < sizeof(mpi_refs) / sizeof(mpi_refs[0]); k++)
+                if (!strcmp(mpi_refs[k].name, c->name))
+                    c->mpi = mpi_refs[k].mpi;
+        }
+    }
+    *rows_p = rows;
+    return n;
+}
 
 static const bench_coll_t *find_coll(const char *name)
 {
-    for (int i = 0; i < NCOLLS; i++)
-        if (!strcmp(bench_colls[i].name, name))
-            return &bench_colls[i];
+    const bench_coll_t *rows;
+    int n = bench_colls_get(&rows);
+    for (int i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name))
+            return &rows[i];
     return NULL;
 }
 
 static double busbw_factor(const bench_coll_t *c, int n)
 {
     return c->busbw_num ? c->busbw_num * (n - 1) / n : 1.0;
+}
+
+/* symaddr's side of a row: the library's own entry for every collective. */
+static symaddr_status_t coll_run(symaddr_context_t *ctx, const opts_t *o, const bench_coll_t *c,
+                                 void *send, void *recv, size_t count, void *stream)
+{
+    return symaddr_collective_run(ctx, c->index, send, recv, count, o->dtype, o->redop, o->root,
+                                  stream);
 }
 
 /* size S is the larger of the two buffers, as nccl-tests reports it. */
@@ -383,7 +341,7 @@ static void coll_measure(symaddr_context_t *ctx, const opts_t *o, const bench_co
     symaddr_status_t st = SYMADDR_OK;
     res->wrong = -1;
     if (o->check) {
-        st = c->run(ctx, o, s, r, count, NULL);
+        st = coll_run(ctx, o, c, s, r, count, NULL);
         if (st == SYMADDR_OK)
             st = symaddr_stream_sync(ctx, NULL);
         symaddr_memcpy(ctx, hr, r, rb);
@@ -405,7 +363,7 @@ static void coll_measure(symaddr_context_t *ctx, const opts_t *o, const bench_co
         double t = 0, tm = 0;
         if (st == SYMADDR_OK)
             st = time_calls(
-                ctx, o, stream, [&] { return c->run(ctx, o, s, r, count, stream); }, &t);
+                ctx, o, stream, [&] { return coll_run(ctx, o, c, s, r, count, stream); }, &t);
         if (st != SYMADDR_OK) {
             fprintf(stderr, "symaddr-bench: rank %d: %s (%s)\n", rank, symaddr_strerror(st),
                     symaddr_last_error(ctx));
@@ -489,6 +447,14 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     }
     if (!reference_available(ctx, o))
         return 2;
+    if (!c->mpi && (o->check || (with_mpi && !with_nccl))) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "symaddr-bench: %s has no MPI reference here (tools/bench/coll.h, "
+                    "mpi_refs): run it without --check and --compare mpi\n",
+                    c->name);
+        return 2;
+    }
     if (o->graph && cpu) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: -G (graphs) needs a GPU backend\n");
