@@ -3,7 +3,8 @@
 # usage: fault.sh MPIEXEC NRANKS TEST_FAULT
 # Runs test_fault once per point with one rank killed there, then checks that every survivor
 # returned an error within twice the timeout, and that no symaddr memory outlives the jobs
-# (no /dev/shm files, no memfd held by its processes).
+# (no /dev/shm files, no memfd held by its processes), and that no rank's listener path does
+# (the survivors remove a dead rank's).
 set -u
 mpiexec=$1 n=$2 exe=$3
 if ! "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
@@ -11,6 +12,10 @@ if ! "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
 fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
+# the ranks' listeners go under TMPDIR: this test's own, so that what is left there is its
+mkdir "$dir/tmp"
+export TMPDIR=$dir/tmp
+unset XDG_RUNTIME_DIR
 shm_before=$(ls /dev/shm | grep -c symaddr)
 points="init mesh alloc free finalize coll"
 fail=0 pass=0 want=0
@@ -54,6 +59,9 @@ done
 if [ "$(ls /dev/shm | grep -c symaddr)" -ne "$shm_before" ]; then
     echo "FAIL: files named symaddr left in /dev/shm"; fail=$((fail + 1))
 else pass=$((pass + 1)); fi
+if [ -n "$(ls "$dir/tmp")" ]; then
+    echo "FAIL: listener paths left: $(ls "$dir/tmp" | tr '\n' ' ')"; fail=$((fail + 1))
+else pass=$((pass + 1)); fi
 # Survivors may still be exiting when mpiexec returns; give them until the deadline. Only
 # this test's processes count: other jobs on the machine may hold symaddr memory of their own.
 held_by_test() {
@@ -72,4 +80,4 @@ done
 if [ "$held" -ne 0 ]; then echo "FAIL: $held memfds still held"; fail=$((fail + 1))
 else pass=$((pass + 1)); fi
 echo "$pass passed, $fail failed"
-[ $fail -eq 0 ] && [ $pass -eq $((want + 2)) ]
+[ $fail -eq 0 ] && [ $pass -eq $((want + 3)) ]

@@ -1,19 +1,25 @@
 /* SPDX-License-Identifier: MIT */
-/* Descriptor passing inside a node. Each rank listens on an abstract Unix socket under a
- * fresh random name, and only then tells its node peers the name over MPI, so nobody can take
- * the name first. A connection is checked before anything is read from it: the connecting
- * process must be one of the node peers MPI named (SO_PEERCRED pid and uid), else it is
- * closed at once, so that a stranger can neither join nor stall the mesh. The peer then
- * presents the node's secret. The listeners close as soon as the mesh is built. */
+/* Descriptor passing inside a node. Each rank listens on a Unix socket in a directory of its
+ * own under a fresh random name, mode 0700, and only then tells its node peers the path over
+ * MPI, so nobody can take the name first and no other user can even connect (connect needs
+ * search permission on the directory): an abstract name, which anyone reads in /proc/net/unix,
+ * let another user's flood of connections fill the backlog until the peers' connects ran out of
+ * time. A connection is checked before anything is read from it: the connecting process must
+ * be one of the node peers MPI named (SO_PEERCRED pid and uid), else it is closed at once, so
+ * that a stranger can neither join nor stall the mesh. The peer then presents the node's
+ * secret. The listeners close, and their paths go, as soon as the mesh is built. */
 #include "bootstrap.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,6 +27,7 @@
 typedef symaddr_bootstrap_hello_t hello_t;
 #define HELLO_MAGIC SYMADDR_BOOTSTRAP_HELLO_MAGIC
 #define NAME_BYTES 16
+#define PATH_BYTES 108 /* sockaddr_un's sun_path */
 
 typedef struct fdmsg {
     uint64_t seq;
@@ -30,7 +37,7 @@ typedef struct fdmsg {
 
 /* What each rank tells its node peers over MPI. */
 typedef struct peer_rec {
-    uint8_t name[NAME_BYTES];
+    char path[PATH_BYTES]; /* its listener's */
     int32_t pid;
     int32_t status;
 } peer_rec_t;
@@ -39,16 +46,13 @@ void (*symaddr_bootstrap_listen_hook)(const struct sockaddr_un *addr, unsigned a
                                       int node_rank) = NULL;
 void (*symaddr_bootstrap_fd_hook)(int node_rank, uint64_t seq) = NULL;
 
-static socklen_t sock_name(struct sockaddr_un *sa, const uint8_t name[NAME_BYTES])
+static socklen_t sock_addr(struct sockaddr_un *sa, const char *path)
 {
-    char text[64];
-    int n = snprintf(text, sizeof(text), "symaddr-");
-    for (int i = 0; i < NAME_BYTES; i++)
-        n += snprintf(text + n, sizeof(text) - (size_t)n, "%02x", name[i]);
     memset(sa, 0, sizeof(*sa));
     sa->sun_family = AF_UNIX;
-    memcpy(sa->sun_path + 1, text, (size_t)n); /* leading NUL: abstract namespace */
-    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+    size_t n = strnlen(path, sizeof(sa->sun_path) - 1);
+    memcpy(sa->sun_path, path, n);
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + 1);
 }
 
 /* Milliseconds left until deadline_ns, at least 0, for poll. */
@@ -75,32 +79,90 @@ static int wait_fd(int fd, short events, uint64_t deadline_ns)
     }
 }
 
-/* A listener under a fresh random name; a name someone holds already is skipped. */
-static int listen_fresh(uint8_t name[NAME_BYTES], int backlog)
+/* A listener at path: <base>/symaddr-<32 random hex digits>/s, in a directory this rank made
+ * with mode 0700, under the first of $XDG_RUNTIME_DIR, $TMPDIR and /tmp that leaves room for
+ * it; a name someone holds already is skipped. */
+static int listen_private(char path[PATH_BYTES], int backlog)
 {
-    for (int attempt = 0; attempt < 16; attempt++) {
-        struct sockaddr_un sa;
-        if (getrandom(name, NAME_BYTES, 0) != NAME_BYTES)
-            return -1;
-        int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (s < 0)
-            return -1;
-        socklen_t len = sock_name(&sa, name);
-        if (bind(s, (struct sockaddr *)&sa, len) == 0 && listen(s, backlog) == 0)
-            return s;
-        int e = errno;
-        close(s);
-        if (e != EADDRINUSE)
-            return -1;
+    const char *bases[] = {getenv("XDG_RUNTIME_DIR"), getenv("TMPDIR"), "/tmp"};
+    int e = ENAMETOOLONG;
+    for (size_t k = 0; k < sizeof(bases) / sizeof(bases[0]); k++) {
+        if (!bases[k] || bases[k][0] != '/')
+            continue;
+        for (int attempt = 0; attempt < 16; attempt++) {
+            uint8_t name[NAME_BYTES];
+            if (getrandom(name, NAME_BYTES, 0) != NAME_BYTES)
+                return -1;
+            int n = snprintf(path, PATH_BYTES, "%s/symaddr-", bases[k]);
+            for (int i = 0; i < NAME_BYTES && n > 0 && n < PATH_BYTES; i++)
+                n += snprintf(path + n, PATH_BYTES - (size_t)n, "%02x", name[i]);
+            if (n < 0 || n + 3 > PATH_BYTES) /* and "/s" */
+                break;
+            if (mkdir(path, 0700) != 0) {
+                e = errno;
+                if (e == EEXIST)
+                    continue;
+                break; /* the next base */
+            }
+            chmod(path, 0700); /* whatever the umask */
+            memcpy(path + n, "/s", 3);
+            struct sockaddr_un sa;
+            socklen_t len = sock_addr(&sa, path);
+            int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+            if (s >= 0 && bind(s, (struct sockaddr *)&sa, len) == 0 && listen(s, backlog) == 0)
+                return s;
+            e = errno;
+            if (s >= 0)
+                close(s);
+            unlink(path);
+            path[n] = '\0';
+            rmdir(path);
+            break;
+        }
     }
+    errno = e;
     return -1;
+}
+
+/* Whether path is a listener of listen_private's: a socket at <base>/symaddr-<hex>/s. */
+static bool is_listener(char path[PATH_BYTES])
+{
+    struct stat st;
+    path[PATH_BYTES - 1] = '\0';
+    size_t n = strlen(path), hex = 2 * NAME_BYTES, tail = strlen("/symaddr-") + hex + 2;
+    if (n < tail || strcmp(path + n - 2, "/s") != 0 ||
+        strncmp(path + n - tail, "/symaddr-", strlen("/symaddr-")) != 0)
+        return false;
+    for (size_t i = n - 2 - hex; i < n - 2; i++)
+        if (!strchr("0123456789abcdef", path[i]))
+            return false;
+    return lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && st.st_uid == getuid();
+}
+
+/* Remove a listener's path and its directory. */
+static void remove_path(char path[PATH_BYTES])
+{
+    path[PATH_BYTES - 1] = '\0';
+    unlink(path);
+    char *slash = strrchr(path, '/');
+    if (slash) {
+        *slash = '\0';
+        rmdir(path);
+    }
+}
+
+/* Close the listener and remove its path. */
+static void unlisten(int s, char path[PATH_BYTES])
+{
+    close(s);
+    remove_path(path);
 }
 
 /* Connect to node rank k's listener and introduce ourselves; the socket, or -1. */
 static int connect_peer(const peer_rec_t *peer, const hello_t *h, uint64_t deadline_ns)
 {
     struct sockaddr_un sa;
-    socklen_t len = sock_name(&sa, peer->name);
+    socklen_t len = sock_addr(&sa, peer->path);
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (s < 0)
         return -1;
@@ -161,9 +223,12 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
         memset(secret, 0, sizeof(secret)); /* the pid check still stands; rank 0 reports it */
     memset(&mine, 0, sizeof(mine));
     mine.pid = pid;
-    listener = listen_fresh(mine.name, b->node_size + 64);
+    listener = listen_private(mine.path, b->node_size + 64);
     if (listener < 0) {
-        snprintf(why, why_len, "cannot listen on a Unix-domain socket: %s", strerror(errno));
+        snprintf(why, why_len,
+                 "cannot listen on a Unix-domain socket in a private directory under "
+                 "$XDG_RUNTIME_DIR, $TMPDIR or /tmp: %s; make one of them writable",
+                 strerror(errno));
         st = SYMADDR_ERR_BACKEND;
     }
     mine.status = st;
@@ -190,7 +255,7 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
 
     if (symaddr_bootstrap_listen_hook) {
         struct sockaddr_un sa;
-        socklen_t len = sock_name(&sa, mine.name);
+        socklen_t len = sock_addr(&sa, mine.path);
         symaddr_bootstrap_listen_hook(&sa, len, b->node_rank);
     }
     hello_t h = {.magic = HELLO_MAGIC, .node_rank = b->node_rank, .pid = pid};
@@ -262,7 +327,13 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
     }
 out:
     if (listener >= 0)
-        close(listener);
+        unlisten(listener, mine.path);
+    /* A peer that died before closing its listener left its path: the survivors remove it
+     * (the same user's, and the process is gone), so that nothing outlives a failed start. */
+    for (int q = 0; st != SYMADDR_OK && q < b->node_size; q++)
+        if (q != b->node_rank && peers[q].pid > 0 && peers[q].path[0] == '/' &&
+            kill(peers[q].pid, 0) != 0 && errno == ESRCH && is_listener(peers[q].path))
+            remove_path(peers[q].path);
     for (int q = 0; q < b->node_size; q++)
         if (pending[q] >= 0)
             close(pending[q]);

@@ -2,13 +2,14 @@
 /* Handle exchange is owner-only: a process outside the communicator that knows the socket's
  * full name and sends a well-formed hello is refused while the mesh is being built, and cannot
  * connect at all afterwards; it never receives a descriptor. A stranger holding connections
- * open without a word does not slow the start, and no rank's socket name can be derived from
- * another's, so none can be taken first. */
+ * open without a word does not slow the start, no rank's socket name can be derived from
+ * another's, so none can be taken first, and another user cannot connect at all. */
 #include "harness.h"
 
 #include <poll.h>
 #include <signal.h>
 #include <stddef.h>
+#include <grp.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -126,25 +127,30 @@ static void test_intruder_refused(void *unused)
 static pid_t g_silent = -1;
 
 /* Connects to every symaddr listener of this host it can see and holds the connections open
- * without a word, as any local user can: the names are in /proc/net/unix. */
+ * without a word, as any process of the same user can: the paths are in /proc/net/unix. */
 static void hold_silent(void)
 {
     int held = 0;
     FILE *f = fopen("/proc/net/unix", "r");
     char line[512];
     while (f && fgets(line, sizeof(line), f)) {
-        char *at = strstr(line, "@symaddr-");
-        if (!at)
+        line[strcspn(line, "\n")] = 0;
+        char *at = strrchr(line, ' '); /* the last field: the path, or @name when abstract */
+        if (!at || !strstr(at, "symaddr-"))
             continue;
-        at[strcspn(at, " \n")] = 0;
+        at++;
         struct sockaddr_un sa;
         memset(&sa, 0, sizeof(sa));
         sa.sun_family = AF_UNIX;
-        size_t n = strlen(at + 1);
-        memcpy(sa.sun_path + 1, at + 1, n);
+        size_t n = strlen(at);
+        if (n >= sizeof(sa.sun_path))
+            continue;
+        memcpy(sa.sun_path, at, n);
+        if (at[0] == '@')
+            sa.sun_path[0] = '\0';
         int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
         if (connect(s, (struct sockaddr *)&sa,
-                    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) == 0)
+                    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + n + (at[0] != '@'))) == 0)
             held++;
     }
     if (f)
@@ -196,14 +202,76 @@ static void test_silent_stranger(void *unused)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* ---- another user ------------------------------------------------------------------------- */
+
+/* A process of another user (nobody) that knows the listener's path cannot even connect, so
+ * that it cannot fill the backlog either: an abstract socket name, which anyone can read in
+ * /proc/net/unix, let another user's flood of connections fail 2 of 12 inits. */
+static pid_t g_other = -1;
+static void connect_as_nobody(void)
+{
+    char verdict = 'u'; /* could not become nobody */
+    if (setgroups(0, NULL) == 0 && setgid(65534) == 0 && setuid(65534) == 0) {
+        int s = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+        verdict = connect(s, (struct sockaddr *)&g_addr, g_len) == 0 ? 'q' : 'c';
+    }
+    if (write(g_report[1], &verdict, 1) != 1)
+        _exit(2);
+    _exit(0);
+}
+
+static char g_other_saw = '?';
+static void other_hook(const struct sockaddr_un *addr, unsigned len, int node_rank)
+{
+    if (node_rank != 0 || g_other >= 0)
+        return;
+    memcpy(&g_addr, addr, len);
+    g_len = len;
+    if (pipe(g_report) != 0 || (g_other = fork()) < 0)
+        return;
+    if (g_other == 0)
+        connect_as_nobody();
+    if (read(g_report[0], &g_other_saw, 1) != 1)
+        g_other_saw = '?';
+}
+
+static void test_other_user_cannot_connect(void *unused)
+{
+    (void)unused;
+    if (t_size == 1) {
+        T_SKIP("one rank builds no socket mesh");
+        return;
+    }
+    if (geteuid() != 0) {
+        T_SKIP("acting as another user (nobody) needs root");
+        return;
+    }
+    symaddr_bootstrap_listen_hook = other_hook;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
+    symaddr_bootstrap_listen_hook = NULL;
+    if (t_rank == 0) {
+        T_CHECK(g_other > 0, "no process of another user was started");
+        T_CHECK(g_other_saw == 'c',
+                "a process of user nobody saw '%c' connecting to the listener at %s (c: refused, "
+                "q: connected, u: could not become nobody)",
+                g_other_saw, g_addr.sun_path);
+        waitpid(g_other, NULL, 0);
+    } else {
+        T_CHECK(1); /* rank 0 hosts the other user */
+    }
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 /* ---- names nobody can take first ------------------------------------------------------------ */
 
 static char g_name[108];
 static void name_hook(const struct sockaddr_un *addr, unsigned len, int node_rank)
 {
     (void)node_rank;
-    size_t n = len - offsetof(struct sockaddr_un, sun_path) - 1;
-    memcpy(g_name, addr->sun_path + 1, n < sizeof(g_name) - 1 ? n : sizeof(g_name) - 1);
+    (void)len;
+    const char *dir = strstr(addr->sun_path, "/symaddr-"); /* <base>/symaddr-<random>/s */
+    if (dir)
+        snprintf(g_name, sizeof(g_name), "%.*s", (int)strcspn(dir + 1, "/"), dir + 1);
 }
 
 static void test_unguessable_names(void *unused)
@@ -241,5 +309,6 @@ int main(int argc, char **argv)
     T_RUN(test_intruder_refused, NULL);
     T_RUN(test_silent_stranger, NULL);
     T_RUN(test_unguessable_names, NULL);
+    T_RUN(test_other_user_cannot_connect, NULL);
     return t_finish();
 }
