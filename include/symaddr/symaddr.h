@@ -57,7 +57,9 @@
  *
  * Trust. Symmetric memory is shared with the node's ranks of the context only: descriptors go
  * to the processes MPI names as peers (checked by process id and user id before anything is
- * read), the sockets close once the node's peers are connected, and shared memory files are
+ * read; the sockets lie in directories of mode 0700 under $XDG_RUNTIME_DIR, $TMPDIR or /tmp, so
+ * that another user cannot connect), the sockets and their paths go once the node's peers are
+ * connected, and shared memory files are
  * the owner's alone (mode 0600). Processes of the same user are inside that boundary: like any
  * of the user's memory, they can reach it through /proc.
  */
