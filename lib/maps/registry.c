@@ -20,7 +20,8 @@
 
 typedef struct reg_chunk {
     size_t n;
-    struct reg_chunk *link; /* in a retired snapshot's garbage, or in the pool */
+    uint64_t born, died;    /* the first and last snapshots that hold it (died: once replaced) */
+    struct reg_chunk *link; /* in the garbage, or in the pool */
     uint64_t key[CHUNK];    /* the range's base, or the registration's address */
     uint64_t end[CHUNK];    /* the range's end (by range only) */
     symaddr_registration_t *r[CHUNK];
@@ -29,9 +30,8 @@ typedef struct reg_chunk {
 struct symaddr_registry_snapshot {
     size_t count;                           /* live registrations */
     size_t cap;                             /* chunks each side's arrays hold */
-    uint64_t retired_at;                    /* the epoch it was replaced in */
+    uint64_t seq;                           /* its number: changes before it */
     struct symaddr_registry_snapshot *next; /* retired list */
-    reg_chunk_t *garbage;                   /* the chunks its successor replaced */
     size_t na, nm;                          /* chunks by range, by registration */
     reg_chunk_t **ac, **mc;
     uint64_t *afirst, *mfirst; /* each chunk's first key: where a search starts */
@@ -76,7 +76,6 @@ static symaddr_registry_snapshot_t *snap_take(symaddr_registry_t *reg, size_t ca
     if (s && s->cap >= cap) {
         reg->spare = NULL;
         s->count = s->na = s->nm = 0;
-        s->garbage = NULL;
         return s;
     }
     return snap_alloc(2 * cap > 16 ? 2 * cap : 16);
@@ -106,10 +105,10 @@ static void chunk_drop(symaddr_registry_t *reg, reg_chunk_t *c)
 
 /* ---- readers ------------------------------------------------------------------------------ */
 
-/* A lookup shows its epoch with a plain store, and a writer makes every running thread's stores
- * visible with membarrier(2) before it reads the slots: the cost of ordering moves from every
- * lookup to the rare writer. Without membarrier, each lookup's store is sequentially consistent
- * instead. */
+/* A lookup shows the snapshot it reads with a plain store, and a writer makes every running
+ * thread's stores visible with membarrier(2) before it reads the slots: the cost of ordering
+ * moves from every lookup to the rare writer. Without membarrier, each lookup's store is
+ * sequentially consistent instead. */
 static int use_membarrier = -1; /* -1: not asked yet */
 static pthread_once_t membarrier_once = PTHREAD_ONCE_INIT;
 
@@ -159,8 +158,10 @@ static unsigned reader_slot(void)
     return SYMADDR_REGISTRY_SLOTS;
 }
 
-/* Enter a lookup: the snapshot stays valid until read_end. The slot shows the epoch at entry,
- * so that a writer frees a snapshot only once no lookup that may have seen it is still in. */
+/* Enter a lookup: the snapshot stays valid until read_end. The slot shows it before it is read,
+ * and is checked against cur after: a writer that retired it first either sees the slot, or
+ * the lookup sees the new cur and tries again (the writer's membarrier or the lookup's
+ * sequentially consistent store orders the two). */
 static const symaddr_registry_snapshot_t *read_begin(symaddr_registry_t *reg, unsigned *slot)
 {
     *slot = reader_slot();
@@ -168,14 +169,20 @@ static const symaddr_registry_snapshot_t *read_begin(symaddr_registry_t *reg, un
         pthread_mutex_lock(&reg->write);
         return reg->cur;
     }
-    uint64_t e = __atomic_load_n(&reg->epoch, __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&use_membarrier, __ATOMIC_RELAXED) == 1) {
-        __atomic_store_n(&reg->readers[*slot].epoch, e, __ATOMIC_RELAXED);
-        __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the writer's membarrier orders the rest */
-    } else {
-        __atomic_store_n(&reg->readers[*slot].epoch, e, __ATOMIC_SEQ_CST);
+    const symaddr_registry_snapshot_t **held = &reg->readers[*slot].held;
+    symaddr_registry_snapshot_t *s = __atomic_load_n(&reg->cur, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (__atomic_load_n(&use_membarrier, __ATOMIC_RELAXED) == 1) {
+            __atomic_store_n(held, s, __ATOMIC_RELAXED);
+            __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the writer's membarrier orders the rest */
+        } else {
+            __atomic_store_n(held, s, __ATOMIC_SEQ_CST);
+        }
+        symaddr_registry_snapshot_t *now = __atomic_load_n(&reg->cur, __ATOMIC_SEQ_CST);
+        if (now == s)
+            return s;
+        s = now;
     }
-    return __atomic_load_n(&reg->cur, __ATOMIC_SEQ_CST);
 }
 
 static void read_end(symaddr_registry_t *reg, unsigned slot)
@@ -183,52 +190,82 @@ static void read_end(symaddr_registry_t *reg, unsigned slot)
     if (slot == SYMADDR_REGISTRY_SLOTS)
         pthread_mutex_unlock(&reg->write);
     else
-        __atomic_store_n(&reg->readers[slot].epoch, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&reg->readers[slot].held, NULL, __ATOMIC_RELEASE);
 }
 
-/* Retired snapshots that no lookup can hold any more: their replaced chunks go to the pool,
- * the snapshot becomes the spare or is freed. */
+/* Free what no lookup can reach any more: each retired snapshot no slot shows, and each
+ * replaced chunk that no shown snapshot holds (one shown holds it when its number lies within
+ * the chunk's life). Freed chunks go to the pool, a freed snapshot becomes the spare. A slot
+ * showing a snapshot already freed belongs to a lookup that will try again: it holds nothing. */
 static void reclaim(symaddr_registry_t *reg)
 {
-    uint64_t oldest = UINT64_MAX;
-    if (!reg->retired)
+    uint64_t held[SYMADDR_REGISTRY_SLOTS];
+    size_t nheld = 0;
+    if (!reg->retired && !reg->garbage)
         return;
     readers_fence();
     for (unsigned i = 0; i < SYMADDR_REGISTRY_SLOTS; i++) {
-        uint64_t e = __atomic_load_n(&reg->readers[i].epoch, __ATOMIC_SEQ_CST);
-        if (e && e < oldest)
-            oldest = e;
+        const symaddr_registry_snapshot_t *h =
+            __atomic_load_n(&reg->readers[i].held, __ATOMIC_SEQ_CST);
+        if (!h || h == reg->cur)
+            continue; /* cur's chunks are not garbage */
+        for (symaddr_registry_snapshot_t *r = reg->retired; r; r = r->next)
+            if (r == h) {
+                held[nheld++] = r->seq;
+                break;
+            }
     }
     for (symaddr_registry_snapshot_t **pp = &reg->retired; *pp;) {
         symaddr_registry_snapshot_t *r = *pp;
-        if (r->retired_at < oldest) { /* every lookup in now began after it was replaced */
-            *pp = r->next;
-            reg->nretired--;
-            while (r->garbage) {
-                reg_chunk_t *c = r->garbage;
-                r->garbage = c->link;
-                chunk_drop(reg, c);
-            }
-            if (!reg->spare || reg->spare->cap < r->cap) {
-                free(reg->spare);
-                reg->spare = r;
-            } else {
-                free(r);
-            }
-        } else {
+        bool shown = false;
+        for (size_t k = 0; k < nheld && !shown; k++)
+            shown = held[k] == r->seq;
+        if (shown) {
             pp = &r->next;
+            continue;
         }
+        *pp = r->next;
+        reg->nretired--;
+        if (!reg->spare || reg->spare->cap < r->cap) {
+            free(reg->spare);
+            reg->spare = r;
+        } else {
+            free(r);
+        }
+    }
+    for (reg_chunk_t **pp = &reg->garbage; *pp;) {
+        reg_chunk_t *c = *pp;
+        bool needed = false;
+        for (size_t k = 0; k < nheld && !needed; k++)
+            needed = c->born <= held[k] && held[k] <= c->died;
+        if (needed) {
+            pp = &c->link;
+            continue;
+        }
+        *pp = c->link;
+        reg->ngarbage--;
+        chunk_drop(reg, c);
     }
 }
 
-/* Writer: make next current and retire the old one, with the chunks next replaced; nothing
- * waits for lookups. */
+/* Writer: make next current and retire the old one; the chunks next replaced were old's last
+ * (made: the chunks next brought, which it is the first to hold). Nothing waits for lookups. */
 static void publish(symaddr_registry_t *reg, symaddr_registry_snapshot_t *next,
-                    reg_chunk_t *replaced)
+                    reg_chunk_t *replaced, reg_chunk_t *const *made, int nmade)
 {
+    next->seq = reg->seq + 1;
+    for (int k = 0; k < nmade; k++)
+        made[k]->born = next->seq;
     symaddr_registry_snapshot_t *old = __atomic_exchange_n(&reg->cur, next, __ATOMIC_SEQ_CST);
-    old->garbage = replaced;
-    old->retired_at = __atomic_fetch_add(&reg->epoch, 1, __ATOMIC_SEQ_CST);
+    reg->seq = next->seq;
+    while (replaced) {
+        reg_chunk_t *c = replaced;
+        replaced = c->link;
+        c->died = old->seq;
+        c->link = reg->garbage;
+        reg->garbage = c;
+        reg->ngarbage++;
+    }
     old->next = reg->retired;
     reg->retired = old;
     /* Reclaiming costs a membarrier, which interrupts every thread looking up: once per
@@ -371,10 +408,10 @@ static int side_insert(symaddr_registry_t *reg, side_t next, const side_t cur, u
     return 1;
 }
 
-/* Take key out of a side (it is there): its chunk is copied without it, or dropped when it
- * held nothing else. 0: out of memory. */
+/* Take key out of a side (it is there): its chunk is copied without it (onto made[*nmade]), or
+ * dropped when it held nothing else. 0: out of memory. */
 static int side_remove(symaddr_registry_t *reg, side_t next, const side_t cur, uint64_t key,
-                       reg_chunk_t **garbage)
+                       reg_chunk_t **garbage, reg_chunk_t **made, int *nmade)
 {
     size_t t;
     reg_chunk_t *old = chunk_of((const reg_chunk_t *const *)cur.c, cur.first, *cur.n, key, &t);
@@ -383,6 +420,7 @@ static int side_remove(symaddr_registry_t *reg, side_t next, const side_t cur, u
     if (old->n > 1) {
         if (!(c = chunk_take(reg)))
             return 0;
+        made[(*nmade)++] = c;
         c->n = old->n - 1;
         for (size_t i = 0, o = 0; i < old->n; i++) {
             if (i == pos)
@@ -475,7 +513,6 @@ int symaddr_registry_init(symaddr_registry_t *reg)
 {
     pthread_once(&membarrier_once, membarrier_setup);
     memset(reg, 0, sizeof(*reg));
-    reg->epoch = 1; /* 0 marks an idle reader slot */
     reg->reclaim_at = RECLAIM_EVERY;
     reg->cur = snap_alloc(0);
     if (!reg->cur || posix_memalign((void **)&reg->readers, 64,
@@ -501,12 +538,12 @@ void symaddr_registry_fini(symaddr_registry_t *reg)
     while (reg->retired) {
         symaddr_registry_snapshot_t *r = reg->retired;
         reg->retired = r->next;
-        while (r->garbage) {
-            reg_chunk_t *c = r->garbage;
-            r->garbage = c->link;
-            free(c);
-        }
         free(r);
+    }
+    while (reg->garbage) {
+        reg_chunk_t *c = reg->garbage;
+        reg->garbage = c->link;
+        free(c);
     }
     if (reg->cur) {
         for (size_t k = 0; k < reg->cur->na; k++)
@@ -581,7 +618,7 @@ symaddr_status_t symaddr_registry_insert(symaddr_registry_t *reg, symaddr_regist
         free(next);
     } else {
         next->count = cur->count + 1;
-        publish(reg, next, garbage);
+        publish(reg, next, garbage, made, nmade);
         freed_forget(reg, base, end);
     }
     pthread_mutex_unlock(&reg->write);
@@ -603,17 +640,20 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
             if (!next)
                 next = snap_take(reg, snap_need(cur));
             ready = next && pool_fill(reg, 2); /* a remove: one chunk a side */
-            if (ready || !reg->retired)
+            if (ready || (!reg->retired && !reg->garbage))
                 break;
             sched_yield();
             reclaim(reg);
         }
-        reg_chunk_t *garbage = NULL;
+        reg_chunk_t *garbage = NULL, *made[2];
+        int nmade = 0;
         if (ready &&
-            side_remove(reg, side_of(next, 0), side_of(cur, 0), r->map.range_base, &garbage) &&
-            side_remove(reg, side_of(next, 1), side_of(cur, 1), (uintptr_t)r, &garbage)) {
+            side_remove(reg, side_of(next, 0), side_of(cur, 0), r->map.range_base, &garbage, made,
+                        &nmade) &&
+            side_remove(reg, side_of(next, 1), side_of(cur, 1), (uintptr_t)r, &garbage, made,
+                        &nmade)) {
             next->count = cur->count - 1;
-            publish(reg, next, garbage);
+            publish(reg, next, garbage, made, nmade);
             freed_add(reg, r->map.range_base);
             st = SYMADDR_OK;
         } else {
@@ -623,6 +663,12 @@ symaddr_status_t symaddr_registry_remove(symaddr_registry_t *reg, symaddr_regist
     }
     pthread_mutex_unlock(&reg->write);
     return st;
+}
+
+symaddr_registration_t *symaddr_registry_find_in_(const symaddr_registry_snapshot_t *s,
+                                                  const void *ptr)
+{
+    return find_in(s, (uint64_t)(uintptr_t)ptr);
 }
 
 symaddr_status_t symaddr_registry_lookup(symaddr_registry_t *reg, const void *ptr,

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Registry of live registrations. Lookups take no lock: each change publishes a new immutable
- * snapshot, sorted by range (in chunks that unchanged parts share), and retires the old one, which
- * is freed once every lookup that may have seen it has left (each lookup thread shows in a slot of
- * its own the epoch it entered in). Writers take a mutex and never wait for lookups, so lookups
- * never hold up allocate and free. */
+ * snapshot, sorted by range (in chunks that unchanged parts share), and retires the old one.
+ * Each lookup thread shows in a slot of its own the snapshot it reads; a retired snapshot is
+ * freed once no slot shows it, and a replaced chunk once no snapshot a slot shows holds it, so
+ * that a lookup preempted inside its read holds one snapshot, not every one since. Writers take
+ * a mutex and never wait for lookups, so lookups never hold up allocate and free. */
 #ifndef SYMADDR_LIB_REGISTRY_H
 #define SYMADDR_LIB_REGISTRY_H
 
@@ -35,15 +36,17 @@ typedef struct symaddr_registry {
     symaddr_registry_snapshot_t *retired; /* replaced, maybe still read */
     symaddr_registry_snapshot_t *spare;   /* a free one, filled by the next change */
     struct reg_chunk *pool;               /* free chunks for the next changes */
+    struct reg_chunk *garbage;            /* replaced chunks a held snapshot may still hold */
     size_t npool;
     size_t nretired;   /* snapshots on the retired list */
     size_t reclaim_at; /* nretired at which the next change reclaims */
     uint64_t reclaims; /* reclaims by changes so far (each a membarrier): for the tests */
-    uint64_t epoch;    /* changes so far, plus one */
+    size_t ngarbage;   /* chunks on garbage */
+    uint64_t seq;      /* the current snapshot's number: changes so far */
     /* SYMADDR_REGISTRY_SLOTS slots, a cache line each (allocated aligned: a registry sits
      * inside a context that is not), so that readers never write to a line another reads. */
     struct symaddr_registry_reader {
-        uint64_t epoch; /* when its thread's lookup began; 0 when idle */
+        const symaddr_registry_snapshot_t *held; /* what its thread reads; NULL when idle */
     } __attribute__((aligned(64))) * readers;
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
@@ -75,6 +78,9 @@ symaddr_status_t symaddr_registry_lookup(symaddr_registry_t *reg, const void *pt
 /* Whether map is a live registration's map; never dereferences map. */
 symaddr_registration_t *symaddr_registry_owner(symaddr_registry_t *reg, const symaddr_map_t *map);
 
+/* The registration holding ptr in snapshot s, which the caller holds (for the tests). */
+symaddr_registration_t *symaddr_registry_find_in_(const symaddr_registry_snapshot_t *s,
+                                                  const void *ptr);
 /* How many registrations are live. */
 size_t symaddr_registry_count(symaddr_registry_t *reg);
 /* Any registration (for teardown); NULL when empty. */
