@@ -288,7 +288,8 @@ def tables(path):
             cur = out.setdefault(line[3:].strip(), [])
             cur.append({})
         elif len(f) >= 8 and f[0].isdigit():
-            cur[-1][int(f[0])] = (float(f[4]), int(f[7]))
+            k = 5 if "." not in f[4] else 4  # revisions before the root column: one fewer
+            cur[-1][int(f[0])] = (float(f[k]), int(f[k + 3]))
     return out
 base, tree = tables(sys.argv[1] + "/ab-base.txt"), tables(sys.argv[1] + "/ab-tree.txt")
 for k in base:

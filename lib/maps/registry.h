@@ -32,7 +32,17 @@ typedef struct symaddr_registration {
 typedef struct symaddr_registry_snapshot symaddr_registry_snapshot_t;
 
 typedef struct symaddr_registry {
-    symaddr_registry_snapshot_t *cur;     /* read with atomics */
+    /* What every lookup reads, on a cache line of its own whatever the context's alignment:
+     * the writers' fields below change several times a change, and beside cur each of those
+     * stores took the line from the lookups, and their next reads took it back. */
+    char pad_before_[64];
+    symaddr_registry_snapshot_t *cur; /* read with atomics */
+    /* SYMADDR_REGISTRY_SLOTS slots, a cache line each (allocated aligned: a registry sits
+     * inside a context that is not), so that readers never write to a line another reads. */
+    struct symaddr_registry_reader {
+        const symaddr_registry_snapshot_t *held; /* what its thread reads; NULL when idle */
+    } __attribute__((aligned(64))) * readers;
+    char pad_after_[64 - 2 * sizeof(void *)];
     symaddr_registry_snapshot_t *retired; /* replaced, maybe still read */
     symaddr_registry_snapshot_t *spare;   /* a free one, filled by the next change */
     struct reg_chunk *pool;               /* free chunks for the next changes */
@@ -43,11 +53,6 @@ typedef struct symaddr_registry {
     uint64_t reclaims; /* reclaims by changes so far (each a membarrier): for the tests */
     size_t ngarbage;   /* chunks on garbage */
     uint64_t seq;      /* the current snapshot's number: changes so far */
-    /* SYMADDR_REGISTRY_SLOTS slots, a cache line each (allocated aligned: a registry sits
-     * inside a context that is not), so that readers never write to a line another reads. */
-    struct symaddr_registry_reader {
-        const symaddr_registry_snapshot_t *held; /* what its thread reads; NULL when idle */
-    } __attribute__((aligned(64))) * readers;
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
     size_t nfreed, capfreed;
