@@ -57,10 +57,10 @@ typedef struct symaddr_tuning {
 
 typedef struct symaddr_backend_ops {
     size_t size; /* sizeof(symaddr_backend_ops_t): callers never read past it */
+    /* What the core asks of a backend, instead of its kind: */
+    const symaddr_tuning_t *tuning; /* required: SYMADDR_BACKEND_ROW's first argument */
     const char *name;
     symaddr_backend_kind_t kind;
-    /* What the core asks of a backend, instead of its kind: */
-    const symaddr_tuning_t *tuning;    /* required: a row without one is refused at init */
     int host_memory;                   /* its memory is the host's, shared by the host's ranks */
     int immediate;                     /* a kernel runs at its launch, on the caller's thread */
     int pdl;                           /* kernels may launch as programmatic dependents */
@@ -116,6 +116,14 @@ typedef struct symaddr_backend_ops {
     const symaddr_kernels_t *kernels;
     const symaddr_coll_ops_t *coll;
 } symaddr_backend_ops_t;
+
+/* A backend's row: its tuning is the first argument, so that a row without one does not
+ * compile (the auto allreduce would read zeros: two-shot-copy at every size, and a forced
+ * Lamport that never ends); the other fields follow, designated. */
+#define SYMADDR_BACKEND_ROW(tuning_, ...)                                                          \
+    {                                                                                              \
+        .size = sizeof(symaddr_backend_ops_t), .tuning = (tuning_), __VA_ARGS__                    \
+    }
 
 struct symaddr_backend {
     const symaddr_backend_ops_t *ops;

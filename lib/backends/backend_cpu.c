@@ -264,11 +264,11 @@ static const symaddr_tuning_t cpu_tuning = {.lamport = 128,
                                             .lamport_threads = 1,
                                             .rma_copy = SIZE_MAX};
 
-const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
-    .size = sizeof(symaddr_backend_ops_t),
+/* The row, a field a line (which clang-format would pack into the macro's argument list). */
+/* clang-format off */
+const symaddr_backend_ops_t symaddr_backend_cpu_ops = SYMADDR_BACKEND_ROW(&cpu_tuning,
     .name = "cpu",
     .kind = SYMADDR_BACKEND_CPU,
-    .tuning = &cpu_tuning,
     .host_memory = 1,
     .immediate = 1,
     .pdl = 0,
@@ -298,5 +298,5 @@ const symaddr_backend_ops_t symaddr_backend_cpu_ops = {
     .stream_sync = cpu_stream_sync,
     .mem_total = cpu_mem_total,
     .kernels = &symaddr_kernels_cpu,
-    .coll = &symaddr_coll_cpu,
-};
+    .coll = &symaddr_coll_cpu);
+/* clang-format on */

@@ -641,27 +641,30 @@ static const symaddr_tuning_t gpu_tuning = {
 #endif
 };
 
+/* What differs between the runtimes, set apart: a macro's arguments cannot hold #if. */
 #if defined(SYMADDR_USE_CUDA)
-extern "C" const symaddr_backend_ops_t symaddr_backend_cuda_ops = {
+#define GPU_OPS symaddr_backend_cuda_ops
+#define GPU_PDL 1
+#define GPU_ALLOCATOR "cudaMalloc"
+#define GPU_VMM_MISSING ""
 #else
-extern "C" const symaddr_backend_ops_t symaddr_backend_hip_ops = {
+#define GPU_OPS symaddr_backend_hip_ops
+#define GPU_PDL 0
+#define GPU_ALLOCATOR "hipMalloc"
+#define GPU_VMM_MISSING                                                                            \
+    " in this build (its hipMemCreate path is wired from ROCm 6 on; rebuild against ROCm 6 or "    \
+    "later)"
 #endif
-    .size = sizeof(symaddr_backend_ops_t),
+/* The row, a field a line (which clang-format would pack into the macro's argument list). */
+/* clang-format off */
+extern "C" const symaddr_backend_ops_t GPU_OPS = SYMADDR_BACKEND_ROW(&gpu_tuning,
     .name = GPU_NAME,
     .kind = GPU_KIND,
-    .tuning = &gpu_tuning,
     .host_memory = 0,
     .immediate = 0,
-#if defined(SYMADDR_USE_CUDA)
-    .pdl = 1,
-    .allocator = "cudaMalloc",
-    .vmm_missing = "",
-#else
-    .pdl = 0,
-    .allocator = "hipMalloc",
-    .vmm_missing = " in this build (its hipMemCreate path is wired from ROCm 6 on; rebuild against "
-                   "ROCm 6 or later)",
-#endif
+    .pdl = GPU_PDL,
+    .allocator = GPU_ALLOCATOR,
+    .vmm_missing = GPU_VMM_MISSING,
     .caps = {GPU_BULK_CAPS, GPU_COHERENT_CAPS}, /* by symaddr_mem_kind_t, bulk first */
     .device_count = gpu_device_count,
     .init = gpu_init,
@@ -683,5 +686,5 @@ extern "C" const symaddr_backend_ops_t symaddr_backend_hip_ops = {
     .stream_sync = gpu_stream_sync,
     .mem_total = gpu_mem_total,
     .kernels = &symaddr_kernels_gpu,
-    .coll = &symaddr_coll_gpu,
-};
+    .coll = &symaddr_coll_gpu);
+/* clang-format on */
