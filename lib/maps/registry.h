@@ -48,11 +48,11 @@ typedef struct symaddr_registry {
     struct reg_chunk *pool;               /* free chunks for the next changes */
     struct reg_chunk *garbage;            /* replaced chunks a held snapshot may still hold */
     size_t npool;
-    size_t nretired;   /* snapshots on the retired list */
-    size_t reclaim_at; /* nretired at which the next change reclaims */
-    uint64_t reclaims; /* reclaims by changes so far (each a membarrier): for the tests */
-    size_t ngarbage;   /* chunks on garbage */
-    uint64_t seq;      /* the current snapshot's number: changes so far */
+    size_t nretired;       /* snapshots on the retired list */
+    size_t reclaim_at;     /* nretired at which the next change reclaims */
+    uint64_t reclaims;     /* reclaims by changes so far (each a membarrier): for the tests */
+    size_t ngarbage;       /* chunks on garbage */
+    uint64_t seq;          /* the current snapshot's number: changes so far */
     pthread_mutex_t write; /* writers: insert, remove, the freed set */
     uint64_t *freed;       /* sorted */
     size_t nfreed, capfreed;
