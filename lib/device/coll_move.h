@@ -54,4 +54,7 @@ finish:
     symaddr_team_end(&d.team, &call, 0);
 }
 
+/* The kinds k_move serves, for collectives.hip's launch: one with its case above. */
+#define MOVE_KINDS(X) X(BARRIER) X(ALLGATHER) X(BROADCAST) X(ALLTOALL) X(GATHER) X(SCATTER)
+
 #endif

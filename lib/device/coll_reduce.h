@@ -337,4 +337,15 @@ finish:
     symaddr_team_end(&d.team, &call, 1);
 }
 
+/* Each reducing kind and its kernel template (instantiated per dtype and op), for
+ * collectives.hip's launch and occupancy; Lamport's is written out there (floats only). */
+#define REDUCE_KERNELS(X)                                                                          \
+    X(ALLREDUCE_ONESHOT, k_allreduce_oneshot)                                                      \
+    X(ALLREDUCE_TWOSHOT, k_allreduce_twoshot)                                                      \
+    X(ALLREDUCE_TWOSHOT_GET, k_allreduce_twoshot_get)                                              \
+    X(ALLREDUCE_TWOSHOT_COPY, k_allreduce_twoshot_get)                                             \
+    X(ALLREDUCE_LL, k_allreduce_ll)                                                                \
+    X(REDUCE_SCATTER, k_reduce_scatter)                                                            \
+    X(REDUCE, k_reduce)
+
 #endif

@@ -76,19 +76,10 @@ namespace
      symaddr_launch_status(hipGetLastError()))
 #endif
 
-/* The kernel of every kind, one line each: the data movers share k_move, whose switch has the
- * kind's case; a reducing kind names its kernel template, instantiated per dtype and op (the
- * launch and the occupancy read this list). Lamport, which exists for the floats alone, is
- * written out below. A kind in neither list stops the build in the switches (-Wswitch). */
-#define MOVE_KINDS(X) X(BARRIER) X(ALLGATHER) X(BROADCAST) X(ALLTOALL) X(GATHER) X(SCATTER)
-#define REDUCE_KERNELS(X)                                                                          \
-    X(ALLREDUCE_ONESHOT, k_allreduce_oneshot)                                                      \
-    X(ALLREDUCE_TWOSHOT, k_allreduce_twoshot)                                                      \
-    X(ALLREDUCE_TWOSHOT_GET, k_allreduce_twoshot_get)                                              \
-    X(ALLREDUCE_TWOSHOT_COPY, k_allreduce_twoshot_get)                                             \
-    X(ALLREDUCE_LL, k_allreduce_ll)                                                                \
-    X(REDUCE_SCATTER, k_reduce_scatter)                                                            \
-    X(REDUCE, k_reduce)
+/* The kernel of every kind, one line each, beside the kernels: MOVE_KINDS (coll_move.h) and
+ * REDUCE_KERNELS (coll_reduce.h). The launch and the occupancy read them; Lamport, which exists
+ * for the floats alone, is written out below. A kind in neither list stops the build in the
+ * switches (-Wswitch). */
 #define KIND_LABEL(E, ...) case SYMADDR_COLL_##E:
 #define REDUCE_CASE(E, kernel)                                                                     \
     case SYMADDR_COLL_##E: return COLL_LAUNCH(kernel<DT COMMA OP>, d, stream, d);
