@@ -44,12 +44,15 @@
  * registrations, unregister, finalize) must be made by one thread at a time per context, in
  * the same order on every rank. A second thread that enters one while another is inside
  * returns SYMADDR_ERR_INVALID_ARG ("another thread is in a collective ... call on this
- * context") without taking part. That detects the misuse only on a rank where the two calls
- * overlap: ranks pair calls by their order, so where threads race, one rank's first call can
- * meet another rank's second, and calls of the same collective, count and dtype cannot tell
- * each other apart: those return their results as OK with the other call's data, and the
- * ranks' later calls time out. No rule of the library can undo a race between a program's
- * threads: give each thread its own context to run collectives concurrently.
+ * context") without taking part, and the race breaks the context: ranks pair calls by their
+ * order, so the peers may have paired the call in flight with the refused one. The call in
+ * flight returns SYMADDR_ERR_BROKEN instead of OK when it is a collective (an allocation,
+ * import or registration keeps its result; its memory goes at finalize), and every later call
+ * returns SYMADDR_ERR_BROKEN on this rank, so that the peers' matching calls time out. The
+ * race is seen only on a rank where the two calls overlap: before the first overlap, one rank's
+ * first call can meet another rank's second, and calls of the same collective, count and dtype
+ * cannot tell each other apart, so those return OK with the other call's data. Give each thread
+ * its own context to run collectives concurrently.
  *
  * fork(). A child of a process that created a context cannot take part in the context's
  * collective calls (its peers pair their calls with the parent's): there they return

@@ -169,6 +169,7 @@ symaddr_status_t symaddr_coll_run(symaddr_context_t *ctx, const symaddr_coll_cal
                                   void *stream)
 {
     symaddr_coll_desc_t d;
+    ctx->core.coll_call = 1; /* a thread racing it makes its OK a BROKEN (symaddr_call_leave) */
     symaddr_status_t st = symaddr_coll_begin(ctx, call, &d);
     if (st != SYMADDR_OK || call->count == 0)
         return st;
@@ -205,6 +206,7 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
 {
     symaddr_coll_desc_t d;
     symaddr_status_t st;
+    ctx->core.coll_call = 1;
     static const uint64_t no_offsets[2] = {0, 0};
     if ((st = symaddr_coll_check_match(ctx, SYMADDR_OK, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, 0,
                                        0, no_offsets)) != SYMADDR_OK)

@@ -22,6 +22,8 @@ typedef struct symaddr_core {
     uint64_t seq;            /* collective call counter */
     symaddr_status_t broken; /* why the context can only be finalized; SYMADDR_OK while healthy */
     int busy;                /* a thread is in a collective or allocation call */
+    int raced;               /* another thread entered one meanwhile: the context breaks */
+    int coll_call;           /* the call in flight is a collective (its result may be mixed) */
     unsigned forks;          /* symaddr_forks when the context was made: a child differs */
 } symaddr_core_t;
 

@@ -30,12 +30,17 @@ symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
                                  "context; the context's peers take part with the parent, not "
                                  "with a child: make collective calls in the parent only",
                                  fn);
-    if (__atomic_exchange_n(&ctx->core.busy, 1, __ATOMIC_ACQUIRE))
+    if (__atomic_exchange_n(&ctx->core.busy, 1, __ATOMIC_ACQUIRE)) {
+        /* Ranks pair calls by their order, and where threads race the peers may have paired
+         * the call in flight with this one: the call in flight breaks the context as it
+         * leaves, so that no later call returns OK. */
+        __atomic_store_n(&ctx->core.raced, 1, __ATOMIC_RELEASE);
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "%s: another thread is in a collective or allocation call on "
                                  "this context; make such calls from one thread at a time (or "
-                                 "give each thread its own context)",
+                                 "give each thread its own context). The context is broken",
                                  fn);
+    }
     if (ctx->core.broken != SYMADDR_OK) {
         __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
         return symaddr_set_error(ctx, SYMADDR_ERR_BROKEN,
@@ -49,10 +54,22 @@ symaddr_status_t symaddr_call_enter(symaddr_context_t *ctx, const char *fn)
     return SYMADDR_OK;
 }
 
-void symaddr_call_leave(symaddr_context_t *ctx)
+symaddr_status_t symaddr_call_leave(symaddr_context_t *ctx, symaddr_status_t st, const char *fn)
 {
     symaddr_bootstrap_call_end(&ctx->core.boot);
+    if (__atomic_load_n(&ctx->core.raced, __ATOMIC_ACQUIRE)) {
+        symaddr_core_break(&ctx->core, SYMADDR_ERR_BROKEN);
+        if (st == SYMADDR_OK && ctx->core.coll_call)
+            st = symaddr_set_error(ctx, SYMADDR_ERR_BROKEN,
+                                   "%s: another thread entered a collective call of this context "
+                                   "during this one, so the ranks may have paired it with a "
+                                   "different call and its result may be another call's; the "
+                                   "context is broken: finalize it",
+                                   fn);
+    }
+    ctx->core.coll_call = 0;
     __atomic_store_n(&ctx->core.busy, 0, __ATOMIC_RELEASE);
+    return st;
 }
 
 /* The settings that change what ranks exchange or how they pair their calls: the ranks of a
