@@ -265,6 +265,9 @@ static void test_coll_rows(void **state)
         assert_string_equal(call, r->name);
         assert_true(!(info->flags & SYMADDR_COLLECTIVE_ROOT_ONLY) ||
                     (info->flags & SYMADDR_COLLECTIVE_ROOTED));
+        /* symaddr_abi_json writes name and doc as they are: nothing there may need escaping */
+        assert_null(strpbrk(info->name, "\"\\\n"));
+        assert_null(strpbrk(info->doc, "\"\\\n"));
         for (int j = 0; j < i; j++)
             assert_true(strcmp(symaddr_collective_info(j)->name, info->name) != 0);
         assert_ptr_equal(symaddr_coll_row_of(r->algos[0].kind), r);
