@@ -191,6 +191,16 @@ typedef struct symaddr_provider symaddr_provider_t;
  *  for, each prefixed "host:pid:rank [node_rank] symaddr LEVEL", without its newline. */
 typedef void (*symaddr_logger_t)(void *cookie, const char *line);
 
+/** Values of symaddr_config_t.validate ($SYMADDR_VALIDATE: 0, 1 or args). */
+typedef enum symaddr_validate {
+    SYMADDR_VALIDATE_OFF = 0,  /**< no checks across ranks beyond the allocations' */
+    SYMADDR_VALIDATE_ON = 1,   /**< every rank's collective call is compared with rank 0's: its
+                                    collective, count, dtype, op, root, offsets, and where the
+                                    program made it (below); device accesses are checked */
+    SYMADDR_VALIDATE_ARGS = 2, /**< as ON, but not where the calls were made: for programs that
+                                    make one collective from different places on purpose */
+} symaddr_validate_t;
+
 /** Context settings; fill with symaddr_config_default() (defaults and the SYMADDR_* variables)
  *  or SYMADDR_CONFIG_INITIALIZER (defaults only) first, then change fields. */
 typedef struct symaddr_config {
@@ -203,9 +213,11 @@ typedef struct symaddr_config {
                               memory, or symaddr_init refuses it */
     int node_size;       /**< >0 splits each host into simulated nodes of this many ranks;
                               default $SYMADDR_NODE_SIZE or 0 (real nodes) */
-    int validate;        /**< device functions built with SYMADDR_VALIDATE check every access
-                              through this context's tables; default $SYMADDR_VALIDATE, else
-                              the -Dvalidate build option */
+    int validate;        /**< a symaddr_validate_t: whether collectives compare their
+                              arguments, and where they were made, across ranks, and device
+                              functions built with SYMADDR_VALIDATE check every access through
+                              this context's tables; default $SYMADDR_VALIDATE, else the
+                              -Dvalidate build option */
     unsigned timeout_ms; /**< deadline of every wait on a peer, MPI's and kernels'; default
                               $SYMADDR_TIMEOUT_MS or 60000 */
     symaddr_allreduce_algo_t allreduce_algo; /**< default $SYMADDR_ALLREDUCE (auto, oneshot,
@@ -612,11 +624,18 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  * below excepted). Every rank must call the same collectives in the
  * same order with the same count, dtype, op and root; validation mode
  * (symaddr_config_t.validate) checks that, and the offsets, and returns SYMADDR_ERR_MISMATCH on
- * every rank. Calls
- * pair by their order, as MPI's and NCCL's do: a rank that skips a call pairs its next one with
- * the call the others made instead, and where both have the same collective, count, dtype, op
- * and root no check can tell them apart (validation included): they return OK with each
- * other's data, and the others' next call times out. A wait
+ * every rank. Calls pair by their order, as MPI's and NCCL's do: a rank that skips a call
+ * pairs its next one with the call the others made instead. Where both have the same
+ * collective, count, dtype, op and root, only where the program made them tells them apart:
+ * without validation they return OK with each other's data, and the others' next call times
+ * out. With SYMADDR_VALIDATE_ON each rank also sends where it made the call (the caller's
+ * return address as an offset into its executable or library, or the file and line a binding
+ * passes to symaddr_collective_run_at), and two ranks whose calls come from the same binary or
+ * file at different places get SYMADDR_ERR_MISMATCH, with both places in the message; calls
+ * from different binaries or files (MPMD programs) are not compared by place, nor are two
+ * calls made from one place (a loop whose body a rank skipped once still pairs by order).
+ * A program that makes one collective from different places on purpose (a root's branch and
+ * the others') sets SYMADDR_VALIDATE_ARGS. A wait
  * that times out (a peer exited or is stopped) is reported by the call on the cpu backend and by
  * symaddr_stream_sync on the GPU, as SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN (see "After a
  * timeout" above). Across nodes (real, or simulated by node_size) collectives run inside each
@@ -734,6 +753,20 @@ SYMADDR_API symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int 
                                                     const void *send, void *recv, size_t count,
                                                     symaddr_dtype_t dtype, symaddr_redop_t op,
                                                     int root, void *stream);
+
+/**
+ * symaddr_collective_run, made at @p file and @p line of the program: for bindings (Python
+ * passes its caller's file and line) and wrappers (C++'s std::source_location), whose calls
+ * all come from one place in the binding. With validation on (SYMADDR_VALIDATE_ON), ranks
+ * whose calls name the same file at different lines get SYMADDR_ERR_MISMATCH. A NULL @p file
+ * stands for the caller's own return address, as symaddr_collective_run.
+ * @return as symaddr_collective_run.
+ */
+SYMADDR_API symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, int index,
+                                                       const void *send, void *recv, size_t count,
+                                                       symaddr_dtype_t dtype, symaddr_redop_t op,
+                                                       int root, void *stream, const char *file,
+                                                       int line);
 
 /** No rank leaves before every rank has entered (stream-ordered on the GPU). */
 SYMADDR_API symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream);

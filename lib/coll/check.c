@@ -4,6 +4,8 @@
  * mode the agreement that every rank passed the same. */
 #include "coll/coll.h"
 
+#include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,13 +57,52 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const symaddr_coll_ca
     return SYMADDR_OK;
 }
 
+/* Where a call was made, as the ranks compare it: a file and line a binding named, or the
+ * return address as an offset into its executable or library (the same on every rank that
+ * runs the same binary, whatever the load address). An empty name is not compared. */
+typedef struct coll_where {
+    uint64_t pos;
+    uint32_t is_line;
+    char name[44];
+} coll_where_t;
+
+static void where_of(const symaddr_coll_site_t *site, coll_where_t *w)
+{
+    memset(w, 0, sizeof(*w));
+    const char *name = NULL;
+    Dl_info info;
+    if (site->file) {
+        name = site->file;
+        w->pos = (uint64_t)(site->line < 0 ? 0 : site->line);
+        w->is_line = 1;
+    } else if (site->ra && dladdr(site->ra, &info) && info.dli_fname && info.dli_fname[0]) {
+        name = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
+        w->pos = (uint64_t)((const char *)site->ra - (const char *)info.dli_fbase);
+    }
+    if (name) { /* the tail, which tells files apart */
+        size_t n = strlen(name);
+        memcpy(w->name, n < sizeof(w->name) ? name : name + n - (sizeof(w->name) - 1),
+               n < sizeof(w->name) ? n : sizeof(w->name) - 1);
+    }
+}
+
+static const char *where_text(const coll_where_t *w, char *buf, size_t n)
+{
+    snprintf(buf, n, w->is_line ? "%.44s:%llu" : "%.44s+0x%llx", w->name,
+             (unsigned long long)w->pos);
+    return buf;
+}
+
 /* In validation mode every rank learns whether the others passed the same arguments and
  * whether any rank's arguments were bad; all then return the same status. Without it a bad
- * argument fails on its rank alone, and the peers time out. */
+ * argument fails on its rank alone, and the peers time out. With SYMADDR_VALIDATE=1 the ranks
+ * also compare where they made the call: two calls of one collective and count that a skipped
+ * call would pair carry nothing else that tells them apart. */
 symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
                                           symaddr_coll_kind_t kind, size_t count,
                                           symaddr_dtype_t dt, int op, int root,
-                                          const uint64_t offsets[2])
+                                          const uint64_t offsets[2],
+                                          const symaddr_coll_site_t *site)
 {
     if (!ctx->core.cfg.validate)
         return local;
@@ -70,19 +111,22 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
     if (st != SYMADDR_OK)
         return st;
     enum { WORDS = 7 };
-    uint64_t mine[WORDS] = {(uint64_t)row->algos[0].kind,
-                            count,
-                            (uint64_t)dt,
-                            (uint64_t)op,
-                            (uint64_t)root,
-                            row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
-                            row->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0};
-    uint64_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
+    typedef struct {
+        uint64_t w[WORDS];
+        coll_where_t at;
+    } match_t;
+    match_t mine = {.w = {(uint64_t)row->algos[0].kind, count, (uint64_t)dt, (uint64_t)op,
+                          (uint64_t)root,
+                          row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
+                          row->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0}};
+    if (ctx->core.cfg.validate == SYMADDR_VALIDATE_ON)
+        where_of(site, &mine.at);
+    match_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all)
         return symaddr_core_break(
             &ctx->core,
             symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", row->name));
-    st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
+    st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, &mine, all, sizeof(mine),
                                symaddr_bootstrap_agree_deadline(&ctx->core.boot));
     if (st != SYMADDR_OK) {
         free(all);
@@ -92,25 +136,38 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                                  "within %u ms; the context is broken",
                                  row->name, ctx->core.cfg.timeout_ms);
     }
+    const uint64_t *first = all[0].w;
     for (int r = 0; r < ctx->core.size && st == SYMADDR_OK; r++) {
-        const uint64_t *theirs = all + WORDS * (size_t)r;
-        if (memcmp(theirs, all, 5 * sizeof(uint64_t)) != 0)
+        const uint64_t *theirs = all[r].w;
+        const coll_where_t *at = &all[r].at, *at0 = &all[0].at;
+        char a[96], b[96];
+        if (memcmp(theirs, first, 5 * sizeof(uint64_t)) != 0)
             st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
                                    "%s: rank %d passed a different collective, count (%llu, rank "
                                    "0: %llu), dtype, op or root than rank 0; every rank must pass "
                                    "the same",
                                    row->name, r, (unsigned long long)theirs[1],
-                                   (unsigned long long)all[1]);
-        else if (memcmp(theirs + 5, all + 5, 2 * sizeof(uint64_t)) != 0)
+                                   (unsigned long long)first[1]);
+        else if (memcmp(theirs + 5, first + 5, 2 * sizeof(uint64_t)) != 0)
             st =
                 symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
                                   "%s: rank %d passed %s at byte %llu of its registration, rank 0 "
                                   "at byte %llu; kernels reach a peer's %s at this rank's offset, "
                                   "so every rank must pass it at the same one",
-                                  row->name, r, theirs[5] != all[5] ? "send" : "recv",
-                                  (unsigned long long)(theirs[5] != all[5] ? theirs[5] : theirs[6]),
-                                  (unsigned long long)(theirs[5] != all[5] ? all[5] : all[6]),
-                                  theirs[5] != all[5] ? "send" : "recv");
+                                  row->name, r, theirs[5] != first[5] ? "send" : "recv",
+                                  (unsigned long long)(theirs[5] != first[5] ? theirs[5] : theirs[6]),
+                                  (unsigned long long)(theirs[5] != first[5] ? first[5] : first[6]),
+                                  theirs[5] != first[5] ? "send" : "recv");
+        else if (at->name[0] && strcmp(at->name, at0->name) == 0 &&
+                 (at->pos != at0->pos || at->is_line != at0->is_line))
+            st = symaddr_set_error(
+                ctx, SYMADDR_ERR_MISMATCH,
+                "%s: rank %d made this call at %s, rank 0 at %s: a rank that skipped a call "
+                "pairs its next one with the call the others made instead (every rank must make "
+                "the same calls in the same order); if the program makes this collective from "
+                "different places on purpose, set SYMADDR_VALIDATE=args to compare the "
+                "arguments only",
+                row->name, r, where_text(at, a, sizeof(a)), where_text(at0, b, sizeof(b)));
     }
     free(all);
     return st;
@@ -234,7 +291,7 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
         offsets[1] = (uint64_t)(uintptr_t)call->recv - recv.host_pb[ctx->core.rank];
     }
     if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root,
-                                       offsets)) != SYMADDR_OK)
+                                       offsets, &call->site)) != SYMADDR_OK)
         return st;
     symaddr_coll_desc_init(ctx, d, kind, call->count, call->dtype, op, work);
     d->send = call->send;

@@ -66,13 +66,22 @@ symaddr_coll_kind_t symaddr_coll_allreduce_kind(const symaddr_context_t *ctx, si
                                                 symaddr_dtype_t dt, size_t *work_p);
 
 /* check.c: the overlap rules, the agreement of validation mode, and the checks of a call */
+/* Where the program made a call: the return address of the public function, or the file and
+ * line a binding names (symaddr_collective_run_at). Validation mode compares it. */
+typedef struct symaddr_coll_site {
+    const void *ra;
+    const char *file;
+    int line;
+} symaddr_coll_site_t;
 symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
                                           symaddr_coll_kind_t kind, size_t count,
                                           symaddr_dtype_t dt, int op, int root,
-                                          const uint64_t offsets[2]);
-/* A call's arguments: its collective and what the caller passed. */
+                                          const uint64_t offsets[2],
+                                          const symaddr_coll_site_t *site);
+/* A call's arguments: its collective, what the caller passed and where. */
 typedef struct symaddr_coll_call {
     const symaddr_coll_row_t *row;
+    symaddr_coll_site_t site;
     const void *send;
     void *recv;
     size_t count;
@@ -93,11 +102,16 @@ symaddr_status_t symaddr_coll_launch(symaddr_context_t *ctx, const symaddr_coll_
 /* A public call: its checks, the node's kernel and, across nodes, the row's step. */
 symaddr_status_t symaddr_coll_run(symaddr_context_t *ctx, const symaddr_coll_call_t *call,
                                   void *stream);
-/* The guarded body of the public call of kind_'s collective: its arguments, then
- * symaddr_coll_run. */
+/* The guarded body of the public call of kind_'s collective: its arguments and where the
+ * program called it, then symaddr_coll_run. */
 #define SYMADDR_COLL_CALL(ctx, kind_, ...)                                                         \
+    SYMADDR_COLL_CALL_AT(ctx, kind_, ((symaddr_coll_site_t){.ra = __builtin_return_address(0)}),   \
+                         __VA_ARGS__)
+/* The same, made at site_. */
+#define SYMADDR_COLL_CALL_AT(ctx, kind_, site_, ...)                                               \
     do {                                                                                           \
-        const symaddr_coll_call_t call_ = {.row = symaddr_coll_row_of(kind_), __VA_ARGS__};        \
+        const symaddr_coll_call_t call_ = {                                                        \
+            .row = symaddr_coll_row_of(kind_), .site = site_, __VA_ARGS__};                        \
         GUARDED(ctx, call_.row->name, symaddr_coll_run(ctx, &call_, stream));                      \
     } while (0)
 symaddr_status_t symaddr_coll_gather_by_copy(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,

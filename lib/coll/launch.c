@@ -185,31 +185,52 @@ symaddr_status_t symaddr_coll_run(symaddr_context_t *ctx, const symaddr_coll_cal
                                    : symaddr_coll_launch(ctx, &d, stream);
 }
 
+/* A collective by its index: the row, or a message that says how to find one. */
+static const symaddr_coll_row_t *row_at(symaddr_context_t *ctx, int index, const char *fn)
+{
+    const symaddr_coll_row_t *row = symaddr_coll_row_at(index);
+    if (!row && ctx)
+        symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                          "%s: collective %d is not one of this library's %d "
+                          "(0..symaddr_collective_count() - 1); look it up by name with "
+                          "symaddr_collective_info",
+                          fn, index, symaddr_collective_count());
+    return row;
+}
+
 symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int index, const void *send,
                                         void *recv, size_t count, symaddr_dtype_t dtype,
                                         symaddr_redop_t op, int root, void *stream)
 {
-    const symaddr_coll_row_t *row = symaddr_coll_row_at(index);
-    if (!row && ctx)
-        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                                 "symaddr_collective_run: collective %d is not one of this "
-                                 "library's %d (0..symaddr_collective_count() - 1); look it up by "
-                                 "name with symaddr_collective_info",
-                                 index, symaddr_collective_count());
+    const symaddr_coll_row_t *row = row_at(ctx, index, "symaddr_collective_run");
     if (!row)
         return SYMADDR_ERR_INVALID_ARG;
     SYMADDR_COLL_CALL(ctx, row->algos[0].kind, .send = send, .recv = recv, .count = count,
                       .dtype = dtype, .op = op, .root = root);
 }
 
-static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
+symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, int index, const void *send,
+                                           void *recv, size_t count, symaddr_dtype_t dtype,
+                                           symaddr_redop_t op, int root, void *stream,
+                                           const char *file, int line)
+{
+    const symaddr_coll_row_t *row = row_at(ctx, index, "symaddr_collective_run_at");
+    if (!row)
+        return SYMADDR_ERR_INVALID_ARG;
+    symaddr_coll_site_t site = {.ra = __builtin_return_address(0), .file = file, .line = line};
+    SYMADDR_COLL_CALL_AT(ctx, row->algos[0].kind, site, .send = send, .recv = recv,
+                         .count = count, .dtype = dtype, .op = op, .root = root);
+}
+
+static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream,
+                                 const symaddr_coll_site_t *site)
 {
     symaddr_coll_desc_t d;
     symaddr_status_t st;
     ctx->core.coll_call = 1;
     static const uint64_t no_offsets[2] = {0, 0};
     if ((st = symaddr_coll_check_match(ctx, SYMADDR_OK, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, 0,
-                                       0, no_offsets)) != SYMADDR_OK)
+                                       0, no_offsets, site)) != SYMADDR_OK)
         return st;
     symaddr_coll_desc_init(ctx, &d, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
     if (!symaddr_multi_node(ctx))
@@ -226,5 +247,6 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream)
 
 symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream)
 {
-    GUARDED(ctx, symaddr_coll_barrier_row.name, barrier_(ctx, stream));
+    const symaddr_coll_site_t site = {.ra = __builtin_return_address(0)};
+    GUARDED(ctx, symaddr_coll_barrier_row.name, barrier_(ctx, stream, &site));
 }

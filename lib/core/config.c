@@ -136,6 +136,8 @@ static bool set_node_size(const char *v, symaddr_config_t *c)
 
 static bool set_validate(const char *v, symaddr_config_t *c)
 {
+    if (!strcasecmp(v, "args"))
+        return c->validate = SYMADDR_VALIDATE_ARGS, true;
     return parse_bool(v, &c->validate) || (c->validate = -1, false);
 }
 
@@ -227,8 +229,10 @@ static const config_var_t vars[] = {
      "split each host into simulated nodes of this many ranks", set_node_size},
     {"SYMADDR_TIMEOUT_MS", "60000", "milliseconds, 1 to 4294967295",
      "deadline of every wait on a peer, in MPI or in a kernel", set_timeout},
-    {"SYMADDR_VALIDATE", "0 (the -Dvalidate build option)", "0/1, yes/no, true/false or on/off",
-     "check every device access through a symaddr table and every collective's arguments",
+    {"SYMADDR_VALIDATE", "0 (the -Dvalidate build option)",
+     "0/1, yes/no, true/false, on/off, or args",
+     "check every device access through a symaddr table, and every collective's arguments and "
+     "where each rank made it (args: the arguments only)",
      set_validate},
     {"SYMADDR_ALLREDUCE", "auto",
      "auto, oneshot, twoshot, twoshot-get, twoshot-copy, ll or lamport", "allreduce algorithm",
@@ -316,8 +320,9 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         var = "SYMADDR_BACKEND", what = "backend is not a symaddr_backend_kind_t";
     else if (c->node_size < 0)
         var = "SYMADDR_NODE_SIZE", what = "node_size must be >= 0";
-    else if (c->validate != 0 && c->validate != 1)
-        var = "SYMADDR_VALIDATE", what = "validate must be 0 or 1";
+    else if (c->validate != SYMADDR_VALIDATE_OFF && c->validate != SYMADDR_VALIDATE_ON &&
+             c->validate != SYMADDR_VALIDATE_ARGS)
+        var = "SYMADDR_VALIDATE", what = "validate must be a symaddr_validate_t (0, 1 or 2)";
     else if (c->timeout_ms == 0)
         var = "SYMADDR_TIMEOUT_MS", what = "timeout_ms must be > 0";
     else if ((int)c->allreduce_algo < 0 || c->allreduce_algo >= SYMADDR_ALLREDUCE_ALGO_COUNT_)

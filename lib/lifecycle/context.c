@@ -97,7 +97,7 @@ static void settings_of(const symaddr_context_t *ctx, uint64_t v[SETTINGS])
 {
     const symaddr_config_t *c = &ctx->core.cfg;
     const uint64_t mine[] = {(uint64_t)ctx->be.ops->kind,
-                             (uint64_t)(c->validate != 0),
+                             (uint64_t)c->validate,
                              c->heap_bytes,
                              (uint64_t)c->allreduce_algo,
                              c->twoshot_bytes,
@@ -230,7 +230,7 @@ static void info_report(symaddr_context_t *ctx)
         SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_INIT,
                     "symaddr %d.%d.%d, backends built:%s, validation %s", SYMADDR_VERSION_MAJOR,
                     SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, built,
-                    c->cfg.validate ? "on" : "off");
+                    c->cfg.validate == SYMADDR_VALIDATE_ARGS ? "args" : c->cfg.validate ? "on" : "off");
         for (int i = 0;; i++) {
             const char *name, *v;
             if (!symaddr_config_var(i, &name, NULL, NULL))

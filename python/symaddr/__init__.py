@@ -22,6 +22,8 @@ pkg-config's symaddr, else the dynamic loader's libsymaddr.so.0.
 """
 import collections
 import ctypes
+import os
+import sys
 import warnings
 
 from . import _arrays
@@ -598,7 +600,8 @@ class Context:
 
     def _collective(self, name, send, recv, op, root, stream):
         """Every collective method (made by _add_collectives): the shape of send and recv
-        checked against the library's row, then symaddr_collective_run."""
+        checked against the library's row, then symaddr_collective_run_at with the file and
+        line that called the method, which validation mode compares across ranks."""
         index, flags = self._lib.collectives[name]
         bits = self._lib.abi["collective_flag"]
         per = (self.size if flags & bits["send_all"] else 1,
@@ -608,10 +611,12 @@ class Context:
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %d elements do not split into %d equal "
                        "parts; pass a multiple of the context's size"
                        % (name, _count(send), per[0]))
-        self._check(self._lib.symaddr_collective_run(
+        caller = sys._getframe(2)  # the method's caller: _collective <- Context.<name> <- it
+        self._check(self._lib.symaddr_collective_run_at(
             self._h, index, s, r, _count(send) // per[0], self._dtype_of(send),
             self._op(op) if flags & bits["reduces"] else 0,
-            self._root(root, name) if flags & bits["rooted"] else 0, _stream_of(send, stream)))
+            self._root(root, name) if flags & bits["rooted"] else 0, _stream_of(send, stream),
+            os.fsencode(caller.f_code.co_filename), caller.f_lineno))
         return recv
 
     def barrier(self, stream=None):

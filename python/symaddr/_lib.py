@@ -130,7 +130,7 @@ def load(path=None):
         "symaddr_unregister": (st, [vp, vp]),
         "symaddr_lookup": (st, [vp, vp, mapp]),
         "symaddr_heap_bases_get": (ctypes.POINTER(ctypes.c_uint64), [vp]),
-        "symaddr_collective_run": (st, [vp, i, vp, vp, sz, i, i, i, vp]),
+        "symaddr_collective_run_at": (st, [vp, i, vp, vp, sz, i, i, i, vp, ctypes.c_char_p, i]),
         "symaddr_barrier": (st, [vp, vp]),
         "symaddr_put": (st, [vp, vp, vp, sz, i, vp]),
         "symaddr_get": (st, [vp, vp, vp, sz, i, vp]),
@@ -142,7 +142,7 @@ def load(path=None):
         f.restype, f.argtypes = res, args
     # array dtype name -> symaddr_dtype_t
     lib.dtypes = {ARRAY_NAMES.get(k, k): v for k, v in abi["dtype"].items()}
-    # collective name -> (its index for symaddr_collective_run, its SYMADDR_COLLECTIVE_* flags)
+    # collective name -> (its index for symaddr_collective_run_at, its SYMADDR_COLLECTIVE_* flags)
     lib.collectives = {c["name"]: (k, c["flags"]) for k, c in enumerate(abi["collectives"])}
     _loaded[path] = lib
     return lib

@@ -758,6 +758,7 @@ static void test_settings_must_agree(void *u)
         {"SYMADDR_ALLREDUCE", 0},     {"SYMADDR_TWOSHOT_BYTES", 1}, {"SYMADDR_LL_BYTES", 2},
         {"SYMADDR_LAMPORT_BYTES", 3}, {"SYMADDR_NODE_SIZE", 4},     {"SYMADDR_VALIDATE", 5},
         {"SYMADDR_HEAP_SIZE", 6},     {"SYMADDR_RETAIN_BYTES", 7},  {"SYMADDR_HIP_FINEGRAINED", 8},
+        {"SYMADDR_VALIDATE", 9},
     };
     int odd = t_rank == t_size - 1;
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -778,6 +779,7 @@ static void test_settings_must_agree(void *u)
         case 6: cfg.heap_bytes = odd ? (size_t)2 << 20 : (size_t)1 << 20; break;
         case 7: cfg.retain_bytes = odd ? 4096 : 8192; break;
         case 8: cfg.hip_finegrained = odd; break;
+        case 9: cfg.validate = odd ? SYMADDR_VALIDATE_ARGS : SYMADDR_VALIDATE_ON; break;
         }
         symaddr_status_t st = symaddr_init(MPI_COMM_WORLD, &cfg, &ctx);
         T_CHECK(st == SYMADDR_ERR_MISMATCH && ctx == NULL,
@@ -788,6 +790,78 @@ static void test_settings_must_agree(void *u)
             T_CHECK(strstr(g_logged, cases[k].var) != NULL && strstr(g_logged, "alike") != NULL,
                     "the refusal names %s and says what to do: '%s'", cases[k].var, g_logged);
     }
+}
+
+/* ---- a rank that skips a call -------------------------------------------------------------------
+ * Rank 1 skips the allreduce that step() makes and goes on to the next one, of the same count
+ * and dtype on other data (an early return). Before, the two paired up under every algorithm,
+ * validation included, and returned OK with each other's data; with SYMADDR_VALIDATE_ON the
+ * ranks compare where they made the call: MISMATCH on every rank, naming both places, and no
+ * data moves. SYMADDR_VALIDATE_ARGS keeps a program that makes one collective from two places
+ * on purpose working, with exact sums. */
+static __attribute__((noinline)) symaddr_status_t step(symaddr_context_t *ctx, int32_t *a,
+                                                       int32_t *out)
+{
+    return symaddr_allreduce(ctx, a, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL);
+}
+
+static void test_skipped_call(void *u)
+{
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    static const symaddr_allreduce_algo_t algos[] = {SYMADDR_ALLREDUCE_LAMPORT,
+                                                     SYMADDR_ALLREDUCE_LL,
+                                                     SYMADDR_ALLREDUCE_ONESHOT};
+    /* sum over ranks r of (mul * (r + 1) + i) */
+    const int32_t ranks_sum = t_size * (t_size + 1) / 2;
+    for (size_t k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
+        symaddr_config_t cfg;
+        symaddr_context_t *ctx;
+        symaddr_config_default(&cfg);
+        cfg.validate = SYMADDR_VALIDATE_ON;
+        cfg.allreduce_algo = algos[k];
+        if (!T_INIT_OK(&cfg, &ctx))
+            return;
+        int32_t *a = alloc_i32(ctx, 8, t_rank + 1), *a2 = alloc_i32(ctx, 8, 100 * (t_rank + 1));
+        int32_t *out = alloc_i32(ctx, 8, -7);
+        symaddr_status_t st = t_rank == 1
+                                  ? symaddr_allreduce(ctx, a2, out, 8, SYMADDR_INT32, SYMADDR_SUM,
+                                                      NULL)
+                                  : step(ctx, a, out);
+        T_CHECK(st == SYMADDR_ERR_MISMATCH, "%s: the call rank 1 skipped returned %s",
+                symaddr_allreduce_algo_name(algos[k]), symaddr_strerror(st));
+        T_CHECK(strstr(symaddr_last_error(ctx), "made this call at") != NULL &&
+                    strstr(symaddr_last_error(ctx), "skipped a call") != NULL,
+                "message: %s", symaddr_last_error(ctx));
+        T_CHECK(count_wrong(ctx, out, 8, 1, -7) == 0, "recv changed by a refused call");
+        /* every rank then makes the next call from one place: exact */
+        T_OK(ctx, symaddr_allreduce(ctx, a2, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL));
+        T_CHECK(count_wrong(ctx, out, 8, t_size, 100 * ranks_sum) == 0, "%s: wrong sums after",
+                symaddr_allreduce_algo_name(algos[k]));
+        free_i32(ctx, out);
+        free_i32(ctx, a2);
+        free_i32(ctx, a);
+        T_OK(ctx, symaddr_finalize(&ctx));
+    }
+    /* arguments only: one collective made from two places on purpose, exact */
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_config_default(&cfg);
+    cfg.validate = SYMADDR_VALIDATE_ARGS;
+    if (!T_INIT_OK(&cfg, &ctx))
+        return;
+    int32_t *a = alloc_i32(ctx, 8, t_rank + 1), *out = alloc_i32(ctx, 8, -7);
+    symaddr_status_t st = t_rank == 1 ? symaddr_allreduce(ctx, a, out, 8, SYMADDR_INT32,
+                                                          SYMADDR_SUM, NULL)
+                                      : step(ctx, a, out);
+    T_CHECK(st == SYMADDR_OK, "SYMADDR_VALIDATE_ARGS, two places: %s", symaddr_strerror(st));
+    T_CHECK(count_wrong(ctx, out, 8, t_size, ranks_sum) == 0, "wrong sums from two places");
+    free_i32(ctx, out);
+    free_i32(ctx, a);
+    T_OK(ctx, symaddr_finalize(&ctx));
 }
 
 /* A fork() child of a rank calls a collective on the inherited context: refused with
@@ -827,6 +901,7 @@ int main(int argc, char **argv)
     T_RUN(test_heap_past_memory, NULL);
     T_RUN(test_config_contract, NULL);
     T_RUN(test_settings_must_agree, NULL);
+    T_RUN(test_skipped_call, NULL);
     T_RUN(test_long_timeout, NULL);
     T_RUN(test_epoch_wrap, NULL);
     T_RUN(test_held_in_exchange, NULL);

@@ -192,12 +192,19 @@ int main(int argc, char **argv)
         RET(symaddr_collective_run, RUN(ctx, a, b, 4, SYMADDR_INT32, (symaddr_redop_t)9, 0, NULL));
         RET(symaddr_collective_run, RUN(ctx, a, b, 4, SYMADDR_INT32, SYMADDR_SUM, 5, NULL));
     }
+#define RUN_AT(ctx_, ...) symaddr_collective_run_at(ctx_, k, __VA_ARGS__, __FILE__, __LINE__)
+    for (int k = 0; k < symaddr_collective_count(); k++) {
+        COLL_CASES_OF(symaddr_collective_run_at, RUN_AT, SYMADDR_SUM, 0, NULL);
+        RET(symaddr_collective_run_at,
+            RUN_AT(ctx, a, b, 4, SYMADDR_INT32, (symaddr_redop_t)9, 0, NULL));
+    }
     for (int k = -1; k <= symaddr_collective_count(); k += symaddr_collective_count() + 1) {
         RET(symaddr_collective_run, RUN(ctx, a, b, 4, SYMADDR_INT32, SYMADDR_SUM, 0, NULL));
         if (!strstr(symaddr_last_error(ctx), "symaddr_collective_info")) {
             printf("not ok - collective %d out of range: \"%s\"\n", k, symaddr_last_error(ctx));
             return 1;
         }
+        RET(symaddr_collective_run_at, RUN_AT(ctx, a, b, 4, SYMADDR_INT32, SYMADDR_SUM, 0, NULL));
     }
     RET(symaddr_barrier, symaddr_barrier(NULL, NULL));
     RET(symaddr_stream_sync, symaddr_stream_sync(NULL, NULL));

@@ -192,10 +192,60 @@ def test_methods_from_the_library():
     ctx.free(a)
 
 
+def _reduce_here(vctx, send, recv):
+    vctx.allreduce(send, recv)  # the only line this helper makes its call from
+
+
+def test_skipped_call_found():
+    """A rank that skips a call: with validation on, the ranks compare the file and line each
+    made its call from, and the call rank 1 makes in another's place fails with
+    SYMADDR_ERR_MISMATCH on every rank, naming both lines; recv keeps its data. With
+    validate=SYMADDR_VALIDATE_ARGS a program that makes one collective from two lines on purpose
+    gets exact sums."""
+    if size < 2:
+        return
+    on, args = 1, 2  # symaddr_validate_t
+    vctx = sa.Context(backend="cpu", validate=on)
+    a, _ = vctx.allocate_symmetric(11, np.int32)
+    a2, _ = vctx.allocate_symmetric(11, np.int32)
+    out, _ = vctx.allocate_symmetric(11, np.int32)
+    a[:] = np.arange(11, dtype=np.int32) + rank + 1
+    a2[:] = np.arange(11, dtype=np.int32) + 100 * (rank + 1)
+    out[:] = -7
+    try:
+        if rank == 1:
+            vctx.allreduce(a2, out)  # rank 1 skipped _reduce_here's call
+        else:
+            _reduce_here(vctx, a, out)
+        raise AssertionError("the call rank 1 skipped passed: %s" % out)
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_MISMATCH" and "test_numpy.py:" in str(e)
+              and "skipped a call" in str(e), "skipped call: %s" % e)
+    check(np.array_equal(out, np.full(11, -7, np.int32)), "a refused call wrote %s" % out)
+    vctx.allreduce(a2, out)  # every rank, one line: exact
+    check(np.array_equal(out, mpi_allreduce(a2, MPI.SUM)), "after the refusal: %s" % out)
+    for x in (out, a2, a):
+        vctx.free(x)
+    vctx.close()
+    vctx = sa.Context(backend="cpu", validate=args)
+    a, _ = vctx.allocate_symmetric(11, np.int32)
+    out, _ = vctx.allocate_symmetric(11, np.int32)
+    a[:] = np.arange(11, dtype=np.int32) + rank + 1
+    if rank == 1:
+        vctx.allreduce(a, out)
+    else:
+        _reduce_here(vctx, a, out)
+    check(np.array_equal(out, mpi_allreduce(a, MPI.SUM)), "two lines, arguments only: %s" % out)
+    vctx.free(out)
+    vctx.free(a)
+    vctx.close()
+
+
 cases.run("version", test_version)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
 cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
+cases.run("a skipped call found by validation", test_skipped_call_found)
 ctx.close()
 sys.exit(cases.finish())
