@@ -116,8 +116,7 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
         coll_where_t at;
     } match_t;
     match_t mine = {.w = {(uint64_t)row->algos[0].kind, count, (uint64_t)dt, (uint64_t)op,
-                          (uint64_t)root,
-                          row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
+                          (uint64_t)root, row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
                           row->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0}};
     if (ctx->core.cfg.validate == SYMADDR_VALIDATE_ON)
         where_of(site, &mine.at);
@@ -149,15 +148,15 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                                    row->name, r, (unsigned long long)theirs[1],
                                    (unsigned long long)first[1]);
         else if (memcmp(theirs + 5, first + 5, 2 * sizeof(uint64_t)) != 0)
-            st =
-                symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
-                                  "%s: rank %d passed %s at byte %llu of its registration, rank 0 "
-                                  "at byte %llu; kernels reach a peer's %s at this rank's offset, "
-                                  "so every rank must pass it at the same one",
-                                  row->name, r, theirs[5] != first[5] ? "send" : "recv",
-                                  (unsigned long long)(theirs[5] != first[5] ? theirs[5] : theirs[6]),
-                                  (unsigned long long)(theirs[5] != first[5] ? first[5] : first[6]),
-                                  theirs[5] != first[5] ? "send" : "recv");
+            st = symaddr_set_error(
+                ctx, SYMADDR_ERR_MISMATCH,
+                "%s: rank %d passed %s at byte %llu of its registration, rank 0 "
+                "at byte %llu; kernels reach a peer's %s at this rank's offset, "
+                "so every rank must pass it at the same one",
+                row->name, r, theirs[5] != first[5] ? "send" : "recv",
+                (unsigned long long)(theirs[5] != first[5] ? theirs[5] : theirs[6]),
+                (unsigned long long)(theirs[5] != first[5] ? first[5] : first[6]),
+                theirs[5] != first[5] ? "send" : "recv");
         else if (at->name[0] && strcmp(at->name, at0->name) == 0 &&
                  (at->pos != at0->pos || at->is_line != at0->is_line))
             st = symaddr_set_error(
@@ -290,8 +289,8 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
         offsets[0] = (uint64_t)(uintptr_t)call->send - send.host_pb[ctx->core.rank];
         offsets[1] = (uint64_t)(uintptr_t)call->recv - recv.host_pb[ctx->core.rank];
     }
-    if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root,
-                                       offsets, &call->site)) != SYMADDR_OK)
+    if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root, offsets,
+                                       &call->site)) != SYMADDR_OK)
         return st;
     symaddr_coll_desc_init(ctx, d, kind, call->count, call->dtype, op, work);
     d->send = call->send;

@@ -218,8 +218,8 @@ symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, int index, co
     if (!row)
         return SYMADDR_ERR_INVALID_ARG;
     symaddr_coll_site_t site = {.ra = __builtin_return_address(0), .file = file, .line = line};
-    SYMADDR_COLL_CALL_AT(ctx, row->algos[0].kind, site, .send = send, .recv = recv,
-                         .count = count, .dtype = dtype, .op = op, .root = root);
+    SYMADDR_COLL_CALL_AT(ctx, row->algos[0].kind, site, .send = send, .recv = recv, .count = count,
+                         .dtype = dtype, .op = op, .root = root);
 }
 
 static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream,

@@ -230,7 +230,9 @@ static void info_report(symaddr_context_t *ctx)
         SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_INIT,
                     "symaddr %d.%d.%d, backends built:%s, validation %s", SYMADDR_VERSION_MAJOR,
                     SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, built,
-                    c->cfg.validate == SYMADDR_VALIDATE_ARGS ? "args" : c->cfg.validate ? "on" : "off");
+                    c->cfg.validate == SYMADDR_VALIDATE_ARGS ? "args"
+                    : c->cfg.validate                        ? "on"
+                                                             : "off");
         for (int i = 0;; i++) {
             const char *name, *v;
             if (!symaddr_config_var(i, &name, NULL, NULL))

@@ -812,9 +812,8 @@ static void test_skipped_call(void *u)
         T_SKIP("needs 2 ranks");
         return;
     }
-    static const symaddr_allreduce_algo_t algos[] = {SYMADDR_ALLREDUCE_LAMPORT,
-                                                     SYMADDR_ALLREDUCE_LL,
-                                                     SYMADDR_ALLREDUCE_ONESHOT};
+    static const symaddr_allreduce_algo_t algos[] = {
+        SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_ALLREDUCE_LL, SYMADDR_ALLREDUCE_ONESHOT};
     /* sum over ranks r of (mul * (r + 1) + i) */
     const int32_t ranks_sum = t_size * (t_size + 1) / 2;
     for (size_t k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
@@ -827,10 +826,9 @@ static void test_skipped_call(void *u)
             return;
         int32_t *a = alloc_i32(ctx, 8, t_rank + 1), *a2 = alloc_i32(ctx, 8, 100 * (t_rank + 1));
         int32_t *out = alloc_i32(ctx, 8, -7);
-        symaddr_status_t st = t_rank == 1
-                                  ? symaddr_allreduce(ctx, a2, out, 8, SYMADDR_INT32, SYMADDR_SUM,
-                                                      NULL)
-                                  : step(ctx, a, out);
+        symaddr_status_t st =
+            t_rank == 1 ? symaddr_allreduce(ctx, a2, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL)
+                        : step(ctx, a, out);
         T_CHECK(st == SYMADDR_ERR_MISMATCH, "%s: the call rank 1 skipped returned %s",
                 symaddr_allreduce_algo_name(algos[k]), symaddr_strerror(st));
         T_CHECK(strstr(symaddr_last_error(ctx), "made this call at") != NULL &&
@@ -854,9 +852,9 @@ static void test_skipped_call(void *u)
     if (!T_INIT_OK(&cfg, &ctx))
         return;
     int32_t *a = alloc_i32(ctx, 8, t_rank + 1), *out = alloc_i32(ctx, 8, -7);
-    symaddr_status_t st = t_rank == 1 ? symaddr_allreduce(ctx, a, out, 8, SYMADDR_INT32,
-                                                          SYMADDR_SUM, NULL)
-                                      : step(ctx, a, out);
+    symaddr_status_t st = t_rank == 1
+                              ? symaddr_allreduce(ctx, a, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL)
+                              : step(ctx, a, out);
     T_CHECK(st == SYMADDR_OK, "SYMADDR_VALIDATE_ARGS, two places: %s", symaddr_strerror(st));
     T_CHECK(count_wrong(ctx, out, 8, t_size, ranks_sum) == 0, "wrong sums from two places");
     free_i32(ctx, out);

@@ -116,7 +116,10 @@ static void test_config_refusals(void **state)
     assert_int_equal(cfg.validate, 0);
     setenv("SYMADDR_VALIDATE", "true", 1);
     symaddr_config_default(&cfg);
-    assert_int_equal(cfg.validate, 1);
+    assert_int_equal(cfg.validate, SYMADDR_VALIDATE_ON);
+    setenv("SYMADDR_VALIDATE", "ARGS", 1);
+    symaddr_config_default(&cfg);
+    assert_int_equal(cfg.validate, SYMADDR_VALIDATE_ARGS);
     unsetenv("SYMADDR_VALIDATE");
     setenv("SYMADDR_HEAP_SIZE", "2T", 1);
     symaddr_config_default(&cfg);
