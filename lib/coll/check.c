@@ -165,8 +165,11 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                 "pairs its next one with the call the others made instead (every rank must make "
                 "the same calls in the same order); if the program makes this collective from "
                 "different places on purpose, set SYMADDR_VALIDATE=args to compare the "
-                "arguments only",
-                row->name, r, where_text(at, a, sizeof(a)), where_text(at0, b, sizeof(b)));
+                "arguments only%s",
+                row->name, r, where_text(at, a, sizeof(a)), where_text(at0, b, sizeof(b)),
+                at->is_line ? ""
+                            : " (addr2line -f -e BINARY OFFSET names a place's function "
+                              "and line, in a build with -g)");
     }
     free(all);
     return st;
