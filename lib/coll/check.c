@@ -76,7 +76,8 @@ static void where_of(const symaddr_coll_site_t *site, coll_where_t *w)
         w->pos = (uint64_t)(site->line < 0 ? 0 : site->line);
         w->is_line = 1;
     } else if (site->ra && dladdr(site->ra, &info) && info.dli_fname && info.dli_fname[0]) {
-        name = strrchr(info.dli_fname, '/') ? strrchr(info.dli_fname, '/') + 1 : info.dli_fname;
+        const char *slash = strrchr(info.dli_fname, '/');
+        name = slash ? slash + 1 : info.dli_fname;
         w->pos = (uint64_t)((const char *)site->ra - (const char *)info.dli_fbase);
     }
     if (name) { /* the tail, which tells files apart */

@@ -185,28 +185,32 @@ symaddr_status_t symaddr_coll_run(symaddr_context_t *ctx, const symaddr_coll_cal
                                    : symaddr_coll_launch(ctx, &d, stream);
 }
 
-/* A collective by its index: the row, or a message that says how to find one. */
-static const symaddr_coll_row_t *row_at(symaddr_context_t *ctx, int index, const char *fn)
+/* Collective index made at site: its row's call, or INVALID_ARG with a message that says how
+ * to find an index. fn is the public entry's name. */
+static symaddr_status_t run_index(symaddr_context_t *ctx, const char *fn, symaddr_coll_site_t site,
+                                  int index, const void *send, void *recv, size_t count,
+                                  symaddr_dtype_t dtype, symaddr_redop_t op, int root, void *stream)
 {
     const symaddr_coll_row_t *row = symaddr_coll_row_at(index);
     if (!row && ctx)
-        symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
-                          "%s: collective %d is not one of this library's %d "
-                          "(0..symaddr_collective_count() - 1); look it up by name with "
-                          "symaddr_collective_info",
-                          fn, index, symaddr_collective_count());
-    return row;
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: collective %d is not one of this library's %d "
+                                 "(0..symaddr_collective_count() - 1); look it up by name with "
+                                 "symaddr_collective_info",
+                                 fn, index, symaddr_collective_count());
+    if (!row)
+        return SYMADDR_ERR_INVALID_ARG;
+    SYMADDR_COLL_CALL_AT(ctx, row->algos[0].kind, site, .send = send, .recv = recv, .count = count,
+                         .dtype = dtype, .op = op, .root = root);
 }
 
 symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int index, const void *send,
                                         void *recv, size_t count, symaddr_dtype_t dtype,
                                         symaddr_redop_t op, int root, void *stream)
 {
-    const symaddr_coll_row_t *row = row_at(ctx, index, "symaddr_collective_run");
-    if (!row)
-        return SYMADDR_ERR_INVALID_ARG;
-    SYMADDR_COLL_CALL(ctx, row->algos[0].kind, .send = send, .recv = recv, .count = count,
-                      .dtype = dtype, .op = op, .root = root);
+    const symaddr_coll_site_t site = {.ra = __builtin_return_address(0)};
+    return run_index(ctx, "symaddr_collective_run", site, index, send, recv, count, dtype, op, root,
+                     stream);
 }
 
 symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, int index, const void *send,
@@ -214,12 +218,10 @@ symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, int index, co
                                            symaddr_redop_t op, int root, void *stream,
                                            const char *file, int line)
 {
-    const symaddr_coll_row_t *row = row_at(ctx, index, "symaddr_collective_run_at");
-    if (!row)
-        return SYMADDR_ERR_INVALID_ARG;
-    symaddr_coll_site_t site = {.ra = __builtin_return_address(0), .file = file, .line = line};
-    SYMADDR_COLL_CALL_AT(ctx, row->algos[0].kind, site, .send = send, .recv = recv, .count = count,
-                         .dtype = dtype, .op = op, .root = root);
+    const symaddr_coll_site_t site = {
+        .ra = __builtin_return_address(0), .file = file, .line = line};
+    return run_index(ctx, "symaddr_collective_run_at", site, index, send, recv, count, dtype, op,
+                     root, stream);
 }
 
 static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream,

@@ -216,6 +216,11 @@ static void context_free(symaddr_context_t *ctx)
 }
 
 /* INFO, once per context: what it runs on and with. */
+/* symaddr_validate_t's values as the INFO line names them (symaddr_config_check bounds it) */
+static const char *const validate_names[] = {"off", "on", "args"};
+_Static_assert(sizeof(validate_names) / sizeof(validate_names[0]) == SYMADDR_VALIDATE_ARGS + 1,
+               "a name for every symaddr_validate_t");
+
 static void info_report(symaddr_context_t *ctx)
 {
     const symaddr_core_t *c = &ctx->core;
@@ -230,9 +235,7 @@ static void info_report(symaddr_context_t *ctx)
         SYMADDR_LOG(c, SYMADDR_LOG_INFO, SYMADDR_SUB_INIT,
                     "symaddr %d.%d.%d, backends built:%s, validation %s", SYMADDR_VERSION_MAJOR,
                     SYMADDR_VERSION_MINOR, SYMADDR_VERSION_PATCH, built,
-                    c->cfg.validate == SYMADDR_VALIDATE_ARGS ? "args"
-                    : c->cfg.validate                        ? "on"
-                                                             : "off");
+                    validate_names[c->cfg.validate]);
         for (int i = 0;; i++) {
             const char *name, *v;
             if (!symaddr_config_var(i, &name, NULL, NULL))
