@@ -816,7 +816,7 @@ static void test_skipped_call(void *u)
     }
     static const symaddr_allreduce_algo_t algos[] = {
         SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_ALLREDUCE_LL, SYMADDR_ALLREDUCE_ONESHOT};
-    /* sum over ranks r of (mul * (r + 1) + i) */
+    /* the sum over ranks r of r + 1 */
     const int32_t ranks_sum = t_size * (t_size + 1) / 2;
     for (size_t k = 0; k < sizeof(algos) / sizeof(algos[0]); k++) {
         symaddr_config_t cfg;
