@@ -168,7 +168,7 @@ def test_methods_from_the_library():
         check(params == want, "%s takes %s, want %s" % (c["name"], params, want))
     fake = type("Lib", (), {"abi": {"collective_flag": bits, "collectives": [
         {"name": "a_new_collective", "doc": "new", "flags": bits["reduces"] | bits["rooted"]}]}})
-    sa._add_collectives(fake)
+    sa._add_collectives(sa.Context, fake)
     try:
         f = sa.Context.a_new_collective
         check(str(inspect.signature(f)) == "(self, send, recv=None, op='sum', root=0, "

@@ -589,7 +589,7 @@ def foreign_table(n):
     win = MPI.Win.Allocate_shared(n * 4, 4, comm=node)
     peers = [np.frombuffer(win.Shared_query(r)[0], np.uint8).ctypes.data for r in range(size)]
     fmap = ctx.register(peers[rank], n * 4, peers)
-    d = sa._arrays.host_array(peers[rank], (n,), np.float32, fmap._life)
+    d, _ = sa._arrays.host_array(peers[rank], (n,), np.float32, fmap._life)
 
     def cleanup():
         fmap.unregister()
@@ -734,7 +734,11 @@ def test_python_mistakes():
     raises(lambda: sa.Context(backend=ctx.backend, timeout_ms=0), "SYMADDR_ERR_INVALID_ARG",
            "timeout_ms must be > 0")
     a, amap = alloc((N,), "float32")
-    raises(lambda: ctx.allreduce(a, op="avg"), "SYMADDR_ERR_INVALID_ARG", "sum", "max")
+    raises(lambda: ctx.allreduce(a, op="mean"), "SYMADDR_ERR_INVALID_ARG", "sum", "max",
+           "avg", "MPI.SUM")
+    ia, _ = alloc((N,), "int32")
+    raises(lambda: ctx.allreduce(ia, op="avg"), "SYMADDR_ERR_INVALID_ARG", "floating-point")
+    ctx.free(ia)
     raises(lambda: ctx.allocate_symmetric(4, DTYPES["float32"], provider="nvlink"),
            "SYMADDR_ERR_INVALID_ARG", "ipc", "vmm")
     raises(lambda: ctx.allocate_symmetric((2, -1), DTYPES["float32"]),
@@ -749,20 +753,25 @@ def test_python_mistakes():
     raises(lambda: ctx.allreduce(b[::2]), "SYMADDR_ERR_INVALID_ARG", "contiguous")
     raises(lambda: ctx.alltoall(a, a), "SYMADDR_ERR_INVALID_ARG", "split") if N % size else None
     raises(lambda: ctx.put(a, a, size), "SYMADDR_ERR_INVALID_ARG", "not a rank")
+    a[:] = 7.0
     view = a[2:]
     ctx.free(a)
-    for use in (lambda: a[0], lambda: view.sum(), lambda: a.__setitem__(0, 1.0),
-                lambda: amap.peer_bases, lambda: amap.allocation_base,
+    # symaddr refuses the freed allocation; its memory stays mapped while Python reaches it
+    for use in (lambda: amap.peer_bases, lambda: amap.allocation_base,
                 lambda: ctx.get_symmetric_address_map(view), lambda: ctx.bind(view),
                 lambda: ctx.allreduce(view), lambda: put_kernel[(1,)](
                     b, view, amap.peer_bases, 4, right, CUR_RANK=rank, BLOCK=16)):
         raises(use, "SYMADDR_ERR_INVALID_MAP", "freed")
+    check(float(host(view)[0]) == 7.0 and float(host(a).sum()) == 7.0 * N,
+          "a freed allocation's views read its own memory")
     raises(lambda: ctx.free(a), "SYMADDR_ERR_DOUBLE_FREE", "once")
     raises(lambda: ctx.free(b[1:]), "SYMADDR_ERR_INVALID_ARG", "allocate_symmetric")
     ctx.free(b)
     with sa.Context(backend=ctx.backend) as other:
         c, cmap = other.allocate_symmetric((N,), DTYPES["float32"])
-    for use in (lambda: c[0], lambda: cmap.peer_bases, lambda: other.barrier(),
+        c[:] = 5.0
+    check(float(host(c)[N - 1]) == 5.0, "a closed context's array still reads its memory")
+    for use in (lambda: cmap.peer_bases, lambda: other.barrier(),
                 lambda: other.allocate_symmetric(4, DTYPES["float32"])):
         try:
             use()

@@ -7,7 +7,7 @@ and after it (every load and store is done before the memory is reused)."""
 import triton
 import triton.language as tl
 
-from symaddr import _count  # elements of a NumPy array or a tensor
+from symaddr._comm import count_of as _count  # elements of a NumPy array or a tensor
 from symaddr import triton as st
 
 

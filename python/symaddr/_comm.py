@@ -1,0 +1,238 @@
+# SPDX-License-Identifier: MIT
+"""The host side's communication calls of a Context: the collectives (one method per row of
+the library's list, symaddr_collective_info), put/get, barrier and sync. Stream-ordered on a
+GPU, complete on return on the cpu backend."""
+import ctypes
+import os
+import sys
+
+from ._arrays import HostArray, is_torch
+from ._lib import STATUS, SymaddrError
+
+
+def _err(name, text):
+    return SymaddrError(STATUS[name], text)
+
+
+def contiguous(a, what="this call"):
+    ok = a.is_contiguous() if is_torch(a) else a.flags["C_CONTIGUOUS"]
+    if not ok:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s takes contiguous memory, but the array has "
+                   "strides %s; pass a contiguous view or a copy (np.ascontiguousarray, "
+                   "tensor.contiguous())" % (what, tuple(a.stride() if is_torch(a)
+                                                         else a.strides)))
+    return a
+
+
+def nbytes_of(a):
+    return a.numel() * a.element_size() if is_torch(a) else a.nbytes
+
+
+def count_of(a):
+    return a.numel() if is_torch(a) else int(a.size)
+
+
+def _mpi_ops():
+    """mpi4py's reduction ops by handle -> symaddr's names (only where mpi4py is loaded)."""
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is None:
+        return {}
+    return {mpi.SUM: "sum", mpi.PROD: "prod", mpi.MAX: "max", mpi.MIN: "min"}
+
+
+class Communication:
+    """The collectives, put/get, barrier and sync of a Context (a base class of Context)."""
+
+    def _init_comm(self):
+        self._dtypes = {}  # the array's dtype -> symaddr_dtype_t
+        self._null_stream = None if self.backend == "cpu" else False
+
+    def _dtype_of(self, a):
+        code = self._dtypes.get(a.dtype)
+        if code is None:
+            name = str(a.dtype).replace("torch.", "")
+            if name not in self._lib.dtypes:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "symaddr has no dtype for %s; use one of "
+                           "%s" % (a.dtype, ", ".join(sorted(self._lib.dtypes))))
+            code = self._dtypes[a.dtype] = self._lib.dtypes[name]
+        return code
+
+    def _op(self, op, what):
+        """symaddr_redop_t of op ("sum", ..., or an mpi4py op), and whether it is "avg" (sum,
+        then a division by the context's size)."""
+        table = self._lib.abi["redop"]
+        if type(op) is str and op in table:
+            return table[op], False
+        if op == "avg":
+            return table["sum"], True
+        name = _mpi_ops().get(op) if not isinstance(op, str) else None
+        if name in table:
+            return table[name], False
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %r is not a reduction op: use one of %s, "
+                   "\"avg\" (floating-point dtypes), or mpi4py's MPI.SUM, MPI.PROD, MPI.MAX, "
+                   "MPI.MIN" % (what, op, ", ".join('"%s"' % k for k in sorted(table))))
+
+    def _stream_of(self, a, stream):
+        """The raw stream symaddr takes: a torch.cuda.Stream, a raw handle (an int), or None
+        (torch's current stream) for CUDA tensors; none for host memory."""
+        if type(stream) is int:
+            return ctypes.c_void_p(stream)
+        if a is not None and not (is_torch(a) and a.is_cuda):
+            return None
+        if stream is None:
+            import torch
+            if not torch.cuda.is_available():
+                return None
+            stream = torch.cuda.current_stream()
+        handle = getattr(stream, "cuda_stream", None)
+        if handle is None:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "stream=%r is neither a torch.cuda.Stream nor "
+                       "a raw stream handle (an int)" % (stream,))
+        return ctypes.c_void_p(handle)
+
+    def _address(self, a, what, name):
+        """a's address, refused when a is not an array or lies in freed memory."""
+        if isinstance(a, HostArray) or is_torch(a):
+            addr = a.data_ptr()
+        elif hasattr(a, "__array_interface__"):
+            addr = a.__array_interface__["data"][0]
+        else:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is a %s, not an array or tensor"
+                       % (name, what, type(a).__name__))
+        if self._lifetimes.pending:
+            self._freed_at(addr)
+        return addr
+
+    def _pair(self, send, recv, send_per_recv, what):
+        self._open()
+        recv = send if recv is None else recv
+        for a, role in ((send, "send"), (recv, "recv")):
+            if not hasattr(a, "dtype"):
+                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is a %s, not an array or tensor"
+                           % (what, role, type(a).__name__))
+            contiguous(a, what)
+        if send.dtype != recv.dtype:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass one dtype"
+                       % (what, send.dtype, recv.dtype))
+        if count_of(send) * send_per_recv[1] != count_of(recv) * send_per_recv[0]:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; it "
+                       "wants %d:%d" % (what, count_of(send), count_of(recv), *send_per_recv))
+        s = self._address(send, "send", what)
+        r = s if recv is send else self._address(recv, "recv", what)
+        return recv, ctypes.c_void_p(s), ctypes.c_void_p(r)
+
+    def _root(self, root, what):
+        if not isinstance(root, int) or not 0 <= root < self.size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: root %r is not a rank of this context "
+                       "(0..%d)" % (what, root, self.size - 1))
+        return root
+
+    def _collective(self, name, send, recv, op, root, stream):
+        """Every collective method (made by add_collectives): the shape of send and recv
+        checked against the library's row, then symaddr_collective_run_at with the file and
+        line that called the method, which validation mode compares across ranks."""
+        index, flags = self._lib.collectives[name]
+        bits = self._lib.abi["collective_flag"]
+        per = (self.size if flags & bits["send_all"] else 1,
+               self.size if flags & bits["recv_all"] else 1)
+        recv, s, r = self._pair(send, recv, per, "Context." + name)
+        if count_of(send) % per[0]:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "Context.%s: %d elements do not split into %d "
+                       "equal parts; pass a multiple of the context's size"
+                       % (name, count_of(send), per[0]))
+        code, avg = self._op(op, "Context." + name) if flags & bits["reduces"] else (0, False)
+        if avg and not str(send.dtype).replace("torch.", "").startswith(("float", "bfloat")):
+            raise _err("SYMADDR_ERR_INVALID_ARG", "Context.%s: op=\"avg\" takes floating-point "
+                       "data, not %s; reduce with \"sum\" and divide as you need" % (
+                           name, send.dtype))
+        caller = sys._getframe(2)  # the method's caller: _collective <- Context.<name> <- it
+        self._check(self._lib.symaddr_collective_run_at(
+            self._h, index, s, r, count_of(send) // per[0], self._dtype_of(send), code,
+            self._root(root, name) if flags & bits["rooted"] else 0,
+            self._stream_of(send, stream), os.fsencode(caller.f_code.co_filename),
+            caller.f_lineno))
+        if avg and (not flags & bits["rooted"] or self.rank == root):
+            recv /= self.size  # in place, stream-ordered on a GPU
+        return recv
+
+    def barrier(self, stream=None):
+        """Every rank of the context waits for the others (on the stream, on a GPU)."""
+        h = self._open()
+        self._check(self._lib.symaddr_barrier(
+            h, None if self.backend == "cpu" else self._stream_of(None, stream)))
+
+    # ---- one-sided ------------------------------------------------------------------------
+
+    def _rma(self, dst, src, target, stream, fn, name):
+        self._open()
+        for a in (dst, src):
+            contiguous(a, name)
+        if not isinstance(target, int):
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: target %r is not a rank (an int)" % (
+                name, target))
+        local = src if name == "put" else dst
+        nbytes = nbytes_of(local)
+        if nbytes_of(dst if name == "put" else src) < nbytes:
+            raise _err("SYMADDR_ERR_OUT_OF_BOUNDS", "%s: the symmetric array (%d bytes) is "
+                       "smaller than the local one (%d bytes)" % (
+                           name, nbytes_of(dst if name == "put" else src), nbytes))
+        d, s = self._address(dst, "dst", name), self._address(src, "src", name)
+        self._check(fn(self._h, ctypes.c_void_p(d), ctypes.c_void_p(s), nbytes, target,
+                       self._stream_of(local, stream)))
+
+    def put(self, dst, src, target, stream=None):
+        """Copy src (local) into rank target's copy of dst (symmetric); both contiguous."""
+        self._rma(dst, src, target, stream, self._lib.symaddr_put, "put")
+
+    def get(self, dst, src, target, stream=None):
+        """Copy rank target's copy of src (symmetric) into dst (local); both contiguous."""
+        self._rma(dst, src, target, stream, self._lib.symaddr_get, "get")
+
+    def sync(self, stream=None):
+        """Wait for the stream's symaddr work (and report a failure any rank met)."""
+        h = self._open()
+        self._check(self._lib.symaddr_stream_sync(
+            h, None if self.backend == "cpu" else self._stream_of(None, stream)))
+
+
+_COLLECTIVE = """def {name}(self, send, recv{recv}{op}{root}, stream=None):
+    return self._collective({name!r}, send, recv, {op_arg}, {root_arg}, stream)
+"""
+
+
+def add_collectives(cls, lib):
+    """A method of cls for every collective the library lists (symaddr_collective_info),
+    with the signature its C call has: (send, recv[, op][, root], stream); recv defaults to
+    None (in place) where send and recv have one shape."""
+    bits = lib.abi["collective_flag"]
+    for c in lib.abi["collectives"]:
+        name, flags = c["name"], c["flags"]
+        if name in vars(cls):
+            continue
+        send_all, recv_all = flags & bits["send_all"], flags & bits["recv_all"]
+        reduces, rooted = flags & bits["reduces"], flags & bits["rooted"]
+        code = _COLLECTIVE.format(name=name, recv="" if send_all or recv_all else "=None",
+                                  op=', op="sum"' if reduces else "",
+                                  root=", root=0" if rooted else "",
+                                  op_arg="op" if reduces else "None",
+                                  root_arg="root" if rooted else "None")
+        space = {}
+        exec(code, space)  # as collections.namedtuple: a real signature for help() and callers
+        fn = space[name]
+        shape = ("count: the elements of send and recv; in place when recv is None or send"
+                 if not (send_all or recv_all) else
+                 "count: send's elements, recv holds size * count; in place when send is this "
+                 "rank's block of recv" if not send_all else
+                 "count: recv's elements, send holds size * count; in place when recv is this "
+                 "rank's block of send" if not recv_all else
+                 "send and recv hold size * count elements and must not overlap")
+        ops = (" op: \"sum\", \"prod\", \"max\", \"min\", \"avg\" (floating point: the sum "
+               "divided by the size), or mpi4py's MPI.SUM, MPI.PROD, MPI.MAX, MPI.MIN."
+               if reduces else "")
+        fn.__doc__ = ("%s (%s). send and recv are symmetric memory of this context (arrays "
+                      "of allocate_symmetric, views at any offset, imports).%s stream: a "
+                      "torch.cuda.Stream or a raw handle (an int); None: torch's current "
+                      "stream. Returns recv." % (c["doc"], shape, ops))
+        fn.__qualname__ = cls.__name__ + "." + name
+        fn.__module__ = "symaddr"
+        setattr(cls, name, fn)

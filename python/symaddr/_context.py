@@ -1,0 +1,469 @@
+# SPDX-License-Identifier: MIT
+"""Context: a symaddr context, its memory (allocations, imports, foreign tables, local
+memory) and their maps. The collectives and one-sided calls are in _comm; what keeps memory
+mapped while Python reaches it is in _lifetime."""
+import ctypes
+import warnings
+import weakref
+
+from . import _arrays
+from ._arrays import address, is_torch
+from ._comm import Communication, add_collectives, contiguous, nbytes_of
+from ._lib import STATUS, SymaddrError, load
+from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
+from ._maps import AddressMap, SymmetricBuffer
+
+
+def _err(name, text):
+    return SymaddrError(STATUS[name], text)
+
+
+def _choice(kind, value, table):
+    """table[value], or a SymaddrError naming the allowed values."""
+    if value in table:
+        return table[value]
+    raise _err("SYMADDR_ERR_INVALID_ARG", "%r is not a symaddr %s: use one of %s" % (
+        value, kind, ", ".join(sorted(table, key=str))))
+
+
+def _shape(shape):
+    if type(shape) is int and shape >= 0:  # the common case, first
+        return (shape,)
+    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+        return shape
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(n) for n in shape)
+    except TypeError:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "shape must be an int or a tuple of ints, not %r"
+                   % (shape,))
+    if any(n < 0 for n in shape):
+        raise _err("SYMADDR_ERR_INVALID_SIZE", "shape %s has a negative extent" % (shape,))
+    return shape
+
+
+def _raw_address(a):
+    """An array's address, whether or not its registration still serves it."""
+    if isinstance(a, int):
+        return a
+    if is_torch(a):
+        return a.data_ptr()
+    return a.__array_interface__["data"][0]
+
+
+class Context(Communication):
+    """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD). Settings of
+    symaddr_config_t go as keyword arguments (timeout_ms=..., heap_bytes=...); backend is one
+    of the library's backend names. close() (or the end of a with block) finalizes it.
+
+    Arrays and tensors it hands out are plain NumPy arrays and torch tensors, and their memory
+    stays mapped while any of them (or a view) exists: free() and close() end symaddr's use of
+    the memory at once, and the library releases it once no rank reaches it from Python
+    (symaddr._lifetime says how)."""
+
+    def __init__(self, comm=None, backend="auto", lib=None, **config):
+        from mpi4py import MPI
+        self._h = None
+        self._lib = lib if lib is not None else load()
+        add_collectives(Context, self._lib)
+        self._regs = {}  # address of the library's symaddr_map_t -> Registration
+        self._by_base = {}  # base address of a live allocation -> its Registration
+        self._freed = {}  # base address of a freed allocation not yet released -> the same
+        self._plain = {}  # address of an empty_local() array -> its Registration
+        self._keep = []  # bytes the config points to
+        self._itemsizes = {}  # dtype -> bytes of one element
+        self._providers = {}  # provider kind -> its handle
+        self._out = (ctypes.byref(ctypes.c_void_p()), ctypes.byref(ctypes.c_void_p()))
+        cfg = self._lib.Config()
+        self._lib.symaddr_config_default(ctypes.byref(cfg))
+        cfg.backend = _choice("backend", backend, self._lib.abi["backend"])
+        settable = [f for f in self._lib.Config.field_names
+                    if f not in ("size", "backend", "logger", "logger_cookie")]
+        for k, v in config.items():
+            if k not in settable:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "Context() has no setting %r: use one of "
+                           "%s (symaddr_config_t's fields)" % (k, ", ".join(settable)))
+            if k == "debug_file":
+                v = str(v).encode()
+                self._keep.append(v)
+                v = ctypes.cast(ctypes.c_char_p(v), ctypes.c_void_p)
+            try:
+                setattr(cfg, k, v)
+            except TypeError as e:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%r: %s" % (k, v, e))
+        comm = comm or MPI.COMM_WORLD
+        h = ctypes.c_void_p()
+        self._check(self._lib.symaddr_init(ctypes.c_void_p(MPI._handleof(comm)),
+                                           ctypes.byref(cfg), ctypes.byref(h)))
+        self._h = h
+        self.comm = comm
+        self._life = Life(0, 0, "this context")
+        # the context's own tables (heap_bases): released with the context
+        self._own = Registration(None, self._life, None, 0, "context", None)
+        self._lifetimes = Lifetimes(comm.Dup(), cfg.timeout_ms)
+        self.rank = self._lib.symaddr_rank(self._h)
+        self.size = self._lib.symaddr_size(self._h)
+        self.node_rank = self._lib.symaddr_node_rank(self._h)
+        self.node_size = self._lib.symaddr_node_size(self._h)
+        self.backend = self._lib.symaddr_backend_name(self._lib.symaddr_backend(self._h)).decode()
+        self.device = self._lib.symaddr_device(self._h)  # the GPU's ordinal; -1 on the cpu
+        self._heap_bases = None
+        self._init_comm()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "open" if self._h else "closed"
+        return "<symaddr.Context %s: rank %s of %s, backend %s>" % (
+            state, getattr(self, "rank", "?"), getattr(self, "size", "?"),
+            getattr(self, "backend", "?"))
+
+    def _open(self):
+        if not self._h:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "the context is closed: create a new "
+                       "symaddr.Context")
+        return self._h
+
+    def _check(self, status):
+        if status != 0:
+            text = self._lib.symaddr_strerror(status).decode()
+            # a context's own message, or this thread's failed init's
+            why = (self._lib.symaddr_last_error(self._h or None) or b"").decode()
+            if why:
+                text = "%s: %s" % (text, why)
+            raise SymaddrError(status, text)
+
+    def close(self):
+        """Finalize the context (collective). Its maps refuse use at once. When no rank
+        reaches the context's memory from Python any more (no array, view or table of it is
+        left), the library finalizes now; otherwise the memory stays mapped and the library
+        finalizes when the interpreter exits."""
+        if not self._h:
+            return
+        self._lifetimes.reap_local()
+        h, self._h = self._h, None
+        regs = list(self._regs.values()) + list(self._plain.values()) + [self._own]
+        for reg in regs:
+            reg.life.end("released when its context was closed")
+        self._life.end("closed")
+        lt = self._lifetimes
+        try:
+            reached = not lt.agree([0 if lt.reached(regs) else 1])[0]
+        except SymaddrError:
+            reached = lt.reached(regs)  # a peer is gone: only this rank's own arrays count
+        self._regs.clear()
+        self._by_base.clear()
+        self._freed.clear()
+        self._plain.clear()
+        lt.pending, lt.local = [], []
+        lt.comm.Free()
+        lib = self._lib
+
+        def finalize():
+            st = lib.symaddr_finalize(ctypes.byref(h))
+            if st != 0:
+                raise SymaddrError(st, lib.symaddr_strerror(st).decode())
+
+        if reached:
+            finalize_at_exit(finalize)
+        else:
+            finalize()
+
+    def collect(self):
+        """Release (collectively) the freed allocations and unregistered tables that no rank
+        reaches from Python any more; allocate_symmetric, import_ and register do this too."""
+        self._open()
+        self._lifetimes.reap(collect=True)
+
+    # ---- arrays of the backend's kind ------------------------------------------------------
+
+    def _device(self):
+        """torch's name of the context's device: its tensors are made there, never copied."""
+        return "cpu" if self.backend == "cpu" else "cuda:%d" % self.device
+
+    def _array(self, addr, shape, dtype, reg, torch_kind=None):
+        """shape elements of dtype at addr, without a copy: a torch tensor for a torch dtype,
+        else a NumPy array (cpu backend only). reg keeps a weak reference to its exporter."""
+        if torch_kind is None:
+            torch_kind = _arrays.torch_dtype_of(dtype) is not None
+        if torch_kind:
+            a, exporter = _arrays.torch_tensor(addr, shape, dtype, self._device())
+        elif self.backend != "cpu":
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s memory is on the GPU: pass a torch dtype "
+                       "(torch.float32, ...), not %r" % (self.backend, dtype))
+        else:
+            a, exporter = _arrays.host_array(addr, shape, dtype, reg.life)
+        reg.exported(exporter)
+        return a
+
+    def _itemsize(self, dtype):
+        size = self._itemsizes.get(dtype)
+        if size is None:
+            if _arrays.torch_dtype_of(dtype) is not None:
+                import torch
+                size = torch.empty(0, dtype=dtype).element_size()
+            else:
+                size = _arrays.numpy_dtype(dtype).itemsize
+            self._itemsizes[dtype] = size
+        return size
+
+    def _table(self, addr, n, reg, torch_kind):
+        """n int64 entries of a table at addr (device memory on GPU backends), zero-copy."""
+        if torch_kind or self.backend != "cpu":
+            import torch
+            return self._array(addr, (n,), torch.int64, reg, True)
+        return self._array(addr, (n,), "int64", reg, False)
+
+    def _nbytes(self, shape, dtype):
+        count = 1
+        for n in shape:
+            count *= n
+        nbytes = count * self._itemsize(dtype)
+        if nbytes >= 1 << 63:
+            raise _err("SYMADDR_ERR_INVALID_SIZE", "shape %s of %s is %d bytes: too large" % (
+                shape, dtype, nbytes))
+        return nbytes
+
+    def _freed_at(self, addr):
+        """Raise INVALID_MAP when addr lies in a registration this context ended but the
+        library still holds (its memory stays mapped for the views Python keeps)."""
+        for reg in self._lifetimes.pending:
+            if reg.life.holds(addr):
+                reg.life.check()
+
+    # ---- memory ----------------------------------------------------------------------------
+
+    def allocate_symmetric(self, shape, dtype, provider="ipc"):
+        """A symmetric allocation (collective): the array (a torch tensor for a torch dtype, on
+        the GPU on GPU backends; a NumPy array for a NumPy dtype on the cpu backend) and its
+        AddressMap. provider: "ipc" (one allocation per call), "heap" (the context's heap,
+        whose table is the context-wide heap_bases) or "vmm". An allocation taken back from
+        retention or the heap keeps what its last user left: clear it if you need zeros. Free
+        it with free()."""
+        h = self._open()
+        shape = _shape(shape)
+        kind = self._lib.abi["provider"].get(provider)
+        if kind is None:
+            _choice("provider", provider, self._lib.abi["provider"])
+        nbytes = self._nbytes(shape, dtype)
+        if self._lifetimes.pending or self._lifetimes.local:
+            self._lifetimes.reap()
+        prov = self._providers.get(kind)
+        if prov is None:
+            prov = ctypes.c_void_p()
+            self._check(self._lib.symaddr_provider_get(h, kind, ctypes.byref(prov)))
+            self._providers[kind] = prov
+        # out-parameters of the context's own (its collective calls are one thread's at a time)
+        out_ptr, out_map = self._out
+        st = self._lib.symaddr_symmetric_alloc(prov, nbytes, out_ptr, out_map)
+        if st:
+            self._check(st)
+        addr, key = out_ptr._obj.value, out_map._obj.value
+        life = Life(addr, nbytes, ("a %s allocation of %d bytes at 0x%x", provider, nbytes,
+                                   addr))
+        reg = Registration(None, life, self._release_allocation, addr, "allocation", key)
+        reg.root = prov
+        torch_kind = _arrays.torch_dtype_of(dtype) is not None
+        try:
+            reg.amap = AddressMap(self, key, reg, torch_kind)
+            a = self._array(addr, shape, dtype, reg, torch_kind)
+        except SymaddrError:
+            self._lib.symaddr_symmetric_free(prov, addr)
+            raise
+        self._regs[key] = reg
+        self._by_base[addr] = reg
+        return a, reg.amap
+
+    def _release_allocation(self, reg):
+        self._freed.pop(reg.base, None)
+        self._check(self._lib.symaddr_symmetric_free(reg.root, reg.base))
+
+    def allocate(self, numel, dtype, provider="ipc"):
+        """allocate_symmetric((numel,), dtype, provider): the name of 0.1.0."""
+        warnings.warn("Context.allocate(numel, ...) is Context.allocate_symmetric(shape, ...)",
+                      DeprecationWarning, stacklevel=2)
+        return self.allocate_symmetric((numel,), dtype, provider)
+
+    def empty(self, shape, dtype, provider="ipc"):
+        """allocate_symmetric()'s array alone (get_symmetric_address_map finds its map)."""
+        return self.allocate_symmetric(shape, dtype, provider)[0]
+
+    def free(self, a):
+        """Free an allocation (collective): a is the array allocate_symmetric() returned, or
+        its AddressMap. Its map refuses use at once, and so do the collectives, put/get and
+        kernel launches given its memory; the library releases the memory once no rank
+        reaches it from Python (until then a view kept reads the freed allocation's own
+        memory, never another's)."""
+        self._open()
+        addr = a.allocation_base if isinstance(a, AddressMap) and a._life.alive else (
+            a._life.base if isinstance(a, AddressMap) else _raw_address(a))
+        reg = self._by_base.pop(addr, None)
+        if reg is None:
+            dead = self._freed.get(addr)
+            if dead is not None:
+                raise _err("SYMADDR_ERR_DOUBLE_FREE", "%s was %s already; free each "
+                           "allocation once" % (dead.life.what, dead.life.why))
+            raise _err("SYMADDR_ERR_INVALID_ARG", "this array does not start an allocation of "
+                       "this context; free the array allocate_symmetric() returned")
+        self._regs.pop(reg.key, None)
+        reg.life.end("freed by Context.free")
+        self._freed[addr] = reg
+        self._lifetimes.pending.append(reg)
+
+    def empty_local(self, shape, dtype):
+        """A plain allocation of this rank (symaddr_mem_alloc): import_() makes it symmetric.
+        Free it with free_local()."""
+        h = self._open()
+        shape = _shape(shape)
+        nbytes = self._nbytes(shape, dtype)
+        ptr = ctypes.c_void_p()
+        self._check(self._lib.symaddr_mem_alloc(h, nbytes, ctypes.byref(ptr)))
+        life = Life(ptr.value, nbytes, "a local allocation of %d bytes" % nbytes)
+        reg = Registration(None, life, self._release_local, ptr.value, "local", None)
+        self._plain[ptr.value] = reg
+        return self._array(ptr.value, shape, dtype, reg)
+
+    def _release_local(self, reg):
+        self._check(self._lib.symaddr_mem_free(self._h, ctypes.c_void_p(reg.base)))
+
+    def free_local(self, a):
+        """Free an array of empty_local() (this rank alone): released once no Python object
+        reaches it."""
+        self._open()
+        reg = self._plain.pop(_raw_address(a), None)
+        if reg is None:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "this array is not from empty_local()")
+        reg.life.end("freed by Context.free_local")
+        self._lifetimes.local.append(reg)
+        self._lifetimes.reap_local()
+
+    @property
+    def heap_bases(self):
+        """The context-wide table of the heap (int64, zero-copy): the legacy table that every
+        heap allocation's peer_bases is, for kernels in the heap_bases form
+        (symaddr.triton.heap)."""
+        self._open()
+        table = self._heap_bases() if self._heap_bases is not None else None
+        if table is None:
+            addr = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+            table = self._table(addr, self.size, self._own, self.backend != "cpu")
+            self._heap_bases = weakref.ref(table)
+        return table
+
+    # ---- maps --------------------------------------------------------------------------------
+
+    def get_symmetric_address_map(self, a):
+        """The AddressMap of the registration that holds a (an array, a view at any offset, or
+        an address): its allocation's root map, whoever registered it."""
+        h = self._open()
+        addr = address(a)
+        if self._lifetimes.pending:
+            self._freed_at(addr)
+        m = ctypes.c_void_p()
+        st = self._lib.symaddr_lookup(h, ctypes.c_void_p(addr), ctypes.byref(m))
+        if st == STATUS["SYMADDR_ERR_NOT_FOUND"]:
+            raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is in no registration of this context: "
+                       "allocate it with allocate_symmetric(), or register it with import_() "
+                       "or register()" % addr)
+        self._check(st)
+        reg = self._regs.get(m.value)
+        if reg is None:
+            raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is registered, but not through this "
+                       "Python context" % addr)
+        return reg.amap
+
+    def bind(self, a):
+        """SymmetricBuffer(ptr=a, peer_bases, capabilities, local_rank): a bound to its map,
+        one kernel argument for the symaddr.triton buffer_* functions."""
+        amap = self.get_symmetric_address_map(a)
+        return SymmetricBuffer(a, amap.peer_bases, amap.capabilities, amap.local_rank)
+
+    def _register(self, out, base, nbytes, what, torch_kind):
+        life = Life(base, nbytes, what)
+        key = out.value
+        reg = Registration(None, life, self._release_registration, base, "registration", key)
+        reg.amap = AddressMap(self, key, reg, torch_kind)
+        self._regs[key] = reg
+        return reg.amap
+
+    def _release_registration(self, reg):
+        self._check(self._lib.symaddr_unregister(self._h, ctypes.c_void_p(reg.key)))
+
+    def import_(self, a):
+        """Register an array of the backend's plain allocator (empty_local(), cudaMalloc,
+        torch's caching allocator: an interior pointer is fine) as symmetric (collective); its
+        map's unregister() forgets it."""
+        h = self._open()
+        contiguous(a, "import_")
+        addr, nbytes = address(a), nbytes_of(a)
+        if self._lifetimes.pending or self._lifetimes.local:
+            self._lifetimes.reap()
+            self._freed_at(addr)
+        out = ctypes.c_void_p()
+        self._check(self._lib.symaddr_import(h, ctypes.c_void_p(addr), nbytes,
+                                             ctypes.byref(out)))
+        return self._register(out, addr, nbytes, "an import of %d bytes" % nbytes, is_torch(a))
+
+    def register(self, ptr, nbytes, peer_ptrs, caps=None):
+        """Register nbytes at ptr (an int or an array) whose copy on rank r is at peer_ptrs[r]
+        (0: unreachable): memory another library owns (MPI windows, OpenSHMEM, NVSHMEM, torch
+        symmetric memory). Collective."""
+        h = self._open()
+        torch_kind = is_torch(ptr)
+        ptr = address(ptr)
+        peers = [int(p) for p in peer_ptrs]
+        if len(peers) != self.size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "peer_ptrs has %d entries, the context %d "
+                       "ranks" % (len(peers), self.size))
+        if caps is None:
+            cap = self._lib.abi["capability"]
+            caps = cap["load_store"] | cap["atomics"]
+        if self._lifetimes.pending or self._lifetimes.local:
+            self._lifetimes.reap()
+        table = (ctypes.c_uint64 * self.size)(*peers)
+        out = ctypes.c_void_p()
+        self._check(self._lib.symaddr_register_peer_table(
+            h, ctypes.c_void_p(ptr), nbytes, table, caps, ctypes.byref(out)))
+        return self._register(out, ptr, nbytes, "a foreign table of %d bytes" % nbytes,
+                              torch_kind)
+
+    def register_tensor(self, tensor, peer_ptrs, **kw):
+        """Any contiguous array plus the addresses of its peers' copies."""
+        contiguous(tensor, "register_tensor")
+        return self.register(tensor, nbytes_of(tensor), peer_ptrs, **kw)
+
+    def register_symm_mem(self, tensor, handle, **kw):
+        """A torch symmetric-memory tensor and its rendezvous handle: the handle's
+        buffer_ptrs is the table of its whole buffer, so every view of it translates."""
+        if handle.world_size != self.size or handle.rank != self.rank:
+            raise _err("SYMADDR_ERR_MISMATCH", "the torch group (rank %d of %d) must be the "
+                       "symaddr context (rank %d of %d), in the same order"
+                       % (handle.rank, handle.world_size, self.rank, self.size))
+        base = handle.buffer_ptrs[handle.rank]
+        if not base <= tensor.data_ptr() < base + handle.buffer_size:
+            raise _err("SYMADDR_ERR_OUT_OF_BOUNDS", "the tensor does not lie in the handle's "
+                       "buffer")
+        amap = self.register(base, handle.buffer_size, handle.buffer_ptrs, **kw)
+        amap._torch = True
+        return amap
+
+    def _unregister(self, amap):
+        self._open()
+        key = amap._addr
+        reg = self._regs.get(key)
+        if reg is None or reg.amap is not amap:
+            amap._life.check()
+            raise _err("SYMADDR_ERR_INVALID_MAP", "this map is not a registration of this "
+                       "context")
+        if reg.kind == "allocation":
+            raise _err("SYMADDR_ERR_INVALID_ARG", "an allocation's map goes with "
+                       "Context.free(array), not unregister()")
+        del self._regs[key]
+        reg.life.end("unregistered")
+        self._lifetimes.pending.append(reg)
+        self._lifetimes.reap()  # at once, unless a rank still holds a view of its table

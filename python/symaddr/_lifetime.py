@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: MIT
+"""The lifetime model, in one place: memory stays mapped while any Python object reaches it.
+
+Arrays and tensors over symaddr memory are plain NumPy arrays and torch tensors. Each is made
+over an exporter object (a ctypes buffer, or the object torch.as_tensor keeps), which NumPy
+and torch keep alive for as long as any array, view, memoryview, storage or DLPack capsule of
+that memory exists. symaddr holds the exporters only weakly, so it knows when the last one is
+gone, as mmap knows its exported buffers.
+
+Context.free(x) and AddressMap.unregister() end the registration at once for symaddr (its map,
+the collectives and kernel launches refuse it), but the library frees the memory only once no
+rank reaches it from Python any more: the ranks agree on that at the next collective memory
+call (allocate_symmetric, import_, register, collect, close), with the context's deadline. A
+stale view therefore reads the freed allocation's own memory, never another allocation's, and
+never faults. close() finalizes at once when no array of the context is left on any rank;
+otherwise the memory stays mapped, the context refuses all use, and the library finalizes it
+when the interpreter exits."""
+import array
+import atexit
+import gc
+import time
+import weakref
+
+from ._lib import STATUS, SymaddrError
+
+
+class Life:
+    """Whether symaddr still serves a registration (its maps, collectives and launches)."""
+    __slots__ = ("base", "nbytes", "why", "_what")
+
+    def __init__(self, base, nbytes, what):
+        # what: a text, or a format and its arguments (formatted only when a message needs it)
+        self.base, self.nbytes, self._what, self.why = base, nbytes, what, None
+
+    @property
+    def what(self):
+        return self._what if isinstance(self._what, str) else self._what[0] % self._what[1:]
+
+    def end(self, why):
+        if self.why is None:
+            self.why = why
+
+    @property
+    def alive(self):
+        return self.why is None
+
+    def check(self):
+        if self.why is not None:
+            raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_MAP"],
+                               "%s was %s: it can no longer be used; keep the memory (or the "
+                               "context) until its last use, or allocate anew" % (self.what,
+                                                                                self.why))
+
+    def holds(self, addr):
+        return self.base <= addr < self.base + max(self.nbytes, 1)
+
+
+class Registration:
+    """One registration a context made (an allocation, an import, a foreign table, a local
+    allocation): its map, its Life, what releases it in the library, and weak references to
+    the exporters of every array and table made over its memory."""
+    __slots__ = ("amap", "life", "release", "base", "kind", "key", "root", "refs")
+
+    def __init__(self, amap, life, release, base, kind, key, root=None):
+        self.amap, self.life, self.release, self.base = amap, life, release, base
+        self.kind, self.key, self.root, self.refs = kind, key, root, []
+
+    def exported(self, exporter):
+        """Remember an exporter of this registration's memory (held weakly)."""
+        self.refs.append(weakref.ref(exporter))
+        if len(self.refs) > 8:  # drop the dead ones now and then
+            self.refs = [r for r in self.refs if r() is not None]
+
+    def reached(self):
+        """Whether any Python object still reaches this registration's memory."""
+        return any(r() is not None for r in self.refs)
+
+
+class Lifetimes:
+    """A context's registrations that symaddr ended but the library has not yet released
+    (pending), and the agreement that releases them once no rank reaches them."""
+
+    def __init__(self, comm, timeout_ms):
+        self.comm = comm  # a communicator of symaddr's own (a Dup of the context's)
+        self.timeout_s = timeout_ms / 1000.0
+        self.pending = []  # collective releases, in the order every rank ended them
+        self.local = []  # releases of this rank alone (free_local)
+        self.broken = None
+
+    def reap_local(self):
+        keep = []
+        for reg in self.local:
+            if reg.reached():
+                keep.append(reg)
+                continue
+            try:
+                reg.release(reg)
+            except SymaddrError as e:
+                # still imported: its unregistration waits for its own tables' views
+                if e.name != "SYMADDR_ERR_ALREADY_REGISTERED":
+                    raise
+                keep.append(reg)
+        self.local = keep
+
+    def agree(self, flags):
+        """The elementwise AND of flags (ints 0/1) over every rank, within the context's
+        deadline (nonblocking MPI and a test loop)."""
+        from mpi4py import MPI
+        if self.broken:
+            raise SymaddrError(STATUS["SYMADDR_ERR_BROKEN"], self.broken)
+        send, recv = array.array("i", flags), array.array("i", flags)
+        req = self.comm.Iallreduce(send, recv, op=MPI.MIN)
+        deadline = time.monotonic() + self.timeout_s
+        pause = 1e-6
+        while not req.Test():
+            if time.monotonic() > deadline:
+                self.broken = ("a peer did not come to agree which freed memory no rank "
+                               "reaches any more (timeout %.0f ms); create a new Context"
+                               % (self.timeout_s * 1e3))
+                raise SymaddrError(STATUS["SYMADDR_ERR_TIMEOUT"], self.broken)
+            time.sleep(pause)
+            pause = min(pause * 2, 1e-3)
+        return list(recv)
+
+    def reap(self, collect=False):
+        """Release (collectively) every pending registration that no rank reaches. Every rank
+        calls it at the same points, with the same pending list."""
+        self.reap_local()
+        if not self.pending:
+            return
+        if collect and any(reg.reached() for reg in self.pending):
+            gc.collect()  # arrays kept only by a reference cycle
+        agreed = self.agree([0 if reg.reached() else 1 for reg in self.pending])
+        keep, first_error = [], None
+        for reg, free in zip(self.pending, agreed):
+            if not free:
+                keep.append(reg)
+                continue
+            try:
+                reg.release(reg)
+            except SymaddrError as e:
+                first_error = first_error or e
+        self.pending = keep
+        self.reap_local()
+        if first_error is not None:
+            raise first_error
+
+    def reached(self, regs):
+        """Whether this rank reaches any of regs (or any pending or local registration)."""
+        regs = list(regs) + self.pending + self.local
+        if any(reg.reached() for reg in regs):
+            gc.collect()
+        return any(reg.reached() for reg in regs)
+
+
+# Contexts whose close() found memory still reached: finalized when the interpreter exits.
+_at_exit = []
+
+
+def finalize_at_exit(finalize):
+    """Call finalize when the interpreter exits (registered now, after mpi4py's own exit
+    handler, so that it runs before MPI is finalized)."""
+    if not _at_exit:
+        atexit.register(_finalize_left)
+    _at_exit.append(finalize)
+
+
+def _finalize_left():
+    while _at_exit:
+        try:
+            _at_exit.pop()()
+        except SymaddrError:
+            pass  # the process ends: nothing is left to report it to

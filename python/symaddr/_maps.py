@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: MIT
+"""Address maps and bound buffers: what Python sees of a registration's symaddr_map_t."""
+import collections
+import ctypes
+import weakref
+
+from ._lib import STATUS, SymaddrError
+
+
+def _err(name, text):
+    return SymaddrError(STATUS[name], text)
+
+
+# A plain namedtuple (not a subclass): Triton's compiler reads the field names from the class's
+# own _fields, so a kernel can say buf.ptr.
+SymmetricBuffer = collections.namedtuple("SymmetricBuffer",
+                                         ["ptr", "peer_bases", "capabilities", "local_rank"])
+SymmetricBuffer.__doc__ = """A pointer bound to its map, by value (Context.bind): ptr is the
+array itself (a pointer in a Triton kernel), peer_bases its map's table, capabilities its
+SYMADDR_CAP_* bits, local_rank this rank. Passes to a @triton.jit kernel as one argument; the
+symaddr.triton buffer_* functions take it with element offsets."""
+
+
+class AddressMap:
+    """The address map of one registration (an allocation, an import or a foreign table):
+    peer_bases, local_rank, world_size, allocation_base, allocation_bytes, capabilities,
+    provider. Every view of the registration's memory has this map. It refuses use once the
+    registration was freed or unregistered, or its context closed."""
+
+    def __init__(self, ctx, addr, reg, torch_kind):
+        m = ctx._lib.Map.from_address(addr)  # the library's own struct, read live
+        if m.world_size != ctx.size or m.local_rank != ctx.rank:
+            raise _err("SYMADDR_ERR_MISMATCH", "libsymaddr's map says rank %d of %d, the context "
+                       "%d of %d: use the symaddr package of the library it loads"
+                       % (m.local_rank, m.world_size, ctx.rank, ctx.size))
+        self._ctx, self._addr, self._s, self._torch = ctx, addr, m, torch_kind
+        self._reg, self._life = reg, reg.life
+        self._table = None  # a weak reference: a table kept here would keep its memory
+
+    def _m(self):
+        self._life.check()
+        return self._s
+
+    @property
+    def peer_bases(self):
+        """The library's device-resident table of this registration, zero-copy: int64 (Triton
+        and torch handle int64 well and uint64 poorly; addresses fit in 63 bits), world_size
+        entries; a torch tensor for torch memory (on the GPU on GPU backends), a NumPy array
+        on the cpu backend."""
+        m = self._m()
+        table = self._table() if self._table is not None else None
+        if table is None:
+            table = self._ctx._table(m.peer_bases, m.world_size, self._reg, self._torch)
+            self._table = weakref.ref(table)
+        return table
+
+    @property
+    def local_rank(self):
+        return self._m().local_rank
+
+    @property
+    def world_size(self):
+        return self._m().world_size
+
+    @property
+    def allocation_base(self):
+        """This rank's base of the backing allocation (the root, not a view): peer_bases's own
+        entry."""
+        return self._m().allocation_base
+
+    @property
+    def allocation_bytes(self):
+        return self._m().allocation_bytes
+
+    @property
+    def capabilities(self):
+        """SYMADDR_CAP_* bits (symaddr.capability names them)."""
+        return self._m().capabilities
+
+    @property
+    def provider(self):
+        """Who owns the memory: "heap", "ipc", "vmm", "import" or "foreign"."""
+        kind = self._m().provider
+        return next(k for k, v in self._ctx._lib.abi["provider"].items() if v == kind)
+
+    @property
+    def range_base(self):
+        return self._m().range_base
+
+    @property
+    def range_bytes(self):
+        return self._m().range_bytes
+
+    def reachable(self, rank):
+        """Whether this process reaches rank's copy by loads and stores (peer_bases[rank] != 0).
+        A kernel that stores to an unreachable peer writes to address 0 + offset: test this
+        first, or use symaddr.triton.reachable in the kernel."""
+        m = self._m()
+        if not 0 <= rank < m.world_size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "rank %d is not in 0..%d" % (
+                rank, m.world_size - 1))
+        return ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))[rank] != 0
+
+    def check_reachable(self, ranks):
+        """Raise SYMADDR_ERR_UNREACHABLE unless every rank of ranks is reachable."""
+        far = [r for r in ranks if not self.reachable(r)]
+        if far:
+            raise _err("SYMADDR_ERR_UNREACHABLE", "ranks %s are on another node of rank %d: "
+                       "their peer_bases entries are 0; reach them with put/get or the "
+                       "collectives, which go through MPI" % (far, self._ctx.rank))
+
+    def unregister(self):
+        """Forget an import or a foreign table (collective); allocations go with
+        Context.free(). The map refuses use at once; the library releases its table once no
+        rank reaches it from Python (symaddr._lifetime)."""
+        self._ctx._unregister(self)
+
+    def __repr__(self):
+        if not self._life.alive:
+            return "<symaddr AddressMap of %s: %s>" % (self._life.what, self._life.why)
+        m = self._s
+        return ("<symaddr AddressMap %s: rank %d of %d, allocation 0x%x (%d bytes), caps 0x%x>"
+                % (self.provider, m.local_rank, m.world_size, m.allocation_base,
+                   m.allocation_bytes, m.capabilities))
+
+
+Map = AddressMap  # the name of 0.1.0
