@@ -437,6 +437,41 @@ def test_bound_form():
             ctx.free(a)
 
 
+@triton.jit
+def k_iris_full(a, b, c, olds, n, cur, peer, table, BLOCK: tl.constexpr):
+    """Every function of Iris's API through symaddr.triton.heap, with Iris's keywords, on one
+    allocation's own table: a (this rank's data), b and c (results), olds (atomics' old
+    values, 6 slots)."""
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    # load with other, cache_modifier, volatile and hint; masked lanes read other (-5)
+    x = iris.load(a + offs, cur, peer, table, mask=m, other=-5.0, cache_modifier=".cg",
+                volatile=True, hint=1)
+    iris.store(b + offs, x, cur, cur, table, mask=offs < BLOCK, hint=1, cache_modifier=".wb")
+    # put (to the peer's c[0:n]), get (from the peer's a into c[n:2n] locally)
+    iris.put(a + offs, c + offs, cur, peer, table, mask=m, other=0.0,
+           load_cache_modifier=".ca", store_cache_modifier=".wt", hint=1)
+    iris.get(a + offs, c + n + offs, peer, cur, table, mask=m, other=0.0,
+           load_cache_modifier=".cv", store_cache_modifier=".wb")
+    # copy: the peer's a into this rank's c[2n:3n] (cur_rank is to_rank)
+    iris.copy(a + offs, c + 2 * n + offs, peer, cur, cur, table, mask=m, other=0.0,
+            load_cache_modifier=".cg", store_cache_modifier=".wb", hint=1)
+
+
+@triton.jit
+def k_iris_atomics(slots, olds, cur, peer, table):
+    """Iris's atomics onto the peer's six int32 slots, each once, with sem and scope."""
+    v = cur + 1
+    tl.store(olds + 0, iris.atomic_sub(slots + 0, v, cur, peer, table, sem="acq_rel", scope="sys"))
+    tl.store(olds + 1, iris.atomic_and(slots + 1, 0xF0 | v, cur, peer, table, sem="relaxed",
+                                     scope="sys"))
+    tl.store(olds + 2, iris.atomic_or(slots + 2, v << 8, cur, peer, table, scope="sys"))
+    tl.store(olds + 3, iris.atomic_xor(slots + 3, v, cur, peer, table, scope="sys"))
+    tl.store(olds + 4, iris.atomic_min(slots + 4, v, cur, peer, table, scope="sys", hint=1))
+    tl.store(olds + 5, iris.atomic_max(slots + 5, v, cur, peer, table, sem="release",
+                                     scope="sys"))
+
+
 def test_heap_form():
     """symaddr.triton.heap: Iris's names and order over the context-wide heap_bases."""
     dst, dmap = alloc((2 * N,), "float32", provider="heap")
@@ -458,6 +493,48 @@ def test_heap_form():
     settle()
     for a in (dst, src, back):
         ctx.free(a)
+
+
+def test_iris_full():
+    """Iris's device API in full (symaddr.triton.heap): load, store, put, get and copy with
+    other, cache modifiers, volatile and hint; sub, and, or, xor, min and max from the left
+    neighbour; on an ipc allocation's own peer_bases (the table slot takes any map's table)
+    and on the heap's heap_bases."""
+    block = 64
+    for provider in ("ipc", "heap"):
+        # one allocation, three views at odd offsets: a table translates its own memory only
+        whole, wmap = alloc((1 + N + block + 3 * N,), "float32", provider=provider)
+        a, b, c = whole[1:1 + N], whole[1 + N:1 + N + block], whole[1 + N + block:]
+        table = wmap.peer_bases if provider == "ipc" else ctx.heap_bases
+        fill(a, data(rank, N, "float32"))
+        fill(c, np.zeros(3 * N))
+        settle()
+        k_iris_full[(1,)](a, b, c, None, N, rank, right, table, BLOCK=block)
+        settle()
+        w_right = want(data(right, N, "float32"), "float32")
+        w_left = want(data(left, N, "float32"), "float32")
+        got_b = host(b)
+        check(np.array_equal(got_b[:N], w_right) and np.all(got_b[N:] == -5.0),
+              "%s load (other=-5 past n): %s" % (provider, got_b[N - 2:N + 2]))
+        check(np.array_equal(host(c[:N]), w_left), "%s put" % provider)
+        check(np.array_equal(host(c[N:2 * N]), w_right), "%s get" % provider)
+        check(np.array_equal(host(c[2 * N:]), w_right), "%s copy" % provider)
+        slots, smap = alloc((6,), "int32", provider=provider)
+        olds, _ = alloc((6,), "int32")
+        start = [1000, 0xFF, 0x1, 0x55, 1 << 20, -1]
+        fill(slots, start)
+        settle()
+        k_iris_atomics[(1,)](slots, olds, rank, right,
+                             smap.peer_bases if provider == "ipc" else ctx.heap_bases)
+        settle()
+        v = left + 1
+        check(host(olds).tolist() == start, "%s old values %s" % (provider, host(olds)))
+        check(host(slots).tolist() == [1000 - v, 0xFF & (0xF0 | v), 0x1 | (v << 8), 0x55 ^ v,
+                                       min(1 << 20, v), max(-1, v)],
+              "%s atomics from rank %d: %s" % (provider, left, host(slots)))
+        settle()
+        for x in (whole, slots, olds):
+            ctx.free(x)
 
 
 def test_atomics_every_rank():
@@ -796,6 +873,7 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("explicit form: store, load, put, get, translate; 4 dtypes", test_explicit_form),
                  ("bound form: bind() and buffer_*", test_bound_form),
                  ("heap_bases form (Iris's order)", test_heap_form),
+                 ("Iris's device API in full, keywords, any map's table", test_iris_full),
                  ("atomics from every rank, three forms", test_atomics_every_rank),
                  ("signals, three forms, and a wait that times out", test_signals),
                  ("imports at per-rank offsets, the seed's put_kernel", test_imports),

@@ -10,8 +10,12 @@ Two forms here, and the legacy one in symaddr.triton.heap:
       store(dst + offs, x, peer, peer_bases, cur_rank, mask=m)
 - bound: a SymmetricBuffer (Context.bind(t), one kernel argument) and element offsets:
       x = buffer_load(buf, offs, peer, mask=m)
-- symaddr.triton.heap: the context-wide heap_bases table, with Iris's names and argument
-  order (translate(ptr, from_rank, to_rank, heap_bases), ...).
+- symaddr.triton.heap: Iris's device API in full, with its names, argument order and keywords
+  (translate(ptr, from_rank, to_rank, heap_bases), load, store, copy, get, put and every
+  atomic); its table slot takes heap_bases or any map's peer_bases.
+
+Every form has load, store, put, get, copy, translate, the atomics add, sub, and, or, xor,
+min, max, cas and xchg, and the signals.
 
 Each call translates once: two loads of the table. A kernel that makes many accesses to one
 peer translates its base pointer once (translate) and then uses tl.load/tl.store, as the seed's
@@ -50,50 +54,129 @@ def reachable(target_rank, peer_bases):
 
 
 @triton.jit
-def load(ptr, target_rank, peer_bases, cur_rank, mask=None, other=None):
-    """tl.load from rank target_rank's copy of ptr."""
-    return tl.load(translate(ptr, target_rank, peer_bases, cur_rank), mask=mask, other=other)
+def _hinted(ptr, hint: tl.constexpr):
+    """ptr with Iris's vectorisation hint (tl.multiple_of and tl.max_contiguous), if any."""
+    if hint is not None:
+        ptr = tl.max_contiguous(tl.multiple_of(ptr, hint), hint)
+    return ptr
 
 
 @triton.jit
-def store(ptr, value, target_rank, peer_bases, cur_rank, mask=None):
+def load(ptr, target_rank, peer_bases, cur_rank, mask=None, other=None, cache_modifier=None,
+         volatile=False, hint: tl.constexpr = None):
+    """tl.load from rank target_rank's copy of ptr (mask, other, cache_modifier and volatile
+    as tl.load takes them; hint: a vectorisation hint for the translated pointer)."""
+    return tl.load(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), mask=mask,
+                   other=other, cache_modifier=cache_modifier, volatile=volatile)
+
+
+@triton.jit
+def store(ptr, value, target_rank, peer_bases, cur_rank, mask=None, cache_modifier=None,
+          hint: tl.constexpr = None):
     """tl.store into rank target_rank's copy of ptr."""
-    tl.store(translate(ptr, target_rank, peer_bases, cur_rank), value, mask=mask)
+    tl.store(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), value,
+             mask=mask, cache_modifier=cache_modifier)
 
 
 @triton.jit
-def atomic_add(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None):
+def atomic_add(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
     """tl.atomic_add on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_add(translate(ptr, target_rank, peer_bases, cur_rank), val, mask=mask,
-                         sem=sem, scope=scope)
+    return tl.atomic_add(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
+                         mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_cas(ptr, cmp, val, target_rank, peer_bases, cur_rank, sem=None, scope=None):
+def atomic_sub(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """Subtract val atomically on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_add(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), -val,
+                         mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_and(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """tl.atomic_and on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_and(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
+                         mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_or(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+              hint: tl.constexpr = None):
+    """tl.atomic_or on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_or(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
+                        mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_xor(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """tl.atomic_xor on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_xor(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
+                         mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_min(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """tl.atomic_min on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_min(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
+                         mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_max(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """tl.atomic_max on rank target_rank's copy of ptr; returns the old values."""
+    return tl.atomic_max(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
+                         mask=mask, sem=sem, scope=scope)
+
+
+@triton.jit
+def atomic_cas(ptr, cmp, val, target_rank, peer_bases, cur_rank, sem=None, scope=None,
+               hint: tl.constexpr = None):
     """tl.atomic_cas on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_cas(translate(ptr, target_rank, peer_bases, cur_rank), cmp, val, sem=sem,
-                         scope=scope)
+    return tl.atomic_cas(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), cmp,
+                         val, sem=sem, scope=scope)
 
 
 @triton.jit
-def atomic_xchg(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None):
+def atomic_xchg(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
+                hint: tl.constexpr = None):
     """tl.atomic_xchg on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_xchg(translate(ptr, target_rank, peer_bases, cur_rank), val, mask=mask,
-                          sem=sem, scope=scope)
+    return tl.atomic_xchg(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
+                          mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
-def put(dst, src, target_rank, peer_bases, cur_rank, mask=None):
+def put(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
+        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """Rank target_rank's copy of dst (symmetric) = this rank's src (local), element-wise."""
-    tl.store(translate(dst, target_rank, peer_bases, cur_rank), tl.load(src, mask=mask),
-             mask=mask)
+    tl.store(_hinted(translate(dst, target_rank, peer_bases, cur_rank), hint),
+             tl.load(src, mask=mask, other=other, cache_modifier=load_cache_modifier),
+             mask=mask, cache_modifier=store_cache_modifier)
 
 
 @triton.jit
-def get(dst, src, target_rank, peer_bases, cur_rank, mask=None):
+def get(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
+        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """This rank's dst (local) = rank target_rank's copy of src (symmetric), element-wise."""
-    tl.store(dst, tl.load(translate(src, target_rank, peer_bases, cur_rank), mask=mask),
-             mask=mask)
+    tl.store(dst, tl.load(_hinted(translate(src, target_rank, peer_bases, cur_rank), hint),
+                          mask=mask, other=other, cache_modifier=load_cache_modifier),
+             mask=mask, cache_modifier=store_cache_modifier)
+
+
+@triton.jit
+def copy(dst, src, to_rank, from_rank, peer_bases, cur_rank, mask=None, other=None,
+         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+    """Rank to_rank's copy of dst = rank from_rank's copy of src (both symmetric, this rank's
+    pointers); one of the two ranks is usually this one."""
+    data = tl.load(_hinted(translate(src, from_rank, peer_bases, cur_rank), hint), mask=mask,
+                   other=other, cache_modifier=load_cache_modifier)
+    tl.store(_hinted(translate(dst, to_rank, peer_bases, cur_rank), hint), data, mask=mask,
+             cache_modifier=store_cache_modifier)
 
 
 @triton.jit
@@ -160,6 +243,56 @@ def buffer_atomic_cas(buf, offsets, cmp, val, to_rank, sem=None, scope=None):
 def buffer_atomic_xchg(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
     return tl.atomic_xchg(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
                           scope=scope)
+
+
+@triton.jit
+def buffer_atomic_sub(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_sub on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_sub(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_and(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_and on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_and(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_or(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_or on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_or(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_xor(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_xor on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_xor(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_min(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_min on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_min(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_max(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_max on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_max(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_copy(dst, dst_offsets, src, src_offsets, to_rank, from_rank, mask=None, other=None):
+    """Rank to_rank's copy of dst[dst_offsets] = rank from_rank's copy of src[src_offsets]
+    (two SymmetricBuffers)."""
+    data = tl.load(buffer_translate(src, src_offsets, from_rank), mask=mask, other=other)
+    tl.store(buffer_translate(dst, dst_offsets, to_rank), data, mask=mask)
 
 
 @triton.jit

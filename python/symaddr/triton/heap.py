@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: MIT
-"""The legacy form: the context-wide heap_bases table (Context.heap_bases, the peer_bases of
-every heap allocation) with Iris's names and argument order, so that a kernel written for
-Iris's device API runs on symaddr by changing its import:
+"""The heap_bases form: Iris's device API, name for name, argument for argument, keyword for
+keyword, so that a kernel written for Iris runs on symaddr by changing its import:
 
     from symaddr.triton import heap as iris
     iris.store(buffer + offsets, 1, cur_rank, target_rank, heap_bases, mask=mask)
 
-Every function is the explicit form of symaddr.triton with the ranks reordered: the pointer is
-this rank's (from_rank for writes and atomics, to_rank for load, as Iris names them)."""
+The table slot takes Context.heap_bases (the table of every heap allocation) or any map's
+peer_bases (an ipc, vmm, import or foreign allocation's own table): translation needs only the
+pointer's own allocation's table. Each function is the explicit form of symaddr.triton with
+Iris's rank order: the pointer is this rank's (from_rank for store, put and the atomics,
+to_rank for load and get, cur_rank for copy). Keywords as Iris takes them: mask, other,
+cache_modifier, volatile, sem, scope, load_cache_modifier, store_cache_modifier, and hint (a
+vectorisation hint for the translated pointer)."""
 import triton
 import triton.language as tl  # noqa: F401  (Triton's interpreter patches the jit functions' tl)
 
@@ -15,58 +19,134 @@ from symaddr import triton as sym
 
 
 @triton.jit
-def translate(ptr, from_rank, to_rank, heap_bases):
+def translate(ptr, from_rank, to_rank, heap_bases, hint: tl.constexpr = None):
     """ptr of from_rank (this rank) as to_rank's copy."""
-    return sym.translate(ptr, to_rank, heap_bases, from_rank)
+    return sym._hinted(sym.translate(ptr, to_rank, heap_bases, from_rank), hint)
 
 
 @triton.jit
-def load(pointer, to_rank, from_rank, heap_bases, mask=None):
+def load(pointer, to_rank, from_rank, heap_bases, mask=None, other=None, cache_modifier=None,
+         volatile=False, hint: tl.constexpr = None):
     """Load from from_rank's copy of pointer; to_rank is this rank (Iris's order)."""
-    return sym.load(pointer, from_rank, heap_bases, to_rank, mask=mask)
+    return sym.load(pointer, from_rank, heap_bases, to_rank, mask=mask, other=other,
+                    cache_modifier=cache_modifier, volatile=volatile, hint=hint)
 
 
 @triton.jit
-def store(pointer, value, from_rank, to_rank, heap_bases, mask=None):
+def store(pointer, value, from_rank, to_rank, heap_bases, mask=None, hint: tl.constexpr = None,
+          cache_modifier=None):
     """Store into to_rank's copy of pointer; from_rank is this rank."""
-    sym.store(pointer, value, to_rank, heap_bases, from_rank, mask=mask)
+    sym.store(pointer, value, to_rank, heap_bases, from_rank, mask=mask,
+              cache_modifier=cache_modifier, hint=hint)
 
 
 @triton.jit
-def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, heap_bases, mask=None, other=None,
+         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+    """to_rank's copy of dst_ptr = from_rank's copy of src_ptr; both pointers are cur_rank's,
+    which is from_rank or to_rank."""
+    sym.copy(dst_ptr, src_ptr, to_rank, from_rank, heap_bases, cur_rank, mask=mask, other=other,
+             load_cache_modifier=load_cache_modifier,
+             store_cache_modifier=store_cache_modifier, hint=hint)
+
+
+@triton.jit
+def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None, other=None,
+        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """to_ptr (local, to_rank is this rank) = from_rank's copy of from_ptr."""
-    sym.get(to_ptr, from_ptr, from_rank, heap_bases, to_rank, mask=mask)
+    sym.get(to_ptr, from_ptr, from_rank, heap_bases, to_rank, mask=mask, other=other,
+            load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
+            hint=hint)
 
 
 @triton.jit
-def put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None):
+def put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None, other=None,
+        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """to_rank's copy of to_ptr = from_ptr (local, from_rank is this rank)."""
-    sym.put(to_ptr, from_ptr, to_rank, heap_bases, from_rank, mask=mask)
+    sym.put(to_ptr, from_ptr, to_rank, heap_bases, from_rank, mask=mask, other=other,
+            load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
+            hint=hint)
 
 
 @triton.jit
-def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+def atomic_add(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """Add val atomically on to_rank's copy of pointer; returns the old values."""
     return sym.atomic_add(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
-                          scope=scope)
+                          scope=scope, hint=hint)
 
 
 @triton.jit
-def atomic_cas(pointer, cmp, val, from_rank, to_rank, heap_bases, sem=None, scope=None):
+def atomic_sub(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """Subtract val atomically on to_rank's copy of pointer; returns the old values."""
+    return sym.atomic_sub(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+
+@triton.jit
+def atomic_cas(pointer, cmp, val, from_rank, to_rank, heap_bases, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """Compare-and-swap on to_rank's copy of pointer; returns the old values."""
     return sym.atomic_cas(pointer, cmp, val, to_rank, heap_bases, from_rank, sem=sem,
-                          scope=scope)
+                          scope=scope, hint=hint)
 
 
 @triton.jit
-def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None):
+def atomic_xchg(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+                hint: tl.constexpr = None):
+    """Exchange on to_rank's copy of pointer; returns the old values."""
     return sym.atomic_xchg(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
-                           scope=scope)
+                           scope=scope, hint=hint)
+
+
+@triton.jit
+def atomic_xor(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """Xor on to_rank's copy of pointer; returns the old values."""
+    return sym.atomic_xor(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+
+@triton.jit
+def atomic_and(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """And on to_rank's copy of pointer; returns the old values."""
+    return sym.atomic_and(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+
+@triton.jit
+def atomic_or(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+              hint: tl.constexpr = None):
+    """Or on to_rank's copy of pointer; returns the old values."""
+    return sym.atomic_or(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
+                         scope=scope, hint=hint)
+
+
+@triton.jit
+def atomic_min(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """Min on to_rank's copy of pointer; returns the old values."""
+    return sym.atomic_min(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+
+@triton.jit
+def atomic_max(pointer, val, from_rank, to_rank, heap_bases, mask=None, sem=None, scope=None,
+               hint: tl.constexpr = None):
+    """Max on to_rank's copy of pointer; returns the old values."""
+    return sym.atomic_max(pointer, val, to_rank, heap_bases, from_rank, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
 
 
 @triton.jit
 def signal_set(pointer, value, from_rank, to_rank, heap_bases):
+    """Set to_rank's copy of the flag pointer to value, after this rank's earlier stores."""
     sym.signal_set(pointer, value, to_rank, heap_bases, from_rank)
 
 
 @triton.jit
 def signal_wait_until(pointer, value, max_spins):
+    """Wait until this rank's flag is at least value, at most max_spins polls."""
     return sym.signal_wait_until(pointer, value, max_spins)

@@ -1,0 +1,213 @@
+# SPDX-License-Identifier: MIT
+"""The lifetime model on the cpu backend (NumPy): no Python route reaches memory that was
+freed, unregistered or closed; the memory stays mapped while any rank reaches it, and the
+library releases it once none does.
+    mpiexec -n 3 python3 tests/python/test_lifetimes.py
+A route that reached unmapped memory kills the process (SIGSEGV): the job fails. Exact values
+from distinct per-rank data; prints the harness's summary line."""
+import os
+import sys
+
+if os.environ.get("SYMADDR_TEST_PYTHONPATH"):  # the source tree's package, before an installed one
+    sys.path.insert(0, os.environ["SYMADDR_TEST_PYTHONPATH"])
+
+import copy  # noqa: E402
+import ctypes  # noqa: E402
+import faulthandler  # noqa: E402
+import gc  # noqa: E402
+import pickle  # noqa: E402
+
+from mpi4py import MPI  # noqa: E402  (initialises MPI before symaddr)
+import numpy as np  # noqa: E402
+
+faulthandler.enable()
+faulthandler.dump_traceback_later(240, exit=True)
+
+import symaddr as sa  # noqa: E402
+from symaddr import _lifetime  # noqa: E402
+from mpi_cases import Cases, check  # noqa: E402
+
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+cases = Cases(comm)
+N = 1001  # odd
+
+
+def registered(ctx, addr):
+    """Whether the library still holds a registration at addr (symaddr_lookup)."""
+    m = ctypes.c_void_p()
+    st = ctx._lib.symaddr_lookup(ctx._h, ctypes.c_void_p(addr), ctypes.byref(m))
+    check(st in (0, sa.STATUS["SYMADDR_ERR_NOT_FOUND"]), "lookup status %d" % st)
+    return st == 0
+
+
+def mine(n, offset=0):
+    return (np.arange(offset, offset + n) % 97 + 1000 * (rank + 1)).astype(np.int32)
+
+
+def every_route(v, want):
+    """The 15 routes of the issue on v (a view of freed or closed memory), each checked
+    against want (v's values); the writing routes last. Returns objects that keep v's memory
+    (memoryviews, ctypes, frombuffer), which the caller drops."""
+    kept = []
+    check(np.array_equal(v.astype(np.int64), want), "astype")
+    check(np.array_equal(v.view(np.uint32).view(np.int32), want), "view")
+    check(np.array_equal(np.asarray(v), want), "np.asarray")
+    m = memoryview(v)
+    check(m.tolist() == want.tolist(), "memoryview")
+    kept.append(m)
+    check(v.base is not None, ".base")
+    check(v.item(1) == want[1], "item")
+    check(np.array_equal(pickle.loads(pickle.dumps(v)), want), "pickle")
+    check(np.array_equal(copy.copy(v), want), "copy.copy")
+    c = v.ctypes
+    check(ctypes.cast(c.data, ctypes.POINTER(ctypes.c_int32))[2] == want[2], ".ctypes")
+    kept.append(c)
+    check(list(v.flat[:5]) == want[:5].tolist(), ".flat")
+    fb = np.frombuffer(v, dtype=np.int32)
+    check(np.array_equal(fb, want), "np.frombuffer")
+    kept.append(fb)
+    check(int(v[7]) == want[7] and int(v.sum()) == int(want.sum()), "indexing, sum")
+    v[::-1].sort()  # in place: the freed allocation's own memory
+    check(np.array_equal(v, np.sort(want)[::-1]), "sort")
+    v.fill(-1)
+    check(int(v.min()) == -1 and int(v.max()) == -1, "fill")
+    return kept
+
+
+def freed_routes(retain):
+    """Free an allocation whose view is kept; allocate the same size again (which retention
+    hands back at the same address once the memory is released); every route on the stale
+    view reads and writes the freed allocation's own memory, never the new one's."""
+    ctx = sa.Context(backend="cpu", retain_bytes=retain)
+    x, xmap = ctx.allocate_symmetric(N + 3, np.int32)
+    base = xmap.allocation_base
+    x[:] = mine(N + 3)
+    v = x[3:]
+    ctx.free(x)
+    del x
+    y, ymap = ctx.allocate_symmetric(N + 3, np.int32)
+    y[:] = 100
+    check(not ymap.allocation_base <= base < ymap.allocation_base + (N + 3) * 4,
+          "the new allocation lies apart from the freed one while a view of it is kept")
+    kept = every_route(v, mine(N, 3))
+    check(np.all(y == 100), "the new allocation untouched (%s)" % y[:4])
+    check(registered(ctx, base), "the library still holds the freed allocation")
+    del v, kept
+    ctx.collect()
+    check(not registered(ctx, base), "released once no rank reaches it")
+    check(np.all(y == 100), "the new allocation untouched")
+    ctx.free(y)
+    del y
+    ctx.close()
+
+
+def test_freed_default_retention():
+    freed_routes(256 << 20)
+
+
+def test_freed_no_retention():
+    freed_routes(0)
+
+
+def test_closed_context():
+    """close() with a view left: every route works on its memory (mapped until exit); a
+    context closed with nothing left finalizes at once."""
+    ctx = sa.Context(backend="cpu", retain_bytes=0)
+    x, xmap = ctx.allocate_symmetric(N, np.int32)
+    x[:] = mine(N)
+    table = xmap.peer_bases
+    peers = table.copy()
+    waiting = len(_lifetime._at_exit)
+    ctx.close()
+    check(len(_lifetime._at_exit) == waiting + 1, "finalize waits for the interpreter's exit")
+    check(np.array_equal(table, peers), "the table still reads its entries")
+    kept = every_route(x, mine(N))
+    for use in (lambda: xmap.peer_bases, lambda: ctx.allocate_symmetric(4, np.int32)):
+        try:
+            use()
+            raise AssertionError("use after close passed")
+        except sa.SymaddrError as e:
+            check(e.name in ("SYMADDR_ERR_INVALID_MAP", "SYMADDR_ERR_INVALID_ARG") and
+                  "closed" in str(e), str(e))
+    del x, kept, table
+    other = sa.Context(backend="cpu")
+    a, _ = other.allocate_symmetric(N, np.int32)
+    other.free(a)
+    del a
+    other.close()
+    check(len(_lifetime._at_exit) == waiting + 1, "a context with nothing left finalizes now")
+
+
+def test_one_rank_keeps_a_view():
+    """Rank 0 alone keeps a view: no rank releases the memory; once it drops the view, every
+    rank does."""
+    ctx = sa.Context(backend="cpu")
+    x, xmap = ctx.allocate_symmetric(N, np.int32)
+    base = xmap.allocation_base
+    x[:] = mine(N)
+    keep = x[5:9] if rank == 0 else None
+    ctx.free(x)
+    del x
+    ctx.collect()
+    check(registered(ctx, base), "held on every rank while rank 0 keeps a view")
+    if rank == 0:
+        check(keep.tolist() == mine(N)[5:9].tolist(), "rank 0's view reads its values")
+    del keep
+    ctx.collect()
+    check(not registered(ctx, base), "released on every rank")
+    ctx.close()
+
+
+def test_cycle_and_unregister():
+    """A view kept only by a reference cycle is collected; an import's table kept by a rank
+    holds the unregistration back until it is dropped; the user's own memory stays theirs."""
+    ctx = sa.Context(backend="cpu")
+    x, xmap = ctx.allocate_symmetric(N, np.int32)
+    base = xmap.allocation_base
+    cycle = [x[1:]]
+    cycle.append(cycle)
+    ctx.free(x)
+    del x, cycle
+    ctx.collect()
+    check(not registered(ctx, base), "a cycle's view does not hold the memory")
+    own = ctx.empty_local(N, np.int32)
+    own[:] = mine(N)
+    imap = ctx.import_(own)
+    table = imap.peer_bases if rank == size - 1 else None
+    imap.unregister()
+    check(registered(ctx, own.ctypes.data), "held while the last rank keeps the table")
+    del table
+    ctx.collect()
+    check(not registered(ctx, own.ctypes.data), "unregistered once the table is dropped")
+    check(np.array_equal(own, mine(N)), "the import's memory is the caller's, unchanged")
+    ctx.free_local(own)
+    del own
+    ctx.close()
+
+
+def test_introspection():
+    """A dead map and array answer type(), repr, hasattr, __module__ and __class__ (Triton's
+    code generator, debuggers, copy and pickle look at them)."""
+    ctx = sa.Context(backend="cpu")
+    x, xmap = ctx.allocate_symmetric(N, np.int32)
+    ctx.free(x)
+    for obj in (x, xmap):
+        check(type(obj).__module__ and obj.__class__ is type(obj), "type")
+        check("freed" in repr(obj), "repr says freed: %r" % (repr(obj)[-80:],))
+        check(not hasattr(obj, "no_such_attribute"), "hasattr")
+        check(isinstance(getattr(obj, "__module__", ""), str), "__module__")
+    check(isinstance(x, np.ndarray), "a plain ndarray")
+    del x, xmap
+    ctx.close()
+
+
+for name, fn in (("freed memory: 15 routes, default retention", test_freed_default_retention),
+                 ("freed memory: 15 routes, SYMADDR_RETAIN_BYTES=0", test_freed_no_retention),
+                 ("closed context: 15 routes; finalize now or at exit", test_closed_context),
+                 ("one rank keeps a view", test_one_rank_keeps_a_view),
+                 ("a cycle; an unregistered import's table", test_cycle_and_unregister),
+                 ("introspection of dead objects", test_introspection)):
+    cases.run(name, fn)
+gc.collect()
+sys.exit(cases.finish())
