@@ -251,8 +251,11 @@ class Context(Communication):
         if kind is None:
             _choice("provider", provider, self._lib.abi["provider"])
         nbytes = self._nbytes(shape, dtype)
-        if self._lifetimes.pending or self._lifetimes.local:
-            self._lifetimes.reap()
+        lt = self._lifetimes
+        if lt.local:
+            lt.reap_local()
+        if lt.pending and lt.due():
+            lt.reap()
         prov = self._providers.get(kind)
         if prov is None:
             prov = ctypes.c_void_p()
@@ -261,6 +264,9 @@ class Context(Communication):
         # out-parameters of the context's own (its collective calls are one thread's at a time)
         out_ptr, out_map = self._out
         st = self._lib.symaddr_symmetric_alloc(prov, nbytes, out_ptr, out_map)
+        if st == STATUS["SYMADDR_ERR_NO_MEMORY"] and lt.pending:
+            lt.reap(collect=True)  # every rank got NO_MEMORY: release what nobody reaches
+            st = self._lib.symaddr_symmetric_alloc(prov, nbytes, out_ptr, out_map)
         if st:
             self._check(st)
         addr, key = out_ptr._obj.value, out_map._obj.value

@@ -110,10 +110,14 @@ class Lifetimes:
             raise SymaddrError(STATUS["SYMADDR_ERR_BROKEN"], self.broken)
         send, recv = array.array("i", flags), array.array("i", flags)
         req = self.comm.Iallreduce(send, recv, op=MPI.MIN)
-        deadline = time.monotonic() + self.timeout_s
-        pause = 1e-6
+        start = time.monotonic()
+        deadline, spin_until = start + self.timeout_s, start + 2e-4
+        pause = 1e-5
         while not req.Test():
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now < spin_until:
+                continue  # the peers are usually here already: poll without sleeping
+            if now > deadline:
                 self.broken = ("a peer did not come to agree which freed memory no rank "
                                "reaches any more (timeout %.0f ms); create a new Context"
                                % (self.timeout_s * 1e3))
@@ -121,6 +125,17 @@ class Lifetimes:
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
         return list(recv)
+
+    # Releases wait for this many pending registrations or bytes, so that a loop of allocate
+    # and free (whose last array is still referenced at the next allocation) pays one
+    # agreement per batch, not one per allocation.
+    BATCH, BATCH_BYTES = 16, 256 << 20
+
+    def due(self):
+        """Whether an allocation should release pending memory first (the same answer on every
+        rank: the pending list is)."""
+        return (len(self.pending) >= self.BATCH or
+                sum(reg.life.nbytes for reg in self.pending) >= self.BATCH_BYTES)
 
     def reap(self, collect=False):
         """Release (collectively) every pending registration that no rank reaches. Every rank
