@@ -3,6 +3,7 @@
  * package) read instead of keeping copies of symaddr.h that drift. */
 #include "providers/provider.h"
 #include "core/algos.h"
+#include "symaddr/device.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -194,6 +195,13 @@ static void abi_build(void)
             c->doc, c->flags);
     }
     put(&o, "], ");
+    /* the header in front of every table symaddr builds (validation reads it, as Triton's
+     * validated translate does) */
+    put(&o,
+        "\"table_header\": {\"magic\": %llu, \"words\": %d, \"magic_at\": %d, "
+        "\"info_at\": %d, \"bytes_at\": %d, \"error_at\": %d, \"caps_shift\": %d}, ",
+        (unsigned long long)SYMADDR_TABLE_MAGIC, SYMADDR_TABLE_HEADER, SYMADDR_HDR_MAGIC,
+        SYMADDR_HDR_INFO, SYMADDR_HDR_BYTES, SYMADDR_HDR_ERROR, SYMADDR_HDR_CAPS_SHIFT);
     put(&o, "\"structs\": {");
     LAYOUT(&o, symaddr_config_t, config_fields);
     put(&o, ", ");

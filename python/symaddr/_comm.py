@@ -151,6 +151,8 @@ class Communication:
             self._root(root, name) if flags & bits["rooted"] else 0,
             self._stream_of(send, stream), os.fsencode(caller.f_code.co_filename),
             caller.f_lineno))
+        if self.validating:  # after the call, which every rank made: no peer is left waiting
+            self._check_tables()
         if avg and (not flags & bits["rooted"] or self.rank == root):
             recv /= self.size  # in place, stream-ordered on a GPU
         return recv
@@ -160,6 +162,8 @@ class Communication:
         h = self._open()
         self._check(self._lib.symaddr_barrier(
             h, None if self.backend == "cpu" else self._stream_of(None, stream)))
+        if self.validating:
+            self._check_tables()
 
     # ---- one-sided ------------------------------------------------------------------------
 
@@ -179,6 +183,8 @@ class Communication:
         d, s = self._address(dst, "dst", name), self._address(src, "src", name)
         self._check(fn(self._h, ctypes.c_void_p(d), ctypes.c_void_p(s), nbytes, target,
                        self._stream_of(local, stream)))
+        if self.validating:
+            self._check_tables()
 
     def put(self, dst, src, target, stream=None):
         """Copy src (local) into rank target's copy of dst (symmetric); both contiguous."""
@@ -189,10 +195,13 @@ class Communication:
         self._rma(dst, src, target, stream, self._lib.symaddr_get, "get")
 
     def sync(self, stream=None):
-        """Wait for the stream's symaddr work (and report a failure any rank met)."""
+        """Wait for the stream's symaddr work (and report a failure any rank met, and in
+        validation mode an access a kernel made that validation refused)."""
         h = self._open()
         self._check(self._lib.symaddr_stream_sync(
             h, None if self.backend == "cpu" else self._stream_of(None, stream)))
+        if self.validating:
+            self._check_tables()
 
 
 _COLLECTIVE = """def {name}(self, send, recv{recv}{op}{root}, stream=None):

@@ -3,6 +3,7 @@
 memory) and their maps. The collectives and one-sided calls are in _comm; what keeps memory
 mapped while Python reaches it is in _lifetime."""
 import ctypes
+import os
 import warnings
 import weakref
 
@@ -10,6 +11,7 @@ from . import _arrays
 from ._arrays import address, is_torch
 from ._comm import Communication, add_collectives, contiguous, nbytes_of
 from ._lib import STATUS, SymaddrError, load
+from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
 from ._maps import AddressMap, SymmetricBuffer
 
@@ -109,6 +111,9 @@ class Context(Communication):
         self.backend = self._lib.symaddr_backend_name(self._lib.symaddr_backend(self._h)).decode()
         self.device = self._lib.symaddr_device(self._h)  # the GPU's ordinal; -1 on the cpu
         self._heap_bases = None
+        # validation mode: kernels' refused translations are raised by the next host call
+        self.validating = _validating(config["validate"] if "validate" in config
+                                      else os.environ.get("SYMADDR_VALIDATE"))
         self._init_comm()
 
     def __enter__(self):
@@ -179,6 +184,47 @@ class Context(Communication):
         reaches from Python any more; allocate_symmetric, import_ and register do this too."""
         self._open()
         self._lifetimes.reap(collect=True)
+        if self.validating:
+            self._check_tables()
+
+    def _read_clear(self, addr):
+        """The 32-bit word at addr (host or device memory), set to 0 if it was not."""
+        if self.backend == "cpu":
+            word = ctypes.c_uint32.from_address(addr)
+            value = word.value
+            if value:
+                word.value = 0
+            return value
+        word = ctypes.c_uint32()
+        self._check(self._lib.symaddr_stream_sync(self._h, None))
+        self._check(self._lib.symaddr_memcpy(self._h, ctypes.byref(word), ctypes.c_void_p(addr),
+                                             4))
+        if word.value:
+            zero = ctypes.c_uint32(0)
+            self._check(self._lib.symaddr_memcpy(self._h, ctypes.c_void_p(addr),
+                                                 ctypes.byref(zero), 4))
+        return word.value
+
+    def _check_tables(self):
+        """Validation mode: raise the access a kernel made through one of this context's tables
+        that validation refused (symaddr.triton's translate records it in the table's
+        header), and clear it."""
+        at = self._lib.abi["table_header"]["error_at"] * 8
+        words = {}
+        for reg in self._regs.values():
+            words.setdefault(self._lib.Map.from_address(reg.key).error_flag, reg.life.what)
+        heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+        if heap:
+            words[heap + at] = "the heap (heap_bases)"
+        for addr, what in words.items():
+            code = self._read_clear(addr)
+            if code:
+                st = -int(ctypes.c_int32(code).value)
+                raise SymaddrError(st, "%s: a kernel's access through the table of %s was "
+                                   "refused by validation: translate each pointer with its own "
+                                   "allocation's peer_bases (heap_bases only for heap "
+                                   "allocations), within the allocation, to a reachable rank"
+                                   % (self._lib.symaddr_strerror(st).decode(), what))
 
     # ---- arrays of the backend's kind ------------------------------------------------------
 

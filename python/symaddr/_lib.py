@@ -82,6 +82,12 @@ def _struct(name, layout):
 _loaded = {}
 
 
+def validating(value):
+    """Whether a SYMADDR_VALIDATE value turns validation on (as libsymaddr reads it: 1, yes,
+    true, on, or args; unset or 0, no, false, off: off)."""
+    return str(value or "0").strip().lower() in ("1", "yes", "true", "on", "args")
+
+
 def load(path=None):
     """libsymaddr as a ctypes library, with .abi (the parsed symaddr_abi_json), the structs
     .Config, .Map and .Buffer, and the prototypes the package uses. Loaded once per path."""
@@ -136,6 +142,7 @@ def load(path=None):
         "symaddr_get": (st, [vp, vp, vp, sz, i, vp]),
         "symaddr_stream_sync": (st, [vp, vp]),
         "symaddr_dtype_name": (ctypes.c_char_p, [i]),
+        "symaddr_memcpy": (st, [vp, vp, vp, sz]),
     }
     for name, (res, args) in protos.items():
         f = getattr(lib, name)

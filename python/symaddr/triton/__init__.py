@@ -25,26 +25,88 @@ Atomics take Triton's own sem ("relaxed", "acquire", "release", "acq_rel") and s
 "gpu", "sys"); between processes on one GPU or across GPUs use scope="sys".
 Waits (signal_wait_until) are bounded by a count of polls, max_spins, and return the status:
 0 (SYMADDR_OK) or SYMADDR_ERR_TIMEOUT."""
+import os
+
 import triton
 import triton.language as tl
 
 from .._lib import load as _load
+from .._lib import validating as _validating
 
-_status = _load().abi["status"]
+_abi = _load().abi
+_status, _hdr = _abi["status"], _abi["table_header"]
 OK = tl.constexpr(_status["SYMADDR_OK"])
 TIMEOUT = tl.constexpr(_status["SYMADDR_ERR_TIMEOUT"])
+
+# Validation of translations, compiled in when SYMADDR_VALIDATE is set at import (a
+# compile-time switch: without it translate is the two loads and the add it always was).
+VALIDATE = tl.constexpr(_validating(os.environ.get("SYMADDR_VALIDATE")))
+_MAGIC = tl.constexpr(_hdr["magic"])
+_MAGIC_AT, _INFO_AT = tl.constexpr(_hdr["magic_at"]), tl.constexpr(_hdr["info_at"])
+_BYTES_AT, _ERROR_AT = tl.constexpr(_hdr["bytes_at"]), tl.constexpr(_hdr["error_at"])
+_OUT_OF_BOUNDS = tl.constexpr(-_status["SYMADDR_ERR_OUT_OF_BOUNDS"])
+_BAD_RANK = tl.constexpr(-_status["SYMADDR_ERR_INVALID_ARG"])
+_UNREACHABLE = tl.constexpr(-_status["SYMADDR_ERR_UNREACHABLE"])
 
 
 # ---- explicit form: (ptr, ..., target_rank, peer_bases, cur_rank) ---------------------------
 
 @triton.jit
+def _lowest(x):
+    """The smallest value of a block (a scalar as it is)."""
+    if x.type.is_block():
+        return tl.min(x)
+    else:
+        return x
+
+
+@triton.jit
+def _validated_delta(ptr, target_rank, peer_bases, cur_rank, mask):
+    """Validation mode's translation distance: peer_bases[target] - peer_bases[cur_rank] where
+    ptr lies in the table's own allocation on this rank and the target is a reachable rank;
+    0 (the access stays in this rank's memory) for a lane that breaks that, recorded in the
+    table's error word, which the next host call of the context raises. Lanes outside mask
+    are not checked; with no mask, the bounds are checked on the block's lowest address."""
+    info = tl.load(peer_bases + _INFO_AT)
+    checking = (tl.load(peer_bases + _MAGIC_AT) == _MAGIC) & (((info >> 32) & 1) == 1)
+    world = info & 0xFFFFFFFF
+    rank_ok = (target_rank >= 0) & (target_rank < world)
+    local_base = tl.load(peer_bases + cur_rank).to(tl.int64)
+    remote_base = tl.load(peer_bases + tl.where(rank_ok, target_rank, cur_rank)).to(tl.int64)
+    offset = tl.cast(ptr, tl.int64) - local_base
+    if mask is None:
+        offset = _lowest(offset) + offset * 0
+    outside = (offset < 0) | (offset >= tl.load(peer_bases + _BYTES_AT))
+    code = tl.where(outside, _OUT_OF_BOUNDS,
+                    tl.where(rank_ok, tl.where(remote_base == 0, _UNREACHABLE, 0), _BAD_RANK))
+    refused = checking & (code != 0)
+    if mask is None:
+        bad = refused
+    else:
+        bad = refused & mask
+    flag = (peer_bases + _ERROR_AT).to(tl.pointer_type(tl.int32), bitcast=True)
+    tl.atomic_max(flag + (code * 0), code, mask=bad, sem="relaxed", scope="sys")
+    return tl.where(refused, 0, remote_base - local_base), refused == 0
+
+
+@triton.jit
 def translate(ptr, target_rank, peer_bases, cur_rank):
     """ptr (this rank's, a pointer or a block of them) as rank target_rank's copy:
-    peer_bases[target_rank] + (ptr - peer_bases[cur_rank])."""
-    local_base = tl.load(peer_bases + cur_rank).to(tl.int64)
-    remote_base = tl.load(peer_bases + target_rank).to(tl.int64)
-    byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)
-    return (byte_ptr + (remote_base - local_base)).to(ptr.dtype, bitcast=True)
+    peer_bases[target_rank] + (ptr - peer_bases[cur_rank]). Under SYMADDR_VALIDATE, a block
+    whose lowest address lies outside the table's allocation (another allocation's table,
+    heap_bases for an ipc tensor), a rank out of range or an unreachable one is refused: the
+    pointer stays this rank's, and the context's next host call raises the status. The
+    accessors (load, store, put, get, copy, the atomics) check every lane of their mask and
+    skip the refused ones."""
+    if VALIDATE:
+        delta, ok = _validated_delta(ptr, target_rank, peer_bases, cur_rank, None)
+        byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)
+        return (byte_ptr + delta).to(ptr.dtype, bitcast=True)
+    else:
+        local_base = tl.load(peer_bases + cur_rank).to(tl.int64)
+        remote_base = tl.load(peer_bases + target_rank).to(tl.int64)
+        byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)
+        return (byte_ptr + (remote_base - local_base)).to(ptr.dtype, bitcast=True)
 
 
 @triton.jit
@@ -62,76 +124,94 @@ def _hinted(ptr, hint: tl.constexpr):
 
 
 @triton.jit
+def _access(ptr, target_rank, peer_bases, cur_rank, mask, hint: tl.constexpr):
+    """The translated pointer (hinted) and the mask an access uses: under SYMADDR_VALIDATE the
+    lanes validation refuses leave the mask (the access skips them; the next host call raises
+    the status); otherwise the caller's mask as it is."""
+    if VALIDATE:
+        delta, ok = _validated_delta(ptr, target_rank, peer_bases, cur_rank, mask)
+        byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)
+        p = (byte_ptr + delta).to(ptr.dtype, bitcast=True)
+        if mask is None:
+            m = ok
+        else:
+            m = mask & ok
+        return _hinted(p, hint), m
+    else:
+        return _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), mask
+
+
+@triton.jit
 def load(ptr, target_rank, peer_bases, cur_rank, mask=None, other=None, cache_modifier=None,
          volatile=False, hint: tl.constexpr = None):
     """tl.load from rank target_rank's copy of ptr (mask, other, cache_modifier and volatile
     as tl.load takes them; hint: a vectorisation hint for the translated pointer)."""
-    return tl.load(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), mask=mask,
-                   other=other, cache_modifier=cache_modifier, volatile=volatile)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.load(p, mask=m, other=other, cache_modifier=cache_modifier, volatile=volatile)
 
 
 @triton.jit
 def store(ptr, value, target_rank, peer_bases, cur_rank, mask=None, cache_modifier=None,
           hint: tl.constexpr = None):
     """tl.store into rank target_rank's copy of ptr."""
-    tl.store(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), value,
-             mask=mask, cache_modifier=cache_modifier)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    tl.store(p, value, mask=m, cache_modifier=cache_modifier)
 
 
 @triton.jit
 def atomic_add(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_add on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_add(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
-                         mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_add(p, val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_sub(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """Subtract val atomically on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_add(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), -val,
-                         mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_add(p, -val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_and(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_and on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_and(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
-                         mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_and(p, val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_or(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
               hint: tl.constexpr = None):
     """tl.atomic_or on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_or(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
-                        mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_or(p, val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_xor(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_xor on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_xor(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
-                         mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_xor(p, val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_min(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_min on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_min(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
-                         mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_min(p, val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_max(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_max on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_max(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
-                         mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_max(p, val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
@@ -146,26 +226,26 @@ def atomic_cas(ptr, cmp, val, target_rank, peer_bases, cur_rank, sem=None, scope
 def atomic_xchg(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                 hint: tl.constexpr = None):
     """tl.atomic_xchg on rank target_rank's copy of ptr; returns the old values."""
-    return tl.atomic_xchg(_hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), val,
-                          mask=mask, sem=sem, scope=scope)
+    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+    return tl.atomic_xchg(p, val, mask=m, sem=sem, scope=scope)
 
 
 @triton.jit
 def put(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """Rank target_rank's copy of dst (symmetric) = this rank's src (local), element-wise."""
-    tl.store(_hinted(translate(dst, target_rank, peer_bases, cur_rank), hint),
-             tl.load(src, mask=mask, other=other, cache_modifier=load_cache_modifier),
-             mask=mask, cache_modifier=store_cache_modifier)
+    p, m = _access(dst, target_rank, peer_bases, cur_rank, mask, hint)
+    tl.store(p, tl.load(src, mask=m, other=other, cache_modifier=load_cache_modifier), mask=m,
+             cache_modifier=store_cache_modifier)
 
 
 @triton.jit
 def get(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """This rank's dst (local) = rank target_rank's copy of src (symmetric), element-wise."""
-    tl.store(dst, tl.load(_hinted(translate(src, target_rank, peer_bases, cur_rank), hint),
-                          mask=mask, other=other, cache_modifier=load_cache_modifier),
-             mask=mask, cache_modifier=store_cache_modifier)
+    p, m = _access(src, target_rank, peer_bases, cur_rank, mask, hint)
+    tl.store(dst, tl.load(p, mask=m, other=other, cache_modifier=load_cache_modifier), mask=m,
+             cache_modifier=store_cache_modifier)
 
 
 @triton.jit
@@ -173,9 +253,9 @@ def copy(dst, src, to_rank, from_rank, peer_bases, cur_rank, mask=None, other=No
          load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """Rank to_rank's copy of dst = rank from_rank's copy of src (both symmetric, this rank's
     pointers); one of the two ranks is usually this one."""
-    data = tl.load(_hinted(translate(src, from_rank, peer_bases, cur_rank), hint), mask=mask,
-                   other=other, cache_modifier=load_cache_modifier)
-    tl.store(_hinted(translate(dst, to_rank, peer_bases, cur_rank), hint), data, mask=mask,
+    s, ms = _access(src, from_rank, peer_bases, cur_rank, mask, hint)
+    d, md = _access(dst, to_rank, peer_bases, cur_rank, ms, hint)
+    tl.store(d, tl.load(s, mask=md, other=other, cache_modifier=load_cache_modifier), mask=md,
              cache_modifier=store_cache_modifier)
 
 

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: MIT
+"""What symaddr.triton's translation costs, read from the PTX Triton makes for an H200 (sm_90;
+Triton compiles without a GPU): a store through the explicit, bound and Iris forms is the
+P0's hand-written translation, instruction for instruction (two loads of the table, a
+subtraction, an add), and validation (SYMADDR_VALIDATE=1, a compile-time switch) adds code
+only when it is on.
+    python3 tests/python/test_ptx.py
+Prints one line a case and the summary line."""
+import collections
+import os
+import re
+import subprocess
+import sys
+
+if os.environ.get("SYMADDR_TEST_PYTHONPATH"):  # the source tree's package, before an installed one
+    sys.path.insert(0, os.environ["SYMADDR_TEST_PYTHONPATH"])
+os.environ.pop("TRITON_INTERPRET", None)  # compile, do not interpret
+
+import triton  # noqa: E402
+import triton.language as tl  # noqa: E402
+from triton.backends.compiler import GPUTarget  # noqa: E402
+from triton.compiler import ASTSource  # noqa: E402
+
+from symaddr import triton as st  # noqa: E402
+from symaddr.triton import heap as iris  # noqa: E402
+
+
+@triton.jit
+def k_explicit(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    st.store(dst + offs, tl.load(src + offs, mask=m), peer, table, cur, mask=m)
+
+
+@triton.jit
+def k_iris(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    iris.store(dst + offs, tl.load(src + offs, mask=m), cur, peer, table, mask=m)
+
+
+@triton.jit
+def k_p0(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    """The seed's translation, by hand."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    v = tl.load(src + offs, mask=m)
+    local_base = tl.load(table + cur)
+    remote_base = tl.load(table + peer)
+    ptr = dst + offs
+    remote = (ptr.to(tl.pointer_type(tl.int8), bitcast=True)
+              + (remote_base - local_base)).to(ptr.dtype, bitcast=True)
+    tl.store(remote, v, mask=m)
+
+
+SIGNATURE = {"dst": "*fp32", "src": "*fp32", "n": "i32", "peer": "i32", "table": "*i64",
+             "cur": "i32", "BLOCK": "constexpr"}
+
+
+def instructions(fn):
+    """The kernel's PTX instructions, registers and names blanked (the code, not its layout)."""
+    ptx = triton.compile(ASTSource(fn=fn, signature=SIGNATURE, constexprs={"BLOCK": 128}),
+                         target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    body = ptx.split(".section")[0]  # the debug sections follow the code
+    out = []
+    for line in body.splitlines():
+        line = line.split("//")[0].strip()
+        if not line or line.startswith((".", "$L", "{", "}")) or line.endswith(":"):
+            continue
+        out.append(re.sub(r"%[a-z]+\d+|\[[^\]]*\]", "R", line))
+    return collections.Counter(out)
+
+
+def main():
+    passed = failed = 0
+    validated = st.VALIDATE
+    cases = []
+    explicit, hand, heap = instructions(k_explicit), instructions(k_p0), instructions(k_iris)
+    size = sum(explicit.values())
+    if not validated:
+        cases.append(("explicit store == the P0's translation by hand (%d instructions)" % size,
+                      explicit == hand))
+        cases.append(("Iris's store == the explicit form", heap == explicit))
+        child = subprocess.run([sys.executable, __file__, "--count"], capture_output=True,
+                               text=True, env=dict(os.environ, SYMADDR_VALIDATE="1"))
+        try:
+            checked = int(child.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            checked = -1
+            print(child.stdout + child.stderr, file=sys.stderr)
+        cases.append(("validation compiled in adds code (%d -> %d instructions)"
+                      % (size, checked), checked > size))
+    for name, ok in cases:
+        print(("ok     - %s" % name) if ok else ("not ok - %s" % name), flush=True)
+        passed, failed = passed + bool(ok), failed + (not ok)
+    print("%d passed, %d failed, 0 skipped" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--count"]:
+        print(sum(instructions(k_explicit).values()))
+        sys.exit(0)
+    sys.exit(main())
