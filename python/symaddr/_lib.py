@@ -82,6 +82,18 @@ def _struct(name, layout):
 _loaded = {}
 
 
+def default_timeout_ms():
+    """The timeout a context gets without a timeout_ms setting: $SYMADDR_TIMEOUT_MS, else the
+    library's default."""
+    text = os.environ.get("SYMADDR_TIMEOUT_MS", "").strip()
+    if text.isdigit() and int(text) > 0:
+        return int(text)
+    lib = load()
+    cfg = lib.Config()
+    lib.symaddr_config_default(ctypes.byref(cfg))
+    return cfg.timeout_ms
+
+
 def validating(value):
     """Whether a SYMADDR_VALIDATE value turns validation on (as libsymaddr reads it: 1, yes,
     true, on, or args; unset or 0, no, false, off: off)."""

@@ -53,6 +53,15 @@ def k_p0(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
     tl.store(remote, v, mask=m)
 
 
+@triton.jit
+def k_signals(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    flag = table.to(tl.pointer_type(tl.int32), bitcast=True)  # any int32 word will do here
+    st.put_signal(dst + offs, src + offs, flag, 1, peer, table, cur, mask=offs < n)
+    st.fence(table)
+    tl.store(dst, st.signal_wait_until(flag, "ge", 1).to(tl.float32))
+
+
 SIGNATURE = {"dst": "*fp32", "src": "*fp32", "n": "i32", "peer": "i32", "table": "*i64",
              "cur": "i32", "BLOCK": "constexpr"}
 
@@ -90,6 +99,12 @@ def main():
             print(child.stdout + child.stderr, file=sys.stderr)
         cases.append(("validation compiled in adds code (%d -> %d instructions)"
                       % (size, checked), checked > size))
+    ptx = triton.compile(ASTSource(fn=k_signals, signature=SIGNATURE,
+                                   constexprs={"BLOCK": 128}),
+                         target=GPUTarget("cuda", 90, 32)).asm["ptx"]
+    cases.append(("a wait reads the GPU's clock (%globaltimer), put_signal and fence are "
+                  "system-scope atomics", "%globaltimer" in ptx and "atom.global.sys.release" in ptx
+                  and "atom.global.sys.acq_rel" in ptx))
     for name, ok in cases:
         print(("ok     - %s" % name) if ok else ("not ok - %s" % name), flush=True)
         passed, failed = passed + bool(ok), failed + (not ok)

@@ -234,28 +234,41 @@ def k_atomic_bound(buf, olds, n_ranks: tl.constexpr):
 
 @triton.jit
 def k_signal(data, flags, status, n, peer, peer_bases_data, peer_bases_flags, cur_rank,
-             max_spins, BLOCK: tl.constexpr):
-    # put this rank's data into the right neighbour, then raise its flag; wait for the left's
+             BLOCK: tl.constexpr):
+    # put this rank's data into the right neighbour with its flag (put_signal); wait for the
+    # left's with every comparison that holds; a wait nobody answers gives up in time
     offs = tl.arange(0, BLOCK)
     m = offs < n
-    st.store(data + n + offs, tl.load(data + offs, mask=m), peer, peer_bases_data, cur_rank,
-             mask=m)
-    st.signal_set(flags, 1, peer, peer_bases_flags, cur_rank)
-    tl.store(status, st.signal_wait_until(flags, 1, max_spins))
-    # nobody raises flags[1]: the wait must give up, not pass
-    tl.store(status + 1, st.signal_wait_until(flags + 1, 1, 50))
+    st.put_signal(data + n + offs, data + offs, flags, 5, peer, peer_bases_data, cur_rank,
+                  mask=m, sig_peer_bases=peer_bases_flags)
+    tl.store(status, st.signal_wait_until(flags, "eq", 5))
+    tl.store(status + 1, st.signal_wait_until(flags, "ge", 5) + st.signal_wait_until(flags, "gt", 4)
+             + st.signal_wait_until(flags, "le", 5) + st.signal_wait_until(flags, "lt", 6)
+             + st.signal_wait_until(flags, "ne", 0))
+    tl.store(status + 2, st.signal_wait_until(flags + 1, "eq", 1, timeout_ns=200000000))
+    st.fence(peer_bases_flags)
+    st.signal_add(flags + 2, 3, peer, peer_bases_flags, cur_rank)
+    st.quiet(peer_bases_flags)
+    tl.store(status + 3, st.signal_wait_until(flags + 2, st.CMP_EQ, 3))
 
 
 @triton.jit
-def k_signal_bound(buf, status, peer, max_spins):
-    st.buffer_signal_add(buf, 0, 1, peer)
-    tl.store(status, st.buffer_signal_wait_until(buf, 0, 1, max_spins))
+def k_signal_bound(buf, data, src, status, peer, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    st.buffer_put_signal(data, offs, src + offs, buf, 0, 1, peer, mask=offs < n, sig_op="add")
+    tl.store(status, st.buffer_signal_wait_until(buf, 0, "eq", 1))
+    st.buffer_fence(buf)
+    st.buffer_quiet(buf)
 
 
 @triton.jit
-def k_signal_heap(flags, status, cur_rank, peer, heap_bases, max_spins):
+def k_signal_heap(flags, status, cur_rank, peer, heap_bases):
     iris.signal_set(flags, 7, cur_rank, peer, heap_bases)
-    tl.store(status, iris.signal_wait_until(flags, 7, max_spins))
+    tl.store(status, iris.signal_wait_until(flags, "ge", 7))
+    iris.fence(heap_bases)
+    iris.signal_add(flags + 1, 2, cur_rank, peer, heap_bases)
+    iris.quiet(heap_bases)
+    tl.store(status + 1, iris.signal_wait_until(flags + 1, "eq", 2))
 
 
 @triton.jit
@@ -579,37 +592,47 @@ def test_atomics_every_rank():
 
 
 def test_signals():
-    """signal_set/add/wait_until in the three forms; a wait nobody answers gives TIMEOUT."""
-    spins = 1 << 30  # the deadline; a peer that never signals would end it, not hang it
+    """NVSHMEM's signals in the three forms: put_signal (data, then its flag), every
+    comparison of signal_wait_until, fence and quiet; a wait nobody answers gives TIMEOUT
+    after its bound in time (200 ms), not a count of polls."""
+    import time
     d, dmap = alloc((2 * N,), "float32")
-    flags, fmap = alloc((2,), "int32")
-    status, _ = alloc((2,), "int32")
+    flags, fmap = alloc((3,), "int32")
+    status, _ = alloc((4,), "int32")
     fill(d, np.concatenate([data(rank, N, "float32"), np.zeros(N)]))
-    fill(flags, [0, 0])
-    fill(status, [99, 99])
+    fill(flags, [0, 0, 0])
+    fill(status, [99, 99, 99, 99])
     settle()
-    k_signal[(1,)](d, flags, status, N, right, dmap.peer_bases, fmap.peer_bases, rank, spins,
-                   BLOCK=64)
+    t0 = time.monotonic()
+    k_signal[(1,)](d, flags, status, N, right, dmap.peer_bases, fmap.peer_bases, rank, BLOCK=64)
     settle()
+    took = time.monotonic() - t0
     ok, timeout = sa._lib.STATUS["SYMADDR_OK"], sa._lib.STATUS["SYMADDR_ERR_TIMEOUT"]
-    check(list(host(status)) == [ok, timeout], "signal statuses %s, want [%d, %d]" % (
-        list(host(status)), ok, timeout))
+    check(list(host(status)) == [ok, 5 * ok, timeout, ok], "signal statuses %s, want "
+          "[%d, %d, %d, %d]" % (list(host(status)), ok, 5 * ok, timeout, ok))
+    check(took >= 0.2, "the unanswered wait gave up after %.3f s, before its 200 ms" % took)
     check(np.array_equal(host(d[N:]), want(data(left, N, "float32"), "float32")),
           "data before the flag")
-    fill(flags, [0, 0])
-    fill(status, [99, 99])
+    flagged, _ = alloc((1,), "int32")
+    got, _ = alloc((N,), "float32")
+    src = d[:N]
+    fill(flagged, [0])
+    fill(got, np.zeros(N))
+    fill(status, [99, 99, 99, 99])
     settle()
-    k_signal_bound[(1,)](ctx.bind(flags), status, right, spins)
+    k_signal_bound[(1,)](ctx.bind(flagged), ctx.bind(got), src, status, right, N, BLOCK=64)
     settle()
-    check(int(host(status)[0]) == ok and int(host(flags)[0]) == 1, "buffer signal")
-    hflags, _ = alloc((1,), "int32", provider="heap")
-    fill(hflags, [0])
+    check(int(host(status)[0]) == ok and int(host(flagged)[0]) == 1, "buffer put_signal")
+    check(np.array_equal(host(got), want(data(left, N, "float32"), "float32")),
+          "buffer put_signal's data")
+    hflags, _ = alloc((2,), "int32", provider="heap")
+    fill(hflags, [0, 0])
     settle()
-    k_signal_heap[(1,)](hflags, status, rank, right, ctx.heap_bases, spins)
+    k_signal_heap[(1,)](hflags, status, rank, right, ctx.heap_bases)
     settle()
-    check(int(host(status)[0]) == ok and int(host(hflags)[0]) == 7, "heap signal")
+    check(list(host(status)[:2]) == [ok, ok] and list(host(hflags)) == [7, 2], "heap signals")
     settle()
-    for a in (d, flags, status, hflags):
+    for a in (d, flags, status, hflags, flagged, got):
         ctx.free(a)
 
 
@@ -875,7 +898,7 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("heap_bases form (Iris's order)", test_heap_form),
                  ("Iris's device API in full, keywords, any map's table", test_iris_full),
                  ("atomics from every rank, three forms", test_atomics_every_rank),
-                 ("signals, three forms, and a wait that times out", test_signals),
+                 ("signals, three forms: put_signal, six comparisons, fence, quiet, a timeout in time", test_signals),
                  ("imports at per-rank offsets, the seed's put_kernel", test_imports),
                  ("heap, ipc, import and foreign maps in one kernel", test_mixed_providers),
                  ("Triton one-shot allreduce and all-gather", test_triton_collectives),

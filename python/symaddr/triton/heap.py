@@ -147,6 +147,34 @@ def signal_set(pointer, value, from_rank, to_rank, heap_bases):
 
 
 @triton.jit
-def signal_wait_until(pointer, value, max_spins):
-    """Wait until this rank's flag is at least value, at most max_spins polls."""
-    return sym.signal_wait_until(pointer, value, max_spins)
+def signal_add(pointer, value, from_rank, to_rank, heap_bases):
+    """Add value to to_rank's copy of the flag pointer, after this rank's earlier stores."""
+    sym.signal_add(pointer, value, to_rank, heap_bases, from_rank)
+
+
+@triton.jit
+def signal_wait_until(pointer, cmp: tl.constexpr, value, timeout_ns=sym.DEFAULT_TIMEOUT_NS):
+    """Wait until this rank's flag compares to value as cmp says ("eq", "ne", "gt", "ge",
+    "lt", "le"), at most timeout_ns: symaddr.triton.OK or TIMEOUT."""
+    return sym.signal_wait_until(pointer, cmp, value, timeout_ns)
+
+
+@triton.jit
+def put_signal(from_ptr, to_ptr, sig, sig_value, from_rank, to_rank, heap_bases, mask=None,
+               sig_op: tl.constexpr = None):
+    """to_rank's copy of to_ptr = from_ptr (local), then its copy of the flag sig set to (or,
+    sig_op "add", increased by) sig_value."""
+    sym.put_signal(to_ptr, from_ptr, sig, sig_value, to_rank, heap_bases, from_rank, mask=mask,
+                   sig_op=sig_op)
+
+
+@triton.jit
+def fence(heap_bases):
+    """This program's earlier stores before its later ones, for every rank."""
+    sym.fence(heap_bases)
+
+
+@triton.jit
+def quiet(heap_bases):
+    """This program's earlier stores complete at every rank."""
+    sym.quiet(heap_bases)
