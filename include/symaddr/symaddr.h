@@ -758,7 +758,10 @@ SYMADDR_API symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int 
  * symaddr_collective_run, made at @p file and @p line of the program: for bindings (Python
  * passes its caller's file and line) and wrappers (C++'s std::source_location), whose calls
  * all come from one place in the binding. With validation on (SYMADDR_VALIDATE_ON), ranks
- * whose calls name the same file at different lines get SYMADDR_ERR_MISMATCH. A NULL @p file
+ * whose calls name the same file at different lines get SYMADDR_ERR_MISMATCH. A negative
+ * @p line is line -@p line of a call whose recv the binding staged through a workspace of its
+ * own (Python's recv that is not symmetric memory): a rank that staged and one that did not
+ * get SYMADDR_ERR_MISMATCH too, since their recv are different allocations. A NULL @p file
  * stands for the caller's own return address, as symaddr_collective_run.
  * @return as symaddr_collective_run.
  */

@@ -71,10 +71,10 @@ static void where_of(const symaddr_coll_site_t *site, coll_where_t *w)
     memset(w, 0, sizeof(*w));
     const char *name = NULL;
     Dl_info info;
-    if (site->file) {
+    if (site->file) { /* a negative line: the binding staged this call's recv */
         name = site->file;
-        w->pos = (uint64_t)(site->line < 0 ? 0 : site->line);
-        w->is_line = 1;
+        w->pos = (uint64_t)(site->line < 0 ? -(int64_t)site->line : site->line);
+        w->is_line = site->line < 0 ? 2 : 1;
     } else if (site->ra && dladdr(site->ra, &info) && info.dli_fname && info.dli_fname[0]) {
         const char *slash = strrchr(info.dli_fname, '/');
         name = slash ? slash + 1 : info.dli_fname;
@@ -89,8 +89,8 @@ static void where_of(const symaddr_coll_site_t *site, coll_where_t *w)
 
 static const char *where_text(const coll_where_t *w, char *buf, size_t n)
 {
-    snprintf(buf, n, w->is_line ? "%.44s:%llu" : "%.44s+0x%llx", w->name,
-             (unsigned long long)w->pos);
+    snprintf(buf, n, w->is_line ? "%.44s:%llu%s" : "%.44s+0x%llx%s", w->name,
+             (unsigned long long)w->pos, w->is_line == 2 ? " (recv staged)" : "");
     return buf;
 }
 

@@ -33,17 +33,19 @@ def count_of(a):
 
 
 def _mpi_ops():
-    """mpi4py's reduction ops by handle -> symaddr's names (only where mpi4py is loaded)."""
+    """mpi4py's reduction ops and symaddr's names for them (where mpi4py is loaded; its ops
+    compare with == but do not hash)."""
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is None:
-        return {}
-    return {mpi.SUM: "sum", mpi.PROD: "prod", mpi.MAX: "max", mpi.MIN: "min"}
+        return ()
+    return ((mpi.SUM, "sum"), (mpi.PROD, "prod"), (mpi.MAX, "max"), (mpi.MIN, "min"))
 
 
 class Communication:
     """The collectives, put/get, barrier and sync of a Context (a base class of Context)."""
 
     def _init_comm(self):
+        self._stage = None  # (address, bytes, provider) of the staging workspace
         self._dtypes = {}  # the array's dtype -> symaddr_dtype_t
         self._null_stream = None if self.backend == "cpu" else False
 
@@ -65,9 +67,10 @@ class Communication:
             return table[op], False
         if op == "avg":
             return table["sum"], True
-        name = _mpi_ops().get(op) if not isinstance(op, str) else None
-        if name in table:
-            return table[name], False
+        if not isinstance(op, str):
+            for mpi_op, name in _mpi_ops():
+                if op == mpi_op:
+                    return table[name], False
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %r is not a reduction op: use one of %s, "
                    "\"avg\" (floating-point dtypes), or mpi4py's MPI.SUM, MPI.PROD, MPI.MAX, "
                    "MPI.MIN" % (what, op, ", ".join('"%s"' % k for k in sorted(table))))
@@ -75,6 +78,8 @@ class Communication:
     def _stream_of(self, a, stream):
         """The raw stream symaddr takes: a torch.cuda.Stream, a raw handle (an int), or None
         (torch's current stream) for CUDA tensors; none for host memory."""
+        if self.backend == "cpu":
+            return None  # host memory: the calls complete on return
         if type(stream) is int:
             return ctypes.c_void_p(stream)
         if a is not None and not (is_torch(a) and a.is_cuda):
@@ -127,30 +132,93 @@ class Communication:
                        "(0..%d)" % (what, root, self.size - 1))
         return root
 
+    def _registered(self, addr):
+        """Whether addr lies in a registration of this context (symaddr_lookup)."""
+        m = ctypes.c_void_p()
+        return self._lib.symaddr_lookup(self._h, ctypes.c_void_p(addr), ctypes.byref(m)) == 0
+
+    def _workspace(self, nbytes):
+        """The context's symmetric workspace for staged receive buffers, at least nbytes
+        (collective when it grows: every rank stages the same calls)."""
+        have = self._stage
+        if have is not None and have[1] >= nbytes:
+            return have[0]
+        size = 1 << max(12, (nbytes - 1).bit_length())
+        if have is not None:
+            self._stage = None
+            self._lib.symaddr_symmetric_free(have[2], have[0])
+        prov = ctypes.c_void_p()
+        self._check(self._lib.symaddr_provider_get(self._h, self._lib.abi["provider"]["ipc"],
+                                                   ctypes.byref(prov)))
+        ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
+        self._check(self._lib.symaddr_symmetric_alloc(prov, size, ctypes.byref(ptr),
+                                                      ctypes.byref(m)))
+        self._stage = (ptr.value, size, prov)
+        return ptr.value
+
+    def _copy_out(self, recv, addr, nbytes, stream):
+        """recv = nbytes at addr (the workspace), ordered after the collective."""
+        if is_torch(recv) and recv.is_cuda:
+            import torch
+            raw = self._stage_view(addr, nbytes)
+            handle = self._stream_of(recv, stream)
+            with torch.cuda.stream(torch.cuda.ExternalStream(handle.value or 0)):
+                recv.view(-1).view(torch.uint8).copy_(raw, non_blocking=True)
+        else:
+            ctypes.memmove(recv.data_ptr() if is_torch(recv)
+                           else recv.__array_interface__["data"][0], addr, nbytes)
+
+    def _stage_view(self, addr, nbytes):
+        from ._arrays import torch_tensor
+        import torch
+        return torch_tensor(addr, (nbytes,), torch.uint8, self._device())[0]
+
     def _collective(self, name, send, recv, op, root, stream):
         """Every collective method (made by add_collectives): the shape of send and recv
         checked against the library's row, then symaddr_collective_run_at with the file and
-        line that called the method, which validation mode compares across ranks."""
+        line that called the method, which validation mode compares across ranks. A recv that
+        is not symmetric memory is staged: the collective writes the context's workspace,
+        then recv is copied from it (stream-ordered)."""
         index, flags = self._lib.collectives[name]
         bits = self._lib.abi["collective_flag"]
         per = (self.size if flags & bits["send_all"] else 1,
                self.size if flags & bits["recv_all"] else 1)
-        recv, s, r = self._pair(send, recv, per, "Context." + name)
+        call = "Context." + name
+        recv, s, r = self._pair(send, recv, per, call)
         if count_of(send) % per[0]:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "Context.%s: %d elements do not split into %d "
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %d elements do not split into %d "
                        "equal parts; pass a multiple of the context's size"
-                       % (name, count_of(send), per[0]))
-        code, avg = self._op(op, "Context." + name) if flags & bits["reduces"] else (0, False)
+                       % (call, count_of(send), per[0]))
+        code, avg = self._op(op, call) if flags & bits["reduces"] else (0, False)
         if avg and not str(send.dtype).replace("torch.", "").startswith(("float", "bfloat")):
-            raise _err("SYMADDR_ERR_INVALID_ARG", "Context.%s: op=\"avg\" takes floating-point "
-                       "data, not %s; reduce with \"sum\" and divide as you need" % (
-                           name, send.dtype))
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: op=\"avg\" takes floating-point data, "
+                       "not %s; reduce with \"sum\" and divide as you need" % (
+                           call, send.dtype))
+        dtype = self._dtype_of(send)
+        if not self._registered(s.value):
+            raise _err("SYMADDR_ERR_NOT_FOUND", "%s: send is not symmetric memory of this "
+                       "context: make it with ctx.allocate_symmetric(shape, dtype) (a view at "
+                       "any offset will do) or register it with ctx.import_(array); recv may "
+                       "be any array or tensor on the context's device" % call)
         caller = sys._getframe(2)  # the method's caller: _collective <- Context.<name> <- it
+        where = os.fsencode(caller.f_code.co_filename)
+        staged = recv is not send and not self._registered(r.value)
+        if staged:  # every rank stages the same calls: validation compares the places
+            if is_torch(recv) != is_torch(send) or (is_torch(recv) and
+                                                    recv.device != send.device):
+                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: recv is on %s, send on %s: pass "
+                           "recv on the context's device" % (
+                               call, getattr(recv, "device", "the host"),
+                               getattr(send, "device", "the host")))
+            nbytes = nbytes_of(recv)
+            r = ctypes.c_void_p(self._workspace(nbytes))
+        st = self._stream_of(send, stream)
         self._check(self._lib.symaddr_collective_run_at(
-            self._h, index, s, r, count_of(send) // per[0], self._dtype_of(send), code,
-            self._root(root, name) if flags & bits["rooted"] else 0,
-            self._stream_of(send, stream), os.fsencode(caller.f_code.co_filename),
-            caller.f_lineno))
+            self._h, index, s, r, count_of(send) // per[0], dtype, code,
+            self._root(root, name) if flags & bits["rooted"] else 0, st, where,
+            -caller.f_lineno if staged else caller.f_lineno))
+        if staged and (not flags & bits["root_only"] or self.rank == root):
+            self._copy_out(recv, r.value, nbytes, stream)
         if self.validating:  # after the call, which every rank made: no peer is left waiting
             self._check_tables()
         if avg and (not flags & bits["rooted"] or self.rank == root):

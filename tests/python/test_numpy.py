@@ -104,6 +104,73 @@ def test_collectives():
         ctx.free(r)
 
 
+
+def test_plain_recv():
+    """Every collective with a plain NumPy recv at an odd offset (staged through the
+    context's workspace), against MPI; op "avg", mpi4py's ops, a raw stream handle; off the
+    root a rooted collective leaves recv alone, as MPI does."""
+    a, _ = ctx.allocate_symmetric(size * N + 3, np.float64)
+    mine = (np.arange(size * N) % 7 + 1).astype(np.float64) * (rank + 1)
+    send, big = a[3:3 + N], a[3:3 + size * N]
+    send[:] = mine[:N]
+    store = np.full(size * N + 5, -9.0)
+    recv, gathered = store[5:5 + N], store[5:5 + size * N]  # plain memory, odd offset
+    for op, mop in (("sum", MPI.SUM), (MPI.MAX, MPI.MAX), (MPI.PROD, MPI.PROD),
+                    ("min", MPI.MIN)):
+        out = ctx.allreduce(send, recv, op=op, stream=0)
+        check(out is recv and np.array_equal(recv, mpi_allreduce(mine[:N], mop)),
+              "allreduce %s into plain memory" % op)
+    ctx.allreduce(send, recv, op="avg")
+    check(np.allclose(recv, mpi_allreduce(mine[:N], MPI.SUM) / size), "avg")
+    ctx.allgather(send, gathered)
+    want = np.empty(size * N)
+    comm.Allgather(mine[:N], want)
+    check(np.array_equal(gathered, want), "allgather into plain memory")
+    big[:] = mine
+    ctx.reduce_scatter(big, recv, op="avg")
+    want = np.empty(N)
+    comm.Reduce_scatter_block(mine, want, op=MPI.SUM)
+    check(np.allclose(recv, want / size), "reduce_scatter avg into plain memory")
+    ctx.alltoall(big, gathered)
+    comm.Alltoall(mine, want := np.empty(size * N))
+    check(np.array_equal(gathered, want), "alltoall into plain memory")
+    root = size - 1
+    send[:] = mine[:N]
+    ctx.broadcast(send, recv, root=root)
+    want = mine[:N].copy()
+    comm.Bcast(want, root=root)
+    check(np.array_equal(recv, want), "broadcast into plain memory")
+    recv[:] = -5
+    ctx.reduce(send, recv, op=MPI.SUM, root=root)
+    want = np.empty(N)
+    comm.Reduce(mine[:N], want, op=MPI.SUM, root=root)
+    check(np.array_equal(recv, want) if rank == root else np.all(recv == -5),
+          "reduce into plain memory, recv untouched off the root")
+    gathered[:] = -5
+    ctx.gather(send, gathered, root=root)
+    want = np.zeros(size * N)
+    comm.Gather(mine[:N], want, root=root)
+    check(np.array_equal(gathered, want) if rank == root else np.all(gathered == -5),
+          "gather into plain memory, recv untouched off the root")
+    ctx.scatter(big, recv, root=root)
+    comm.Scatter(mine, want := np.empty(N), root=root)
+    check(np.array_equal(recv, want), "scatter into plain memory")
+    check(store[4] == -9.0 and store[5 + size * N - 1] != -9.0, "nothing written outside recv")
+    try:
+        ctx.allreduce(np.zeros(N), recv)
+        raise AssertionError("a plain send passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_NOT_FOUND" and "send is not symmetric" in str(e)
+              and "allocate_symmetric" in str(e) and "Context.allreduce" in str(e), str(e))
+    ints, _ = ctx.allocate_symmetric(N, np.int32)
+    try:
+        ctx.allreduce(ints, op="avg")
+        raise AssertionError("avg of int32 passed")
+    except sa.SymaddrError as e:
+        check("floating-point" in str(e), str(e))
+    ctx.free(ints)
+    ctx.free(a)
+
 def test_put_get_and_import():
     own, _ = ctx.allocate_symmetric(N, np.float32)
     local = ctx.empty_local(N, np.float32)
@@ -199,7 +266,8 @@ def _reduce_here(vctx, send, recv):
 def test_skipped_call_found():
     """A rank that skips a call: with validation on, the ranks compare the file and line each
     made its call from, and the call rank 1 makes in another's place fails with
-    SYMADDR_ERR_MISMATCH on every rank, naming both lines; recv keeps its data. With
+    SYMADDR_ERR_MISMATCH on every rank, naming both lines; recv keeps its data. A recv staged
+    on one rank and symmetric on the others is refused the same way. With
     validate=SYMADDR_VALIDATE_ARGS a program that makes one collective from two lines on purpose
     gets exact sums."""
     if size < 2:
@@ -222,6 +290,17 @@ def test_skipped_call_found():
         check(e.name == "SYMADDR_ERR_MISMATCH" and "test_numpy.py:" in str(e)
               and "skipped a call" in str(e), "skipped call: %s" % e)
     check(np.array_equal(out, np.full(11, -7, np.int32)), "a refused call wrote %s" % out)
+    # recv staged on rank 0 only (plain memory) and symmetric elsewhere: refused, not mixed
+    plain = np.full(11, -7, np.int32)
+    vctx.allreduce(a2, plain)  # staged on every rank (the workspace is made): exact
+    check(np.array_equal(plain, mpi_allreduce(a2, MPI.SUM)), "staged: %s" % plain)
+    plain[:] = -7
+    try:
+        vctx.allreduce(a2, plain if rank == 0 else out)
+        raise AssertionError("recv of two kinds passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_MISMATCH" and "(recv staged)" in str(e), str(e))
+    check(np.all(plain == -7) and np.all(out == -7), "the refused call wrote")
     vctx.allreduce(a2, out)  # every rank, one line: exact
     check(np.array_equal(out, mpi_allreduce(a2, MPI.SUM)), "after the refusal: %s" % out)
     for x in (out, a2, a):
@@ -244,6 +323,7 @@ def test_skipped_call_found():
 cases.run("version", test_version)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
+cases.run("collectives into plain memory; avg, mpi4py ops", test_plain_recv)
 cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
