@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""The put kernel every allocator ships, written once, in Triton: the P0 flow of the
-allocator-agnostic boundary, as its thread writes it. Each rank puts its src into its right
+"""The put kernel every allocator ships, written once, in Triton (symaddr/triton/p0.py): the
+P0 flow of the allocator-agnostic boundary, as its thread writes it. Each rank puts its src into its right
 neighbour's dst through dst's address map, then checks what its left neighbour put.
 
     mpiexec -n 4 python examples/triton_put.py           # GPUs: torch CUDA tensors, compiled
@@ -14,26 +14,9 @@ import sys
 
 from mpi4py import MPI  # noqa: F401  (initialises MPI before symaddr)
 import triton
-import triton.language as tl
 
 import symaddr
-
-
-@triton.jit
-def put_kernel(src,
-               dst, dst_peer_bases,
-               n_elements,
-               target_rank,
-               CUR_RANK: tl.constexpr,
-               BLOCK: tl.constexpr):
-    pid = tl.program_id(0)
-    offs = pid * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n_elements
-    local_base = tl.load(dst_peer_bases + CUR_RANK)
-    remote_base = tl.load(dst_peer_bases + target_rank)
-    remote_dst = (dst.to(tl.pointer_type(tl.int8), bitcast=True)
-                  + (remote_base - local_base)).to(dst.dtype, bitcast=True)
-    tl.store(remote_dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+from symaddr.triton.p0 import put_kernel  # the kernel, as the P0 thread writes it
 
 
 def main():

@@ -5,6 +5,7 @@ GPU, complete on return on the cpu backend."""
 import ctypes
 import os
 import sys
+from typing import Any
 
 from ._arrays import HostArray, is_torch
 from ._lib import STATUS, SymaddrError
@@ -225,7 +226,7 @@ class Communication:
             recv /= self.size  # in place, stream-ordered on a GPU
         return recv
 
-    def barrier(self, stream=None):
+    def barrier(self, stream: Any = None) -> None:
         """Every rank of the context waits for the others (on the stream, on a GPU)."""
         h = self._open()
         self._check(self._lib.symaddr_barrier(
@@ -254,15 +255,15 @@ class Communication:
         if self.validating:
             self._check_tables()
 
-    def put(self, dst, src, target, stream=None):
+    def put(self, dst: Any, src: Any, target: int, stream: Any = None) -> None:
         """Copy src (local) into rank target's copy of dst (symmetric); both contiguous."""
         self._rma(dst, src, target, stream, self._lib.symaddr_put, "put")
 
-    def get(self, dst, src, target, stream=None):
+    def get(self, dst: Any, src: Any, target: int, stream: Any = None) -> None:
         """Copy rank target's copy of src (symmetric) into dst (local); both contiguous."""
         self._rma(dst, src, target, stream, self._lib.symaddr_get, "get")
 
-    def sync(self, stream=None):
+    def sync(self, stream: Any = None) -> None:
         """Wait for the stream's symaddr work (and report a failure any rank met, and in
         validation mode an access a kernel made that validation refused)."""
         h = self._open()

@@ -6,6 +6,7 @@ import ctypes
 import os
 import warnings
 import weakref
+from typing import Any, Optional, Sequence, Tuple, Union
 
 from . import _arrays
 from ._arrays import address, is_torch
@@ -14,6 +15,9 @@ from ._lib import STATUS, SymaddrError, load
 from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
 from ._maps import AddressMap, SymmetricBuffer
+
+
+Shape = Union[int, Sequence[int]]
 
 
 def _err(name, text):
@@ -64,7 +68,8 @@ class Context(Communication):
     the memory at once, and the library releases it once no rank reaches it from Python
     (symaddr._lifetime says how)."""
 
-    def __init__(self, comm=None, backend="auto", lib=None, **config):
+    def __init__(self, comm: Any = None, backend: str = "auto", lib: Any = None,
+                 **config: Any) -> None:
         from mpi4py import MPI
         self._h = None
         self._lib = lib if lib is not None else load()
@@ -143,7 +148,7 @@ class Context(Communication):
                 text = "%s: %s" % (text, why)
             raise SymaddrError(status, text)
 
-    def close(self):
+    def close(self) -> None:
         """Finalize the context (collective). Its maps refuse use at once. When no rank
         reaches the context's memory from Python any more (no array, view or table of it is
         left), the library finalizes now; otherwise the memory stays mapped and the library
@@ -179,7 +184,7 @@ class Context(Communication):
         else:
             finalize()
 
-    def collect(self):
+    def collect(self) -> None:
         """Release (collectively) the freed allocations and unregistered tables that no rank
         reaches from Python any more; allocate_symmetric, import_ and register do this too."""
         self._open()
@@ -284,7 +289,8 @@ class Context(Communication):
 
     # ---- memory ----------------------------------------------------------------------------
 
-    def allocate_symmetric(self, shape, dtype, provider="ipc"):
+    def allocate_symmetric(self, shape: Shape, dtype: Any,
+                           provider: str = "ipc") -> Tuple[Any, AddressMap]:
         """A symmetric allocation (collective): the array (a torch tensor for a torch dtype, on
         the GPU on GPU backends; a NumPy array for a NumPy dtype on the cpu backend) and its
         AddressMap. provider: "ipc" (one allocation per call), "heap" (the context's heap,
@@ -335,17 +341,17 @@ class Context(Communication):
         self._freed.pop(reg.base, None)
         self._check(self._lib.symaddr_symmetric_free(reg.root, reg.base))
 
-    def allocate(self, numel, dtype, provider="ipc"):
+    def allocate(self, numel: int, dtype: Any, provider: str = "ipc") -> Tuple[Any, AddressMap]:
         """allocate_symmetric((numel,), dtype, provider): the name of 0.1.0."""
         warnings.warn("Context.allocate(numel, ...) is Context.allocate_symmetric(shape, ...)",
                       DeprecationWarning, stacklevel=2)
         return self.allocate_symmetric((numel,), dtype, provider)
 
-    def empty(self, shape, dtype, provider="ipc"):
+    def empty(self, shape: Shape, dtype: Any, provider: str = "ipc") -> Any:
         """allocate_symmetric()'s array alone (get_symmetric_address_map finds its map)."""
         return self.allocate_symmetric(shape, dtype, provider)[0]
 
-    def free(self, a):
+    def free(self, a: Any) -> None:
         """Free an allocation (collective): a is the array allocate_symmetric() returned, or
         its AddressMap. Its map refuses use at once, and so do the collectives, put/get and
         kernel launches given its memory; the library releases the memory once no rank
@@ -367,7 +373,7 @@ class Context(Communication):
         self._freed[addr] = reg
         self._lifetimes.pending.append(reg)
 
-    def empty_local(self, shape, dtype):
+    def empty_local(self, shape: Shape, dtype: Any) -> Any:
         """A plain allocation of this rank (symaddr_mem_alloc): import_() makes it symmetric.
         Free it with free_local()."""
         h = self._open()
@@ -383,7 +389,7 @@ class Context(Communication):
     def _release_local(self, reg):
         self._check(self._lib.symaddr_mem_free(self._h, ctypes.c_void_p(reg.base)))
 
-    def free_local(self, a):
+    def free_local(self, a: Any) -> None:
         """Free an array of empty_local() (this rank alone): released once no Python object
         reaches it."""
         self._open()
@@ -395,7 +401,7 @@ class Context(Communication):
         self._lifetimes.reap_local()
 
     @property
-    def heap_bases(self):
+    def heap_bases(self) -> Any:
         """The context-wide table of the heap (int64, zero-copy): the legacy table that every
         heap allocation's peer_bases is, for kernels in the heap_bases form
         (symaddr.triton.heap)."""
@@ -409,7 +415,7 @@ class Context(Communication):
 
     # ---- maps --------------------------------------------------------------------------------
 
-    def get_symmetric_address_map(self, a):
+    def get_symmetric_address_map(self, a: Any) -> AddressMap:
         """The AddressMap of the registration that holds a (an array, a view at any offset, or
         an address): its allocation's root map, whoever registered it."""
         h = self._open()
@@ -429,7 +435,7 @@ class Context(Communication):
                        "Python context" % addr)
         return reg.amap
 
-    def bind(self, a):
+    def bind(self, a: Any) -> SymmetricBuffer:
         """SymmetricBuffer(ptr=a, peer_bases, capabilities, local_rank): a bound to its map,
         one kernel argument for the symaddr.triton buffer_* functions."""
         amap = self.get_symmetric_address_map(a)
@@ -446,7 +452,7 @@ class Context(Communication):
     def _release_registration(self, reg):
         self._check(self._lib.symaddr_unregister(self._h, ctypes.c_void_p(reg.key)))
 
-    def import_(self, a):
+    def import_(self, a: Any) -> AddressMap:
         """Register an array of the backend's plain allocator (empty_local(), cudaMalloc,
         torch's caching allocator: an interior pointer is fine) as symmetric (collective); its
         map's unregister() forgets it."""
@@ -461,7 +467,8 @@ class Context(Communication):
                                              ctypes.byref(out)))
         return self._register(out, addr, nbytes, "an import of %d bytes" % nbytes, is_torch(a))
 
-    def register(self, ptr, nbytes, peer_ptrs, caps=None):
+    def register(self, ptr: Any, nbytes: int, peer_ptrs: Sequence[int],
+                 caps: Optional[int] = None) -> AddressMap:
         """Register nbytes at ptr (an int or an array) whose copy on rank r is at peer_ptrs[r]
         (0: unreachable): memory another library owns (MPI windows, OpenSHMEM, NVSHMEM, torch
         symmetric memory). Collective."""
@@ -484,12 +491,12 @@ class Context(Communication):
         return self._register(out, ptr, nbytes, "a foreign table of %d bytes" % nbytes,
                               torch_kind)
 
-    def register_tensor(self, tensor, peer_ptrs, **kw):
+    def register_tensor(self, tensor: Any, peer_ptrs: Sequence[int], **kw: Any) -> AddressMap:
         """Any contiguous array plus the addresses of its peers' copies."""
         contiguous(tensor, "register_tensor")
         return self.register(tensor, nbytes_of(tensor), peer_ptrs, **kw)
 
-    def register_symm_mem(self, tensor, handle, **kw):
+    def register_symm_mem(self, tensor: Any, handle: Any, **kw: Any) -> AddressMap:
         """A torch symmetric-memory tensor and its rendezvous handle: the handle's
         buffer_ptrs is the table of its whole buffer, so every view of it translates."""
         if handle.world_size != self.size or handle.rank != self.rank:

@@ -56,10 +56,12 @@ class AddressMap:
 
     @property
     def local_rank(self):
+        """This rank's index in the map's communicator (the context's rank)."""
         return self._m().local_rank
 
     @property
     def world_size(self):
+        """Ranks in the map's communicator: entries of peer_bases."""
         return self._m().world_size
 
     @property
@@ -70,6 +72,7 @@ class AddressMap:
 
     @property
     def allocation_bytes(self):
+        """Bytes of the backing allocation on this rank (the root's)."""
         return self._m().allocation_bytes
 
     @property
@@ -85,13 +88,15 @@ class AddressMap:
 
     @property
     def range_base(self):
+        """Start of the registered range on this rank (an import's view may start past the root)."""
         return self._m().range_base
 
     @property
     def range_bytes(self):
+        """Bytes of the registered range."""
         return self._m().range_bytes
 
-    def reachable(self, rank):
+    def reachable(self, rank: int) -> bool:
         """Whether this process reaches rank's copy by loads and stores (peer_bases[rank] != 0).
         A kernel that stores to an unreachable peer writes to address 0 + offset: test this
         first, or use symaddr.triton.reachable in the kernel."""
@@ -101,7 +106,7 @@ class AddressMap:
                 rank, m.world_size - 1))
         return ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))[rank] != 0
 
-    def check_reachable(self, ranks):
+    def check_reachable(self, ranks) -> None:
         """Raise SYMADDR_ERR_UNREACHABLE unless every rank of ranks is reachable."""
         far = [r for r in ranks if not self.reachable(r)]
         if far:
@@ -109,7 +114,7 @@ class AddressMap:
                        "their peer_bases entries are 0; reach them with put/get or the "
                        "collectives, which go through MPI" % (far, self._ctx.rank))
 
-    def unregister(self):
+    def unregister(self) -> None:
         """Forget an import or a foreign table (collective); allocations go with
         Context.free(). The map refuses use at once; the library releases its table once no
         rank reaches it from Python (symaddr._lifetime)."""

@@ -4,9 +4,9 @@
     mpiexec -n 8 python -m symaddr.bench alloc [--iters 200] [--rounds 5] [--bytes 4096]
         allocate_symmetric + free from Python against symaddr_symmetric_alloc + _free called
         directly through ctypes, alternately in rounds (goal: at most 1.5x the C calls + 20 us)
-    mpiexec -n 2 python -m symaddr.bench put --example examples/triton_put.py
-        the seed's Triton put_kernel against symaddr_put (Context.put), same buffers, 64 MiB to
-        1 GiB (GPU backends, torch)
+    mpiexec -n 2 python -m symaddr.bench put [--example FILE]
+        the seed's Triton put_kernel (symaddr.triton.p0, or FILE's) against symaddr_put
+        (Context.put), same buffers, 64 MiB to 1 GiB (GPU backends, torch)
     mpiexec -n 8 python -m symaddr.bench allreduce
         symaddr.triton.collectives.oneshot_allreduce (two barriers and the Triton kernel)
         against symaddr_allreduce (Context.allreduce), f32, 8 B to 1 MiB (GPU backends, torch)
@@ -102,9 +102,12 @@ def _sizes(lo, hi, factor):
 def _put(ctx, a):
     import torch
     import triton
-    spec = importlib.util.spec_from_file_location("triton_put", a.example)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    if a.example:
+        spec = importlib.util.spec_from_file_location("triton_put", a.example)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    else:
+        from symaddr.triton import p0 as mod  # the package's own copy of the seed's kernel
     peer = (ctx.rank + 1) % ctx.size
     if ctx.rank == 0:
         print("# symaddr.bench put: %d ranks, backend %s, every rank puts to the next; the "
@@ -182,8 +185,9 @@ def main(argv=None):
     ap.add_argument("--provider", default="ipc", help="alloc: ipc, heap or vmm")
     ap.add_argument("--profile", action="store_true", help="alloc: profile Python on rank 0")
     ap.add_argument("--backend", default="auto", help="symaddr backend (default auto)")
-    ap.add_argument("--example", default="examples/triton_put.py",
-                    help="put: the file holding the seed's put_kernel")
+    ap.add_argument("--example", default=None,
+                    help="put: a file holding a put_kernel of the seed's signature (default: "
+                    "the package's, symaddr.triton.p0)")
     ap.add_argument("--min-bytes", type=int, default=64 << 20, help="put: smallest size")
     ap.add_argument("--max-bytes", type=int, default=None,
                     help="put: largest size (1 GiB); allreduce: (1 MiB)")

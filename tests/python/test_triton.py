@@ -880,6 +880,35 @@ def test_python_mistakes():
             check("closed" in str(e), str(e))
 
 
+def test_package():
+    """The package as a user meets it: every public function and method of symaddr,
+    symaddr.triton (its three forms), .heap, .collectives and .p0 has a docstring;
+    help(symaddr.triton) names the three forms; py.typed ships beside the modules."""
+    import inspect
+    import pydoc
+    from symaddr.triton import p0
+    missing = []
+    for mod in (sa, st, iris, tc, p0):
+        for name in getattr(mod, "__all__", None) or dir(mod):
+            obj = getattr(mod, name)
+            fn = getattr(obj, "fn", obj)  # a jit function's own Python function
+            if (name.startswith("_") or inspect.ismodule(obj) or not callable(obj) or
+                    not str(getattr(fn, "__module__", "")).startswith("symaddr")):
+                continue  # not the package's (Triton's interpreter adds names to modules)
+            if not (getattr(obj, "__doc__", None) or getattr(getattr(obj, "fn", None),
+                                                             "__doc__", None)):
+                missing.append("%s.%s" % (mod.__name__, name))
+            if inspect.isclass(obj) and obj.__module__.startswith("symaddr"):
+                missing += ["%s.%s.%s" % (mod.__name__, name, m) for m, f in vars(obj).items()
+                            if not m.startswith("_") and (callable(f) or isinstance(f, property))
+                            and not f.__doc__]
+    check(not missing, "no docstring: %s" % missing)
+    text = pydoc.render_doc(st, renderer=pydoc.plaintext)
+    check(all(w in text for w in ("explicit", "bound", "symaddr.triton.heap", "Iris")),
+          "help(symaddr.triton) names the three forms")
+    check(os.path.exists(os.path.join(os.path.dirname(sa.__file__), "py.typed")), "py.typed")
+
+
 def test_deprecated_names():
     """allocate(numel, ...) and Map still work, as aliases."""
     import warnings
@@ -905,7 +934,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
                  ("address maps of every provider, zero-copy", test_address_maps),
                  ("Python mistakes raise SymaddrError", test_python_mistakes),
-                 ("deprecated names", test_deprecated_names)):
+                 ("deprecated names", test_deprecated_names),
+                 ("the package: docstrings, help, py.typed", test_package)):
     cases.run(name, fn)
 ctx.close()
 sys.exit(cases.finish())

@@ -403,28 +403,33 @@ def buffer_translate(buf, offsets, target_rank):
 
 @triton.jit
 def buffer_load(buf, offsets, from_rank, mask=None, other=None):
+    """tl.load of elements offsets of rank from_rank's copy of buf."""
     return tl.load(buffer_translate(buf, offsets, from_rank), mask=mask, other=other)
 
 
 @triton.jit
 def buffer_store(buf, offsets, value, to_rank, mask=None):
+    """tl.store of value into elements offsets of rank to_rank's copy of buf."""
     tl.store(buffer_translate(buf, offsets, to_rank), value, mask=mask)
 
 
 @triton.jit
 def buffer_atomic_add(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_add on rank to_rank's copy of buf[offsets]; returns the old values."""
     return tl.atomic_add(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
                          scope=scope)
 
 
 @triton.jit
 def buffer_atomic_cas(buf, offsets, cmp, val, to_rank, sem=None, scope=None):
+    """atomic_cas on rank to_rank's copy of buf[offsets]; returns the old values."""
     return tl.atomic_cas(buffer_translate(buf, offsets, to_rank), cmp, val, sem=sem,
                          scope=scope)
 
 
 @triton.jit
 def buffer_atomic_xchg(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_xchg on rank to_rank's copy of buf[offsets]; returns the old values."""
     return tl.atomic_xchg(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
                           scope=scope)
 
