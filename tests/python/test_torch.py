@@ -210,9 +210,81 @@ def test_bad_inputs():
     dist.barrier()
 
 
+
+FREED_AT_MODULE_LEVEL = None  # a freed tensor kept as a global while this module's kernels compile
+
+
+def test_lifetimes():
+    """Every route to a freed tensor's memory on a torch CUDA tensor (views, storage,
+    from_dlpack, __cuda_array_interface__, copy_, clone, ...) reads the freed allocation's own
+    memory, never another's; a freed tensor kept as a module global does not stop a Triton
+    kernel of this module from compiling; the map refuses use (INVALID_MAP); the memory is
+    released once no rank holds it; torch.compile works over symaddr tensors."""
+    global FREED_AT_MODULE_LEVEL
+    import triton
+    import triton.language as tl
+    from symaddr import triton as st
+    for retain in (256 << 20, 0):
+        c = sa.Context(comm, backend="cuda", retain_bytes=retain)
+        x, xmap = c.allocate_symmetric((N,), torch.float32)
+        base = xmap.allocation_base
+        x.copy_(torch.arange(N, dtype=torch.float32, device="cuda") + 1000 * (rank + 1))
+        want = x.clone()
+        v = x[3:]
+        FREED_AT_MODULE_LEVEL = x
+        c.free(x)
+        y, ymap = c.allocate_symmetric((N,), torch.float32)
+        y.fill_(100)
+        assert not ymap.allocation_base <= base < ymap.allocation_base + 4 * N, "reused"
+        kept = [v.view(torch.int32), x.untyped_storage(), torch.from_dlpack(v),
+                torch.as_tensor(v, device="cuda")]
+        assert v.__cuda_array_interface__["data"][0] == v.data_ptr()
+        assert torch.equal(kept[2], want[3:]) and torch.equal(x.clone(), want)
+        assert torch.equal(v.view(torch.int32).view(torch.float32), want[3:])
+        try:
+            xmap.peer_bases
+            raise AssertionError("a freed map's peer_bases passed")
+        except sa.SymaddrError as e:
+            assert e.name == "SYMADDR_ERR_INVALID_MAP", e.name
+        for cls in (type(x), type(xmap)):  # introspection of dead objects
+            assert isinstance(getattr(cls, "__module__", ""), str)
+        assert "freed" in repr(xmap) and not hasattr(x, "no_such_attribute")
+
+        @triton.jit
+        def k(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            m = offs < n
+            st.store(dst + offs, tl.load(src + offs, mask=m), peer, table, cur, mask=m)
+        src = torch.full((N,), float(rank + 1), device="cuda")
+        y.fill_(0)
+        torch.cuda.synchronize()
+        c.barrier()
+        k[(1,)](y, src, 64, (rank + 1) % size, ymap.peer_bases, rank, BLOCK=64)
+        torch.cuda.synchronize()
+        c.barrier()
+        torch.cuda.synchronize()
+        left = (rank - 1) % size
+        assert torch.all(y[:64] == left + 1), "a kernel of this module compiled and ran"
+        v.copy_(torch.full_like(v, -1.0))  # writes the freed allocation's own memory
+        torch.cuda.synchronize()
+        assert torch.all(y[64:] == 0) and torch.all(x[3:] == -1), "another allocation written"
+        FREED_AT_MODULE_LEVEL = None
+        del x, v, kept
+        c.collect()
+        import ctypes
+        m = ctypes.c_void_p()
+        st_ = c._lib.symaddr_lookup(c._h, ctypes.c_void_p(base), ctypes.byref(m))
+        assert st_ == sa.STATUS["SYMADDR_ERR_NOT_FOUND"], "released once nobody holds it"
+        f = torch.compile(lambda t: (t * 2 + 1).sum())
+        assert float(f(y)) == float((y * 2 + 1).sum()), "torch.compile over a symaddr tensor"
+        c.free(y)
+        del y
+        c.close()
+
 case("own_collectives", test_own_collectives)
 case("own_put_get", test_own_put_get)
 case("own_errors", test_own_errors)
+case("lifetimes", test_lifetimes)
 case("table_is_buffer_ptrs", needs_symm_mem(test_table_is_buffer_ptrs))
 case("allreduce_symm_to_own", needs_symm_mem(test_allreduce_symm_to_own))
 case("put_own_to_symm", needs_symm_mem(test_put_own_to_symm))

@@ -909,6 +909,34 @@ def test_package():
     check(os.path.exists(os.path.join(os.path.dirname(sa.__file__), "py.typed")), "py.typed")
 
 
+def test_plain_recv():
+    """Host collectives as torch and mpi4py users call them: recv a plain array or tensor on
+    the context's device (staged through the workspace), op "avg" and mpi4py's MPI.SUM, the
+    stream as a raw handle; exact against mpi4py."""
+    n = 2 * size + 1
+    x, _ = alloc((n,), "float32")
+    vals = data(rank, n, "float32").astype(np.float32)
+    fill(x, vals)
+    plain = (torch.empty(n, dtype=torch.float32, device=x.device) if torch is not None
+             else np.empty(n, np.float32))
+    stream = torch.cuda.current_stream().cuda_stream if ON_GPU else 0
+    total = np.empty(n, np.float32)
+    comm.Allreduce(vals, total, op=MPI.SUM)
+    for op, want_vals in (("sum", total), (MPI.SUM, total), ("avg", total / size)):
+        ctx.allreduce(x, plain, op=op, stream=stream)
+        settle()
+        check(np.allclose(host(plain), want_vals, rtol=1e-6), "allreduce %s into plain" % op)
+    gathered = (torch.empty(size * n, dtype=torch.float32, device=x.device) if torch is not None
+                else np.empty(size * n, np.float32))
+    ctx.allgather(x, gathered)
+    settle()
+    everyone = np.empty(size * n, np.float32)
+    comm.Allgather(vals, everyone)
+    check(np.array_equal(host(gathered), everyone), "allgather into plain")
+    settle()
+    ctx.free(x)
+
+
 def test_deprecated_names():
     """allocate(numel, ...) and Map still work, as aliases."""
     import warnings
@@ -934,6 +962,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
                  ("address maps of every provider, zero-copy", test_address_maps),
                  ("Python mistakes raise SymaddrError", test_python_mistakes),
+                 ("host collectives into plain memory, avg, MPI.SUM, a raw stream",
+                  test_plain_recv),
                  ("deprecated names", test_deprecated_names),
                  ("the package: docstrings, help, py.typed", test_package)):
     cases.run(name, fn)
