@@ -4,7 +4,7 @@
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -122,6 +122,13 @@ for s in $steps; do
         SYMADDR_BACKEND=cuda mpiexec -n 2 python3 tests/python/test_torch.py \
             >"$OUT/python-torch-2.log" 2>&1 || rc=1
         grep -E "^(not ok|skip)|passed" "$OUT/python-torch-2.log"
+        for n in ${PY_RANKS:-2 8}; do  # validation of Triton kernels, compiled
+            SYMADDR_VALIDATE=1 SYMADDR_TEST_ARRAYS=torch SYMADDR_BACKEND=cuda mpiexec -n $n \
+                python3 tests/python/test_validation.py >"$OUT/python-validation-$n.log" 2>&1 || rc=1
+            echo "test_validation.py, torch CUDA tensors, compiled, $n ranks:"
+            grep -E "^(ok|not ok|skip)|passed" "$OUT/python-validation-$n.log"
+        done
+        python3 tests/python/test_ptx.py 2>&1 | tee "$OUT/python-ptx.log" | grep passed
         SYMADDR_BACKEND=cuda mpiexec -n 2 python3 examples/triton_put.py 2>&1 | tee -a "$OUT/python-bench.txt"
         { python3 -m pip install -q --no-index --no-deps --target /tmp/whl-site .whl/*.whl &&
           PYTHONPATH=/tmp/whl-site python3 -m pip install -q --no-build-isolation --no-deps \
@@ -133,6 +140,12 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
             set -- $what
             n=$1; shift; mpiexec -n $n python3 -m symaddr.bench "$@" 2>&1 | tee -a "$OUT/python-bench.txt"
         done ;;
+    iris)
+        # ROCm/iris's own device-function unit tests through tests/iris (IRIS_TESTS: their
+        # folder, carried; PY_RANKS ranks on one GPU, MPS on).
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_BACKEND=cuda
+        OUT=$OUT scripts/iris-suite.sh "${IRIS_TESTS:-.iris/tests/unittests}" ${PY_RANKS:-2 8} |
+            tee "$OUT/iris-suite.txt" || rc=1 ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY

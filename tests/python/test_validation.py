@@ -35,8 +35,49 @@ cases = Cases(comm)
 N = 37  # odd: the last block is masked
 BLOCK = 64
 
-ctx = sa.Context(backend="cpu")
+TORCH = os.environ.get("SYMADDR_TEST_ARRAYS", "numpy") == "torch"  # torch CUDA tensors, compiled
+ctx = sa.Context(backend=os.environ.get("SYMADDR_BACKEND", "cpu"))
 check(ctx.validating and st.VALIDATE, "validation on in the context and in symaddr.triton")
+if TORCH:
+    import torch
+    F32 = torch.float32
+else:
+    F32 = np.float32
+
+
+def H(a):
+    """A NumPy copy of an array's values."""
+    if TORCH:
+        torch.cuda.synchronize()
+        return a.detach().cpu().numpy()
+    return np.array(a)
+
+
+def local(n):
+    """n float32 of this rank's own memory (not symmetric)."""
+    if TORCH:
+        return torch.empty(n, dtype=F32, device="cuda")
+    return ctx.empty_local(n, F32)
+
+
+def set_(a, values):
+    if TORCH:
+        a.copy_(torch.as_tensor(np.ascontiguousarray(values), dtype=F32))
+    else:
+        a[...] = values
+
+
+def settle():
+    if TORCH:
+        torch.cuda.synchronize()
+    ctx.barrier()
+    if TORCH:
+        torch.cuda.synchronize()
+
+
+def drop(a):
+    if not TORCH:
+        ctx.free_local(a)
 
 
 @triton.jit
@@ -84,86 +125,88 @@ def test_correct_kernels():
     """The seed's store and a load over views at an odd offset, each through its own
     allocation's table, and Iris's store over heap_bases for a heap allocation: exact, and
     no host call refuses anything."""
-    whole, wmap = ctx.allocate_symmetric(N + 3, np.float32)
+    whole, wmap = ctx.allocate_symmetric(N + 3, F32)
     dst = whole[3:]
-    src = ctx.empty_local(N, np.float32)
-    src[:] = mine(rank)
-    dst[:] = 0
-    ctx.barrier()
+    src = local(N)
+    set_(src, mine(rank))
+    set_(dst, np.zeros(N))
+    settle()
     k_store[(1,)](dst, src, N, right, wmap.peer_bases, rank, BLOCK=BLOCK)
-    ctx.barrier()
-    check(np.array_equal(dst, mine(left)), "store through the view's own table")
-    out = ctx.empty_local(N, np.float32)
+    settle()
+    check(np.array_equal(H(dst), mine(left)), "store through the view's own table")
+    out = local(N)
     k_load[(1,)](out, dst, N, right, wmap.peer_bases, rank, BLOCK=BLOCK)
-    ctx.barrier()
-    check(np.array_equal(out, mine(rank)), "load through the view's own table")
-    h, _ = ctx.allocate_symmetric(N, np.float32, provider="heap")
-    h[:] = 0
-    ctx.barrier()
+    settle()
+    check(np.array_equal(H(out), mine(rank)), "load through the view's own table")
+    h, _ = ctx.allocate_symmetric(N, F32, provider="heap")
+    set_(h, np.zeros(N))
+    settle()
     k_iris_store[(1,)](h, N, float(rank + 1), rank, right, ctx.heap_bases, BLOCK=BLOCK)
-    ctx.barrier()
-    check(np.all(h == left + 1), "Iris's store over heap_bases for a heap allocation")
+    settle()
+    check(np.all(H(h) == left + 1), "Iris's store over heap_bases for a heap allocation")
     ctx.sync()
     for a in (whole, h):
         ctx.free(a)
     for a in (src, out):
-        ctx.free_local(a)
+        drop(a)
 
 
 def test_heap_bases_for_ipc():
     """Iris's store given heap_bases for an ipc tensor: refused, the peer's copy untouched,
     OUT_OF_BOUNDS from the next host call; the call after it is clean."""
-    x, _ = ctx.allocate_symmetric(N, np.float32)
-    x[:] = mine(rank)
-    ctx.barrier()
+    x, _ = ctx.allocate_symmetric(N, F32)
+    set_(x, mine(rank))
+    settle()
     k_iris_store[(1,)](x, N, -7.0, rank, right, ctx.heap_bases, BLOCK=BLOCK)
     refused(ctx.barrier, "SYMADDR_ERR_OUT_OF_BOUNDS")
-    ctx.barrier()
-    check(np.array_equal(x, mine(rank)), "no store landed: %s" % x[:3])
+    settle()
+    check(np.array_equal(H(x), mine(rank)), "no store landed: %s" % H(x)[:3])
     ctx.free(x)
 
 
 def test_other_allocations_table():
     """One allocation's peer_bases for another's pointer: the load's refused lanes read
     `other`; OUT_OF_BOUNDS from the next host call."""
-    a, amap = ctx.allocate_symmetric(N, np.float32)
-    b, _ = ctx.allocate_symmetric(N, np.float32)
-    b[:] = mine(rank)
-    out = ctx.empty_local(N, np.float32)
-    ctx.barrier()
+    a, amap = ctx.allocate_symmetric(N, F32)
+    b, _ = ctx.allocate_symmetric(N, F32)
+    set_(b, mine(rank))
+    out = local(N)
+    settle()
     k_load[(1,)](out, b, N, right, amap.peer_bases, rank, BLOCK=BLOCK)
     refused(ctx.sync, "SYMADDR_ERR_OUT_OF_BOUNDS")
-    check(np.all(out == -1.0), "refused lanes read other: %s" % out[:3])
-    ctx.barrier()
+    check(np.all(H(out) == -1.0), "refused lanes read other: %s" % H(out)[:3])
+    settle()
     ctx.free(a)
     ctx.free(b)
-    ctx.free_local(out)
+    drop(out)
 
 
 def test_past_the_end_and_bad_rank():
     """A pointer past its allocation's end (allocation_bytes: the whole backing allocation),
     and a rank out of range: OUT_OF_BOUNDS, then INVALID_ARG; only the lanes inside landed."""
-    x, xmap = ctx.allocate_symmetric(N, np.float32)
+    x, xmap = ctx.allocate_symmetric(N, F32)
     room = xmap.allocation_bytes // 4  # elements of the backing allocation
-    whole = sa._arrays.host_array(xmap.allocation_base, (room,), np.float32, None)[0]
-    whole[:] = 5
-    src = ctx.empty_local(8, np.float32)
-    src[:] = -3
-    ctx.barrier()
+    whole = (sa._arrays.torch_tensor(xmap.allocation_base, (room,), F32, ctx._device())[0]
+             if TORCH else sa._arrays.host_array(xmap.allocation_base, (room,), F32, None)[0])
+    set_(whole, np.full(room, 5.0))
+    src = local(8)
+    set_(src, np.full(8, -3.0))
+    settle()
     k_store_at[(1,)](x, room - 4, src, 8, right, xmap.peer_bases, rank, BLOCK=8)
     refused(ctx.barrier, "SYMADDR_ERR_OUT_OF_BOUNDS")
-    ctx.barrier()
-    check(np.all(whole[:room - 4] == 5) and np.all(whole[room - 4:] == -3),
-          "the 4 lanes inside the allocation landed, the rest were refused: %s" % whole[-6:])
-    whole[:] = 5
-    ctx.barrier()
+    settle()
+    got = H(whole)
+    check(np.all(got[:room - 4] == 5) and np.all(got[room - 4:] == -3),
+          "the 4 lanes inside the allocation landed, the rest were refused: %s" % got[-6:])
+    set_(whole, np.full(room, 5.0))
+    settle()
     k_store_at[(1,)](x, 0, src, 8, size + 2, xmap.peer_bases, rank, BLOCK=8)
     refused(ctx.barrier, "SYMADDR_ERR_INVALID_ARG")
-    ctx.barrier()
-    check(np.all(whole == 5), "nothing landed")
+    settle()
+    check(np.all(H(whole) == 5), "nothing landed")
     del whole
     ctx.free(x)
-    ctx.free_local(src)
+    drop(src)
 
 
 for name, fn in (("correct kernels are not refused", test_correct_kernels),
