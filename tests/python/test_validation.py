@@ -209,11 +209,45 @@ def test_past_the_end_and_bad_rank():
     drop(src)
 
 
+
+def test_freed_table():
+    """A kernel given the table of an allocation that was freed (the table kept from before):
+    refused, nothing lands, and the next host call raises INVALID_MAP."""
+    x, xmap = ctx.allocate_symmetric(N, F32)
+    table = xmap.peer_bases
+    set_(x, mine(rank))
+    src = local(N)
+    set_(src, np.full(N, -3.0))
+    # the destination as a plain array of the same memory, so that only the table is stale
+    dst = x if TORCH else sa._arrays.host_array(xmap.allocation_base, (N,), F32, None)[0]
+    settle()
+    ctx.free(x)
+    try:  # under the interpreter the launch itself refuses the table; compiled, the next call
+        k_store[(1,)](dst, src, N, right, table, rank, BLOCK=BLOCK)
+        settle()
+        raise AssertionError("a freed table passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_INVALID_MAP" and "freed" in str(e), str(e))
+    if not TORCH:  # the same table as a plain array: the kernel runs, refused, as compiled
+        raw = sa._arrays.host_array(table.__array_interface__["data"][0], (size,), np.int64,
+                                    None)[0]
+        k_store[(1,)](dst, src, N, right, raw, rank, BLOCK=BLOCK)
+        try:
+            settle()
+            raise AssertionError("a freed table passed")
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_MAP" and "freed" in str(e), str(e))
+    settle()
+    check(np.array_equal(H(x), mine(rank)), "nothing landed through the freed table")
+    drop(src)
+
+
 for name, fn in (("correct kernels are not refused", test_correct_kernels),
                  ("heap_bases for an ipc tensor", test_heap_bases_for_ipc),
                  ("another allocation's table", test_other_allocations_table),
                  ("a view past its allocation; a rank out of range",
-                  test_past_the_end_and_bad_rank)):
+                  test_past_the_end_and_bad_rank),
+                 ("a freed allocation's table", test_freed_table)):
     cases.run(name, fn)
 ctx.close()
 sys.exit(cases.finish())
