@@ -47,6 +47,11 @@ class Communication:
 
     def _init_comm(self):
         self._stage = None  # (address, bytes, provider) of the staging workspace
+        self._known = {}  # address -> whether it is registered (cleared when that changes)
+        self._rows = {}  # collective name -> what _collective needs of its row
+        self._files = {}  # a caller's code object -> its file name as bytes
+        torch = sys.modules.get("torch")
+        self._tensor_type = torch.Tensor if torch is not None else ()
         self._dtypes = {}  # the array's dtype -> symaddr_dtype_t
         self._null_stream = None if self.backend == "cpu" else False
 
@@ -82,19 +87,22 @@ class Communication:
         if self.backend == "cpu":
             return None  # host memory: the calls complete on return
         if type(stream) is int:
-            return ctypes.c_void_p(stream)
+            return stream
         if a is not None and not (is_torch(a) and a.is_cuda):
             return None
         if stream is None:
             import torch
             if not torch.cuda.is_available():
                 return None
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object
+            if raw is not None:
+                return raw(a.device.index if a is not None else torch.cuda.current_device())
             stream = torch.cuda.current_stream()
         handle = getattr(stream, "cuda_stream", None)
         if handle is None:
             raise _err("SYMADDR_ERR_INVALID_ARG", "stream=%r is neither a torch.cuda.Stream nor "
                        "a raw stream handle (an int)" % (stream,))
-        return ctypes.c_void_p(handle)
+        return handle
 
     def _address(self, a, what, name):
         """a's address, refused when a is not an array or lies in freed memory."""
@@ -109,34 +117,37 @@ class Communication:
             self._freed_at(addr)
         return addr
 
-    def _pair(self, send, recv, send_per_recv, what):
-        self._open()
-        recv = send if recv is None else recv
-        for a, role in ((send, "send"), (recv, "recv")):
-            if not hasattr(a, "dtype"):
-                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is a %s, not an array or tensor"
-                           % (what, role, type(a).__name__))
-            contiguous(a, what)
-        if send.dtype != recv.dtype:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass one dtype"
-                       % (what, send.dtype, recv.dtype))
-        if count_of(send) * send_per_recv[1] != count_of(recv) * send_per_recv[0]:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; it "
-                       "wants %d:%d" % (what, count_of(send), count_of(recv), *send_per_recv))
-        s = self._address(send, "send", what)
-        r = s if recv is send else self._address(recv, "recv", what)
-        return recv, ctypes.c_void_p(s), ctypes.c_void_p(r)
-
-    def _root(self, root, what):
-        if not isinstance(root, int) or not 0 <= root < self.size:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: root %r is not a rank of this context "
-                       "(0..%d)" % (what, root, self.size - 1))
-        return root
+    def _shape_of(self, a, role, call):
+        """(address, elements, dtype) of an array or tensor, contiguous, in memory symaddr
+        still serves; torch's tensors first (the common and cheapest case)."""
+        if type(a) is self._tensor_type:
+            if not a.is_contiguous():
+                contiguous(a, call)
+            addr = a.data_ptr()
+            count = a.numel()
+        elif not hasattr(a, "dtype"):
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is a %s, not an array or tensor"
+                       % (call, role, type(a).__name__))
+        else:
+            contiguous(a, call)
+            addr = self._address(a, role, call)
+            return addr, count_of(a), a.dtype
+        if self._lifetimes.pending:
+            self._freed_at(addr)
+        return addr, count, a.dtype
 
     def _registered(self, addr):
-        """Whether addr lies in a registration of this context (symaddr_lookup)."""
-        m = ctypes.c_void_p()
-        return self._lib.symaddr_lookup(self._h, ctypes.c_void_p(addr), ctypes.byref(m)) == 0
+        """Whether addr lies in a registration of this context (symaddr_lookup, remembered
+        until the context's registrations change)."""
+        known = self._known.get(addr)
+        if known is None:
+            m = ctypes.c_void_p()
+            known = self._lib.symaddr_lookup(self._h, ctypes.c_void_p(addr),
+                                             ctypes.byref(m)) == 0
+            if len(self._known) > 4096:
+                self._known.clear()
+            self._known[addr] = known
+        return known
 
     def _workspace(self, nbytes):
         """The context's symmetric workspace for staged receive buffers, at least nbytes
@@ -154,6 +165,7 @@ class Communication:
         ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
         self._check(self._lib.symaddr_symmetric_alloc(prov, size, ctypes.byref(ptr),
                                                       ctypes.byref(m)))
+        self._known.clear()
         self._stage = (ptr.value, size, prov)
         return ptr.value
 
@@ -163,7 +175,7 @@ class Communication:
             import torch
             raw = self._stage_view(addr, nbytes)
             handle = self._stream_of(recv, stream)
-            with torch.cuda.stream(torch.cuda.ExternalStream(handle.value or 0)):
+            with torch.cuda.stream(torch.cuda.ExternalStream(handle or 0)):
                 recv.view(-1).view(torch.uint8).copy_(raw, non_blocking=True)
         else:
             ctypes.memmove(recv.data_ptr() if is_torch(recv)
@@ -174,36 +186,68 @@ class Communication:
         import torch
         return torch_tensor(addr, (nbytes,), torch.uint8, self._device())[0]
 
+    def _row(self, name):
+        """The library's row of a collective, as _collective uses it (made once)."""
+        row = self._rows.get(name)
+        if row is None:
+            index, flags = self._lib.collectives[name]
+            bits = self._lib.abi["collective_flag"]
+            row = self._rows[name] = (
+                index, self.size if flags & bits["send_all"] else 1,
+                self.size if flags & bits["recv_all"] else 1, bool(flags & bits["reduces"]),
+                bool(flags & bits["rooted"]), bool(flags & bits["root_only"]),
+                "Context." + name)
+        return row
+
+    def _root(self, root, what):
+        if not isinstance(root, int) or not 0 <= root < self.size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: root %r is not a rank of this context "
+                       "(0..%d)" % (what, root, self.size - 1))
+        return root
+
     def _collective(self, name, send, recv, op, root, stream):
         """Every collective method (made by add_collectives): the shape of send and recv
         checked against the library's row, then symaddr_collective_run_at with the file and
         line that called the method, which validation mode compares across ranks. A recv that
         is not symmetric memory is staged: the collective writes the context's workspace,
         then recv is copied from it (stream-ordered)."""
-        index, flags = self._lib.collectives[name]
-        bits = self._lib.abi["collective_flag"]
-        per = (self.size if flags & bits["send_all"] else 1,
-               self.size if flags & bits["recv_all"] else 1)
-        call = "Context." + name
-        recv, s, r = self._pair(send, recv, per, call)
-        if count_of(send) % per[0]:
+        index, per_send, per_recv, reduces, rooted, root_only, call = self._row(name)
+        h = self._h
+        if not h:
+            self._open()
+        s, n_send, dtype = self._shape_of(send, "send", call)
+        if recv is None or recv is send:
+            recv, r, n_recv = send, s, n_send
+        else:
+            r, n_recv, recv_dtype = self._shape_of(recv, "recv", call)
+            if recv_dtype != dtype:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass one "
+                           "dtype" % (call, dtype, recv_dtype))
+        if n_send * per_recv != n_recv * per_send:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; it "
+                       "wants %d:%d" % (call, n_send, n_recv, per_send, per_recv))
+        if n_send % per_send:
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %d elements do not split into %d "
                        "equal parts; pass a multiple of the context's size"
-                       % (call, count_of(send), per[0]))
-        code, avg = self._op(op, call) if flags & bits["reduces"] else (0, False)
-        if avg and not str(send.dtype).replace("torch.", "").startswith(("float", "bfloat")):
+                       % (call, n_send, per_send))
+        code = self._dtypes.get(dtype)
+        if code is None:
+            code = self._dtype_of(send)
+        op_code, avg = self._op(op, call) if reduces else (0, False)
+        if avg and not str(dtype).replace("torch.", "").startswith(("float", "bfloat")):
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: op=\"avg\" takes floating-point data, "
-                       "not %s; reduce with \"sum\" and divide as you need" % (
-                           call, send.dtype))
-        dtype = self._dtype_of(send)
-        if not self._registered(s.value):
+                       "not %s; reduce with \"sum\" and divide as you need" % (call, dtype))
+        if not self._registered(s):
             raise _err("SYMADDR_ERR_NOT_FOUND", "%s: send is not symmetric memory of this "
                        "context: make it with ctx.allocate_symmetric(shape, dtype) (a view at "
                        "any offset will do) or register it with ctx.import_(array); recv may "
                        "be any array or tensor on the context's device" % call)
         caller = sys._getframe(2)  # the method's caller: _collective <- Context.<name> <- it
-        where = os.fsencode(caller.f_code.co_filename)
-        staged = recv is not send and not self._registered(r.value)
+        code_obj = caller.f_code
+        where = self._files.get(code_obj)
+        if where is None:
+            where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
+        staged = r != s and not self._registered(r)
         if staged:  # every rank stages the same calls: validation compares the places
             if is_torch(recv) != is_torch(send) or (is_torch(recv) and
                                                     recv.device != send.device):
@@ -212,17 +256,20 @@ class Communication:
                                call, getattr(recv, "device", "the host"),
                                getattr(send, "device", "the host")))
             nbytes = nbytes_of(recv)
-            r = ctypes.c_void_p(self._workspace(nbytes))
+            r = self._workspace(nbytes)
+        if rooted:
+            self._root(root, name)
         st = self._stream_of(send, stream)
-        self._check(self._lib.symaddr_collective_run_at(
-            self._h, index, s, r, count_of(send) // per[0], dtype, code,
-            self._root(root, name) if flags & bits["rooted"] else 0, st, where,
-            -caller.f_lineno if staged else caller.f_lineno))
-        if staged and (not flags & bits["root_only"] or self.rank == root):
-            self._copy_out(recv, r.value, nbytes, stream)
+        status = self._lib.symaddr_collective_run_at(
+            h, index, s, r, n_send // per_send, code, op_code, root if rooted else 0, st, where,
+            -caller.f_lineno if staged else caller.f_lineno)
+        if status:
+            self._check(status)
+        if staged and (not root_only or self.rank == root):
+            self._copy_out(recv, r, nbytes, stream)
         if self.validating:  # after the call, which every rank made: no peer is left waiting
             self._check_tables()
-        if avg and (not flags & bits["rooted"] or self.rank == root):
+        if avg and (not rooted or self.rank == root):
             recv /= self.size  # in place, stream-ordered on a GPU
         return recv
 

@@ -362,10 +362,12 @@ class Context(Communication):
             raise
         self._regs[key] = reg
         self._by_base[addr] = reg
+        self._known.clear()
         return a, reg.amap
 
     def _release_allocation(self, reg):
         self._freed.pop(reg.base, None)
+        self._known.clear()
         self._check(self._lib.symaddr_symmetric_free(reg.root, reg.base))
 
     def allocate(self, numel: int, dtype: Any, provider: str = "ipc") -> Tuple[Any, AddressMap]:
@@ -476,9 +478,11 @@ class Context(Communication):
         reg = Registration(None, life, self._release_registration, base, "registration", key)
         reg.amap = AddressMap(self, key, reg, torch_kind)
         self._regs[key] = reg
+        self._known.clear()
         return reg.amap
 
     def _release_registration(self, reg):
+        self._known.clear()
         self._check(self._lib.symaddr_unregister(self._h, ctypes.c_void_p(reg.key)))
 
     def import_(self, a: Any) -> AddressMap:

@@ -8,8 +8,9 @@
         the seed's Triton put_kernel (symaddr.triton.p0, or FILE's) against symaddr_put
         (Context.put), same buffers, 64 MiB to 1 GiB (GPU backends, torch)
     mpiexec -n 8 python -m symaddr.bench allreduce
-        symaddr.triton.collectives.oneshot_allreduce (two barriers and the Triton kernel)
-        against symaddr_allreduce (Context.allreduce), f32, 8 B to 1 MiB (GPU backends, torch)
+        Context.allreduce against symaddr_allreduce called directly, eager and replayed from a
+        CUDA graph (Python's share of a host collective), and the Triton one-shot
+        (symaddr.triton.collectives), f32, 8 B to 1 MiB (GPU backends, torch)
 
 Rank 0 prints one table per benchmark: the best round of each, and their ratio."""
 import argparse
@@ -146,32 +147,85 @@ def _put(ctx, a):
         ctx.free(src)
 
 
+def _graphed(ctx, fn, iters, rounds):
+    """Best time of one call of fn replayed from a CUDA graph of iters calls (the slowest
+    rank's), in seconds."""
+    import torch
+    from mpi4py import MPI
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()  # warm, outside the capture
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    ctx.barrier()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(iters):
+            fn()
+    best = float("inf")
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        ctx.barrier()
+        torch.cuda.synchronize()
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        stop.record()
+        stop.synchronize()
+        best = min(best, start.elapsed_time(stop) * 1e-3 / iters)
+    return MPI.COMM_WORLD.allreduce(best, op=MPI.MAX)
+
+
 def _allreduce(ctx, a):
+    """ctx.allreduce against symaddr_allreduce called directly (ctypes), eager and replayed
+    from a CUDA graph: Python's share of a host collective; and the Triton one-shot."""
     import torch
     from symaddr.triton import collectives as tc
+    lib = ctx._lib
+    lib.symaddr_allreduce.restype = ctypes.c_int
+    lib.symaddr_allreduce.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_int,
+                                                              ctypes.c_int, ctypes.c_void_p]
+    f32, total = lib.dtypes["float32"], lib.abi["redop"]["sum"]
     if ctx.rank == 0:
-        print("# symaddr.bench allreduce: %d ranks, backend %s, f32; the Triton one-shot "
-              "(barrier, kernel, barrier) against symaddr_allreduce, best of %d rounds x %d"
-              % (ctx.size, ctx.backend, a.rounds, a.iters))
-        print("# %10s %12s %14s %8s %6s" % ("bytes", "triton us", "symaddr us", "ratio",
-                                            "wrong"))
+        print("# symaddr.bench allreduce: %d ranks, backend %s, f32, best of %d rounds x %d "
+              "calls; C: symaddr_allreduce called directly; py: Context.allreduce; "
+              "graph: replayed from a CUDA graph; triton: the Triton one-shot (barrier, "
+              "kernel, barrier)" % (ctx.size, ctx.backend, a.rounds, a.iters))
+        print("# %9s %9s %9s %9s %11s %11s %11s %10s %6s" % (
+            "bytes", "C us", "py us", "py-C us", "C graph us", "py graph us", "py/C graph",
+            "triton us", "wrong"))
     for nbytes in _sizes(8, a.max_bytes, 4):
         n = nbytes // 4
         x, _ = ctx.allocate_symmetric((n,), torch.float32)
+        ref, _ = ctx.allocate_symmetric((n,), torch.float32)
         out = torch.empty(n, dtype=torch.float32, device="cuda")  # the Triton kernel's: local
-        ref, _ = ctx.allocate_symmetric((n,), torch.float32)  # symaddr_allreduce's: symmetric
         x.fill_(ctx.rank + 1)
+
+        def c_call():
+            st = lib.symaddr_allreduce(ctx._h, x.data_ptr(), ref.data_ptr(), n, f32, total,
+                                       torch.cuda.current_stream().cuda_stream)
+            assert st == 0, st
+
+        def py_call():
+            ctx.allreduce(x, ref)
+
+        t_c = _timed(ctx, c_call, a.iters, a.rounds)
+        t_py = _timed(ctx, py_call, a.iters, a.rounds)
+        g_c = _graphed(ctx, c_call, a.iters, a.rounds)
+        g_py = _graphed(ctx, py_call, a.iters, a.rounds)
         t_tri = _timed(ctx, lambda: tc.oneshot_allreduce(ctx, x, out), a.iters, a.rounds)
-        t_lib = _timed(ctx, lambda: ctx.allreduce(x, ref), a.iters, a.rounds)
         torch.cuda.synchronize()
         want = ctx.size * (ctx.size + 1) / 2
         wrong = int((out != want).sum()) + int((ref != want).sum())
         if ctx.rank == 0:
-            print("  %10d %12.2f %14.2f %8.3f %6d" % (nbytes, t_tri * 1e6, t_lib * 1e6,
-                                                      t_tri / t_lib, wrong))
+            print("  %9d %9.2f %9.2f %9.2f %11.2f %11.2f %11.3f %10.2f %6d" % (
+                nbytes, t_c * 1e6, t_py * 1e6, (t_py - t_c) * 1e6, g_c * 1e6, g_py * 1e6,
+                g_py / g_c, t_tri * 1e6, wrong))
         ctx.barrier()
         ctx.free(ref)
         ctx.free(x)
+        del x, ref
 
 
 def main(argv=None):
