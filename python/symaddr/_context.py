@@ -6,15 +6,17 @@ import ctypes
 import os
 import warnings
 import weakref
-from typing import Any, Optional, Sequence, Tuple, Union
+from typing import Any, Sequence, Tuple, Union
 
 from . import _arrays
-from ._arrays import address, is_torch
-from ._comm import Communication, add_collectives, contiguous, nbytes_of
+from ._comm import Communication, add_collectives
+from ._registrations import Registrations
+from ._validation import Validation
+from ._arrays import is_torch
 from ._lib import STATUS, SymaddrError, load
 from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
-from ._maps import AddressMap, SymmetricBuffer
+from ._maps import AddressMap
 
 
 Shape = Union[int, Sequence[int]]
@@ -58,7 +60,7 @@ def _raw_address(a):
     return a.__array_interface__["data"][0]
 
 
-class Context(Communication):
+class Context(Registrations, Validation, Communication):
     """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD). Settings of
     symaddr_config_t go as keyword arguments (timeout_ms=..., heap_bytes=...); backend is one
     of the library's backend names. close() (or the end of a with block) finalizes it.
@@ -191,72 +193,6 @@ class Context(Communication):
         self._lifetimes.reap(collect=True)
         if self.validating:
             self._check_tables()
-
-    def _read_clear(self, addr):
-        """The 32-bit word at addr (host or device memory), set to 0 if it was not."""
-        if self.backend == "cpu":
-            word = ctypes.c_uint32.from_address(addr)
-            value = word.value
-            if value:
-                word.value = 0
-            return value
-        word = ctypes.c_uint32()
-        self._check(self._lib.symaddr_stream_sync(self._h, None))
-        self._check(self._lib.symaddr_memcpy(self._h, ctypes.byref(word), ctypes.c_void_p(addr),
-                                             4))
-        if word.value:
-            zero = ctypes.c_uint32(0)
-            self._check(self._lib.symaddr_memcpy(self._h, ctypes.c_void_p(addr),
-                                                 ctypes.byref(zero), 4))
-        return word.value
-
-    def _write_word(self, addr, value, ctype):
-        """Store value (a ctypes type's) at addr, host or device memory."""
-        if self.backend == "cpu":
-            ctype.from_address(addr).value = value
-        else:
-            word = ctype(value)
-            self._check(self._lib.symaddr_memcpy(self._h, ctypes.c_void_p(addr),
-                                                 ctypes.byref(word), ctypes.sizeof(word)))
-
-    def _poison(self, reg):
-        """Validation mode: a freed or unregistered registration's own table (not the heap's,
-        which its other allocations share) says its allocation has no bytes, so that a kernel
-        still given it is refused and the next host call raises INVALID_MAP."""
-        m = self._lib.Map.from_address(reg.key)
-        heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
-        if m.peer_bases and m.peer_bases != heap:
-            self._write_word(m.peer_bases + 8 * self._lib.abi["table_header"]["bytes_at"], 0,
-                             ctypes.c_uint64)
-
-    def _check_tables(self):
-        """Validation mode: raise the access a kernel made through one of this context's tables
-        that validation refused (symaddr.triton's translate records it in the table's
-        header), and clear it."""
-        at = self._lib.abi["table_header"]["error_at"] * 8
-        heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
-        words, dead = {}, set()
-        for reg in list(self._regs.values()) + self._lifetimes.pending:
-            m = self._lib.Map.from_address(reg.key)
-            words.setdefault(m.error_flag, reg.life.what)
-            if not reg.life.alive and m.peer_bases != heap:  # its own table, poisoned
-                dead.add(m.error_flag)
-        if heap:
-            words[heap + at] = "the heap (heap_bases)"
-        for addr, what in words.items():
-            code = self._read_clear(addr)
-            if code and addr in dead:
-                raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_MAP"], "a kernel used the table "
-                                   "of %s after it was freed or unregistered: its accesses "
-                                   "were refused; keep the memory until its last kernel"
-                                   % what)
-            if code:
-                st = -int(ctypes.c_int32(code).value)
-                raise SymaddrError(st, "%s: a kernel's access through the table of %s was "
-                                   "refused by validation: translate each pointer with its own "
-                                   "allocation's peer_bases (heap_bases only for heap "
-                                   "allocations), within the allocation, to a reachable rank"
-                                   % (self._lib.symaddr_strerror(st).decode(), what))
 
     # ---- arrays of the backend's kind ------------------------------------------------------
 
@@ -443,121 +379,3 @@ class Context(Communication):
             table = self._table(addr, self.size, self._own, self.backend != "cpu")
             self._heap_bases = weakref.ref(table)
         return table
-
-    # ---- maps --------------------------------------------------------------------------------
-
-    def get_symmetric_address_map(self, a: Any) -> AddressMap:
-        """The AddressMap of the registration that holds a (an array, a view at any offset, or
-        an address): its allocation's root map, whoever registered it."""
-        h = self._open()
-        addr = address(a)
-        if self._lifetimes.pending:
-            self._freed_at(addr)
-        m = ctypes.c_void_p()
-        st = self._lib.symaddr_lookup(h, ctypes.c_void_p(addr), ctypes.byref(m))
-        if st == STATUS["SYMADDR_ERR_NOT_FOUND"]:
-            raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is in no registration of this context: "
-                       "allocate it with allocate_symmetric(), or register it with import_() "
-                       "or register()" % addr)
-        self._check(st)
-        reg = self._regs.get(m.value)
-        if reg is None:
-            raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is registered, but not through this "
-                       "Python context" % addr)
-        return reg.amap
-
-    def bind(self, a: Any) -> SymmetricBuffer:
-        """SymmetricBuffer(ptr=a, peer_bases, capabilities, local_rank): a bound to its map,
-        one kernel argument for the symaddr.triton buffer_* functions."""
-        amap = self.get_symmetric_address_map(a)
-        return SymmetricBuffer(a, amap.peer_bases, amap.capabilities, amap.local_rank)
-
-    def _register(self, out, base, nbytes, what, torch_kind):
-        life = Life(base, nbytes, what)
-        key = out.value
-        reg = Registration(None, life, self._release_registration, base, "registration", key)
-        reg.amap = AddressMap(self, key, reg, torch_kind)
-        self._regs[key] = reg
-        self._known.clear()
-        return reg.amap
-
-    def _release_registration(self, reg):
-        self._known.clear()
-        self._check(self._lib.symaddr_unregister(self._h, ctypes.c_void_p(reg.key)))
-
-    def import_(self, a: Any) -> AddressMap:
-        """Register an array of the backend's plain allocator (empty_local(), cudaMalloc,
-        torch's caching allocator: an interior pointer is fine) as symmetric (collective); its
-        map's unregister() forgets it."""
-        h = self._open()
-        contiguous(a, "import_")
-        addr, nbytes = address(a), nbytes_of(a)
-        if self._lifetimes.pending or self._lifetimes.local:
-            self._lifetimes.reap()
-            self._freed_at(addr)
-        out = ctypes.c_void_p()
-        self._check(self._lib.symaddr_import(h, ctypes.c_void_p(addr), nbytes,
-                                             ctypes.byref(out)))
-        return self._register(out, addr, nbytes, "an import of %d bytes" % nbytes, is_torch(a))
-
-    def register(self, ptr: Any, nbytes: int, peer_ptrs: Sequence[int],
-                 caps: Optional[int] = None) -> AddressMap:
-        """Register nbytes at ptr (an int or an array) whose copy on rank r is at peer_ptrs[r]
-        (0: unreachable): memory another library owns (MPI windows, OpenSHMEM, NVSHMEM, torch
-        symmetric memory). Collective."""
-        h = self._open()
-        torch_kind = is_torch(ptr)
-        ptr = address(ptr)
-        peers = [int(p) for p in peer_ptrs]
-        if len(peers) != self.size:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "peer_ptrs has %d entries, the context %d "
-                       "ranks" % (len(peers), self.size))
-        if caps is None:
-            cap = self._lib.abi["capability"]
-            caps = cap["load_store"] | cap["atomics"]
-        if self._lifetimes.pending or self._lifetimes.local:
-            self._lifetimes.reap()
-        table = (ctypes.c_uint64 * self.size)(*peers)
-        out = ctypes.c_void_p()
-        self._check(self._lib.symaddr_register_peer_table(
-            h, ctypes.c_void_p(ptr), nbytes, table, caps, ctypes.byref(out)))
-        return self._register(out, ptr, nbytes, "a foreign table of %d bytes" % nbytes,
-                              torch_kind)
-
-    def register_tensor(self, tensor: Any, peer_ptrs: Sequence[int], **kw: Any) -> AddressMap:
-        """Any contiguous array plus the addresses of its peers' copies."""
-        contiguous(tensor, "register_tensor")
-        return self.register(tensor, nbytes_of(tensor), peer_ptrs, **kw)
-
-    def register_symm_mem(self, tensor: Any, handle: Any, **kw: Any) -> AddressMap:
-        """A torch symmetric-memory tensor and its rendezvous handle: the handle's
-        buffer_ptrs is the table of its whole buffer, so every view of it translates."""
-        if handle.world_size != self.size or handle.rank != self.rank:
-            raise _err("SYMADDR_ERR_MISMATCH", "the torch group (rank %d of %d) must be the "
-                       "symaddr context (rank %d of %d), in the same order"
-                       % (handle.rank, handle.world_size, self.rank, self.size))
-        base = handle.buffer_ptrs[handle.rank]
-        if not base <= tensor.data_ptr() < base + handle.buffer_size:
-            raise _err("SYMADDR_ERR_OUT_OF_BOUNDS", "the tensor does not lie in the handle's "
-                       "buffer")
-        amap = self.register(base, handle.buffer_size, handle.buffer_ptrs, **kw)
-        amap._torch = True
-        return amap
-
-    def _unregister(self, amap):
-        self._open()
-        key = amap._addr
-        reg = self._regs.get(key)
-        if reg is None or reg.amap is not amap:
-            amap._life.check()
-            raise _err("SYMADDR_ERR_INVALID_MAP", "this map is not a registration of this "
-                       "context")
-        if reg.kind == "allocation":
-            raise _err("SYMADDR_ERR_INVALID_ARG", "an allocation's map goes with "
-                       "Context.free(array), not unregister()")
-        del self._regs[key]
-        reg.life.end("unregistered")
-        self._lifetimes.pending.append(reg)
-        if self.validating:
-            self._poison(reg)
-        self._lifetimes.reap()  # at once, unless a rank still holds a view of its table

@@ -225,7 +225,6 @@ def _allreduce(ctx, a):
         ctx.barrier()
         ctx.free(ref)
         ctx.free(x)
-        del x, ref
 
 
 def main(argv=None):

@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: MIT
+"""Validation mode's host side (a base class of Context): kernels record the accesses
+validation refused in their table's header (symaddr.triton's translate; device.h's in C), and
+the context's next barrier, sync, collective or put/get raises them; a freed allocation's own
+table is poisoned so that a kernel still given it is refused."""
+import ctypes
+
+from ._lib import STATUS, SymaddrError
+
+
+class Validation:
+    """The tables' error words, read and cleared (a base class of Context)."""
+
+    def _read_clear(self, addr):
+        """The 32-bit word at addr (host or device memory), set to 0 if it was not."""
+        if self.backend == "cpu":
+            word = ctypes.c_uint32.from_address(addr)
+            value = word.value
+            if value:
+                word.value = 0
+            return value
+        word = ctypes.c_uint32()
+        self._check(self._lib.symaddr_stream_sync(self._h, None))
+        self._check(self._lib.symaddr_memcpy(self._h, ctypes.byref(word), ctypes.c_void_p(addr),
+                                             4))
+        if word.value:
+            zero = ctypes.c_uint32(0)
+            self._check(self._lib.symaddr_memcpy(self._h, ctypes.c_void_p(addr),
+                                                 ctypes.byref(zero), 4))
+        return word.value
+
+    def _write_word(self, addr, value, ctype):
+        """Store value (a ctypes type's) at addr, host or device memory."""
+        if self.backend == "cpu":
+            ctype.from_address(addr).value = value
+        else:
+            word = ctype(value)
+            self._check(self._lib.symaddr_memcpy(self._h, ctypes.c_void_p(addr),
+                                                 ctypes.byref(word), ctypes.sizeof(word)))
+
+    def _poison(self, reg):
+        """Validation mode: a freed or unregistered registration's own table (not the heap's,
+        which its other allocations share) says its allocation has no bytes, so that a kernel
+        still given it is refused and the next host call raises INVALID_MAP."""
+        m = self._lib.Map.from_address(reg.key)
+        heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+        if m.peer_bases and m.peer_bases != heap:
+            self._write_word(m.peer_bases + 8 * self._lib.abi["table_header"]["bytes_at"], 0,
+                             ctypes.c_uint64)
+
+    def _check_tables(self):
+        """Validation mode: raise the access a kernel made through one of this context's tables
+        that validation refused (symaddr.triton's translate records it in the table's
+        header), and clear it."""
+        at = self._lib.abi["table_header"]["error_at"] * 8
+        heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+        words, dead = {}, set()
+        for reg in list(self._regs.values()) + self._lifetimes.pending:
+            m = self._lib.Map.from_address(reg.key)
+            words.setdefault(m.error_flag, reg.life.what)
+            if not reg.life.alive and m.peer_bases != heap:  # its own table, poisoned
+                dead.add(m.error_flag)
+        if heap:
+            words[heap + at] = "the heap (heap_bases)"
+        for addr, what in words.items():
+            code = self._read_clear(addr)
+            if code and addr in dead:
+                raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_MAP"], "a kernel used the table "
+                                   "of %s after it was freed or unregistered: its accesses "
+                                   "were refused; keep the memory until its last kernel"
+                                   % what)
+            if code:
+                st = -int(ctypes.c_int32(code).value)
+                raise SymaddrError(st, "%s: a kernel's access through the table of %s was "
+                                   "refused by validation: translate each pointer with its own "
+                                   "allocation's peer_bases (heap_bases only for heap "
+                                   "allocations), within the allocation, to a reachable rank"
+                                   % (self._lib.symaddr_strerror(st).decode(), what))

@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: MIT
+"""symaddr.triton's bound form: a SymmetricBuffer (Context.bind(t), one kernel argument) and
+element offsets. Imported into symaddr.triton: use them from there."""
+import triton
+import triton.language as tl
+
+from . import atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor, translate
+from ._signals import (DEFAULT_TIMEOUT_NS, fence, put_signal, quiet, signal_add, signal_set,
+                       signal_wait_until)
+
+# ---- bound form: (SymmetricBuffer, offsets, ...) ---------------------------------------------
+
+@triton.jit
+def buffer_translate(buf, offsets, target_rank):
+    """Pointers to elements offsets of rank target_rank's copy of buf."""
+    return translate(buf.ptr + offsets, target_rank, buf.peer_bases, buf.local_rank)
+
+
+@triton.jit
+def buffer_load(buf, offsets, from_rank, mask=None, other=None):
+    """tl.load of elements offsets of rank from_rank's copy of buf."""
+    return tl.load(buffer_translate(buf, offsets, from_rank), mask=mask, other=other)
+
+
+@triton.jit
+def buffer_store(buf, offsets, value, to_rank, mask=None):
+    """tl.store of value into elements offsets of rank to_rank's copy of buf."""
+    tl.store(buffer_translate(buf, offsets, to_rank), value, mask=mask)
+
+
+@triton.jit
+def buffer_atomic_add(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_add on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return tl.atomic_add(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
+                         scope=scope)
+
+
+@triton.jit
+def buffer_atomic_cas(buf, offsets, cmp, val, to_rank, sem=None, scope=None):
+    """atomic_cas on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return tl.atomic_cas(buffer_translate(buf, offsets, to_rank), cmp, val, sem=sem,
+                         scope=scope)
+
+
+@triton.jit
+def buffer_atomic_xchg(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_xchg on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return tl.atomic_xchg(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
+                          scope=scope)
+
+
+@triton.jit
+def buffer_atomic_sub(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_sub on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_sub(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_and(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_and on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_and(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_or(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_or on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_or(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_xor(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_xor on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_xor(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_min(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_min on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_min(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_atomic_max(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
+    """atomic_max on rank to_rank's copy of buf[offsets]; returns the old values."""
+    return atomic_max(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                     sem=sem, scope=scope)
+
+
+@triton.jit
+def buffer_copy(dst, dst_offsets, src, src_offsets, to_rank, from_rank, mask=None, other=None):
+    """Rank to_rank's copy of dst[dst_offsets] = rank from_rank's copy of src[src_offsets]
+    (two SymmetricBuffers)."""
+    data = tl.load(buffer_translate(src, src_offsets, from_rank), mask=mask, other=other)
+    tl.store(buffer_translate(dst, dst_offsets, to_rank), data, mask=mask)
+
+
+@triton.jit
+def buffer_put(buf, offsets, src, to_rank, mask=None):
+    """Rank to_rank's copy of buf[offsets] = this rank's src (a block of local pointers)."""
+    tl.store(buffer_translate(buf, offsets, to_rank), tl.load(src, mask=mask), mask=mask)
+
+
+@triton.jit
+def buffer_get(dst, buf, offsets, from_rank, mask=None):
+    """This rank's dst (a block of local pointers) = rank from_rank's copy of buf[offsets]."""
+    tl.store(dst, tl.load(buffer_translate(buf, offsets, from_rank), mask=mask), mask=mask)
+
+
+@triton.jit
+def buffer_signal_set(buf, index, value, to_rank):
+    """signal_set on element index of rank to_rank's copy of buf."""
+    signal_set(buf.ptr + index, value, to_rank, buf.peer_bases, buf.local_rank)
+
+
+@triton.jit
+def buffer_signal_add(buf, index, value, to_rank):
+    """signal_add on element index of rank to_rank's copy of buf."""
+    signal_add(buf.ptr + index, value, to_rank, buf.peer_bases, buf.local_rank)
+
+
+@triton.jit
+def buffer_signal_wait_until(buf, index, cmp: tl.constexpr, value,
+                             timeout_ns=DEFAULT_TIMEOUT_NS):
+    """signal_wait_until on element index of this rank's buf."""
+    return signal_wait_until(buf.ptr + index, cmp, value, timeout_ns)
+
+
+@triton.jit
+def buffer_put_signal(buf, offsets, src, sig, sig_index, sig_value, to_rank, mask=None,
+                      sig_op: tl.constexpr = None):
+    """put_signal from src (local pointers) into buf[offsets] of rank to_rank, then its
+    sig[sig_index] (sig: a SymmetricBuffer)."""
+    put_signal(buf.ptr + offsets, src, sig.ptr + sig_index, sig_value, to_rank, buf.peer_bases,
+               buf.local_rank, mask=mask, sig_op=sig_op, sig_peer_bases=sig.peer_bases)
+
+
+@triton.jit
+def buffer_fence(buf):
+    """fence through buf's table."""
+    fence(buf.peer_bases)
+
+
+@triton.jit
+def buffer_quiet(buf):
+    """quiet through buf's table."""
+    quiet(buf.peer_bases)

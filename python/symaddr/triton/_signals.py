@@ -1,0 +1,141 @@
+# SPDX-License-Identifier: MIT
+"""symaddr.triton's signals, fence and quiet (NVSHMEM's), in the explicit form; the bound and
+heap forms call these. Imported into symaddr.triton: use them from there."""
+import os
+import time
+
+import triton
+import triton.language as tl
+
+from .._lib import default_timeout_ms as _timeout_ms
+from . import OK, TIMEOUT, _ERROR_AT, put, translate
+
+# NVSHMEM's comparisons, and the default bound of a wait in time
+CMP_EQ, CMP_NE, CMP_GT = tl.constexpr("eq"), tl.constexpr("ne"), tl.constexpr("gt")
+CMP_GE, CMP_LT, CMP_LE = tl.constexpr("ge"), tl.constexpr("lt"), tl.constexpr("le")
+DEFAULT_TIMEOUT_NS = tl.constexpr(_timeout_ms() * 1000000)
+_monotonic_ns = time.monotonic_ns
+
+
+def _clock():
+    """Which clock a wait reads: Python's under Triton's interpreter, else the GPU's."""
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        return "python"
+    try:
+        return triton.runtime.driver.active.get_current_target().backend
+    except Exception:  # noqa: BLE001  (no GPU here: compiling for NVIDIA, as test_ptx does)
+        return "cuda"
+
+
+_CLOCK = tl.constexpr(_clock())
+# ---- signals, fence and quiet (NVSHMEM's) ---------------------------------------------------
+
+# A clock in nanoseconds for the waits: Python's under the interpreter, the GPU's compiled (a
+# definition per clock: Triton's compiler refuses a Python function in a jit function's body)
+if _CLOCK == "python":
+    @triton.jit
+    def _now_ns():
+        return tl.full((), _monotonic_ns(), tl.int64)
+elif _CLOCK == "hip":
+    @triton.jit
+    def _now_ns():  # s_memrealtime counts at 100 MHz
+        return tl.inline_asm_elementwise("s_memrealtime $0\ns_waitcnt lgkmcnt(0)", "=s", [],
+                                         dtype=tl.int64, is_pure=False, pack=1) * 10
+else:
+    @triton.jit
+    def _now_ns():
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                         is_pure=False, pack=1)
+
+
+@triton.jit
+def _compare(seen, cmp: tl.constexpr, value):
+    tl.static_assert((cmp == "eq") | (cmp == "ne") | (cmp == "gt") | (cmp == "ge") |
+                     (cmp == "lt") | (cmp == "le"),
+                     "signal_wait_until: cmp is one of \"eq\", \"ne\", \"gt\", \"ge\", \"lt\", "
+                     "\"le\" (symaddr.triton.CMP_*)")
+    if cmp == "eq":
+        return seen == value
+    elif cmp == "ne":
+        return seen != value
+    elif cmp == "gt":
+        return seen > value
+    elif cmp == "ge":
+        return seen >= value
+    elif cmp == "lt":
+        return seen < value
+    else:
+        return seen <= value
+
+
+@triton.jit
+def signal_set(sig, value, target_rank, peer_bases, cur_rank):
+    """Set rank target_rank's copy of the flag sig to value, after this rank's earlier stores
+    (release, system scope)."""
+    tl.atomic_xchg(translate(sig, target_rank, peer_bases, cur_rank), value, sem="release",
+                   scope="sys")
+
+
+@triton.jit
+def signal_add(sig, value, target_rank, peer_bases, cur_rank):
+    """Add value to rank target_rank's copy of the flag sig (release, system scope)."""
+    tl.atomic_add(translate(sig, target_rank, peer_bases, cur_rank), value, sem="release",
+                  scope="sys")
+
+
+@triton.jit
+def signal_wait_until(sig, cmp: tl.constexpr, value, timeout_ns=DEFAULT_TIMEOUT_NS):
+    """Wait until this rank's flag sig compares to value as cmp says ("eq", "ne", "gt", "ge",
+    "lt", "le": NVSHMEM's order and comparisons; acquire, system scope), for at most timeout_ns
+    nanoseconds of a clock (default: the context's timeout, SYMADDR_TIMEOUT_MS at import).
+    Returns OK, or TIMEOUT when the flag never got there."""
+    seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
+    start = _now_ns()
+    late = False
+    while (not _compare(seen, cmp, value)) & (not late):
+        seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
+        late = _now_ns() - start > timeout_ns
+    status = OK
+    if not _compare(seen, cmp, value):
+        status = TIMEOUT
+    return status
+
+
+@triton.jit
+def fence(peer_bases):
+    """Order this program's earlier stores and atomics (to any rank) before its later ones, as
+    seen by every rank: a barrier of the program's threads, then a system-scope acq_rel atomic
+    on the header of a table of symaddr (peer_bases: any map's, or heap_bases)."""
+    tl.debug_barrier()
+    tl.atomic_add((peer_bases + _ERROR_AT).to(tl.pointer_type(tl.int32), bitcast=True), 0,
+                  sem="acq_rel", scope="sys")
+
+
+@triton.jit
+def quiet(peer_bases):
+    """Complete this program's earlier stores and atomics to every rank. Loads and stores have
+    nothing in flight past a system-scope fence, so quiet is fence (NVSHMEM keeps both
+    names)."""
+    fence(peer_bases)
+
+
+@triton.jit
+def put_signal(dst, src, sig, sig_value, target_rank, peer_bases, cur_rank, mask=None,
+               sig_op: tl.constexpr = None, sig_peer_bases=None):
+    """NVSHMEM's put-with-signal: rank target_rank's copy of dst = this rank's src (masked),
+    then, once every lane's store is visible, its copy of the flag sig is set to (sig_op
+    "set", the default) or increased by ("add") sig_value. sig may lie in another allocation: pass its
+    table as sig_peer_bases (default: peer_bases)."""
+    tl.static_assert((sig_op is None) or (sig_op == "set") or (sig_op == "add"),
+                     "put_signal: sig_op is \"set\" (the default) or \"add\"")
+    put(dst, src, target_rank, peer_bases, cur_rank, mask=mask)
+    table = peer_bases
+    if sig_peer_bases is not None:
+        table = sig_peer_bases
+    tl.debug_barrier()  # every thread's stores before the release below
+    if sig_op == "add":
+        signal_add(sig, sig_value, target_rank, table, cur_rank)
+    else:
+        signal_set(sig, sig_value, target_rank, table, cur_rank)
+
+
