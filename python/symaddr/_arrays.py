@@ -114,33 +114,41 @@ if np is not None:
 
         @property
         def size(self):
+            """The element count, which torch's size() (the shape) can also be called as."""
             return _Count(np.ndarray.size.__get__(self), tuple(self.shape))
 
         def data_ptr(self):
+            """The address of the first element (SymaddrError once its registration was freed)."""
             life = self._symaddr_life
             if life is not None and life.why is not None:
                 life.check()
             return self.__array_interface__["data"][0]
 
         def element_size(self):
+            """Bytes of one element, as torch's element_size()."""
             return self.itemsize
 
         def untyped_storage(self):
+            """The memory from the first element on, as torch's untyped_storage()."""
             # the memory from this array's first element on: Triton's interpreter rebuilds the
             # argument as storage + storage_offset(), so offset 0 keeps any view exact
             return _Storage(self.data_ptr(), self.nbytes)
 
         def storage_offset(self):
+            """0: the storage starts at the first element."""
             return 0
 
         def stride(self, dim=None):
+            """Strides in elements, as torch's stride()."""
             s = tuple(x // self.itemsize for x in self.strides)
             return s if dim is None else s[dim]
 
         def new_empty(self, *args, **kwargs):
+            """What Triton's interpreter rebuilds an argument into."""
             return _Placeholder(self.dtype)
 
         def is_contiguous(self):
+            """Whether the array is C-contiguous, as torch's is_contiguous()."""
             return bool(self.flags["C_CONTIGUOUS"])
 else:
     HostArray = None

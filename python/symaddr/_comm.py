@@ -269,6 +269,8 @@ class Communication:
             self._copy_out(recv, r, nbytes, stream)
         if self.validating:  # after the call, which every rank made: no peer is left waiting
             self._check_tables()
+        if self._team is not None and self.backend == "cpu":
+            self._check_team()
         if avg and (not rooted or self.rank == root):
             recv /= self.size  # in place, stream-ordered on a GPU
         return recv
@@ -280,6 +282,8 @@ class Communication:
             h, None if self.backend == "cpu" else self._stream_of(None, stream)))
         if self.validating:
             self._check_tables()
+        if self._team is not None and self.backend == "cpu":
+            self._check_team()
 
     # ---- one-sided ------------------------------------------------------------------------
 
@@ -318,6 +322,8 @@ class Communication:
             h, None if self.backend == "cpu" else self._stream_of(None, stream)))
         if self.validating:
             self._check_tables()
+        if self._team is not None:
+            self._check_team()
 
 
 _COLLECTIVE = """def {name}(self, send, recv{recv}{op}{root}, stream=None):

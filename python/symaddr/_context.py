@@ -16,7 +16,7 @@ from ._arrays import is_torch
 from ._lib import STATUS, SymaddrError, load
 from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
-from ._maps import AddressMap
+from ._maps import AddressMap, Team
 
 
 Shape = Union[int, Sequence[int]]
@@ -118,6 +118,9 @@ class Context(Registrations, Validation, Communication):
         self.backend = self._lib.symaddr_backend_name(self._lib.symaddr_backend(self._h)).decode()
         self.device = self._lib.symaddr_device(self._h)  # the GPU's ordinal; -1 on the cpu
         self._heap_bases = None
+        self._team = None
+        self._broken = None
+        self.timeout_ms = cfg.timeout_ms
         # validation mode: kernels' refused translations are raised by the next host call
         self.validating = _validating(config["validate"] if "validate" in config
                                       else os.environ.get("SYMADDR_VALIDATE"))
@@ -139,6 +142,8 @@ class Context(Registrations, Validation, Communication):
         if not self._h:
             raise _err("SYMADDR_ERR_INVALID_ARG", "the context is closed: create a new "
                        "symaddr.Context")
+        if self._broken:
+            raise _err("SYMADDR_ERR_BROKEN", self._broken)
         return self._h
 
     def _check(self, status):
@@ -159,6 +164,7 @@ class Context(Registrations, Validation, Communication):
             return
         self._lifetimes.reap_local()
         h, self._h = self._h, None
+        self._team = None
         regs = list(self._regs.values()) + list(self._plain.values()) + [self._own]
         for reg in regs:
             reg.life.end("released when its context was closed")
@@ -185,6 +191,25 @@ class Context(Registrations, Validation, Communication):
             finalize_at_exit(finalize)
         else:
             finalize()
+
+    def team(self) -> Team:
+        """The context's Team (symaddr.triton.team): made by the first call, which is
+        collective (every rank calls it, as any collective; the host functions of
+        symaddr.triton.collectives call it for you), then kept."""
+        if self._team is None:
+            from .triton.team import sync_words
+            import numpy as np
+            dtype = np.int64
+            if self.backend != "cpu":
+                import torch
+                dtype = torch.int64
+            sync, smap = self.allocate_symmetric((sync_words(self.size),), dtype)
+            sync[:] = 0
+            self.barrier()  # every rank's sync area is clear before any kernel uses it
+            if self.backend != "cpu":
+                self.sync()
+            self._team = Team(sync, smap.peer_bases, self.rank, self.timeout_ms * 1000000)
+        return self._team
 
     def collect(self) -> None:
         """Release (collectively) the freed allocations and unregistered tables that no rank

@@ -130,3 +130,10 @@ class AddressMap:
 
 
 Map = AddressMap  # the name of 0.1.0
+
+
+Team = collections.namedtuple("Team", ["sync", "sync_pb", "rank", "timeout_ns"])
+Team.__doc__ = """The context's ranks as a Triton kernel sees them (Context.team()), for the
+device-side synchronisation of symaddr.triton.team and the collectives of
+symaddr.triton.collectives: sync, the team's own symmetric sync area (int64); sync_pb its
+table; rank, this rank; timeout_ns, the bound of every wait. One kernel argument."""

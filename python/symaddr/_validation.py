@@ -76,3 +76,19 @@ class Validation:
                                    "allocation's peer_bases (heap_bases only for heap "
                                    "allocations), within the allocation, to a reachable rank"
                                    % (self._lib.symaddr_strerror(st).decode(), what))
+
+    def _check_team(self):
+        """A Triton team kernel's failure (symaddr.triton.team records it in the team's sync
+        area): raised once, and the context is broken, as after a C team kernel's."""
+        team = self._team
+        if team is None:
+            return
+        addr = team.sync.data_ptr() if hasattr(team.sync, "data_ptr") else \
+            team.sync.__array_interface__["data"][0]
+        code = self._read_clear(addr)
+        if code:
+            st = -int(ctypes.c_int32(code).value)
+            self._broken = ("a Triton team kernel failed on this rank or a peer (%s): the "
+                            "context is broken; create a new Context"
+                            % self._lib.symaddr_strerror(st).decode())
+            raise SymaddrError(st, self._broken)

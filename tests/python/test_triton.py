@@ -725,41 +725,106 @@ def test_mixed_providers():
         ctx.free(x)
 
 
+def reference(values_by_rank, op, dtype="float32"):
+    """The reduction of every rank's values as dtype holds them, in float64 (exact for the
+    tests' data); the caller rounds the result to dtype once (want)."""
+    stack = np.stack([np.asarray(want(v, dtype), np.float64) for v in values_by_rank])
+    return {"sum": stack.sum(0), "max": stack.max(0), "min": stack.min(0)}[op]
+
+
 def test_triton_collectives():
-    """symaddr.triton.collectives: a one-shot allreduce and an all-gather in Triton, against
-    ctx.allreduce,
-    ctx.allgather and MPI, in f32 and int32 (and bf16 for the all-gather)."""
-    n = 1001
-    for dtype in ("float32", "int32", "bfloat16"):
-        x, xmap = alloc((n + 3,), dtype)
-        mine = data(rank, n, dtype)
-        fill(x[3:], mine)
-        out, _ = alloc((n,), dtype)
-        ref, _ = alloc((n,), dtype)
-        if dtype != "bfloat16":  # the sum of bf16 inputs rounds: exact only in f32 or ints
+    """symaddr.triton.collectives, one kernel each and no host barrier: one-shot allreduce
+    (f32, bf16, f16, int32; sum, max, min), two-shot (x on the heap, out an ipc allocation),
+    reduce-scatter, all-gather, all-to-all and broadcast, odd counts, views at odd offsets,
+    against MPI's data and ctx's own collectives."""
+    n = 2 * size + 3  # odd, and not a multiple of the rank count
+    every = [data(r, size * n, "float32") for r in range(size)]
+    for dtype in ("float32", "bfloat16", "float16", "int32"):
+        x, _ = alloc((size * n + 3,), dtype, provider="heap")
+        xs = x[3:]  # a view at an odd offset
+        fill(xs, every[rank] if dtype != "int32" else every[rank].astype(np.int32))
+        settle()
+        for op in ("sum", "max", "min"):
+            out = tc.allreduce(ctx, xs, op=op)
             settle()
-            tc.oneshot_allreduce(ctx, x[3:], out, block=128)
+            check(np.array_equal(host(out), want(reference(every, op, dtype), dtype)),
+                  "%s one-shot %s: %s want %s" % (dtype, op, host(out),
+                                                  want(reference(every, op, dtype), dtype)))
+        if dtype in ("float32", "int32"):
+            out2, _ = alloc((size * n,), dtype)  # another provider's memory
+            tc.allreduce(ctx, xs, out2, algo="twoshot")
             settle()
-            ctx.allreduce(x[3:], ref)
+            ref, _ = alloc((size * n,), dtype)
+            ctx.allreduce(xs, ref)
             settle()
-            mpi = np.empty(n, np.float64)
-            comm.Allreduce(np.asarray(mine, np.float64), mpi, op=MPI.SUM)
-            check(np.array_equal(host(out), want(mpi, dtype)), "%s Triton allreduce vs MPI"
-                  % dtype)
-            check(np.array_equal(host(out), host(ref)), "%s Triton vs ctx.allreduce" % dtype)
-        g, gmap = alloc((size * n,), dtype)
-        gref, _ = alloc((size * n,), dtype)
+            check(np.array_equal(host(out2), want(reference(every, "sum", dtype), dtype)) and
+                  np.array_equal(host(out2), host(ref)), "%s two-shot = ctx.allreduce" % dtype)
+            rs = tc.reduce_scatter(ctx, xs, op="max")
+            settle()
+            check(np.array_equal(host(rs), want(reference(every, "max", dtype), dtype)[
+                rank * n:(rank + 1) * n]), "%s reduce-scatter max" % dtype)
+            for a in (out2, ref):
+                ctx.free(a)
+        part = xs[:n]
+        g = tc.allgather(ctx, part)
         settle()
-        tc.allgather(ctx, x[3:], g, block=128)
+        check(np.array_equal(host(g), want(np.concatenate([e[:n] for e in every]), dtype)),
+              "%s all-gather" % dtype)
+        a2a = tc.alltoall(ctx, xs)
         settle()
-        ctx.allgather(x[3:], gref)
+        check(np.array_equal(host(a2a), want(np.concatenate(
+            [e[rank * n:(rank + 1) * n] for e in every]), dtype)), "%s all-to-all" % dtype)
+        b = tc.broadcast(ctx, part, root=size - 1)
         settle()
-        allm = np.concatenate(comm.allgather(np.asarray(mine)))
-        check(np.array_equal(host(g), want(allm, dtype)), "%s Triton all-gather vs MPI" % dtype)
-        check(np.array_equal(host(g), host(gref)), "%s Triton vs ctx.allgather" % dtype)
-        settle()
-        for a in (x, out, ref, g, gref):
-            ctx.free(a)
+        check(np.array_equal(host(b), want(every[size - 1][:n], dtype)), "%s broadcast" % dtype)
+        ctx.free(x)
+
+
+def test_triton_stream_of_calls():
+    """50 consecutive Triton allreduces with no host call between them: the device-side
+    epochs keep every call apart (each rank changes its input between calls, as a stream of
+    kernels would)."""
+    n, calls = 5, 50
+    x, _ = alloc((n,), "int32")
+    outs = [np.empty(n, np.int32) if torch is None else
+            torch.empty(n, dtype=torch.int32, device=x.device) for _ in range(calls)]
+    settle()
+    for i in range(calls):
+        fill(x, np.arange(n) + 100 * rank + i)  # after the previous call's last barrier
+        tc.allreduce(ctx, x, outs[i])
+    settle()
+    for i in range(calls):
+        wanted = sum(np.arange(n) + 100 * r + i for r in range(size))
+        check(np.array_equal(host(outs[i]), wanted), "call %d: %s" % (i, host(outs[i])))
+    ctx.free(x)
+
+
+def test_triton_skipped_call():
+    """A rank that skips a Triton collective: its peers' next call times out on the device,
+    and nobody's next host call returns OK (TIMEOUT where it waited, BROKEN on the rank that
+    skipped); the context is broken afterwards."""
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    with sa.Context(backend=ctx.backend, timeout_ms=1500) as short:
+        x, _ = short.allocate_symmetric((4,), DTYPES["int32"])
+        fill(x, [rank] * 4)
+        short.team()
+        for call in range(2):
+            if rank != 1 or call == 0:
+                tc.allreduce(short, x)
+        try:
+            if ON_GPU:
+                torch.cuda.synchronize()
+            short.barrier()
+            short.sync()
+            raise AssertionError("the call after a skip returned OK")
+        except sa.SymaddrError as e:
+            check(e.name in ("SYMADDR_ERR_TIMEOUT", "SYMADDR_ERR_BROKEN"), str(e))
+        try:
+            short.barrier()
+            raise AssertionError("a broken context's barrier returned OK")
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_BROKEN", str(e))
 
 
 def test_unreachable_peers():
@@ -958,7 +1023,11 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("signals, three forms: put_signal, six comparisons, fence, quiet, a timeout in time", test_signals),
                  ("imports at per-rank offsets, the seed's put_kernel", test_imports),
                  ("heap, ipc, import and foreign maps in one kernel", test_mixed_providers),
-                 ("Triton one-shot allreduce and all-gather", test_triton_collectives),
+                 ("Triton collectives, one kernel each, no host barrier",
+                  test_triton_collectives),
+                 ("50 Triton collectives with no host call between them",
+                  test_triton_stream_of_calls),
+                 ("a rank that skips a Triton collective", test_triton_skipped_call),
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
                  ("address maps of every provider, zero-copy", test_address_maps),
                  ("Python mistakes raise SymaddrError", test_python_mistakes),

@@ -1,60 +1,140 @@
 # SPDX-License-Identifier: MIT
 """Collectives written in Triton on symaddr.triton's device functions alone, over any
-provider's memory: a one-shot allreduce (every rank loads every peer's input and sums in rank
-order, so every rank gets the same bits) and an all-gather (every rank stores its part into
-every peer). The rank count is a compile-time constant: the loops over peers unroll. The host functions put a barrier before the kernel (the peers' inputs are ready)
-and after it (every load and store is done before the memory is reused)."""
+provider's memory, synchronised on the device: no host call before or after a kernel, so a
+stream of calls runs back to back and a CUDA graph replays them. Each is a host function that
+launches one kernel (allreduce(ctx, x, out, op, algo), reduce_scatter, allgather, alltoall,
+broadcast) made of the blocks a user's own kernel calls (symaddr.triton.team:
+team_allreduce_oneshot, team_allreduce_twoshot, team_reduce_scatter, team_allgather,
+team_alltoall, team_broadcast, between team_begin and team_end)."""
 import triton
 import triton.language as tl
 
-from symaddr._comm import count_of as _count  # elements of a NumPy array or a tensor
-from symaddr import triton as st
+from symaddr._arrays import HostArray
+from symaddr._comm import count_of as _count
+from symaddr.triton.team import (MAX_BLOCKS, team_allgather, team_allreduce_oneshot,
+                                 team_allreduce_twoshot, team_alltoall, team_begin,
+                                 team_broadcast, team_end, team_reduce_scatter)
+
+
+# ---- one kernel per host function -------------------------------------------------------------
+
+@triton.jit
+def _allreduce_kernel(team, x, x_pb, out, out_pb, n, N_RANKS: tl.constexpr,
+                      BLOCK: tl.constexpr, OP: tl.constexpr, TWO_SHOT: tl.constexpr):
+    call = team_begin(team)
+    if TWO_SHOT:
+        team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tl.program_id(0), n, N_RANKS,
+                               BLOCK, OP)
+    else:
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP)
+    team_end(team, call)
 
 
 @triton.jit
-def oneshot_allreduce_kernel(out, x, n, peer_bases, cur_rank, n_ranks: tl.constexpr,
-                             BLOCK: tl.constexpr):
-    """out (local) = sum over ranks of their x (symmetric), accumulated in f32 (integers in
-    their own type), in rank order."""
+def _move_kernel(team, x, x_pb, out, count, root, N_RANKS: tl.constexpr, BLOCK: tl.constexpr,
+                 KIND: tl.constexpr, OP: tl.constexpr):
+    call = team_begin(team)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    first = st.load(x + offs, 0, peer_bases, cur_rank, mask=m)
-    acc = first.to(tl.float32) if first.dtype.is_floating() else first
-    for t in range(1, n_ranks):
-        v = st.load(x + offs, t, peer_bases, cur_rank, mask=m)
-        acc += v.to(tl.float32) if v.dtype.is_floating() else v
-    tl.store(out + offs, acc.to(out.dtype.element_ty), mask=m)
+    mask = offs < count
+    if KIND == "reduce_scatter":
+        team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS, OP)
+    elif KIND == "allgather":
+        team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS)
+    elif KIND == "alltoall":
+        team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS)
+    else:
+        team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS)
+    team_end(team, call)
 
 
-@triton.jit
-def allgather_kernel(out, x, n, peer_bases, cur_rank, n_ranks: tl.constexpr,
-                     BLOCK: tl.constexpr):
-    """Block cur_rank of every rank's out (symmetric, n_ranks * n elements) = this rank's x."""
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    m = offs < n
-    v = tl.load(x + offs, mask=m)
-    for t in range(0, n_ranks):
-        st.store(out + cur_rank * n + offs, v, t, peer_bases, cur_rank, mask=m)
+def _grid(n, block):
+    """Programs and their block for n elements: at most the team's MAX_BLOCKS programs."""
+    block = max(block, triton.next_power_of_2(triton.cdiv(max(n, 1), MAX_BLOCKS)))
+    return (max(1, triton.cdiv(n, block)),), block
+
+
+def _op(op):
+    if op not in ("sum", "max", "min"):
+        raise ValueError("op %r: symaddr.triton.collectives takes \"sum\", \"max\" or \"min\""
+                         % (op,))
+    return None if op == "sum" else op
+
+
+def _empty_like(x, count):
+    import sys
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
+        return torch.empty(count, dtype=x.dtype, device=x.device)
+    import numpy as np
+    return np.empty(count, dtype=x.dtype).view(HostArray)
+
+
+def _arg(a):
+    """a as a kernel argument: a plain NumPy array as a view that Triton's interpreter takes
+    (symaddr's HostArray); tensors and symaddr's arrays as they are."""
+    if HostArray is not None and type(a).__name__ == "ndarray":
+        return a.view(HostArray)
+    return a
+
+
+def allreduce(ctx, x, out=None, op="sum", algo="oneshot", block=1024):
+    """out = the reduction over ranks of x (symmetric, any provider), in one kernel with no
+    host barrier. algo "oneshot": out is any memory (default a new array); "twoshot": out is
+    symmetric (any provider) and not x. Returns out."""
+    team = ctx.team()
+    n = _count(x)
+    two = algo == "twoshot"
+    if algo not in ("oneshot", "twoshot"):
+        raise ValueError("algo %r: \"oneshot\" or \"twoshot\"" % (algo,))
+    if out is None:
+        out = _empty_like(x, n)
+    out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
+    grid, block = _grid(triton.cdiv(n, ctx.size) if two else n, block)
+    _allreduce_kernel[grid](team, x, ctx.get_symmetric_address_map(x).peer_bases, _arg(out), out_pb,
+                            n, N_RANKS=ctx.size, BLOCK=block, OP=_op(op), TWO_SHOT=two)
+    return out
+
+
+def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
+    team = ctx.team()
+    grid, block = _grid(count, block)
+    _move_kernel[grid](team, x, ctx.get_symmetric_address_map(x).peer_bases, _arg(out), count, root,
+                       N_RANKS=ctx.size, BLOCK=block, KIND=kind, OP=_op(op))
+    return out
+
+
+def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
+    """out (any memory, n / size elements) = the reduction over ranks of their part
+    x[rank * n / size:] of x (symmetric). One kernel, no host barrier. Returns out."""
+    count = _count(x) // ctx.size
+    return _move(ctx, "reduce_scatter", x, _empty_like(x, count) if out is None else out,
+                 count, op=op, block=block)
+
+
+def allgather(ctx, x, out=None, block=1024):
+    """out[r * n:(r + 1) * n] (any memory) = rank r's x (symmetric, n elements). One kernel,
+    no host barrier. Returns out."""
+    count = _count(x)
+    return _move(ctx, "allgather", x,
+                 _empty_like(x, ctx.size * count) if out is None else out, count, block=block)
+
+
+def alltoall(ctx, x, out=None, block=1024):
+    """out[r * c:(r + 1) * c] (any memory) = rank r's x[rank * c:(rank + 1) * c] (x symmetric,
+    size * c elements). One kernel, no host barrier. Returns out."""
+    count = _count(x) // ctx.size
+    return _move(ctx, "alltoall", x, _empty_like(x, _count(x)) if out is None else out, count,
+                 block=block)
+
+
+def broadcast(ctx, x, out=None, root=0, block=1024):
+    """out (any memory) = rank root's x (symmetric). One kernel, no host barrier."""
+    count = _count(x)
+    return _move(ctx, "broadcast", x, _empty_like(x, count) if out is None else out, count,
+                 root=root, block=block)
 
 
 def oneshot_allreduce(ctx, x, out, block=1024):
-    """out = the sum of every rank's x; x is symmetric (any provider), out any local array."""
-    xmap = ctx.get_symmetric_address_map(x)
-    n = _count(x)
-    ctx.barrier()
-    oneshot_allreduce_kernel[(triton.cdiv(n, block),)](out, x, n, xmap.peer_bases,
-                                                       xmap.local_rank, xmap.world_size,
-                                                       BLOCK=block)
-    ctx.barrier()
-    return out
-
-
-def allgather(ctx, x, out, block=1024):
-    """out[r * n:(r + 1) * n] = rank r's x; out is symmetric (any provider)."""
-    omap = ctx.get_symmetric_address_map(out)
-    n = _count(x)
-    ctx.barrier()
-    allgather_kernel[(triton.cdiv(n, block),)](out, x, n, omap.peer_bases, omap.local_rank,
-                                               omap.world_size, BLOCK=block)
-    ctx.barrier()
-    return out
+    """allreduce(ctx, x, out, "sum", "oneshot"): the name of the first version."""
+    return allreduce(ctx, x, out, block=block)

@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: MIT
+"""Device-side synchronisation for Triton kernels, mirroring symaddr/team.h: a team handle
+(Context.team(): the context's ranks and a symmetric sync area of the team's own) and @triton.jit
+functions over it, so that a kernel synchronises with its peers' kernels without a host call
+before or after it.
+
+    call = team_begin(team)                        # every program, first
+    ok = team_barrier(team, call, 1, N_RANKS)      # this program meets the same program of
+    ...                                            # every rank (phases 1 to 3 of a call)
+    team_end(team, call)                           # every program, last
+
+A kernel that uses them is one collective call of the team: every rank launches it, in the
+same order relative to the team's other kernels, with the same grid (at most team.max_blocks
+programs). Each program numbers its calls in device memory (its epoch in the sync area), so a
+stream of calls, and a CUDA graph replaying them, never pair one call's flags with another's.
+Every wait is bounded by the team's timeout (a clock); a peer that is late past it, or a call
+ahead (a rank skipped a call), fails the call: team_barrier returns False, the status is
+recorded in this rank's sync area and SYMADDR_ERR_BROKEN in every peer's, and the context's
+next host call raises it and breaks the context, as the C team kernels do."""
+import triton
+import triton.language as tl
+
+from . import OK, translate
+from . import load as remote_load
+from .._lib import load as _load
+from ._signals import _CLOCK, DEFAULT_TIMEOUT_NS, signal_wait_until  # noqa: F401
+
+_status = _load().abi["status"]
+_TIMEOUT = tl.constexpr(-_status["SYMADDR_ERR_TIMEOUT"])
+_MISMATCH = tl.constexpr(-_status["SYMADDR_ERR_MISMATCH"])
+_BROKEN = tl.constexpr(-_status["SYMADDR_ERR_BROKEN"])
+_INTERPRETED = tl.constexpr(_CLOCK == "python")  # Triton's interpreter runs the kernels
+
+# The sync area, in int64 words: the status, then one epoch per program, then one flag per
+# program and rank (written by that rank into this rank's copy).
+STATUS_AT = tl.constexpr(0)
+EPOCH_AT = tl.constexpr(1)
+MAX_BLOCKS = 64
+FLAGS_AT = tl.constexpr(1 + MAX_BLOCKS)
+# A call's flag values step by 4 (phases 1 to 3): a peer at most one call phase ahead is
+# fine, one a whole call ahead skipped nothing this rank made (or this rank skipped one)
+_STRIDE = tl.constexpr(4)
+
+
+def sync_words(size):
+    """int64 words of a team's sync area for size ranks."""
+    return 1 + MAX_BLOCKS + MAX_BLOCKS * size
+
+
+@triton.jit
+def team_begin(team):
+    """This program's next call: its number (epoch), read from the sync area."""
+    pid = tl.program_id(0)
+    return tl.load(team.sync + EPOCH_AT + pid, volatile=True) + 1
+
+
+@triton.jit
+def team_end(team, call):
+    """This program's call is over: its number stays in the sync area for the next one."""
+    pid = tl.program_id(0)
+    tl.store(team.sync + EPOCH_AT + pid, call)
+
+
+@triton.jit
+def team_failed(team):
+    """Whether a call of this rank failed, or a peer's failure broke the team."""
+    return tl.load(team.sync + STATUS_AT, volatile=True) != 0
+
+
+@triton.jit
+def team_fail(team, code, N_RANKS: tl.constexpr):
+    """Record -code (the first failure sticks) here, and BROKEN in every peer's sync area."""
+    tl.atomic_cas(team.sync + STATUS_AT, 0, code.to(tl.int64), sem="relaxed", scope="sys")
+    for r in tl.static_range(N_RANKS):
+        if r != team.rank:
+            tl.atomic_cas(translate(team.sync + STATUS_AT, r, team.sync_pb, team.rank), 0,
+                          tl.full((), _BROKEN, tl.int64), sem="relaxed", scope="sys")
+
+
+@triton.jit
+def team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr):
+    """This program meets the same program of every rank at phase (1 to 3) of call: its
+    earlier stores (local and to peers) are visible to their later loads. True, or False
+    after a failure (recorded: a peer late past the team's timeout, or a call ahead)."""
+    tl.debug_barrier()
+    pid = tl.program_id(0)
+    value = call * _STRIDE + phase
+    mine = team.sync + FLAGS_AT + pid * N_RANKS + team.rank
+    for r in tl.static_range(N_RANKS):
+        tl.atomic_xchg(translate(mine, r, team.sync_pb, team.rank), value, sem="release",
+                       scope="sys")
+    code = tl.zeros((), tl.int32)
+    for r in tl.static_range(N_RANKS):
+        flag = team.sync + FLAGS_AT + pid * N_RANKS + r
+        late = signal_wait_until(flag, "ge", value, team.timeout_ns) != OK
+        ahead = tl.load(flag, volatile=True) >= value + _STRIDE
+        code = tl.where(late, _TIMEOUT, tl.where(ahead, _MISMATCH, code))
+    if code != 0:
+        team_fail(team, code, N_RANKS)
+    tl.debug_barrier()
+    return code == 0
+
+
+# ---- the collectives' blocks: each on one program's tile (offs, mask) of a call ----------------
+# Reductions (OP "sum", "max", "min"; None is "sum") combine the ranks in rank order from rank
+# 0, accumulating floating point in f32 and rounding once: integers and max/min are exact and
+# equal the C collectives' bit for bit; a float sum equals theirs where their order is rank
+# order too (symaddr_allreduce's one-shot and two-shot).
+
+@triton.jit
+def _combine(acc, v, OP: tl.constexpr):
+    if OP == "max":
+        return tl.maximum(acc, v)
+    elif OP == "min":
+        return tl.minimum(acc, v)
+    else:
+        return acc + v
+
+
+@triton.jit
+def _narrow(acc, dtype: tl.constexpr):
+    """acc (f32 for floating point) in the output's dtype, rounded to nearest even as the C
+    collectives round. Triton's interpreter truncates f32 to bf16, so there the rounding is
+    done on the bits (a NaN stays a quiet NaN)."""
+    if dtype.is_bf16() and _INTERPRETED:
+        bits = acc.to(tl.uint32, bitcast=True)
+        even = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).to(tl.uint16)
+        nan = ((bits >> 16) | 0x40).to(tl.uint16)
+        return tl.where((bits & 0x7FFFFFFF) > 0x7F800000, nan, even).to(dtype, bitcast=True)
+    else:
+        return acc.to(dtype)
+
+
+@triton.jit
+def _wide(v):
+    """v as it accumulates: f32 for floating point, its own type otherwise."""
+    if v.dtype.is_floating():
+        return v.to(tl.float32)
+    else:
+        return v
+
+
+@triton.jit
+def team_reduce_tile(x, x_pb, offs, mask, team, N_RANKS: tl.constexpr, OP: tl.constexpr = None):
+    """The reduction over every rank of its x[offs] (x symmetric, x_pb its table), in rank
+    order, wide (f32 for floating point)."""
+    acc = _wide(remote_load(x + offs, 0, x_pb, team.rank, mask=mask))
+    for r in tl.static_range(1, N_RANKS):
+        acc = _combine(acc, _wide(remote_load(x + offs, r, x_pb, team.rank, mask=mask)), OP)
+    return acc
+
+
+@triton.jit
+def team_allreduce_oneshot(team, call, x, x_pb, out, offs, mask, N_RANKS: tl.constexpr,
+                      OP: tl.constexpr = None):
+    """out[offs] (any memory) = the reduction of every rank's x[offs] (symmetric): a barrier
+    (the peers' x is ready), loads from every rank, a barrier (no peer still reads x).
+    Returns True, or False after a failure (recorded for the host)."""
+    ok = team_barrier(team, call, 1, N_RANKS)
+    if ok:
+        acc = team_reduce_tile(x, x_pb, offs, mask, team, N_RANKS, OP)
+        tl.store(out + offs, _narrow(acc, out.dtype.element_ty), mask=mask)
+        ok = team_barrier(team, call, 2, N_RANKS)
+    return ok
+
+
+@triton.jit
+def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: tl.constexpr,
+                      BLOCK: tl.constexpr, OP: tl.constexpr = None):
+    """out (symmetric, n elements) = the reduction of every rank's x: each rank reduces its
+    part (n / N_RANKS, rounded up) into its out, a barrier, then loads every rank's part;
+    tile is this program's BLOCK-element tile of a part."""
+    chunk = tl.cdiv(n, N_RANKS)
+    offs = tile * BLOCK + tl.arange(0, BLOCK)
+    ok = team_barrier(team, call, 1, N_RANKS)
+    if ok:
+        mine = team.rank * chunk + offs
+        m = (offs < chunk) & (mine < n)
+        acc = team_reduce_tile(x, x_pb, mine, m, team, N_RANKS, OP)
+        tl.store(out + mine, _narrow(acc, out.dtype.element_ty), mask=m)
+        ok = team_barrier(team, call, 2, N_RANKS)
+    if ok:
+        for r in tl.static_range(N_RANKS):
+            theirs = r * chunk + offs
+            m = (offs < chunk) & (theirs < n)
+            v = remote_load(out + theirs, r, out_pb, team.rank, mask=m)
+            tl.store(out + theirs, v, mask=m)
+        ok = team_barrier(team, call, 3, N_RANKS)
+    return ok
+
+
+@triton.jit
+def team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr,
+                   OP: tl.constexpr = None):
+    """out[offs] (any memory, count elements) = the reduction over ranks of their
+    x[rank * count + offs] (x symmetric, N_RANKS * count elements)."""
+    ok = team_barrier(team, call, 1, N_RANKS)
+    if ok:
+        acc = team_reduce_tile(x + team.rank * count, x_pb, offs, mask, team, N_RANKS, OP)
+        tl.store(out + offs, _narrow(acc, out.dtype.element_ty), mask=mask)
+        ok = team_barrier(team, call, 2, N_RANKS)
+    return ok
+
+
+@triton.jit
+def team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr):
+    """out[r * count + offs] (any memory) = rank r's x[offs] (symmetric), every r."""
+    ok = team_barrier(team, call, 1, N_RANKS)
+    if ok:
+        for r in tl.static_range(N_RANKS):
+            v = remote_load(x + offs, r, x_pb, team.rank, mask=mask)
+            tl.store(out + r * count + offs, v, mask=mask)
+        ok = team_barrier(team, call, 2, N_RANKS)
+    return ok
+
+
+@triton.jit
+def team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr):
+    """out[r * count + offs] (any memory) = rank r's x[rank * count + offs] (symmetric)."""
+    ok = team_barrier(team, call, 1, N_RANKS)
+    if ok:
+        for r in tl.static_range(N_RANKS):
+            v = remote_load(x + team.rank * count + offs, r, x_pb, team.rank, mask=mask)
+            tl.store(out + r * count + offs, v, mask=mask)
+        ok = team_barrier(team, call, 2, N_RANKS)
+    return ok
+
+
+@triton.jit
+def team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS: tl.constexpr):
+    """out[offs] (any memory) = rank root's x[offs] (symmetric)."""
+    ok = team_barrier(team, call, 1, N_RANKS)
+    if ok:
+        tl.store(out + offs, remote_load(x + offs, root, x_pb, team.rank, mask=mask), mask=mask)
+        ok = team_barrier(team, call, 2, N_RANKS)
+    return ok
