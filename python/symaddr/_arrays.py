@@ -95,13 +95,10 @@ if np is not None:
         _symaddr_life = None
 
         def __array_finalize__(self, obj):
+            # a view of the registration's memory keeps its life; an array of its own memory
+            # (a copy, a result) has none. Called for every view: kept cheap.
             life = getattr(obj, "_symaddr_life", None)
-            # a view of the registration keeps its life; the result of an operation is the
-            # caller's own memory
-            if life is not None and life.holds(self.__array_interface__["data"][0]):
-                self._symaddr_life = life
-            else:
-                self._symaddr_life = None
+            self._symaddr_life = life if life is not None and self.base is not None else None
 
         def __repr__(self):
             life = self._symaddr_life
@@ -187,7 +184,7 @@ def host_array(addr, shape, dtype, life):
     for n in shape:
         count *= n
     buf = (ctypes.c_char * max(count * dt.itemsize, 1)).from_address(addr)
-    a = np.frombuffer(buf, dt, count).reshape(shape).view(HostArray)
+    a = np.ndarray.__new__(HostArray, shape, dt, buffer=buf)  # its base keeps buf
     a._symaddr_life = life
     return a, buf
 

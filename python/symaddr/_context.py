@@ -178,7 +178,7 @@ class Context(Registrations, Validation, Communication):
         self._by_base.clear()
         self._freed.clear()
         self._plain.clear()
-        lt.pending, lt.local = [], []
+        lt.pending, lt.local, lt.pending_bytes = [], [], 0
         lt.comm.Free()
         lib = self._lib
 
@@ -313,11 +313,12 @@ class Context(Registrations, Validation, Communication):
         life = Life(addr, nbytes, ("a %s allocation of %d bytes at 0x%x", provider, nbytes,
                                    addr))
         reg = Registration(None, life, self._release_allocation, addr, "allocation", key)
-        reg.root = prov
         torch_kind = _arrays.torch_dtype_of(dtype) is not None
         try:
             reg.amap = AddressMap(self, key, reg, torch_kind)
             a = self._array(addr, shape, dtype, reg, torch_kind)
+            reg.root = weakref.ref(a)  # free(a) knows its own array without its address
+            reg.provider = prov
         except SymaddrError:
             self._lib.symaddr_symmetric_free(prov, addr)
             raise
@@ -329,7 +330,7 @@ class Context(Registrations, Validation, Communication):
     def _release_allocation(self, reg):
         self._freed.pop(reg.base, None)
         self._known.clear()
-        self._check(self._lib.symaddr_symmetric_free(reg.root, reg.base))
+        self._check(self._lib.symaddr_symmetric_free(reg.provider, reg.base))
 
     def allocate(self, numel: int, dtype: Any, provider: str = "ipc") -> Tuple[Any, AddressMap]:
         """allocate_symmetric((numel,), dtype, provider): the name of 0.1.0."""
@@ -348,8 +349,15 @@ class Context(Registrations, Validation, Communication):
         reaches it from Python (until then a view kept reads the freed allocation's own
         memory, never another's)."""
         self._open()
-        addr = a.allocation_base if isinstance(a, AddressMap) and a._life.alive else (
-            a._life.base if isinstance(a, AddressMap) else _raw_address(a))
+        life = getattr(a, "_symaddr_life", None) if _arrays.HostArray is not None and \
+            type(a) is _arrays.HostArray else None
+        reg = self._by_base.get(life.base) if life is not None else None
+        if reg is not None and reg.root is not None and reg.root() is a:
+            addr = life.base  # the array allocate_symmetric gave: no address to compute
+        elif isinstance(a, AddressMap):
+            addr = a._life.base
+        else:
+            addr = _raw_address(a)
         reg = self._by_base.pop(addr, None)
         if reg is None:
             dead = self._freed.get(addr)
@@ -361,7 +369,7 @@ class Context(Registrations, Validation, Communication):
         self._regs.pop(reg.key, None)
         reg.life.end("freed by Context.free")
         self._freed[addr] = reg
-        self._lifetimes.pending.append(reg)
+        self._lifetimes.end(reg)
         if self.validating:
             self._poison(reg)
 

@@ -59,11 +59,12 @@ class Registration:
     """One registration a context made (an allocation, an import, a foreign table, a local
     allocation): its map, its Life, what releases it in the library, and weak references to
     the exporters of every array and table made over its memory."""
-    __slots__ = ("amap", "life", "release", "base", "kind", "key", "root", "refs")
+    __slots__ = ("amap", "life", "release", "base", "kind", "key", "root", "refs", "provider")
 
     def __init__(self, amap, life, release, base, kind, key, root=None):
         self.amap, self.life, self.release, self.base = amap, life, release, base
         self.kind, self.key, self.root, self.refs = kind, key, root, []
+        self.provider = None
 
     def exported(self, exporter):
         """Remember an exporter of this registration's memory (held weakly)."""
@@ -84,6 +85,7 @@ class Lifetimes:
         self.comm = comm  # a communicator of symaddr's own (a Dup of the context's)
         self.timeout_s = timeout_ms / 1000.0
         self.pending = []  # collective releases, in the order every rank ended them
+        self.pending_bytes = 0
         self.local = []  # releases of this rank alone (free_local)
         self.broken = None
 
@@ -116,7 +118,8 @@ class Lifetimes:
         while not req.Test():
             now = time.monotonic()
             if now < spin_until:
-                continue  # the peers are usually here already: poll without sleeping
+                time.sleep(0)  # the peers are usually here already: yield, do not sleep
+                continue
             if now > deadline:
                 self.broken = ("a peer did not come to agree which freed memory no rank "
                                "reaches any more (timeout %.0f ms); create a new Context"
@@ -129,13 +132,17 @@ class Lifetimes:
     # Releases wait for this many pending registrations or bytes, so that a loop of allocate
     # and free (whose last array is still referenced at the next allocation) pays one
     # agreement per batch, not one per allocation.
-    BATCH, BATCH_BYTES = 16, 256 << 20
+    BATCH, BATCH_BYTES = 64, 256 << 20
+
+    def end(self, reg):
+        """reg's use is over for symaddr: the library releases it once no rank reaches it."""
+        self.pending.append(reg)
+        self.pending_bytes += reg.life.nbytes
 
     def due(self):
         """Whether an allocation should release pending memory first (the same answer on every
         rank: the pending list is)."""
-        return (len(self.pending) >= self.BATCH or
-                sum(reg.life.nbytes for reg in self.pending) >= self.BATCH_BYTES)
+        return len(self.pending) >= self.BATCH or self.pending_bytes >= self.BATCH_BYTES
 
     def reap(self, collect=False):
         """Release (collectively) every pending registration that no rank reaches. Every rank
@@ -156,6 +163,7 @@ class Lifetimes:
             except SymaddrError as e:
                 first_error = first_error or e
         self.pending = keep
+        self.pending_bytes = sum(reg.life.nbytes for reg in keep)
         self.reap_local()
         if first_error is not None:
             raise first_error

@@ -131,7 +131,7 @@ class Registrations:
                        "Context.free(array), not unregister()")
         del self._regs[key]
         reg.life.end("unregistered")
-        self._lifetimes.pending.append(reg)
+        self._lifetimes.end(reg)
         if self.validating:
             self._poison(reg)
         self._lifetimes.reap()  # at once, unless a rank still holds a view of its table
