@@ -130,6 +130,10 @@ for s in $steps; do
         done
         python3 tests/python/test_ptx.py 2>&1 | tee "$OUT/python-ptx.log" | grep passed
         SYMADDR_BACKEND=cuda mpiexec -n 2 python3 examples/triton_put.py 2>&1 | tee -a "$OUT/python-bench.txt"
+        for n in ${PY_RANKS:-2 8}; do
+            SYMADDR_BACKEND=cuda mpiexec -n $n python3 examples/triton_fused.py 2>&1 |
+                tee -a "$OUT/python-fused.txt" | sort | uniq -c | head -3
+        done
         { python3 -m pip install -q --no-index --no-deps --target /tmp/whl-site .whl/*.whl &&
           PYTHONPATH=/tmp/whl-site python3 -m pip install -q --no-build-isolation --no-deps \
               --target /tmp/symaddr-site . ; } >"$OUT/python-wheel.log" 2>&1 || rc=1

@@ -1,0 +1,155 @@
+# SPDX-License-Identifier: MIT
+"""Fused kernels in Triton, written on symaddr.triton.team's blocks alone and synchronised on
+the device, each checked against its unfused pair (a separate collective and a separate
+computation) and a NumPy reference:
+
+- allreduce + residual add + RMSNorm (the Triton twin of examples/allreduce_rmsnorm.hip):
+  each program reduces its row from every rank and normalises it while it is in registers;
+- GEMM + allreduce (a row-parallel linear layer): each rank multiplies its K-slice, and each
+  output tile is reduced across ranks as it leaves the GEMM.
+
+    mpiexec -n 2 python examples/triton_fused.py                      # GPUs, torch, compiled
+    TRITON_INTERPRET=1 SYMADDR_BACKEND=cpu mpiexec -n 3 python examples/triton_fused.py
+
+Prints "fused: ok" on every rank, or exits 1."""
+import os
+import sys
+
+from mpi4py import MPI  # noqa: F401  (initialises MPI before symaddr)
+import numpy as np
+import triton
+import triton.language as tl
+
+import symaddr
+from symaddr.triton import collectives as tc
+from symaddr.triton.team import (team_barrier, team_begin, team_end, team_reduce_tile)
+
+
+@triton.jit
+def allreduce_rmsnorm_kernel(team, x, x_pb, residual, weight, out, H, eps,
+                             N_RANKS: tl.constexpr, BLOCK_H: tl.constexpr):
+    """out[row] = RMSNorm(sum over ranks of x[row] + residual[row]) * weight; one program a
+    row of H elements (x symmetric, the rest any memory)."""
+    call = team_begin(team)
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_H)
+    m = offs < H
+    if team_barrier(team, call, 1, N_RANKS):  # every rank's x is ready
+        v = team_reduce_tile(x + row * H, x_pb, offs, m, team, N_RANKS)
+        v = v + tl.load(residual + row * H + offs, mask=m, other=0.0).to(tl.float32)
+        rms = tl.sqrt(tl.sum(v * v, axis=0) / H + eps)
+        y = v / rms * tl.load(weight + offs, mask=m, other=0.0).to(tl.float32)
+        tl.store(out + row * H + offs, y.to(out.dtype.element_ty), mask=m)
+        team_barrier(team, call, 2, N_RANKS)  # no rank still reads x
+    team_end(team, call)
+
+
+@triton.jit
+def rmsnorm_kernel(x, residual, weight, out, H, eps, BLOCK_H: tl.constexpr):
+    """The unfused pair's second half: RMSNorm(x + residual) * weight, one program a row."""
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK_H)
+    m = offs < H
+    v = tl.load(x + row * H + offs, mask=m, other=0.0).to(tl.float32)
+    v = v + tl.load(residual + row * H + offs, mask=m, other=0.0).to(tl.float32)
+    rms = tl.sqrt(tl.sum(v * v, axis=0) / H + eps)
+    y = v / rms * tl.load(weight + offs, mask=m, other=0.0).to(tl.float32)
+    tl.store(out + row * H + offs, y.to(out.dtype.element_ty), mask=m)
+
+
+@triton.jit
+def gemm_allreduce_kernel(team, a, b, partial, partial_pb, out, M, N, K,
+                          N_RANKS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                          BK: tl.constexpr):
+    """out (M x N, any memory) = the sum over ranks of their a (M x K) @ b (K x N): each
+    program multiplies its tile, leaves it in partial (symmetric), and once every rank's tile
+    is there reduces it from every rank."""
+    call = team_begin(team)
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BN)
+    rm = (pid // tiles_n) * BM + tl.arange(0, BM)
+    rn = (pid % tiles_n) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        rk = k * BK + tl.arange(0, BK)
+        ta = tl.load(a + rm[:, None] * K + rk[None, :],
+                     mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        tb = tl.load(b + rk[:, None] * N + rn[None, :],
+                     mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(ta, tb)
+    tile = rm[:, None] * N + rn[None, :]
+    inside = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(partial + tile, acc, mask=inside)
+    if team_barrier(team, call, 1, N_RANKS):  # every rank's tile is in its partial
+        total = team_reduce_tile(partial, partial_pb, tile, inside, team, N_RANKS)
+        tl.store(out + tile, total.to(out.dtype.element_ty), mask=inside)
+        team_barrier(team, call, 2, N_RANKS)  # no rank still reads partial
+    team_end(team, call)
+
+
+def main():
+    ctx = symaddr.Context(backend=os.environ.get("SYMADDR_BACKEND", "auto"))
+    rank, size = ctx.rank, ctx.size
+    torch = None
+    if ctx.backend != "cpu":
+        import torch
+
+    def arr(values):  # local memory of the context's device
+        if torch is not None:
+            return torch.as_tensor(values, device="cuda")
+        return np.ascontiguousarray(values).view(symaddr._arrays.HostArray)
+
+    def host(a):
+        if torch is not None:
+            torch.cuda.synchronize()
+            return a.cpu().numpy()
+        return np.asarray(a)
+
+    team = ctx.team()
+    wrong = 0
+    # allreduce + residual + RMSNorm: rows of H (odd) f32
+    rows, H, eps = 5, 67, 1e-6
+    xs = [((np.arange(rows * H) * 7 + r * 13) % 23 - 11).astype(np.float32) / 8 * (r + 1)
+          for r in range(size)]
+    res = (np.arange(rows * H) % 19 - 9).astype(np.float32) / 4
+    w = (0.5 + (np.arange(H) % 5) / 8).astype(np.float32)
+    x, xmap = ctx.allocate_symmetric((rows * H,), np.float32 if torch is None else torch.float32)
+    x[:] = arr(xs[rank])
+    ctx.barrier()
+    v = sum(xs) + res
+    want = (v.reshape(rows, H) / np.sqrt((v.reshape(rows, H) ** 2).mean(1, keepdims=True) + eps)
+            * w).ravel()
+    out = arr(np.zeros(rows * H, np.float32))
+    allreduce_rmsnorm_kernel[(rows,)](team, x, xmap.peer_bases, arr(res), arr(w), out, H, eps,
+                                      N_RANKS=size, BLOCK_H=triton.next_power_of_2(H))
+    fused = host(out)
+    unfused = arr(np.zeros(rows * H, np.float32))
+    summed = tc.allreduce(ctx, x)
+    rmsnorm_kernel[(rows,)](summed, arr(res), arr(w), unfused, H, eps,
+                            BLOCK_H=triton.next_power_of_2(H))
+    wrong += int((~np.isclose(fused, want, rtol=1e-5, atol=1e-5)).sum())
+    wrong += int((~np.isclose(host(unfused), want, rtol=1e-5, atol=1e-5)).sum())
+    # GEMM + allreduce, integer-valued f32 (exact): M tokens, a K-slice per rank
+    M, N, K = 5, 48, 40
+    As = [((np.arange(M * K) + r) % 7 - 3).astype(np.float32) for r in range(size)]
+    Bs = [((np.arange(K * N) * 3 + r) % 5 - 2).astype(np.float32) for r in range(size)]
+    partial, pmap = ctx.allocate_symmetric((M * N,), np.float32 if torch is None
+                                           else torch.float32)
+    gout = arr(np.zeros(M * N, np.float32))
+    BM, BN, BK = 16, 16, 16
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    gemm_allreduce_kernel[grid](team, arr(As[rank]), arr(Bs[rank]), partial, pmap.peer_bases,
+                                gout, M, N, K, N_RANKS=size, BM=BM, BN=BN, BK=BK)
+    gwant = sum(As[r].reshape(M, K) @ Bs[r].reshape(K, N) for r in range(size)).ravel()
+    wrong += int((host(gout) != gwant).sum())
+    ctx.sync()
+    ctx.free(partial)
+    ctx.free(x)
+    ctx.close()
+    print("fused: %s (rank %d of %d: allreduce+RMSNorm and GEMM+allreduce, %d wrong)"
+          % ("ok" if wrong == 0 else "FAILED", rank, size, wrong), flush=True)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
