@@ -119,12 +119,24 @@ static uint64_t retain_count_here(void)
     return lim.rlim_cur / 4 < (1u << 16) ? lim.rlim_cur / 4 : 1u << 16;
 }
 
+/* The names of this process's SYMADDR_* variables that symaddr does not know, hashed
+ * (FNV-1a): equal on ranks with the same misspellings. */
+static uint64_t unknown_vars_hash(void)
+{
+    uint64_t h = 14695981039346656037ull;
+    char why[256];
+    for (int i = 0; (i = symaddr_config_unknown(environ, i, why, sizeof(why))) >= 0; i++)
+        for (const char *c = environ[i]; *c && *c != '='; c++)
+            h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    return h;
+}
+
 /* Every rank sees every rank's settings, so all reach the same verdict: MISMATCH naming the
  * first setting that differs, its variable and two ranks' values. The ranks also learn the
  * retention bound by descriptors that all of them can hold. */
-static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
+static symaddr_status_t same_everywhere(symaddr_context_t *ctx, bool *unknown_differs_p)
 {
-    enum { N = SETTINGS + 1 };
+    enum { N = SETTINGS + 2 };
     uint64_t mine[N], *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
     if (!all) /* cannot take part: the peers time out, as they would if this rank had died */
         return symaddr_core_break(
@@ -132,11 +144,14 @@ static symaddr_status_t same_everywhere(symaddr_context_t *ctx)
             symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_init: out of host memory"));
     settings_of(ctx, mine);
     mine[SETTINGS] = retain_count_here();
+    mine[SETTINGS + 1] = unknown_vars_hash(); /* compared for a warning only */
     symaddr_status_t st =
         symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
                               symaddr_bootstrap_agree_deadline(&ctx->core.boot));
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: MPI_Allgather of the settings failed");
+    *unknown_differs_p =
+        st == SYMADDR_OK && all[ctx->core.rank * N + SETTINGS + 1] != all[SETTINGS + 1];
     ctx->retain_count = SIZE_MAX;
     for (int r = 0; st == SYMADDR_OK && r < ctx->core.size; r++)
         if (all[r * N + SETTINGS] < ctx->retain_count)
@@ -303,12 +318,13 @@ static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status
 }
 
 /* A misspelled SYMADDR_* variable would be ignored without a word: rank 0 names each one, and
- * the nearest variable of symaddr, once per process (the environment is the process's). */
-static void warn_unknown_vars(symaddr_context_t *ctx)
+ * the nearest variable of symaddr, once per process (the environment is the process's); any
+ * other rank whose misspellings differ from rank 0's (an MPMD job) names its own. */
+static void warn_unknown_vars(symaddr_context_t *ctx, bool differs)
 {
     static int checked;
     char why[256];
-    if (ctx->core.rank != 0 || __atomic_exchange_n(&checked, 1, __ATOMIC_RELAXED))
+    if ((ctx->core.rank != 0 && !differs) || __atomic_exchange_n(&checked, 1, __ATOMIC_RELAXED))
         return;
     for (int i = 0; (i = symaddr_config_unknown(environ, i, why, sizeof(why))) >= 0; i++)
         symaddr_log(&ctx->core.cfg, 0, ctx->core.boot.node_rank, SYMADDR_LOG_WARN, SYMADDR_SUB_ENV,
@@ -348,6 +364,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     /* Phases of init, timed for the TRACE log (symaddr-bench init reads them): bootstrap,
      * backend, agreement on the settings, heap, locality, collectives. */
     uint64_t t[7];
+    bool unknown_differs = false;
     t[0] = symaddr_now_ns();
     /* The communicator is split before the config is checked, so that every rank
      * reaches the agreement below whatever its own arguments were. */
@@ -363,7 +380,6 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     ctx->core.comm = ctx->core.boot.comm;
     ctx->core.rank = ctx->core.boot.rank;
     ctx->core.size = ctx->core.boot.size;
-    warn_unknown_vars(ctx);
     for (int k = 0; k < SYMADDR_PROVIDER_COUNT_; k++) {
         ctx->providers[k].ctx = ctx;
         ctx->providers[k].kind = (symaddr_provider_kind_t)k;
@@ -387,7 +403,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     if (st == SYMADDR_OK && ctx->core.cfg.ll_bytes == SIZE_MAX)
         ctx->core.cfg.ll_bytes = ctx->be.ops->tuning->ll;
     if (st == SYMADDR_OK)
-        st = same_everywhere(ctx);
+        st = same_everywhere(ctx, &unknown_differs);
+    warn_unknown_vars(ctx, unknown_differs);
     t[3] = symaddr_now_ns();
     if (st == SYMADDR_OK && ctx->core.cfg.heap_bytes > 0)
         st = symaddr_heap_init(ctx);
