@@ -167,8 +167,10 @@ static inline symaddr_context_t *t_context(MPI_Comm comm, const symaddr_config_t
     return ctx;
 }
 
-/* Entries of a directory (/proc/self/fd, /dev/shm), -1 if it cannot be read. */
-static inline int t_count_entries(const char *path)
+/* Entries of a directory whose names contain @p part (NULL: every entry), -1 if it cannot be
+ * read. A shared directory (/dev/shm) is counted by symaddr's names only: other jobs make files
+ * there too. */
+static inline int t_count_named(const char *path, const char *part)
 {
     DIR *d = opendir(path);
     int n = 0;
@@ -176,10 +178,13 @@ static inline int t_count_entries(const char *path)
         return -1;
     struct dirent *e;
     while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
+        n += e->d_name[0] != '.' && (!part || strstr(e->d_name, part));
     closedir(d);
     return n;
 }
+
+/* Entries of a directory of this process's own (/proc/self/fd), -1 if it cannot be read. */
+static inline int t_count_entries(const char *path) { return t_count_named(path, NULL); }
 
 /* A context over two simulated nodes of t_size / 2 ranks whose allreduce is algo, or NULL and a
  * SKIP when the number of ranks is odd. */
