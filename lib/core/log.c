@@ -106,6 +106,16 @@ static FILE *open_file(const char *pattern)
         close(fd);
         return refuse(pattern, path, "it is not a regular file");
     }
+    /* a file someone else planted (or may read) would leak or forge the job's lines */
+    if (st.st_uid != geteuid()) {
+        close(fd);
+        return refuse(pattern, path, "another user owns it; remove it or name another file");
+    }
+    if (st.st_mode & (S_IRWXG | S_IRWXO)) {
+        close(fd);
+        return refuse(pattern, path,
+                      "other users may read or write it; chmod 600 it or name another file");
+    }
     fcntl(fd, F_SETFL, O_WRONLY | O_APPEND); /* writes may wait once it is the file we want */
     FILE *f = fdopen(fd, "a");
     if (!f) {

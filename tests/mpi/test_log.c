@@ -265,6 +265,27 @@ static void test_file_safety(void *u)
             "a new log file: mode %o, %lld bytes", (unsigned)(st.st_mode & 0777),
             (long long)st.st_size);
     unlink(path);
+
+    /* a file another user planted (root runs this part), and one of this user's that others
+     * may read: neither is written */
+    snprintf(pattern, sizeof(pattern), "%s/planted-%%p", dir);
+    snprintf(path, sizeof(path), "%s/planted-%d", dir, pid);
+    for (int k = 0; k < 2; k++) {
+        if (k == 0 && geteuid() != 0)
+            continue; /* only root can plant a file of another user's */
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        T_CHECK(fd >= 0 && fchmod(fd, 0666) == 0 && (k == 1 || fchown(fd, 65534, 65534) == 0),
+                "planted file");
+        close(fd);
+        set_env("INFO", NULL, pattern);
+        ctx = logged_context(1);
+        clean_run(ctx);
+        T_OK(ctx, symaddr_finalize(&ctx));
+        T_CHECK(stat(path, &st) == 0 && st.st_size == 0,
+                "%s: the job's lines went into it (%lld bytes)",
+                k == 0 ? "another user's file" : "a file others may read", (long long)st.st_size);
+        unlink(path);
+    }
     rmdir(dir);
 
     memset(pattern, 'x', 300);
