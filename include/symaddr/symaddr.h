@@ -844,13 +844,17 @@ SYMADDR_API SYMADDR_DEPRECATED("symaddr_heap_bases_get") uint64_t *symaddr_get_h
 #ifdef __cplusplus
 }
 
+#include <type_traits>
+
 /** C++: symaddr_register_ptr_fn for a ptr function whose pointer parameter is not const
  *  (rocSHMEM 3's host rocshmem::rocshmem_ptr(void *, int)); @p fn is called only during the
- *  call, from the calling thread. */
+ *  call, from the calling thread. A template that takes exactly that function type, so that a
+ *  NULL or nullptr @p fn still means the C function (no ambiguity). */
+template <typename F,
+          typename = typename std::enable_if<std::is_same<F, void *(*)(void *, int)>::value>::type>
 inline symaddr_status_t symaddr_register_ptr_fn(symaddr_context_t *ctx, void *local_ptr,
-                                                size_t bytes, void *(*fn)(void *ptr, int pe),
-                                                const int *pe_of_rank, uint64_t caps,
-                                                symaddr_map_t **map_p)
+                                                size_t bytes, F fn, const int *pe_of_rank,
+                                                uint64_t caps, symaddr_map_t **map_p)
 {
     static thread_local void *(*held)(void *, int);
     struct adapt {
