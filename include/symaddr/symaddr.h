@@ -526,10 +526,13 @@ SYMADDR_API symaddr_status_t symaddr_lookup(symaddr_context_t *ctx, const void *
                                             symaddr_map_t **map_p);
 
 /**
- * Host-side translation of @p ptr, which must lie inside @p map, to rank @p target's copy.
+ * Host-side translation of @p ptr, which must lie inside @p map's registered range
+ * ([range_base, range_base + range_bytes): an import serves its view, not the rest of its
+ * allocation; the same rule as symaddr_buffer_bind), to rank @p target's copy. Validation mode
+ * in kernels checks the allocation's bounds, which is all a table knows.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for NULL or a target out of range;
- *         SYMADDR_ERR_OUT_OF_BOUNDS if ptr is outside the map; SYMADDR_ERR_UNREACHABLE if
- *         peer_bases[target] == 0.
+ *         SYMADDR_ERR_OUT_OF_BOUNDS if ptr is outside the map's range; SYMADDR_ERR_UNREACHABLE
+ *         if peer_bases[target] == 0.
  */
 SYMADDR_API symaddr_status_t symaddr_translate_host(const symaddr_map_t *map, const void *ptr,
                                                     int target, void **remote_p);

@@ -290,7 +290,8 @@ symaddr_status_t symaddr_translate_host(const symaddr_map_t *map, const void *pt
     if (!map || !ptr || !remote_p || target < 0 || target >= map->world_size)
         return SYMADDR_ERR_INVALID_ARG;
     uint64_t p = (uint64_t)(uintptr_t)ptr, me = map->host_peer_bases[map->local_rank];
-    if (p < map->allocation_base || p - map->allocation_base >= map->allocation_bytes)
+    /* the map's registered range, as symaddr_buffer_bind: an import serves its view alone */
+    if (p - map->range_base >= map->range_bytes)
         return SYMADDR_ERR_OUT_OF_BOUNDS;
     if (map->host_peer_bases[target] == 0)
         return SYMADDR_ERR_UNREACHABLE;

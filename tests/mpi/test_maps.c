@@ -155,6 +155,14 @@ static void test_import_views(symaddr_context_t *ctx)
         uint64_t root_b = (uintptr_t)rb - 2 * COUNT * sizeof(uint32_t);
         T_CHECK(root_a == root_b, "rank %d's root is mapped twice", t);
     }
+    /* One rule for the host's translation and binding: a map serves its registered range;
+     * inside the allocation but outside the view, both refuse. */
+    void *outside = vb - 4, *remote = NULL;
+    symaddr_buffer_t buf;
+    T_STATUS(ctx, symaddr_translate_host(a, outside, (rank + 1) % size, &remote),
+             SYMADDR_ERR_OUT_OF_BOUNDS);
+    T_STATUS(ctx, symaddr_buffer_bind(a, outside, &buf), SYMADDR_ERR_OUT_OF_BOUNDS);
+    T_CHECK(remote == NULL, "a refused translation wrote its out-parameter");
     T_OK(ctx, symaddr_lookup(ctx, va + 5, &found));
     T_CHECK(found == a);
     T_STATUS(ctx, symaddr_import(ctx, va + 8, 16, &found), SYMADDR_ERR_ALREADY_REGISTERED);
