@@ -22,7 +22,9 @@ from triton.backends.compiler import GPUTarget  # noqa: E402
 from triton.compiler import ASTSource  # noqa: E402
 
 from symaddr import triton as st  # noqa: E402
+from symaddr._maps import SymmetricBuffer, Team  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
+from symaddr.triton import team as tm  # noqa: E402
 
 
 @triton.jit
@@ -60,6 +62,75 @@ def k_signals(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
     st.put_signal(dst + offs, src + offs, flag, 1, peer, table, cur, mask=offs < n)
     st.fence(table)
     tl.store(dst, st.signal_wait_until(flag, "ge", 1).to(tl.float32))
+
+
+@triton.jit
+def k_every_accessor(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    """Every accessor of the three forms, with and without a mask (a mask of None is what
+    broke the compiled atomics once)."""
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    v = st.load(src + offs, peer, table, cur) + st.load(src + offs, peer, table, cur, mask=m,
+                                                        other=0.0, cache_modifier=".cg")
+    st.store(dst + offs, v, peer, table, cur)
+    st.put(dst + offs, src + offs, peer, table, cur)
+    st.get(dst + offs, src + offs, peer, table, cur, mask=m, other=0.0)
+    st.copy(dst + offs, src + offs, peer, cur, table, cur, mask=m)
+    ip = dst.to(tl.pointer_type(tl.int32), bitcast=True) + offs
+    for f in tl.static_range(1):
+        st.atomic_add(ip, 1, peer, table, cur)
+        st.atomic_sub(ip, 1, peer, table, cur, mask=m, sem="release", scope="sys")
+        st.atomic_and(ip, 1, peer, table, cur)
+        st.atomic_or(ip, 1, peer, table, cur)
+        st.atomic_xor(ip, 1, peer, table, cur)
+        st.atomic_min(ip, 1, peer, table, cur)
+        st.atomic_max(ip, 1, peer, table, cur)
+        st.atomic_xchg(ip, 1, peer, table, cur)
+        st.atomic_cas(dst.to(tl.pointer_type(tl.int32), bitcast=True), 0, 1, peer, table, cur)
+        iris.atomic_xchg(ip, 1, cur, peer, table, sem="acq_rel", scope="cta")
+        iris.get(src + offs, dst + offs, cur, peer, table, mask=m)
+        iris.put(src + offs, dst + offs, cur, peer, table)
+        iris.copy(src + offs, dst + offs, peer, cur, cur, table)
+        buf = SymmetricBuffer(ip, table, 0, cur)
+        st.buffer_atomic_add(buf, 0, 1, peer)
+        st.buffer_atomic_min(buf, 0, 1, peer)
+
+
+@triton.jit
+def k_team(sync, sync_pb, rank, timeout_ns, x, x_pb, out, n, N_RANKS: tl.constexpr,
+           BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
+    """Each block of symaddr.triton.team in a kernel of its own."""
+    team = Team(sync, sync_pb, rank, timeout_ns)
+    call = tm.team_begin(team)
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    if KIND == 0:
+        tm.team_allreduce_oneshot(team, call, x, x_pb, out, offs, mask, N_RANKS, OP)
+    elif KIND == 1:
+        tm.team_allreduce_twoshot(team, call, x, x_pb, out, x_pb, tl.program_id(0), n, N_RANKS,
+                                  BLOCK, OP)
+    elif KIND == 2:
+        tm.team_reduce_scatter(team, call, x, x_pb, out, n, offs, mask, N_RANKS, OP)
+    elif KIND == 3:
+        tm.team_allgather(team, call, x, x_pb, out, n, offs, mask, N_RANKS)
+    elif KIND == 4:
+        tm.team_alltoall(team, call, x, x_pb, out, n, offs, mask, N_RANKS)
+    else:
+        tm.team_broadcast(team, call, x, x_pb, out, 1, offs, mask, N_RANKS)
+    tm.team_end(team, call)
+
+
+def compiles(fn, signature, constexprs):
+    """None, or why Triton could not compile fn for sm_90."""
+    try:
+        triton.compile(ASTSource(fn=fn, signature=signature, constexprs=constexprs),
+                       target=GPUTarget("cuda", 90, 32))
+        return None
+    except Exception as e:  # noqa: BLE001
+        inner = e
+        while inner.__cause__ is not None:
+            inner = inner.__cause__
+        return "%s: %s" % (type(inner).__name__, str(inner)[:200])
 
 
 SIGNATURE = {"dst": "*fp32", "src": "*fp32", "n": "i32", "peer": "i32", "table": "*i64",
@@ -105,6 +176,24 @@ def main():
     cases.append(("a wait reads the GPU's clock (%globaltimer), put_signal and fence are "
                   "system-scope atomics", "%globaltimer" in ptx and "atom.global.sys.release" in ptx
                   and "atom.global.sys.acq_rel" in ptx))
+    failed_builds = []
+    why = compiles(k_every_accessor, SIGNATURE, {"BLOCK": 128})
+    if why:
+        failed_builds.append("accessors: " + why)
+    for dt in ("fp32", "bf16", "fp16", "i32"):
+        for kind in range(6):
+            sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
+                   "x": "*" + dt, "x_pb": "*i64", "out": "*" + dt, "n": "i32",
+                   "N_RANKS": "constexpr", "BLOCK": "constexpr", "KIND": "constexpr",
+                   "OP": "constexpr"}
+            why = compiles(k_team, sig, {"N_RANKS": 4, "BLOCK": 128, "KIND": kind,
+                                         "OP": "max" if kind == 2 else None})
+            if why:
+                failed_builds.append("team block %d, %s: %s" % (kind, dt, why))
+    cases.append(("every accessor (three forms, masks or none) and every team block (4 "
+                  "dtypes) compile for sm_90%s" % (": " + "; ".join(failed_builds)
+                                                  if failed_builds else ""),
+                  not failed_builds))
     for name, ok in cases:
         print(("ok     - %s" % name) if ok else ("not ok - %s" % name), flush=True)
         passed, failed = passed + bool(ok), failed + (not ok)

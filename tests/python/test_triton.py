@@ -182,7 +182,7 @@ def k_heap(dst, src, back, n, cur_rank, peer, heap_bases, BLOCK: tl.constexpr):
     m = offs < n
     iris.store(dst + offs, tl.load(src + offs, mask=m), cur_rank, peer, heap_bases, mask=m)
     iris.put(src + offs, dst + n + offs, cur_rank, peer, heap_bases, mask=m)
-    iris.get(src + offs, back + offs, peer, cur_rank, heap_bases, mask=m)
+    iris.get(src + offs, back + offs, cur_rank, peer, heap_bases, mask=m)
     tl.store(back + n + offs, iris.load(src + offs, cur_rank, peer, heap_bases, mask=m), mask=m)
 
 
@@ -458,13 +458,15 @@ def k_iris_full(a, b, c, olds, n, cur, peer, table, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     m = offs < n
     # load with other, cache_modifier, volatile and hint; masked lanes read other (-5)
-    x = iris.load(a + offs, cur, peer, table, mask=m, other=-5.0, cache_modifier=".cg",
-                volatile=True, hint=1)
+    # cache_modifier and volatile on two loads (PTX refuses .volatile with .cg); equal values
+    xc = iris.load(a + offs, cur, peer, table, mask=m, other=-5.0, cache_modifier=".cg", hint=1)
+    xv = iris.load(a + offs, cur, peer, table, mask=m, other=-5.0, volatile=True)
+    x = (xc + xv) * 0.5
     iris.store(b + offs, x, cur, cur, table, mask=offs < BLOCK, hint=1, cache_modifier=".wb")
     # put (to the peer's c[0:n]), get (from the peer's a into c[n:2n] locally)
     iris.put(a + offs, c + offs, cur, peer, table, mask=m, other=0.0,
            load_cache_modifier=".ca", store_cache_modifier=".wt", hint=1)
-    iris.get(a + offs, c + n + offs, peer, cur, table, mask=m, other=0.0,
+    iris.get(a + offs, c + n + offs, cur, peer, table, mask=m, other=0.0,
            load_cache_modifier=".cv", store_cache_modifier=".wb")
     # copy: the peer's a into this rank's c[2n:3n] (cur_rank is to_rank)
     iris.copy(a + offs, c + 2 * n + offs, peer, cur, cur, table, mask=m, other=0.0,

@@ -127,21 +127,18 @@ def _hinted(ptr, hint: tl.constexpr):
 
 
 @triton.jit
-def _access(ptr, target_rank, peer_bases, cur_rank, mask, hint: tl.constexpr):
-    """The translated pointer (hinted) and the mask an access uses: under SYMADDR_VALIDATE the
-    lanes validation refuses leave the mask (the access skips them; the next host call raises
-    the status); otherwise the caller's mask as it is."""
-    if VALIDATE:
-        delta, ok = _validated_delta(ptr, target_rank, peer_bases, cur_rank, mask)
-        byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)
-        p = (byte_ptr + delta).to(ptr.dtype, bitcast=True)
-        if mask is None:
-            m = ok
-        else:
-            m = mask & ok
-        return _hinted(p, hint), m
+def _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint: tl.constexpr):
+    """Validation mode's translated pointer (hinted) and the mask an access uses: the lanes
+    validation refuses leave the mask (the access skips them; the next host call raises the
+    status)."""
+    delta, ok = _validated_delta(ptr, target_rank, peer_bases, cur_rank, mask)
+    byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)
+    p = (byte_ptr + delta).to(ptr.dtype, bitcast=True)
+    if mask is None:
+        m = ok
     else:
-        return _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint), mask
+        m = mask & ok
+    return _hinted(p, hint), m
 
 
 @triton.jit
@@ -149,72 +146,108 @@ def load(ptr, target_rank, peer_bases, cur_rank, mask=None, other=None, cache_mo
          volatile=False, hint: tl.constexpr = None):
     """tl.load from rank target_rank's copy of ptr (mask, other, cache_modifier and volatile
     as tl.load takes them; hint: a vectorisation hint for the translated pointer)."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.load(p, mask=m, other=other, cache_modifier=cache_modifier, volatile=volatile)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.load(p, mask=m, other=other, cache_modifier=cache_modifier, volatile=volatile)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.load(p, mask=mask, other=other, cache_modifier=cache_modifier, volatile=volatile)
 
 
 @triton.jit
 def store(ptr, value, target_rank, peer_bases, cur_rank, mask=None, cache_modifier=None,
           hint: tl.constexpr = None):
     """tl.store into rank target_rank's copy of ptr."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    tl.store(p, value, mask=m, cache_modifier=cache_modifier)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        tl.store(p, value, mask=m, cache_modifier=cache_modifier)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        tl.store(p, value, mask=mask, cache_modifier=cache_modifier)
 
 
 @triton.jit
 def atomic_add(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_add on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_add(p, val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_add(p, val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_add(p, val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_sub(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """Subtract val atomically on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_add(p, -val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_add(p, -val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_add(p, -val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_and(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_and on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_and(p, val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_and(p, val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_and(p, val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_or(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
               hint: tl.constexpr = None):
     """tl.atomic_or on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_or(p, val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_or(p, val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_or(p, val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_xor(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_xor on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_xor(p, val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_xor(p, val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_xor(p, val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_min(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_min on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_min(p, val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_min(p, val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_min(p, val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def atomic_max(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                hint: tl.constexpr = None):
     """tl.atomic_max on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_max(p, val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_max(p, val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_max(p, val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
@@ -229,26 +262,40 @@ def atomic_cas(ptr, cmp, val, target_rank, peer_bases, cur_rank, sem=None, scope
 def atomic_xchg(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None, scope=None,
                 hint: tl.constexpr = None):
     """tl.atomic_xchg on rank target_rank's copy of ptr; returns the old values."""
-    p, m = _access(ptr, target_rank, peer_bases, cur_rank, mask, hint)
-    return tl.atomic_xchg(p, val, mask=m, sem=sem, scope=scope)
+    if VALIDATE:
+        p, m = _checked(ptr, target_rank, peer_bases, cur_rank, mask, hint)
+        return tl.atomic_xchg(p, val, mask=m, sem=sem, scope=scope)
+    else:
+        p = _hinted(translate(ptr, target_rank, peer_bases, cur_rank), hint)
+        return tl.atomic_xchg(p, val, mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def put(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """Rank target_rank's copy of dst (symmetric) = this rank's src (local), element-wise."""
-    p, m = _access(dst, target_rank, peer_bases, cur_rank, mask, hint)
-    tl.store(p, tl.load(src, mask=m, other=other, cache_modifier=load_cache_modifier), mask=m,
-             cache_modifier=store_cache_modifier)
+    if VALIDATE:
+        p, m = _checked(dst, target_rank, peer_bases, cur_rank, mask, hint)
+        v = tl.load(src, mask=m, other=other, cache_modifier=load_cache_modifier)
+        tl.store(p, v, mask=m, cache_modifier=store_cache_modifier)
+    else:
+        p = _hinted(translate(dst, target_rank, peer_bases, cur_rank), hint)
+        v = tl.load(src, mask=mask, other=other, cache_modifier=load_cache_modifier)
+        tl.store(p, v, mask=mask, cache_modifier=store_cache_modifier)
 
 
 @triton.jit
 def get(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """This rank's dst (local) = rank target_rank's copy of src (symmetric), element-wise."""
-    p, m = _access(src, target_rank, peer_bases, cur_rank, mask, hint)
-    tl.store(dst, tl.load(p, mask=m, other=other, cache_modifier=load_cache_modifier), mask=m,
-             cache_modifier=store_cache_modifier)
+    if VALIDATE:
+        p, m = _checked(src, target_rank, peer_bases, cur_rank, mask, hint)
+        v = tl.load(p, mask=m, other=other, cache_modifier=load_cache_modifier)
+        tl.store(dst, v, mask=m, cache_modifier=store_cache_modifier)
+    else:
+        p = _hinted(translate(src, target_rank, peer_bases, cur_rank), hint)
+        v = tl.load(p, mask=mask, other=other, cache_modifier=load_cache_modifier)
+        tl.store(dst, v, mask=mask, cache_modifier=store_cache_modifier)
 
 
 @triton.jit
@@ -256,10 +303,16 @@ def copy(dst, src, to_rank, from_rank, peer_bases, cur_rank, mask=None, other=No
          load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """Rank to_rank's copy of dst = rank from_rank's copy of src (both symmetric, this rank's
     pointers); one of the two ranks is usually this one."""
-    s, ms = _access(src, from_rank, peer_bases, cur_rank, mask, hint)
-    d, md = _access(dst, to_rank, peer_bases, cur_rank, ms, hint)
-    tl.store(d, tl.load(s, mask=md, other=other, cache_modifier=load_cache_modifier), mask=md,
-             cache_modifier=store_cache_modifier)
+    if VALIDATE:
+        s, ms = _checked(src, from_rank, peer_bases, cur_rank, mask, hint)
+        d, md = _checked(dst, to_rank, peer_bases, cur_rank, ms, hint)
+        v = tl.load(s, mask=md, other=other, cache_modifier=load_cache_modifier)
+        tl.store(d, v, mask=md, cache_modifier=store_cache_modifier)
+    else:
+        s = _hinted(translate(src, from_rank, peer_bases, cur_rank), hint)
+        d = _hinted(translate(dst, to_rank, peer_bases, cur_rank), hint)
+        v = tl.load(s, mask=mask, other=other, cache_modifier=load_cache_modifier)
+        tl.store(d, v, mask=mask, cache_modifier=store_cache_modifier)
 
 
 # the signals and the bound form, defined on the functions above

@@ -53,8 +53,9 @@ def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, heap_bases, mask=None, 
 @triton.jit
 def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None, other=None,
         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
-    """to_ptr (local, to_rank is this rank) = from_rank's copy of from_ptr."""
-    sym.get(to_ptr, from_ptr, from_rank, heap_bases, to_rank, mask=mask, other=other,
+    """to_ptr (local) = to_rank's copy of from_ptr; from_rank is this rank (the rank whose
+    address space both pointers are in), as Iris's code and its own tests call it."""
+    sym.get(to_ptr, from_ptr, to_rank, heap_bases, from_rank, mask=mask, other=other,
             load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
             hint=hint)
 

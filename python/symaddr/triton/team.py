@@ -70,10 +70,11 @@ def team_failed(team):
 @triton.jit
 def team_fail(team, code, N_RANKS: tl.constexpr):
     """Record -code (the first failure sticks) here, and BROKEN in every peer's sync area."""
-    tl.atomic_cas(team.sync + STATUS_AT, 0, code.to(tl.int64), sem="relaxed", scope="sys")
+    zero = tl.zeros((), tl.int64)
+    tl.atomic_cas(team.sync + STATUS_AT, zero, code.to(tl.int64), sem="relaxed", scope="sys")
     for r in tl.static_range(N_RANKS):
         if r != team.rank:
-            tl.atomic_cas(translate(team.sync + STATUS_AT, r, team.sync_pb, team.rank), 0,
+            tl.atomic_cas(translate(team.sync + STATUS_AT, r, team.sync_pb, team.rank), zero,
                           tl.full((), _BROKEN, tl.int64), sem="relaxed", scope="sys")
 
 
