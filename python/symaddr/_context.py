@@ -179,7 +179,8 @@ class Context(Registrations, Validation, Communication):
         self._freed.clear()
         self._plain.clear()
         lt.pending, lt.local, lt.pending_bytes = [], [], 0
-        lt.comm.Free()
+        if not lt.broken:  # an agreement a peer never came to still uses the communicator
+            lt.comm.Free()
         lib = self._lib
 
         def finalize():
@@ -330,6 +331,7 @@ class Context(Registrations, Validation, Communication):
     def _release_allocation(self, reg):
         self._freed.pop(reg.base, None)
         self._known.clear()
+        self._unpoison(reg)
         self._check(self._lib.symaddr_symmetric_free(reg.provider, reg.base))
 
     def allocate(self, numel: int, dtype: Any, provider: str = "ipc") -> Tuple[Any, AddressMap]:

@@ -59,12 +59,14 @@ class Registration:
     """One registration a context made (an allocation, an import, a foreign table, a local
     allocation): its map, its Life, what releases it in the library, and weak references to
     the exporters of every array and table made over its memory."""
-    __slots__ = ("amap", "life", "release", "base", "kind", "key", "root", "refs", "provider")
+    __slots__ = ("amap", "life", "release", "base", "kind", "key", "root", "refs", "provider",
+                 "poisoned")
 
     def __init__(self, amap, life, release, base, kind, key, root=None):
         self.amap, self.life, self.release, self.base = amap, life, release, base
         self.kind, self.key, self.root, self.refs = kind, key, root, []
         self.provider = None
+        self.poisoned = None  # validation mode: (address, value) of its table's size word
 
     def exported(self, exporter):
         """Remember an exporter of this registration's memory (held weakly)."""
@@ -124,6 +126,9 @@ class Lifetimes:
                 self.broken = ("a peer did not come to agree which freed memory no rank "
                                "reaches any more (timeout %.0f ms); create a new Context"
                                % (self.timeout_s * 1e3))
+                # MPI still holds the operation: keep it and its buffers (and the
+                # communicator, which close() then does not free) for as long as the process
+                _orphans.append((req, send, recv))
                 raise SymaddrError(STATUS["SYMADDR_ERR_TIMEOUT"], self.broken)
             time.sleep(pause)
             pause = min(pause * 2, 1e-3)
@@ -178,6 +183,8 @@ class Lifetimes:
 
 # Contexts whose close() found memory still reached: finalized when the interpreter exits.
 _at_exit = []
+# Agreements a peer never came to: MPI still holds their requests and buffers.
+_orphans = []
 
 
 def finalize_at_exit(finalize):

@@ -29,6 +29,15 @@ class Validation:
                                                  ctypes.byref(zero), 4))
         return word.value
 
+    def _read_word(self, addr, ctype):
+        """The value of ctype at addr, host or device memory."""
+        if self.backend == "cpu":
+            return ctype.from_address(addr).value
+        word = ctype()
+        self._check(self._lib.symaddr_memcpy(self._h, ctypes.byref(word), ctypes.c_void_p(addr),
+                                             ctypes.sizeof(word)))
+        return word.value
+
     def _write_word(self, addr, value, ctype):
         """Store value (a ctypes type's) at addr, host or device memory."""
         if self.backend == "cpu":
@@ -39,14 +48,21 @@ class Validation:
                                                  ctypes.byref(word), ctypes.sizeof(word)))
 
     def _poison(self, reg):
-        """Validation mode: a freed or unregistered registration's own table (not the heap's,
-        which its other allocations share) says its allocation has no bytes, so that a kernel
-        still given it is refused and the next host call raises INVALID_MAP."""
+        """Validation mode: a freed allocation's own table (not the heap's, which its other
+        allocations share) says its allocation has no bytes, so that a kernel still given it is
+        refused and the next host call raises INVALID_MAP. _unpoison puts the size back before
+        the library releases the allocation (retention may hand the same table out again)."""
         m = self._lib.Map.from_address(reg.key)
         heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
-        if m.peer_bases and m.peer_bases != heap:
-            self._write_word(m.peer_bases + 8 * self._lib.abi["table_header"]["bytes_at"], 0,
-                             ctypes.c_uint64)
+        if reg.kind == "allocation" and m.peer_bases and m.peer_bases != heap:
+            at = m.peer_bases + 8 * self._lib.abi["table_header"]["bytes_at"]
+            reg.poisoned = (at, self._read_word(at, ctypes.c_uint64))
+            self._write_word(at, 0, ctypes.c_uint64)
+
+    def _unpoison(self, reg):
+        if reg.poisoned is not None:
+            self._write_word(reg.poisoned[0], reg.poisoned[1], ctypes.c_uint64)
+            reg.poisoned = None
 
     def _check_tables(self):
         """Validation mode: raise the access a kernel made through one of this context's tables
