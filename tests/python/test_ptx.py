@@ -85,6 +85,8 @@ def k_every_accessor(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
         st.atomic_xor(ip, 1, peer, table, cur)
         st.atomic_min(ip, 1, peer, table, cur)
         st.atomic_max(ip, 1, peer, table, cur)
+        st.atomic_min(dst.to(tl.pointer_type(tl.int32), bitcast=True), 1, peer, table, cur,
+                      hint=1)  # a hint on a scalar pointer (test_triton's Iris kernel has one)
         st.atomic_xchg(ip, 1, peer, table, cur)
         st.atomic_cas(dst.to(tl.pointer_type(tl.int32), bitcast=True), 0, 1, peer, table, cur)
         iris.atomic_xchg(ip, 1, cur, peer, table, sem="acq_rel", scope="cta")

@@ -120,9 +120,11 @@ def reachable(target_rank, peer_bases):
 
 @triton.jit
 def _hinted(ptr, hint: tl.constexpr):
-    """ptr with Iris's vectorisation hint (tl.multiple_of and tl.max_contiguous), if any."""
+    """ptr with Iris's vectorisation hint (tl.multiple_of and tl.max_contiguous), if any; a
+    scalar pointer takes none (Triton refuses a hint there)."""
     if hint is not None:
-        ptr = tl.max_contiguous(tl.multiple_of(ptr, hint), hint)
+        if ptr.type.is_block():
+            ptr = tl.max_contiguous(tl.multiple_of(ptr, hint), hint)
     return ptr
 
 
