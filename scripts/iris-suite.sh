@@ -22,9 +22,9 @@ for n in ${*:-2}; do
         # every rank runs the file's cases in one order (pytest's, without xdist)
         timeout 600 mpiexec -n "$n" python3 -m pytest -q -p no:cacheprovider -p no:xdist "$f" \
             >"$out/$name-$n.log" 2>&1 || rc=1
-        # each rank prints its own summary: both are shown
-        echo "$name, $n ranks: $(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' \
-            "$out/$name-$n.log" | tr -d '=' | sed 's/^ *//' | sort | uniq -c | tr '\n' ';')"
+        # each rank prints its own summary (colours stripped): both are shown
+        echo "$name, $n ranks: $(sed 's/\x1b\[[0-9;]*m//g' "$out/$name-$n.log" |
+            grep -E '[0-9]+ (passed|failed|error)' | tr '\n' ';')"
     done
 done
 exit $rc
