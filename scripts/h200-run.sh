@@ -4,7 +4,7 @@
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python torch iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -143,6 +143,21 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
         for what in "2 put" "2 allreduce" "8 allreduce" "8 alloc --profile"; do
             set -- $what
             n=$1; shift; mpiexec -n $n python3 -m symaddr.bench "$@" 2>&1 | tee -a "$OUT/python-bench.txt"
+        done ;;
+    torch)
+        # test_torch.py and test_triton.py (torch CUDA tensors, compiled) at PY_RANKS ranks on one
+        # GPU (MPS on). TREE=dir runs them from a copy of the tree (a base's python/ beside this
+        # tree's tests: the before side of a regression test).
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONUNBUFFERED=1 SYMADDR_BACKEND=cuda
+        t=${TREE:-.}
+        for n in ${PY_RANKS:-2 8}; do
+            for f in ${PY_FILES:-test_torch test_triton}; do
+                log="$OUT/$f-$n${TREE:+-$(basename $TREE)}.log"
+                SYMADDR_TEST_ARRAYS=torch SYMADDR_TEST_PYTHONPATH=$PWD/$t/python timeout 300 \
+                    mpiexec -n $n python3 $t/tests/python/$f.py >"$log" 2>&1 || rc=1
+                echo "$f.py, $n ranks${TREE:+ ($TREE)}:"
+                grep -E "^(not ok|skip)|passed" "$log"
+            done
         done ;;
     iris)
         # ROCm/iris's own device-function unit tests through tests/iris (IRIS_TESTS: their

@@ -60,13 +60,16 @@ class Registration:
     allocation): its map, its Life, what releases it in the library, and weak references to
     the exporters of every array and table made over its memory."""
     __slots__ = ("amap", "life", "release", "base", "kind", "key", "root", "refs", "provider",
-                 "poisoned")
+                 "poisoned", "owner")
 
     def __init__(self, amap, life, release, base, kind, key, root=None):
         self.amap, self.life, self.release, self.base = amap, life, release, base
         self.kind, self.key, self.root, self.refs = kind, key, root, []
         self.provider = None
         self.poisoned = None  # validation mode: (address, value) of its table's size word
+        # An import's array or tensor, held until the library releases the registration: the
+        # library maps its memory until then, so its allocator must not hand it out again.
+        self.owner = None
 
     def exported(self, exporter):
         """Remember an exporter of this registration's memory (held weakly)."""

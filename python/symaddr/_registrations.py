@@ -46,10 +46,11 @@ class Registrations:
         amap = self.get_symmetric_address_map(a)
         return SymmetricBuffer(a, amap.peer_bases, amap.capabilities, amap.local_rank)
 
-    def _register(self, out, base, nbytes, what, torch_kind):
+    def _register(self, out, base, nbytes, what, torch_kind, owner):
         life = Life(base, nbytes, what)
         key = out.value
         reg = Registration(None, life, self._release_registration, base, "registration", key)
+        reg.owner = None if isinstance(owner, int) else owner
         reg.amap = AddressMap(self, key, reg, torch_kind)
         self._regs[key] = reg
         self._known.clear()
@@ -58,11 +59,14 @@ class Registrations:
     def _release_registration(self, reg):
         self._known.clear()
         self._check(self._lib.symaddr_unregister(self._h, ctypes.c_void_p(reg.key)))
+        reg.owner = None
 
     def import_(self, a: Any) -> AddressMap:
         """Register an array of the backend's plain allocator (empty_local(), cudaMalloc,
         torch's caching allocator: an interior pointer is fine) as symmetric (collective); its
-        map's unregister() forgets it."""
+        map's unregister() forgets it. The registration holds a until the library releases it
+        (after unregister(), once no rank reaches its memory), so that its allocator cannot
+        hand that memory to another array meanwhile."""
         h = self._open()
         contiguous(a, "import_")
         addr, nbytes = address(a), nbytes_of(a)
@@ -72,15 +76,17 @@ class Registrations:
         out = ctypes.c_void_p()
         self._check(self._lib.symaddr_import(h, ctypes.c_void_p(addr), nbytes,
                                              ctypes.byref(out)))
-        return self._register(out, addr, nbytes, "an import of %d bytes" % nbytes, is_torch(a))
+        return self._register(out, addr, nbytes, "an import of %d bytes" % nbytes, is_torch(a),
+                              a)
 
     def register(self, ptr: Any, nbytes: int, peer_ptrs: Sequence[int],
                  caps: Optional[int] = None) -> AddressMap:
         """Register nbytes at ptr (an int or an array) whose copy on rank r is at peer_ptrs[r]
         (0: unreachable): memory another library owns (MPI windows, OpenSHMEM, NVSHMEM, torch
-        symmetric memory). Collective."""
+        symmetric memory). Collective. An array or tensor passed as ptr is held until the
+        library releases the registration."""
         h = self._open()
-        torch_kind = is_torch(ptr)
+        torch_kind, owner = is_torch(ptr), ptr
         ptr = address(ptr)
         peers = [int(p) for p in peer_ptrs]
         if len(peers) != self.size:
@@ -96,7 +102,7 @@ class Registrations:
         self._check(self._lib.symaddr_register_peer_table(
             h, ctypes.c_void_p(ptr), nbytes, table, caps, ctypes.byref(out)))
         return self._register(out, ptr, nbytes, "a foreign table of %d bytes" % nbytes,
-                              torch_kind)
+                              torch_kind, owner)
 
     def register_tensor(self, tensor: Any, peer_ptrs: Sequence[int], **kw: Any) -> AddressMap:
         """Any contiguous array plus the addresses of its peers' copies."""
@@ -116,6 +122,7 @@ class Registrations:
                        "buffer")
         amap = self.register(base, handle.buffer_size, handle.buffer_ptrs, **kw)
         amap._torch = True
+        self._regs[amap._addr].owner = (tensor, handle)
         return amap
 
     def _unregister(self, amap):

@@ -23,6 +23,10 @@
 #include <type_traits>
 static_assert(std::is_same<decltype(&nvshmem_ptr), symaddr_peer_ptr_fn_t>::value,
               "nvshmem_ptr does not have the *_ptr(ptr, pe) shape");
+/* This build links the shared library as an application does (NVSHMEM wants nvcc's device
+ * link), and the library keeps runtime.h's thread-local to itself: SYMADDR_LAUNCH here
+ * writes the test's own. */
+__thread char symaddr_launch_why[192];
 #endif
 
 #define N 1001 /* odd: no 16-byte path covers it whole */

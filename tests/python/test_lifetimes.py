@@ -186,6 +186,41 @@ def test_cycle_and_unregister():
     ctx.close()
 
 
+def test_import_holds_its_array():
+    """An import holds its array until the library releases the registration: dropped by the
+    user while registered (rank 0 only), its memory is not handed out again, and a plain recv
+    made then is staged like every other rank's. (On a GPU, torch's caching allocator gave the
+    dropped import's memory to the next tensor of its size: the collective took that recv for
+    symmetric memory on rank 0 alone, and ranks read values no peer wrote; test_torch.py
+    checks that route. Here the cpu backend's imports are its own allocator's, so the
+    holding itself is checked.)"""
+    import weakref
+    ctx = sa.Context(backend="cpu")
+    x, _ = ctx.allocate_symmetric(N, np.int32)
+    x[:] = mine(N)
+    a = ctx.empty_local(N, np.int32)  # the cpu backend imports its own allocator's memory
+    a[:] = 0
+    held = weakref.ref(a)
+    amap = ctx.import_(a)
+    if rank == 0:
+        del a
+    gc.collect()
+    check(held() is not None, "the import holds its array while registered")
+    plain = np.full(N * size, -1, np.int32)  # where the allocator has room now
+    ctx.allgather(x, plain)
+    want = np.concatenate([(np.arange(N) % 97 + 1000 * (r + 1)).astype(np.int32)
+                           for r in range(size)])
+    check(np.array_equal(plain, want), "allgather into a plain array made after the drop")
+    amap.unregister()
+    del amap, plain
+    a = None
+    ctx.collect()
+    check(held() is None, "released with the registration")
+    ctx.free(x)
+    del x
+    ctx.close()
+
+
 def test_introspection():
     """A dead map and array answer type(), repr, hasattr, __module__ and __class__ (Triton's
     code generator, debuggers, copy and pickle look at them)."""
@@ -207,6 +242,7 @@ for name, fn in (("freed memory: 15 routes, default retention", test_freed_defau
                  ("closed context: 15 routes; finalize now or at exit", test_closed_context),
                  ("one rank keeps a view", test_one_rank_keeps_a_view),
                  ("a cycle; an unregistered import's table", test_cycle_and_unregister),
+                 ("an import holds its array; a plain recv after", test_import_holds_its_array),
                  ("introspection of dead objects", test_introspection)):
     cases.run(name, fn)
 gc.collect()

@@ -324,11 +324,37 @@ def test_graph_replay():
     for a in (own, two, x):
         ctx.free(a)
 
+def test_import_reuse():
+    """An import keeps its tensor until the library releases it. Rank 0 drops its imported
+    tensor while registered and makes a plain recv of the same size: torch's caching
+    allocator used to hand it the import's block at once, the allgather took that recv for
+    symmetric memory on rank 0 alone, and ranks read values no peer wrote (seen at 8 ranks
+    on one H200). Exact against a sequential reference."""
+    n = 2 * size + 1
+    x, _ = ctx.allocate_symmetric((n,), torch.int32)
+    x.copy_(values(rank, n, torch.int32))
+    a = torch.zeros(n * size, dtype=torch.int32, device="cuda")
+    old = a.data_ptr()
+    amap = ctx.import_(a)
+    if rank == 0:
+        del a
+    plain = torch.full((n * size,), -1, dtype=torch.int32, device="cuda")
+    assert plain.data_ptr() != old, "the import's memory went to a new tensor"
+    ctx.allgather(x, plain)
+    torch.cuda.synchronize()
+    want = torch.cat([values(r, n, torch.int32) for r in range(size)])
+    assert torch.equal(plain, want), "allgather into a plain tensor: %s" % (
+        (plain != want).nonzero().flatten()[:8].tolist())
+    amap.unregister()
+    ctx.free(x)
+
+
 case("own_collectives", test_own_collectives)
 case("own_put_get", test_own_put_get)
 case("own_errors", test_own_errors)
 case("lifetimes", test_lifetimes)
 case("graph_replay", test_graph_replay)
+case("import_reuse", test_import_reuse)
 case("table_is_buffer_ptrs", needs_symm_mem(test_table_is_buffer_ptrs))
 case("allreduce_symm_to_own", needs_symm_mem(test_allreduce_symm_to_own))
 case("put_own_to_symm", needs_symm_mem(test_put_own_to_symm))
