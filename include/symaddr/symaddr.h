@@ -624,7 +624,14 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  * on the cpu backend. send and recv must be symmetric memory of this context (any provider,
  * views included), aligned to their elements, at the same offset of their registration on
  * every rank (kernels reach a peer's copy at this rank's offset; the in-place blocks named
- * below excepted). Every rank must call the same collectives in the
+ * below excepted). Rooted collectives (broadcast, reduce, gather, scatter) are the exception:
+ * there a rank reaches a peer's buffer where that peer passed it (the root's recv of gather,
+ * the root's send of scatter and broadcast, each rank's send of reduce), so every rank may
+ * pass its buffers at any offset, as MPI allows; they must lie in the same allocation or
+ * registration on every rank (the heap's allocations count as one), else every rank of the
+ * node gets SYMADDR_ERR_MISMATCH and the context breaks, and a rooted collective never writes
+ * outside the root's recv. Rooted calls also compare collective, root, count, dtype and op in
+ * their kernel, with the same result. Every rank must call the same collectives in the
  * same order with the same count, dtype, op and root; validation mode
  * (symaddr_config_t.validate) checks that, and the offsets, and returns SYMADDR_ERR_MISMATCH on
  * every rank. Calls pair by their order, as MPI's and NCCL's do: a rank that skips a call

@@ -122,7 +122,9 @@ SYMADDR_DEVFN void *symaddr_team_peer(const symaddr_team_t *t, const void *p, co
 }
 
 /** Fail the call with @p st: recorded for the host (the first failure sticks), and every node
- *  peer's context is broken too, so that none of them returns OK from this call or a later one. */
+ *  peer's context is broken too, so that none of them returns OK from this call or a later one
+ *  (peers record SYMADDR_ERR_BROKEN, or SYMADDR_ERR_MISMATCH where that is @p st: ranks that
+ *  disagree on a call all learn why). */
 SYMADDR_DEVFN void symaddr_team_fail(const symaddr_team_t *t, symaddr_status_t st)
 {
     symaddr_prim_cas_u64(&t->sync[SYMADDR_SYNC_STATUS], 0, (uint64_t) - (int64_t)st, 1);
@@ -132,7 +134,9 @@ SYMADDR_DEVFN void symaddr_team_fail(const symaddr_team_t *t, symaddr_status_t s
         uint64_t *peer =
             (uint64_t *)symaddr_team_peer(t, &t->sync[SYMADDR_SYNC_STATUS], t->sync_pb, q);
         if (peer)
-            symaddr_prim_cas_u64(peer, 0, (uint64_t) - (int64_t)SYMADDR_ERR_BROKEN, 1);
+            symaddr_prim_cas_u64(
+                peer, 0,
+                (uint64_t) - (int64_t)(st == SYMADDR_ERR_MISMATCH ? st : SYMADDR_ERR_BROKEN), 1);
     }
 }
 

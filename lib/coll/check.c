@@ -15,6 +15,7 @@ typedef struct coll_buf {
     const void *ptr;
     size_t bytes;                 /* the call reaches from ptr */
     const uint64_t *pb, *host_pb; /* its table, in device and host memory */
+    uint64_t table;               /* which table: the same number on every rank */
 } coll_buf_t;
 
 /* b->ptr is symmetric memory of this context, element-aligned, b->bytes in bounds and mapped on
@@ -54,6 +55,9 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const symaddr_coll_ca
     }
     b->pb = r->map.peer_bases;
     b->host_pb = r->map.host_peer_bases;
+    /* the heap's allocations share its table; any other registration has its own, numbered
+     * by the collective call that made it */
+    b->table = r->backing == &ctx->heap.backing ? UINT64_MAX : r->serial;
     return SYMADDR_OK;
 }
 
@@ -116,9 +120,13 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
         uint64_t w[WORDS];
         coll_where_t at;
     } match_t;
+    /* a rooted collective's kernels reach the peers' buffers where those ranks passed them
+     * (coll_publish), so there the offsets may differ */
+    bool at_own = symaddr_coll_has(row, SYMADDR_COLLECTIVE_ROOTED);
     match_t mine = {.w = {(uint64_t)row->algos[0].kind, count, (uint64_t)dt, (uint64_t)op,
-                          (uint64_t)root, row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
-                          row->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0}};
+                          (uint64_t)root,
+                          !at_own && row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
+                          !at_own && row->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0}};
     if (ctx->core.cfg.validate == SYMADDR_VALIDATE_ON)
         where_of(site, &mine.at);
     match_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
@@ -304,5 +312,10 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
     d->recv_host_pb = recv.host_pb;
     d->root = root;
     d->vec = (bits & 15) == 0;
+    d->send_table = send.table;
+    d->recv_table = recv.table;
+    /* what every rank of a rooted collective compares with the rows it reads, with count */
+    d->ident = (uint64_t)kind | (uint64_t)call->dtype << 8 | (uint64_t)op << 16 |
+               (uint64_t)(uint32_t)root << 32;
     return SYMADDR_OK;
 }

@@ -14,6 +14,10 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
     const char *send = (const char *)d.send;
     char *recv = (char *)d.recv;
     size_t t = symaddr_grid_thread(), nt = symaddr_grid_threads();
+    if (d.kind == SYMADDR_COLL_GATHER)
+        coll_publish(d, call, recv, d.recv_pb, d.recv_table);
+    else if (d.kind == SYMADDR_COLL_BROADCAST || d.kind == SYMADDR_COLL_SCATTER)
+        coll_publish(d, call, send, d.send_pb, d.send_table);
     if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
     switch (d.kind) {
@@ -21,9 +25,12 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
         symaddr_team_allgather_bytes(&d.team, send, recv + bytes * (size_t)d.team.rank, d.recv_pb,
                                      bytes);
         break;
-    case SYMADDR_COLL_BROADCAST:
-        symaddr_team_broadcast_bytes(&d.team, d.root, send, d.send_pb, recv, bytes);
+    case SYMADDR_COLL_BROADCAST: { /* loads from the root's send, where it passed it */
+        const char *from = coll_published(d, call, d.root, d.send_pb, d.send_table);
+        if (from && from != recv)
+            symaddr_copy_bytes_(recv, from, bytes, t, nt);
         break;
+    }
     case SYMADDR_COLL_ALLTOALL:
         for (int k = 0; k < d.team.node_size; k++) {
             int q = (d.team.node_rank + k) % d.team.node_size;
@@ -32,18 +39,16 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
                 send + bytes * (size_t)d.team.node_ranks[q], bytes, t, nt);
         }
         break;
-    case SYMADDR_COLL_GATHER: { /* by stores, as allgather: its in-place form works alike */
-        void *to =
-            symaddr_team_peer(&d.team, recv + bytes * (size_t)d.team.rank, d.recv_pb, d.root);
-        if (to != (const void *)send) /* the root's own block in place */
-            symaddr_copy_bytes_(to, send, bytes, t, nt);
+    case SYMADDR_COLL_GATHER: { /* stores into the root's recv, where it passed it */
+        char *to = coll_published(d, call, d.root, d.recv_pb, d.recv_table);
+        if (to && to + bytes * (size_t)d.team.rank != send) /* the root's own block in place */
+            symaddr_copy_bytes_(to + bytes * (size_t)d.team.rank, send, bytes, t, nt);
         break;
     }
-    case SYMADDR_COLL_SCATTER: {
-        const char *from = (const char *)symaddr_team_peer(&d.team, send, d.send_pb, d.root) +
-                           bytes * (size_t)d.team.rank;
-        if (from != (const char *)recv)
-            symaddr_copy_bytes_(recv, from, bytes, t, nt);
+    case SYMADDR_COLL_SCATTER: { /* loads from the root's send, where it passed it */
+        const char *from = coll_published(d, call, d.root, d.send_pb, d.send_table);
+        if (from && from + bytes * (size_t)d.team.rank != recv)
+            symaddr_copy_bytes_(recv, from + bytes * (size_t)d.team.rank, bytes, t, nt);
         break;
     }
     default: break;

@@ -115,10 +115,10 @@ finish:
     symaddr_team_end(&d.team, &call, 0);
 }
 
-/* Reduce to a root: the root loads every peer's send and reduces into its recv; the others
- * only wait, so that their send stays until the root has read it. In place is safe at the
- * root: each element is read from every send before it is written, and no peer reads the
- * root's recv. */
+/* Reduce to a root: the root loads every peer's send, where that peer passed it, and reduces
+ * into its recv; the others only wait, so that their send stays until the root has read it. In
+ * place is safe at the root: each element is read from every send before it is written, and no
+ * peer reads the root's recv. */
 template <int DT, int OP> __global__ void k_reduce(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
@@ -126,14 +126,21 @@ template <int DT, int OP> __global__ void k_reduce(symaddr_coll_desc_t d)
     symaddr_team_call_t call = symaddr_team_begin(&d.team);
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
+    int vec = d.vec;
+    coll_publish(d, call, d.send, d.send_pb, d.send_table);
     if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1))
         goto finish;
     if (d.team.node_rank == d.root) {
-        for (int q = 0; q < d.team.node_size; q++)
-            src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
+        for (int q = 0; q < d.team.node_size; q++) {
+            src[q] = (const T *)coll_published(d, call, q, d.send_pb, d.send_table);
+            if (!src[q])
+                goto done;
+            vec = vec && ((uintptr_t)src[q] & 15) == 0;
+        }
         FOR_TILES(TILE_N, base, len, 0, d.count)
-        reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, d.vec, d.vec);
+        reduce_tile_to<DT, OP>(&recv, 1, 0, src, d.team.node_size, base, len, vec, vec);
     }
+done:
     symaddr_team_barrier_block(&d.team, &call, 2);
 finish:
     symaddr_team_end(&d.team, &call, 0);

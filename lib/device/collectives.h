@@ -15,6 +15,9 @@
 /* Rows of barrier flags, one word per node peer each: one per block, and the grid barrier's
  * (row team.max_blocks, which no block index reaches). */
 #define SYMADDR_COLL_FLAG_ROWS (SYMADDR_COLL_MAX_BLOCKS + 1)
+/* Words of a block's row of published arguments (coll_publish): epoch, identity, count, table,
+ * offset, padding to 64 bytes. */
+#define SYMADDR_COLL_ARGS_WORDS 8
 /* One-shot allreduce stages its input in the sync area, in one of two slots picked by the
  * epoch's parity: a rank reuses a slot only after every peer passed the next epoch's barrier,
  * so one barrier per call is enough. */
@@ -62,8 +65,14 @@ typedef struct symaddr_coll_desc {
     const uint64_t *recv_host_pb; /* recv's table in host memory, for the host's copies */
     size_t stage_offset;          /* byte offset of the two staging slots in the sync area */
     size_t ll_offset;             /* byte offset of the LL inboxes in the sync area */
-    size_t count;                 /* elements: total (allreduce), per rank (others) */
-    int root; /* node rank of the root (broadcast, reduce, gather, scatter); -1: another node */
+    /* Rooted collectives: the rows where each rank publishes the buffer peers reach
+     * (coll_publish), and what a rank compares with its peers' rows: the call's identity and
+     * the buffers' tables, by a number every rank gives the same registration. */
+    size_t args_offset;
+    uint64_t ident;
+    uint64_t send_table, recv_table;
+    size_t count; /* elements: total (allreduce), per rank (others) */
+    int root;     /* node rank of the root (broadcast, reduce, gather, scatter); -1: another node */
     int root_rank; /* the root's rank in the context (the host's steps between nodes) */
     /* The node group the kernel runs over, as symaddr_team_get gives it to users' kernels;
      * allgather and alltoall place blocks by rank in the context's communicator. */

@@ -36,6 +36,47 @@
 
 #include "coll_types.h"
 #include "coll_tiles.h"
+
+/* Rooted collectives reach a peer's buffer where that peer passed it, as MPI's do: a rank need
+ * not pass the root's offset (MPI ignores a non-root's recv of gather). Before barrier 1 every
+ * rank publishes, in its block's row of its sync area, the buffer its peers reach (its offset in
+ * its table) with the call's epoch and identity; after it a rank reads the row of each peer it
+ * reaches. A row of another call, another collective, root, dtype, op or count, or of a buffer
+ * in another table fails the call with MISMATCH on every rank: nothing is moved, and no rank
+ * returns OK. */
+SYMADDR_DEVFN uint64_t *coll_args_row(const symaddr_coll_desc_t &d)
+{
+    return (uint64_t *)((char *)d.team.sync + d.args_offset) +
+           SYMADDR_COLL_ARGS_WORDS * (size_t)symaddr_block_index();
+}
+
+SYMADDR_DEVFN void coll_publish(const symaddr_coll_desc_t &d, const symaddr_team_call_t &c,
+                                const void *p, const uint64_t *pb, uint64_t table)
+{
+    if (symaddr_block_thread() == 0) { /* the barrier orders thread 0's stores */
+        volatile uint64_t *w = coll_args_row(d);
+        w[0] = c.epoch;
+        w[1] = d.ident;
+        w[2] = d.count;
+        w[3] = table;
+        w[4] = (uint64_t)(uintptr_t)p - pb[d.team.rank];
+    }
+}
+
+/* Node rank q's published buffer, as this rank reaches it through table pb (number table); NULL
+ * where the rows do not match (the call failed). */
+SYMADDR_DEVFN char *coll_published(const symaddr_coll_desc_t &d, const symaddr_team_call_t &c,
+                                   int q, const uint64_t *pb, uint64_t table)
+{
+    const volatile uint64_t *w =
+        (const volatile uint64_t *)symaddr_team_peer(&d.team, coll_args_row(d), d.team.sync_pb, q);
+    if (!w || w[0] != c.epoch || w[1] != d.ident || w[2] != d.count || w[3] != table) {
+        symaddr_team_fail(&d.team, SYMADDR_ERR_MISMATCH);
+        return NULL;
+    }
+    return (char *)(uintptr_t)(pb[d.team.node_ranks[q]] + w[4]);
+}
+
 #include "coll_reduce.h"
 #include "coll_move.h"
 

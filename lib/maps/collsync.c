@@ -77,10 +77,11 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
 {
     symaddr_coll_t *c = &ctx->coll;
     const symaddr_bootstrap_t *b = &ctx->core.boot;
-    c->stage_offset =
-        (sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_FLAG_ROWS * b->node_size) +
-         255) /
-        256 * 256;
+    c->args_offset =
+        sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_FLAG_ROWS * b->node_size);
+    c->stage_offset = (c->args_offset +
+                       sizeof(uint64_t) * SYMADDR_COLL_ARGS_WORDS * SYMADDR_COLL_MAX_BLOCKS + 255) /
+                      256 * 256;
     c->ll_offset = c->stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
     c->lamport_offset = c->ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
     c->lamport_slot = lamport_slot_bytes(b->node_size);
@@ -178,6 +179,14 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
         return SYMADDR_OK;
     symaddr_status_t st = (symaddr_status_t) - (int64_t)word;
     symaddr_core_break(&ctx->core, st);
+    if (st == SYMADDR_ERR_MISMATCH)
+        return symaddr_set_error(ctx, st,
+                                 "the ranks of the node disagreed on a rooted collective (its "
+                                 "kind, root, count, dtype or op, or the allocation of the "
+                                 "buffer peers reach: the root's recv of gather, the send of "
+                                 "scatter, broadcast and reduce, which any rank may pass at any "
+                                 "offset but in the same allocation or registration); nothing "
+                                 "was moved. The context is broken on every rank: finalize it");
     if (st == SYMADDR_ERR_TIMEOUT)
         return symaddr_set_error(ctx, st,
                                  "a collective waited more than %u ms for a rank of its node: a "
