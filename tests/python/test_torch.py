@@ -21,8 +21,14 @@ rank, size = comm.Get_rank(), comm.Get_size()
 passed = failed = skipped = 0
 
 
+# SYMADDR_TEST_CASES="a b": run only those cases (the rest are not counted)
+ONLY = os.environ.get("SYMADDR_TEST_CASES", "").split()
+
+
 def case(name, fn):
     global passed, failed, skipped
+    if ONLY and name not in ONLY:
+        return
     try:
         res = fn()
         ok = 1 if res is None else 2  # 2: skipped with a reason
@@ -343,6 +349,13 @@ def test_import_reuse():
     ctx.allgather(x, plain)
     torch.cuda.synchronize()
     want = torch.cat([values(r, n, torch.int32) for r in range(size)])
+    if not torch.equal(plain, want):
+        ws = ctx._stage_view(ctx._stage[0], n * size * 4).view(torch.int32) if ctx._stage else None
+        print("[rank %d] import_reuse: wrong %s, got %s; workspace %s wrong %s; x %s" % (
+            rank, (plain != want).nonzero().flatten()[:8].tolist(), plain[:10].tolist(),
+            None if ws is None else hex(ctx._stage[0]),
+            None if ws is None else (ws != want).nonzero().flatten()[:8].tolist(),
+            x[:10].tolist()), file=sys.stderr, flush=True)
     assert torch.equal(plain, want), "allgather into a plain tensor: %s" % (
         (plain != want).nonzero().flatten()[:8].tolist())
     amap.unregister()
