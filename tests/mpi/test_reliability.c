@@ -302,6 +302,38 @@ static void test_late_retained(void *u)
     }
 }
 
+/* A rank that comes to symaddr_finalize 3 s after its peers gave up on it (timeout 1 s) fails
+ * too, as it does at an allocation. Its barrier matched the peers' abandoned ones: it returned
+ * OK alone while they returned TIMEOUT. */
+static void test_late_finalize(void *u)
+{
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks");
+        return;
+    }
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_config_default(&cfg);
+    cfg.timeout_ms = 1000;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!T_INIT_OK(&cfg, &ctx))
+        return;
+    bool late = t_rank == t_size - 1;
+    if (late)
+        usleep(3000 * 1000);
+    double t0 = MPI_Wtime();
+    symaddr_status_t st = symaddr_finalize(&ctx);
+    double waited = MPI_Wtime() - t0;
+    T_CHECK(st == SYMADDR_ERR_TIMEOUT || (!late && st == SYMADDR_ERR_BROKEN),
+            "rank %d (%s): finalize returned %s; want a timeout", t_rank,
+            late ? "late" : "on time", symaddr_strerror(st));
+    T_CHECK(ctx == NULL, "the context is gone whatever finalize returned");
+    /* within twice the timeout, with room for a loaded machine */
+    T_CHECK(waited < 2 * 1.0 + 8, "finalize waited %.1f s", waited);
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* ---- 5. epochs near every wrap point ----------------------------------------------------------
  */
 
@@ -908,5 +940,6 @@ int main(int argc, char **argv)
     T_RUN(test_ll_one_deadline, NULL);
     T_RUN(test_late_rank, NULL);
     T_RUN(test_late_retained, NULL);
+    T_RUN(test_late_finalize, NULL);
     return t_finish();
 }
