@@ -326,8 +326,8 @@ static void test_late_finalize(void *u)
     symaddr_status_t st = symaddr_finalize(&ctx);
     double waited = MPI_Wtime() - t0;
     T_CHECK(st == SYMADDR_ERR_TIMEOUT || (!late && st == SYMADDR_ERR_BROKEN),
-            "rank %d (%s): finalize returned %s; want a timeout", t_rank,
-            late ? "late" : "on time", symaddr_strerror(st));
+            "rank %d (%s): finalize returned %s; want a timeout", t_rank, late ? "late" : "on time",
+            symaddr_strerror(st));
     T_CHECK(ctx == NULL, "the context is gone whatever finalize returned");
     /* within twice the timeout, with room for a loaded machine */
     T_CHECK(waited < 2 * 1.0 + 8, "finalize waited %.1f s", waited);
