@@ -6,6 +6,7 @@
 #ifndef SYMADDR_TESTS_HARNESS_H
 #define SYMADDR_TESTS_HARNESS_H
 
+#include <ctype.h>
 #include <dirent.h>
 #include <mpi.h>
 #include <stdarg.h>
@@ -56,9 +57,25 @@ static inline void t_fail(const char *file, int line, const char *fmt, ...)
         snprintf(t_skip_reason, sizeof(t_skip_reason), __VA_ARGS__);                               \
     } while (0)
 
+/* Whether SYMADDR_TEST_CASES (names separated by white space; unset or empty: all) names it. */
+static inline int t_wanted(const char *name)
+{
+    const char *only = getenv("SYMADDR_TEST_CASES");
+    size_t n = strlen(name);
+    if (!only || !*only)
+        return 1;
+    for (const char *p = strstr(only, name); p; p = strstr(p + 1, name))
+        if ((p == only || isspace((unsigned char)p[-1])) &&
+            (isspace((unsigned char)p[n]) || p[n] == 0))
+            return 1;
+    return 0;
+}
+
 static inline void t_run(const char *name, void (*fn)(void *), void *arg)
 {
     int local[3], global[3];
+    if (!t_wanted(name))
+        return;
     t_fails = t_checks = t_skipped_case = 0;
     fn(arg);
     local[0] = t_fails;
