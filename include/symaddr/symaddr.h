@@ -165,12 +165,14 @@ typedef struct symaddr_map {
  *  32 MiB where every rank of the node has its own GPU; cpu, HIP: never).
  *
  *  Every algorithm reduces in node-rank order, so a result that is not a NaN has the same bits
- *  whichever algorithm a backend runs. A result that is a NaN is a NaN on every algorithm, but
- *  its sign and payload (all bits but the exponent's) are not defined, and Lamport's differ
- *  from the others': Lamport marks a 32-bit word that has not arrived by all ones, so an input
- *  word of all ones is sent with its lowest bit cleared; and where several ranks' inputs are
- *  NaNs, which one's payload survives depends on how the kernel was compiled (GPUs return their
- *  canonical NaN). */
+ *  whichever algorithm a backend runs. Across nodes, each node's result (in node-rank order) is
+ *  combined with the others' in the order of the nodes' first ranks: on one node that is rank
+ *  order, on several a floating-point sum may differ in its last bits from one in rank order. A
+ * result that is a NaN is a NaN on every algorithm, but its sign and payload (all bits but the
+ * exponent's) are not defined, and Lamport's differ from the others': Lamport marks a 32-bit word
+ * that has not arrived by all ones, so an input word of all ones is sent with its lowest bit
+ * cleared; and where several ranks' inputs are NaNs, which one's payload survives depends on how
+ * the kernel was compiled (GPUs return their canonical NaN). */
 typedef enum symaddr_allreduce_algo {
     SYMADDR_ALLREDUCE_AUTO = 0,
     SYMADDR_ALLREDUCE_ONESHOT = 1,
@@ -647,7 +649,15 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  * from different binaries or files (MPMD programs) are not compared by place, nor are two
  * calls made from one place (a loop whose body a rank skipped once still pairs by order).
  * A program that makes one collective from different places on purpose (a root's branch and
- * the others') sets SYMADDR_VALIDATE_ARGS. A wait
+ * the others') sets SYMADDR_VALIDATE_ARGS. What places cannot tell apart, so that a skipped call
+ * there still pairs with the next one and returns OK with its data: two calls through one
+ * helper function (both have the helper's place), calls from different binaries or shared
+ * libraries (not compared by place), and two calls on one line of a binding (Python passes
+ * file and line). A framework's wrapper passes its caller's file and line with
+ * symaddr_collective_run_at, so that validation compares its users' places. Known to refuse a
+ * correct program: a compiler may copy one call site (GCC's jump threading at -O2), and ranks
+ * that take different copies are refused as different places; pass the place with
+ * symaddr_collective_run_at, or set SYMADDR_VALIDATE_ARGS, there. A wait
  * that times out (a peer exited or is stopped) is reported by the call on the cpu backend and by
  * symaddr_stream_sync on the GPU, as SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN (see "After a
  * timeout" above). Across nodes (real, or simulated by node_size) collectives run inside each

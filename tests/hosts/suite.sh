@@ -4,10 +4,11 @@
 # with no SYMADDR_NODE_SIZE: symaddr-info's node groups, the maps and backend suites, and the
 # collectives' cases that pass across hosts today, against MPI's own collectives.
 #   tests/hosts/suite.sh BUILD_DIR      (cpu backend; exit 77 where hosts cannot be made)
-# Not run here yet, each a bug this stage found (issue 46): test_coll's test_nan_bits (42 of
-# 1003 results wrong between nodes, with SYMADDR_NODE_SIZE too), test_two_nodes (a segfault in
-# MPI_Comm_split under a node_size setting on real hosts), test_maps' test_simulated_nodes at
-# 4 hosts x 2, test_rma's put_kernel (writes through a peer_bases entry of 0 off the node).
+# Not run here yet, each a bug this stage found (issue 46): test_coll's test_two_nodes (a
+# segfault in MPI_Comm_split under a node_size setting on real hosts), test_maps'
+# test_simulated_nodes at 4 hosts x 2, test_rma's put_kernel (writes through a peer_bases entry
+# of 0 off the node). test_nan_bits found that sums across nodes are not in rank order:
+# symaddr.h now says the order, and the test checks it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=$(readlink -f "$1")
@@ -27,7 +28,7 @@ done
 echo "-- mpi_backend at 2 2"
 run 2 2 "$B/tests/mpi_backend" | grep -E "^(not ok|skip)|passed"
 echo "-- mpi_coll at 2 2: the cases that pass across hosts"
-SYMADDR_TEST_CASES="test_others test_in_place_forms test_rooted_offsets test_mixed_providers
+SYMADDR_TEST_CASES="test_nan_bits test_others test_in_place_forms test_rooted_offsets test_mixed_providers
     test_back_to_back test_bad_arguments test_validate_mismatch" \
     run 2 2 "$B/tests/mpi_coll" | grep -E "^(ok|not ok|skip)|passed"
 echo "hosts: $((SECONDS - start)) s"

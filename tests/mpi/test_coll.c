@@ -431,11 +431,24 @@ static void test_nan_bits(void *u)
         MPI_Barrier(MPI_COMM_WORLD);
         T_OK(ctx, symaddr_allreduce(ctx, send, recv, n, SYMADDR_FLOAT32, SYMADDR_SUM, NULL));
         download(&f, recv, n * sizeof(float));
+        /* symaddr.h's order: each node's ranks in node-rank order, then the nodes' sums in the
+         * order of their first ranks (one node: rank order) */
+        const symaddr_locality_t *loc;
+        T_OK(ctx, symaddr_locality_get(ctx, &loc));
+        int *leader = malloc(sizeof(int) * (size_t)t_size);
+        MPI_Allgather(&loc->node_ranks[0], 1, MPI_INT, leader, 1, MPI_INT, MPI_COMM_WORLD);
         long wrong = 0, nan_bits = 0, nans = 0;
         for (size_t i = 0; i < n; i++) {
-            float want = v_nan(0, i, 0), got;
-            for (int r = 1; r < t_size; r++)
-                want += v_nan(r, i, 0);
+            float want = 0, got;
+            for (int l = 0; l < t_size; l++) { /* l: a node's first rank, in order */
+                if (leader[l] != l)
+                    continue;
+                float node = v_nan(l, i, 0);
+                for (int r = l + 1; r < t_size; r++)
+                    if (leader[r] == l)
+                        node += v_nan(r, i, 0);
+                want = l == 0 ? node : want + node;
+            }
             memcpy(&got, (float *)f.h_out + i, sizeof(got));
             uint32_t wb, gb;
             memcpy(&wb, &want, 4);
@@ -454,6 +467,7 @@ static void test_nan_bits(void *u)
             printf("# NaN bits, %s: %ld of %ld NaN results differ from the reference's in sign or "
                    "payload\n",
                    symaddr_allreduce_algo_name((symaddr_allreduce_algo_t)a), nan_bits, nans);
+        free(leader);
         fix_fini(&f);
         T_OK(ctx, symaddr_finalize(&ctx));
     }
