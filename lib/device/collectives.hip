@@ -42,8 +42,9 @@
  * rank publishes, in its block's row of its sync area, the buffer its peers reach (its offset in
  * its table) with the call's epoch and identity; after it a rank reads the row of each peer it
  * reaches. A row of another call, another collective, root, dtype, op or count, or of a buffer
- * in another table fails the call with MISMATCH on every rank: nothing is moved, and no rank
- * returns OK. */
+ * in another table fails the call with MISMATCH on every rank: no rank returns OK, and nothing
+ * is written outside the root's recv (ranks that matched the root may have stored their blocks
+ * into it). */
 SYMADDR_DEVFN uint64_t *coll_args_row(const symaddr_coll_desc_t &d)
 {
     return (uint64_t *)((char *)d.team.sync + d.args_offset) +

@@ -186,7 +186,9 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
                                  "buffer peers reach: the root's recv of gather, the send of "
                                  "scatter, broadcast and reduce, which any rank may pass at any "
                                  "offset but in the same allocation or registration); nothing "
-                                 "was moved. The context is broken on every rank: finalize it");
+                                 "was written outside the root's recv, which may hold the "
+                                 "blocks of ranks that matched it. The context is broken on "
+                                 "every rank: finalize it");
     if (st == SYMADDR_ERR_TIMEOUT)
         return symaddr_set_error(ctx, st,
                                  "a collective waited more than %u ms for a rank of its node: a "
