@@ -16,13 +16,25 @@ def is_torch(a):
     return t is not None and isinstance(a, t.Tensor)
 
 
-def address(a):
-    """The address of an array's first element (an int passes as is)."""
+def not_an_array(call, role, a):
+    """The error for an argument that should have been an array or tensor."""
+    return SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "%s: %s is a %s, not an array or "
+                        "tensor; pass a NumPy array or a torch tensor" % (call, role,
+                                                                         type(a).__name__))
+
+
+def address(a, call="this call", role="the array", checked=True):
+    """The address of a's first element: an int passes as is, then a torch tensor or anything
+    with __array_interface__; anything else raises not_an_array(call, role, a). checked: a
+    HostArray of freed memory raises SymaddrError (free() passes False, to say DOUBLE_FREE)."""
     if isinstance(a, int):
         return a
-    if is_torch(a) or isinstance(a, HostArray):
+    if is_torch(a) or (checked and HostArray is not None and isinstance(a, HostArray)):
         return a.data_ptr()
-    return a.__array_interface__["data"][0]
+    face = getattr(a, "__array_interface__", None)
+    if face is None:
+        raise not_an_array(call, role, a)
+    return face["data"][0]
 
 
 # ---- NumPy ---------------------------------------------------------------------------------

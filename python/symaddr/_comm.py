@@ -7,16 +7,17 @@ import os
 import sys
 from typing import Any
 
-from ._arrays import HostArray, is_torch
-from ._lib import STATUS, SymaddrError
+from ._arrays import address, is_torch, not_an_array
+from ._lib import error as _err
 
 
-def _err(name, text):
-    return SymaddrError(STATUS[name], text)
-
-
-def contiguous(a, what="this call"):
-    ok = a.is_contiguous() if is_torch(a) else a.flags["C_CONTIGUOUS"]
+def contiguous(a, what="this call", role="the array"):
+    if is_torch(a):
+        ok = a.is_contiguous()
+    elif hasattr(a, "flags") and hasattr(a, "__array_interface__"):
+        ok = a.flags["C_CONTIGUOUS"]
+    else:
+        raise not_an_array(what, role, a)
     if not ok:
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s takes contiguous memory, but the array has "
                    "strides %s; pass a contiguous view or a copy (np.ascontiguousarray, "
@@ -106,13 +107,7 @@ class Communication:
 
     def _address(self, a, what, name):
         """a's address, refused when a is not an array or lies in freed memory."""
-        if isinstance(a, HostArray) or is_torch(a):
-            addr = a.data_ptr()
-        elif hasattr(a, "__array_interface__"):
-            addr = a.__array_interface__["data"][0]
-        else:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is a %s, not an array or tensor"
-                       % (name, what, type(a).__name__))
+        addr = address(a, name, what)
         if self._lifetimes.pending:
             self._freed_at(addr)
         return addr
@@ -125,11 +120,8 @@ class Communication:
                 contiguous(a, call)
             addr = a.data_ptr()
             count = a.numel()
-        elif not hasattr(a, "dtype"):
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is a %s, not an array or tensor"
-                       % (call, role, type(a).__name__))
         else:
-            contiguous(a, call)
+            contiguous(a, call, role)
             addr = self._address(a, role, call)
             return addr, count_of(a), a.dtype
         if self._lifetimes.pending:
@@ -289,8 +281,8 @@ class Communication:
 
     def _rma(self, dst, src, target, stream, fn, name):
         self._open()
-        for a in (dst, src):
-            contiguous(a, name)
+        contiguous(dst, name, "dst")
+        contiguous(src, name, "src")
         if not isinstance(target, int):
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: target %r is not a rank (an int)" % (
                 name, target))

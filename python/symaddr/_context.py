@@ -12,18 +12,14 @@ from . import _arrays
 from ._comm import Communication, add_collectives
 from ._registrations import Registrations
 from ._validation import Validation
-from ._arrays import is_torch
 from ._lib import STATUS, SymaddrError, load
+from ._lib import error as _err
 from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
 from ._maps import AddressMap, Team
 
 
 Shape = Union[int, Sequence[int]]
-
-
-def _err(name, text):
-    return SymaddrError(STATUS[name], text)
 
 
 def _choice(kind, value, table):
@@ -49,15 +45,6 @@ def _shape(shape):
     if any(n < 0 for n in shape):
         raise _err("SYMADDR_ERR_INVALID_SIZE", "shape %s has a negative extent" % (shape,))
     return shape
-
-
-def _raw_address(a):
-    """An array's address, whether or not its registration still serves it."""
-    if isinstance(a, int):
-        return a
-    if is_torch(a):
-        return a.data_ptr()
-    return a.__array_interface__["data"][0]
 
 
 class Context(Registrations, Validation, Communication):
@@ -359,7 +346,7 @@ class Context(Registrations, Validation, Communication):
         elif isinstance(a, AddressMap):
             addr = a._life.base
         else:
-            addr = _raw_address(a)
+            addr = _arrays.address(a, "free", checked=False)
         reg = self._by_base.pop(addr, None)
         if reg is None:
             dead = self._freed.get(addr)
@@ -395,7 +382,7 @@ class Context(Registrations, Validation, Communication):
         """Free an array of empty_local() (this rank alone): released once no Python object
         reaches it."""
         self._open()
-        reg = self._plain.pop(_raw_address(a), None)
+        reg = self._plain.pop(_arrays.address(a, "free_local", checked=False), None)
         if reg is None:
             raise _err("SYMADDR_ERR_INVALID_ARG", "this array is not from empty_local()")
         reg.life.end("freed by Context.free_local")
@@ -410,7 +397,6 @@ class Context(Registrations, Validation, Communication):
         self._open()
         table = self._heap_bases() if self._heap_bases is not None else None
         if table is None:
-            addr = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
-            table = self._table(addr, self.size, self._own, self.backend != "cpu")
+            table = self._table(self._heap_table(), self.size, self._own, self.backend != "cpu")
             self._heap_bases = weakref.ref(table)
         return table

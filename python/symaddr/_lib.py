@@ -25,6 +25,11 @@ class SymaddrError(RuntimeError):
 STATUS_NAMES = {}  # value -> name, filled from the library once it is loaded
 STATUS = {}  # name -> value
 
+
+def error(name, text):
+    """SymaddrError of the status called name ("SYMADDR_ERR_INVALID_ARG"), saying text."""
+    return SymaddrError(STATUS[name], text)
+
 _TYPES = {"int": ctypes.c_int, "unsigned": ctypes.c_uint, "size_t": ctypes.c_size_t,
           "uint64": ctypes.c_uint64, "ptr": ctypes.c_void_p}
 

@@ -4,11 +4,7 @@ import collections
 import ctypes
 import weakref
 
-from ._lib import STATUS, SymaddrError
-
-
-def _err(name, text):
-    return SymaddrError(STATUS[name], text)
+from ._lib import error as _err
 
 
 # A plain namedtuple (not a subclass): Triton's compiler reads the field names from the class's

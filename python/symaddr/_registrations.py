@@ -7,13 +7,10 @@ from typing import Any, Optional, Sequence
 
 from ._arrays import address, is_torch
 from ._comm import contiguous, nbytes_of
-from ._lib import STATUS, SymaddrError
+from ._lib import STATUS
+from ._lib import error as _err
 from ._lifetime import Life, Registration
 from ._maps import AddressMap, SymmetricBuffer
-
-
-def _err(name, text):
-    return SymaddrError(STATUS[name], text)
 
 
 class Registrations:
@@ -24,7 +21,7 @@ class Registrations:
         """The AddressMap of the registration that holds a (an array, a view at any offset, or
         an address): its allocation's root map, whoever registered it."""
         h = self._open()
-        addr = address(a)
+        addr = address(a, "get_symmetric_address_map")
         if self._lifetimes.pending:
             self._freed_at(addr)
         m = ctypes.c_void_p()
@@ -43,6 +40,7 @@ class Registrations:
     def bind(self, a: Any) -> SymmetricBuffer:
         """SymmetricBuffer(ptr=a, peer_bases, capabilities, local_rank): a bound to its map,
         one kernel argument for the symaddr.triton buffer_* functions."""
+        address(a, "bind")
         amap = self.get_symmetric_address_map(a)
         return SymmetricBuffer(a, amap.peer_bases, amap.capabilities, amap.local_rank)
 
@@ -69,7 +67,7 @@ class Registrations:
         hand that memory to another array meanwhile."""
         h = self._open()
         contiguous(a, "import_")
-        addr, nbytes = address(a), nbytes_of(a)
+        addr, nbytes = address(a, "import_"), nbytes_of(a)
         if self._lifetimes.pending or self._lifetimes.local:
             self._lifetimes.reap()
             self._freed_at(addr)
@@ -87,7 +85,7 @@ class Registrations:
         library releases the registration."""
         h = self._open()
         torch_kind, owner = is_torch(ptr), ptr
-        ptr = address(ptr)
+        ptr = address(ptr, "register", "ptr")
         peers = [int(p) for p in peer_ptrs]
         if len(peers) != self.size:
             raise _err("SYMADDR_ERR_INVALID_ARG", "peer_ptrs has %d entries, the context %d "

@@ -11,6 +11,10 @@ from ._lib import STATUS, SymaddrError
 class Validation:
     """The tables' error words, read and cleared (a base class of Context)."""
 
+    def _heap_table(self):
+        """The address of the context-wide heap table (heap_bases), None without a heap."""
+        return ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+
     def _read_clear(self, addr):
         """The 32-bit word at addr (host or device memory), set to 0 if it was not."""
         if self.backend == "cpu":
@@ -53,7 +57,7 @@ class Validation:
         refused and the next host call raises INVALID_MAP. _unpoison puts the size back before
         the library releases the allocation (retention may hand the same table out again)."""
         m = self._lib.Map.from_address(reg.key)
-        heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+        heap = self._heap_table()
         if reg.kind == "allocation" and m.peer_bases and m.peer_bases != heap:
             at = m.peer_bases + 8 * self._lib.abi["table_header"]["bytes_at"]
             reg.poisoned = (at, self._read_word(at, ctypes.c_uint64))
@@ -69,7 +73,7 @@ class Validation:
         that validation refused (symaddr.triton's translate records it in the table's
         header), and clear it."""
         at = self._lib.abi["table_header"]["error_at"] * 8
-        heap = ctypes.cast(self._lib.symaddr_heap_bases_get(self._h), ctypes.c_void_p).value
+        heap = self._heap_table()
         words, dead = {}, set()
         for reg in list(self._regs.values()) + self._lifetimes.pending:
             m = self._lib.Map.from_address(reg.key)

@@ -216,6 +216,23 @@ def test_errors_raise():
         raise AssertionError("a table of the wrong length passed")
     except sa.SymaddrError as e:
         check("entries" in str(e), "table refusal: %s" % e)
+    # something that is not an array, to every call that takes one: INVALID_ARG naming the
+    # call, never an AttributeError from inside the package
+    calls = {"get_symmetric_address_map": lambda v: ctx.get_symmetric_address_map(v),
+             "bind": lambda v: ctx.bind(v), "free": lambda v: ctx.free(v),
+             "free_local": lambda v: ctx.free_local(v), "import_": lambda v: ctx.import_(v),
+             "register": lambda v: ctx.register(v, 8, [0] * size),
+             "allreduce": lambda v: ctx.allreduce(v), "put": lambda v: ctx.put(v, a, rank)}
+    for name, call in calls.items():
+        for bad in ("x", [1.0, 2.0], None):
+            try:
+                call(bad)
+                raise AssertionError("%s(%r) passed" % (name, bad))
+            except sa.SymaddrError as e:
+                check(e.status == sa.STATUS["SYMADDR_ERR_INVALID_ARG"] and name in str(e)
+                      and type(bad).__name__ in str(e),
+                      "%s(%r): want INVALID_ARG naming the call and the type, got %s (%d)"
+                      % (name, bad, e, e.status))
     ctx.free(a)
 
 
