@@ -6,7 +6,10 @@ computation) and a NumPy reference:
 - allreduce + residual add + RMSNorm (the Triton twin of examples/allreduce_rmsnorm.hip):
   each program reduces its row from every rank and normalises it while it is in registers;
 - GEMM + allreduce (a row-parallel linear layer): each rank multiplies its K-slice, and each
-  output tile is reduced across ranks as it leaves the GEMM.
+  output tile is reduced across ranks as it leaves the GEMM;
+- all-gather + GEMM (a column-parallel linear layer over sequence-parallel input): each
+  program multiplies this rank's rows first, with no wait, then each peer's rows, read where
+  they lie, once the peers' input is ready: the gathered input is never materialised.
 
     mpiexec -n 2 python examples/triton_fused.py                      # GPUs, torch, compiled
     TRITON_INTERPRET=1 SYMADDR_BACKEND=cpu mpiexec -n 3 python examples/triton_fused.py
@@ -22,6 +25,7 @@ import triton.language as tl
 
 import symaddr
 from symaddr.triton import collectives as tc
+from symaddr.triton import load as remote_load
 from symaddr.triton.team import (team_barrier, team_begin, team_end, team_reduce_tile)
 
 
@@ -87,6 +91,61 @@ def gemm_allreduce_kernel(team, a, b, partial, partial_pb, out, M, N, K,
     team_end(team, call)
 
 
+@triton.jit
+def _rows_times_b(a, a_pb, src, team, b, out, row0, rm, rn, M, N, K, BK: tl.constexpr):
+    """out[row0 + rm, rn] = rank src's a[rm, :] (a symmetric, M x K) @ b[:, rn] (K x N)."""
+    acc = tl.zeros((rm.shape[0], rn.shape[0]), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        rk = k * BK + tl.arange(0, BK)
+        ta = remote_load(a + rm[:, None] * K + rk[None, :], src, a_pb, team.rank,
+                         mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
+        tb = tl.load(b + rk[:, None] * N + rn[None, :],
+                     mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(ta, tb)
+    tl.store(out + (row0 + rm[:, None]) * N + rn[None, :], acc.to(out.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def allgather_gemm_kernel(team, a, a_pb, b, out, M, N, K, N_RANKS: tl.constexpr,
+                          BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """out (N_RANKS * M x N, any memory) = every rank's a (M x K, symmetric) stacked in rank
+    order @ b (K x N, any memory). Each program owns a tile of a rank's M rows and of N, and
+    computes it for this rank's rows first (no wait), then for each peer's rows, from the
+    rank after this one on, reading them where they lie."""
+    call = team_begin(team)
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BN)
+    rm = (pid // tiles_n) * BM + tl.arange(0, BM)
+    rn = (pid % tiles_n) * BN + tl.arange(0, BN)
+    _rows_times_b(a, a_pb, team.rank, team, b, out, team.rank * M, rm, rn, M, N, K, BK)
+    if N_RANKS > 1:
+        if team_barrier(team, call, 1, N_RANKS):  # every rank's a is ready
+            for i in tl.static_range(1, N_RANKS):
+                src = (team.rank + i) % N_RANKS
+                _rows_times_b(a, a_pb, src, team, b, out, src * M, rm, rn, M, N, K, BK)
+            team_barrier(team, call, 2, N_RANKS)  # no rank still reads a
+    team_end(team, call)
+
+
+@triton.jit
+def matmul_kernel(a, b, out, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The unfused pairs' GEMM: out (M x N) = a (M x K) @ b (K x N), local memory."""
+    pid = tl.program_id(0)
+    tiles_n = tl.cdiv(N, BN)
+    rm = (pid // tiles_n) * BM + tl.arange(0, BM)
+    rn = (pid % tiles_n) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        rk = k * BK + tl.arange(0, BK)
+        acc += tl.dot(tl.load(a + rm[:, None] * K + rk[None, :],
+                              mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0),
+                      tl.load(b + rk[:, None] * N + rn[None, :],
+                              mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0))
+    tl.store(out + rm[:, None] * N + rn[None, :], acc.to(out.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 def main():
     ctx = symaddr.Context(backend=os.environ.get("SYMADDR_BACKEND", "auto"))
     rank, size = ctx.rank, ctx.size
@@ -142,11 +201,38 @@ def main():
                                 gout, M, N, K, N_RANKS=size, BM=BM, BN=BN, BK=BK)
     gwant = sum(As[r].reshape(M, K) @ Bs[r].reshape(K, N) for r in range(size)).ravel()
     wrong += int((host(gout) != gwant).sum())
+    # its unfused pair: the GEMM into symmetric memory, then the Triton allreduce
+    matmul_kernel[grid](arr(As[rank]), arr(Bs[rank]), partial, M, N, K, BM=BM, BN=BN, BK=BK)
+    wrong += int((host(tc.allreduce(ctx, partial)) != gwant).sum())
+    # all-gather + GEMM, integer-valued f32 (exact): M rows per rank (odd), this rank's
+    # N-slice of the weight; a is a view at an odd offset of its allocation
+    M, N, K = 7, 40, 24
+    Ar = [((np.arange(M * K) * 5 + 3 * r) % 9 - 4).astype(np.float32) for r in range(size)]
+    Bl = ((np.arange(K * N) + 2 * rank) % 7 - 3).astype(np.float32)
+    abuf, amap = ctx.allocate_symmetric((M * K + 3,), np.float32 if torch is None
+                                        else torch.float32)
+    a = abuf[3:]
+    a[:] = arr(Ar[rank])
+    ctx.barrier()
+    aout = arr(np.zeros(size * M * N, np.float32))
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    allgather_gemm_kernel[grid](team, a, amap.peer_bases, arr(Bl), aout, M, N, K, N_RANKS=size,
+                                BM=BM, BN=BN, BK=BK)
+    awant = (np.concatenate(Ar).reshape(size * M, K) @ Bl.reshape(K, N)).ravel()
+    wrong += int((host(aout) != awant).sum())
+    # its unfused pair: the Triton all-gather, then the GEMM
+    gathered = tc.allgather(ctx, a)
+    unf = arr(np.zeros(size * M * N, np.float32))
+    matmul_kernel[(triton.cdiv(size * M, BM) * triton.cdiv(N, BN),)](
+        gathered, arr(Bl), unf, size * M, N, K, BM=BM, BN=BN, BK=BK)
+    wrong += int((host(unf) != awant).sum())
     ctx.sync()
+    ctx.free(abuf)
     ctx.free(partial)
     ctx.free(x)
     ctx.close()
-    print("fused: %s (rank %d of %d: allreduce+RMSNorm and GEMM+allreduce, %d wrong)"
+    print("fused: %s (rank %d of %d: allreduce+RMSNorm, GEMM+allreduce, all-gather+GEMM, "
+          "each with its unfused pair: %d wrong)"
           % ("ok" if wrong == 0 else "FAILED", rank, size, wrong), flush=True)
     return 1 if wrong else 0
 

@@ -7,6 +7,7 @@ only when it is on.
     python3 tests/python/test_ptx.py
 Prints one line a case and the summary line."""
 import collections
+import importlib.util
 import os
 import re
 import subprocess
@@ -25,6 +26,21 @@ from symaddr import triton as st  # noqa: E402
 from symaddr._maps import SymmetricBuffer, Team  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
 from symaddr.triton import team as tm  # noqa: E402
+
+
+def _example(name):
+    """examples/<name>.py as a module, its kernels only: MPI is not initialised."""
+    import mpi4py
+    mpi4py.rc.initialize = False
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fused = _example("triton_fused")
 
 
 @triton.jit
@@ -122,6 +138,20 @@ def k_team(sync, sync_pb, rank, timeout_ns, x, x_pb, out, n, N_RANKS: tl.constex
     tm.team_end(team, call)
 
 
+@triton.jit
+def k_fused(sync, sync_pb, rank, timeout_ns, a, a_pb, b, out, M, N, K, eps,
+            N_RANKS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+            KIND: tl.constexpr):
+    """Each fused kernel of examples/triton_fused.py, on a team made of scalars."""
+    team = Team(sync, sync_pb, rank, timeout_ns)
+    if KIND == 0:
+        fused.allreduce_rmsnorm_kernel(team, a, a_pb, b, b, out, N, eps, N_RANKS, BN)
+    elif KIND == 1:
+        fused.gemm_allreduce_kernel(team, a, b, a, a_pb, out, M, N, K, N_RANKS, BM, BN, BK)
+    else:
+        fused.allgather_gemm_kernel(team, a, a_pb, b, out, M, N, K, N_RANKS, BM, BN, BK)
+
+
 def compiles(fn, signature, constexprs):
     """None, or why Triton could not compile fn for sm_90."""
     try:
@@ -192,8 +222,19 @@ def main():
                                          "OP": "max" if kind == 2 else None})
             if why:
                 failed_builds.append("team block %d, %s: %s" % (kind, dt, why))
-    cases.append(("every accessor (three forms, masks or none) and every team block (4 "
-                  "dtypes) compile for sm_90%s" % (": " + "; ".join(failed_builds)
+    for dt in ("fp32", "bf16"):
+        for kind, what in enumerate(("allreduce+RMSNorm", "GEMM+allreduce", "all-gather+GEMM")):
+            sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
+                   "a": "*" + dt, "a_pb": "*i64", "b": "*" + dt, "out": "*" + dt, "M": "i32",
+                   "N": "i32", "K": "i32", "eps": "fp32", "N_RANKS": "constexpr",
+                   "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "KIND": "constexpr"}
+            why = compiles(k_fused, sig, {"N_RANKS": 8, "BM": 16, "BN": 64, "BK": 32,
+                                          "KIND": kind})
+            if why:
+                failed_builds.append("examples/triton_fused.py %s, %s: %s" % (what, dt, why))
+    cases.append(("every accessor (three forms, masks or none), every team block (4 "
+                  "dtypes) and every fused kernel of examples/triton_fused.py (2 dtypes) "
+                  "compile for sm_90%s" % (": " + "; ".join(failed_builds)
                                                   if failed_builds else ""),
                   not failed_builds))
     for name, ok in cases:
