@@ -642,22 +642,22 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  * pairs its next one with the call the others made instead. Where both have the same
  * collective, count, dtype, op and root, only where the program made them tells them apart:
  * without validation they return OK with each other's data, and the others' next call times
- * out. With SYMADDR_VALIDATE_ON each rank also sends where it made the call (the caller's
- * return address as an offset into its executable or library, or the file and line a binding
- * passes to symaddr_collective_run_at), and two ranks whose calls come from the same binary or
- * file at different places get SYMADDR_ERR_MISMATCH, with both places in the message; calls
- * from different binaries or files (MPMD programs) are not compared by place, nor are two
- * calls made from one place (a loop whose body a rank skipped once still pairs by order).
- * A program that makes one collective from different places on purpose (a root's branch and
- * the others') sets SYMADDR_VALIDATE_ARGS. What places cannot tell apart, so that a skipped call
- * there still pairs with the next one and returns OK with its data: two calls through one
- * helper function (both have the helper's place), calls from different binaries or shared
- * libraries (not compared by place), and two calls on one line of a binding (Python passes
- * file and line). A framework's wrapper passes its caller's file and line with
- * symaddr_collective_run_at, so that validation compares its users' places. Known to refuse a
- * correct program: a compiler may copy one call site (GCC's jump threading at -O2), and ranks
- * that take different copies are refused as different places; pass the place with
- * symaddr_collective_run_at, or set SYMADDR_VALIDATE_ARGS, there. A wait
+ * out. With SYMADDR_VALIDATE_ON each rank also sends where it made the call: the source file
+ * and line, which this header's macros pass for every collective and barrier call of a C or
+ * C++ program (symaddr_call_site_set), and a binding passes with symaddr_collective_run_at.
+ * Two ranks whose calls name the same file (its last 43 characters) at different lines get
+ * SYMADDR_ERR_MISMATCH, with both places in the message. A source line is what a compiler
+ * cannot copy and what two builds of one program share: a call site GCC duplicates at -O2, and
+ * MPMD ranks running an -O0 and an -O2 build of one source, are one place. Not compared by
+ * place: calls from different files, calls made without a place (through a function pointer,
+ * or with SYMADDR_NO_CALL_SITES defined), and two calls from one place (a loop whose body a
+ * rank skipped once still pairs by order). A program that makes one collective from different
+ * places on purpose (a root's branch and the others') sets SYMADDR_VALIDATE_ARGS. What places
+ * cannot tell apart, so that a skipped call there still pairs with the next one and returns OK
+ * with its data: two calls through one helper function (both have the helper's line), calls
+ * from different files or without a place, and two calls on one line. A framework's wrapper
+ * passes its caller's file and line with symaddr_call_site_set before the call (or
+ * symaddr_collective_run_at), so that validation compares its users' places. A wait
  * that times out (a peer exited or is stopped) is reported by the call on the cpu backend and by
  * symaddr_stream_sync on the GPU, as SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN (see "After a
  * timeout" above). Across nodes (real, or simulated by node_size) collectives run inside each
@@ -784,7 +784,7 @@ SYMADDR_API symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int 
  * @p line is line -@p line of a call whose recv the binding staged through a workspace of its
  * own (Python's recv that is not symmetric memory): a rank that staged and one that did not
  * get SYMADDR_ERR_MISMATCH too, since their recv are different allocations. A NULL @p file
- * stands for the caller's own return address, as symaddr_collective_run.
+ * names no place: the call is compared by its arguments only.
  * @return as symaddr_collective_run.
  */
 SYMADDR_API symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, int index,
@@ -795,6 +795,40 @@ SYMADDR_API symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, i
 
 /** No rank leaves before every rank has entered (stream-ordered on the GPU). */
 SYMADDR_API symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream);
+
+/**
+ * Names the source place (@p file, @p line) of this thread's next collective call (the nine
+ * collectives, symaddr_collective_run and symaddr_barrier), which validation mode
+ * (SYMADDR_VALIDATE_ON) compares across ranks. The macros below call it with each call's
+ * __FILE__ and __LINE__, so that a C or C++ program needs nothing else: a place in the source
+ * is what a compiler cannot copy (GCC's jump threading duplicates a call site at -O2), and what
+ * two builds of one program share (an -O0 and an -O2 binary of one source, run as MPMD ranks).
+ * The place is used by the next such call only. Define SYMADDR_NO_CALL_SITES before including
+ * this header to call the functions directly: those calls, and calls through a function pointer,
+ * are not compared by place (their arguments still are).
+ */
+SYMADDR_API void symaddr_call_site_set(const char *file, int line);
+
+#if !defined(SYMADDR_NO_CALL_SITES) && !defined(SYMADDR_DOXYGEN)
+#define symaddr_allreduce(...)                                                                     \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_allreduce(__VA_ARGS__))
+#define symaddr_allgather(...)                                                                     \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_allgather(__VA_ARGS__))
+#define symaddr_reduce_scatter(...)                                                                \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_reduce_scatter(__VA_ARGS__))
+#define symaddr_broadcast(...)                                                                     \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_broadcast(__VA_ARGS__))
+#define symaddr_reduce(...) (symaddr_call_site_set(__FILE__, __LINE__), symaddr_reduce(__VA_ARGS__))
+#define symaddr_gather(...) (symaddr_call_site_set(__FILE__, __LINE__), symaddr_gather(__VA_ARGS__))
+#define symaddr_scatter(...)                                                                       \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_scatter(__VA_ARGS__))
+#define symaddr_alltoall(...)                                                                      \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_alltoall(__VA_ARGS__))
+#define symaddr_collective_run(...)                                                                \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_collective_run(__VA_ARGS__))
+#define symaddr_barrier(...)                                                                       \
+    (symaddr_call_site_set(__FILE__, __LINE__), symaddr_barrier(__VA_ARGS__))
+#endif
 
 /** Size in bytes of one element of @p dtype, 0 for an invalid dtype. */
 SYMADDR_API size_t symaddr_dtype_size(symaddr_dtype_t dtype);

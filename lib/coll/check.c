@@ -4,7 +4,6 @@
  * mode the agreement that every rank passed the same. */
 #include "coll/coll.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,9 +60,10 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const symaddr_coll_ca
     return SYMADDR_OK;
 }
 
-/* Where a call was made, as the ranks compare it: a file and line a binding named, or the
- * return address as an offset into its executable or library (the same on every rank that
- * runs the same binary, whatever the load address). An empty name is not compared. */
+/* Where a call was made, as the ranks compare it: the source file and line the header's macros
+ * or a binding named. A call made without them has an empty name and is not compared: a code
+ * address would be, but a compiler may copy a call site (jump threading), so that ranks at one
+ * source line return from different addresses. */
 typedef struct coll_where {
     uint64_t pos;
     uint32_t is_line;
@@ -73,18 +73,11 @@ typedef struct coll_where {
 static void where_of(const symaddr_coll_site_t *site, coll_where_t *w)
 {
     memset(w, 0, sizeof(*w));
-    const char *name = NULL;
-    Dl_info info;
-    if (site->file) { /* a negative line: the binding staged this call's recv */
-        name = site->file;
+    const char *name = site->file;
+    if (name) { /* a negative line: the binding staged this call's recv */
         w->pos = (uint64_t)(site->line < 0 ? -(int64_t)site->line : site->line);
         w->is_line = site->line < 0 ? 2 : 1;
-    } else if (site->ra && dladdr(site->ra, &info) && info.dli_fname && info.dli_fname[0]) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        name = slash ? slash + 1 : info.dli_fname;
-        w->pos = (uint64_t)((const char *)site->ra - (const char *)info.dli_fbase);
-    }
-    if (name) { /* the tail, which tells files apart */
+        /* the tail, which tells files apart */
         size_t n = strlen(name);
         memcpy(w->name, n < sizeof(w->name) ? name : name + n - (sizeof(w->name) - 1),
                n < sizeof(w->name) ? n : sizeof(w->name) - 1);
@@ -93,8 +86,8 @@ static void where_of(const symaddr_coll_site_t *site, coll_where_t *w)
 
 static const char *where_text(const coll_where_t *w, char *buf, size_t n)
 {
-    snprintf(buf, n, w->is_line ? "%.44s:%llu%s" : "%.44s+0x%llx%s", w->name,
-             (unsigned long long)w->pos, w->is_line == 2 ? " (recv staged)" : "");
+    snprintf(buf, n, "%.44s:%llu%s", w->name, (unsigned long long)w->pos,
+             w->is_line == 2 ? " (recv staged)" : "");
     return buf;
 }
 
@@ -174,11 +167,8 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                 "pairs its next one with the call the others made instead (every rank must make "
                 "the same calls in the same order); if the program makes this collective from "
                 "different places on purpose, set SYMADDR_VALIDATE=args to compare the "
-                "arguments only%s",
-                row->name, r, where_text(at, a, sizeof(a)), where_text(at0, b, sizeof(b)),
-                at->is_line ? ""
-                            : " (addr2line -f -e BINARY OFFSET names a place's function "
-                              "and line, in a build with -g)");
+                "arguments only",
+                row->name, r, where_text(at, a, sizeof(a)), where_text(at0, b, sizeof(b)));
     }
     free(all);
     return st;

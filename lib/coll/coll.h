@@ -66,13 +66,15 @@ symaddr_coll_kind_t symaddr_coll_allreduce_kind(const symaddr_context_t *ctx, si
                                                 symaddr_dtype_t dt, size_t *work_p);
 
 /* check.c: the overlap rules, the agreement of validation mode, and the checks of a call */
-/* Where the program made a call: the return address of the public function, or the file and
- * line a binding names (symaddr_collective_run_at). Validation mode compares it. */
+/* Where the program made a call: the file and line the header's macros (symaddr_call_site_set)
+ * or a binding (symaddr_collective_run_at) named, which validation mode compares; NULL file
+ * for a call made without them (not compared by place). */
 typedef struct symaddr_coll_site {
-    const void *ra;
     const char *file;
     int line;
 } symaddr_coll_site_t;
+/* The place symaddr_call_site_set named for this thread's call, then forgotten. */
+symaddr_coll_site_t symaddr_coll_site_take(void);
 symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
                                           symaddr_coll_kind_t kind, size_t count,
                                           symaddr_dtype_t dt, int op, int root,
@@ -105,8 +107,7 @@ symaddr_status_t symaddr_coll_run(symaddr_context_t *ctx, const symaddr_coll_cal
 /* The guarded body of the public call of kind_'s collective: its arguments and where the
  * program called it, then symaddr_coll_run. */
 #define SYMADDR_COLL_CALL(ctx, kind_, ...)                                                         \
-    SYMADDR_COLL_CALL_AT(ctx, kind_, ((symaddr_coll_site_t){.ra = __builtin_return_address(0)}),   \
-                         __VA_ARGS__)
+    SYMADDR_COLL_CALL_AT(ctx, kind_, symaddr_coll_site_take(), __VA_ARGS__)
 /* The same, made at site_. */
 #define SYMADDR_COLL_CALL_AT(ctx, kind_, site_, ...)                                               \
     do {                                                                                           \

@@ -205,11 +205,27 @@ static symaddr_status_t run_index(symaddr_context_t *ctx, const char *fn, symadd
                          .dtype = dtype, .op = op, .root = root);
 }
 
+/* Set by the header's macros just before the call they wrap, on the calling thread. */
+static __thread symaddr_coll_site_t next_site;
+
+void symaddr_call_site_set(const char *file, int line)
+{
+    next_site.file = file;
+    next_site.line = line;
+}
+
+symaddr_coll_site_t symaddr_coll_site_take(void)
+{
+    symaddr_coll_site_t s = next_site;
+    next_site.file = NULL;
+    return s;
+}
+
 symaddr_status_t symaddr_collective_run(symaddr_context_t *ctx, int index, const void *send,
                                         void *recv, size_t count, symaddr_dtype_t dtype,
                                         symaddr_redop_t op, int root, void *stream)
 {
-    const symaddr_coll_site_t site = {.ra = __builtin_return_address(0)};
+    const symaddr_coll_site_t site = symaddr_coll_site_take();
     return run_index(ctx, "symaddr_collective_run", site, index, send, recv, count, dtype, op, root,
                      stream);
 }
@@ -219,8 +235,9 @@ symaddr_status_t symaddr_collective_run_at(symaddr_context_t *ctx, int index, co
                                            symaddr_redop_t op, int root, void *stream,
                                            const char *file, int line)
 {
-    const symaddr_coll_site_t site = {
-        .ra = __builtin_return_address(0), .file = file, .line = line};
+    symaddr_coll_site_t site = symaddr_coll_site_take(); /* a macro's place, if any, is spent */
+    site.file = file;
+    site.line = line;
     return run_index(ctx, "symaddr_collective_run_at", site, index, send, recv, count, dtype, op,
                      root, stream);
 }
@@ -250,6 +267,6 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream,
 
 symaddr_status_t symaddr_barrier(symaddr_context_t *ctx, void *stream)
 {
-    const symaddr_coll_site_t site = {.ra = __builtin_return_address(0)};
+    const symaddr_coll_site_t site = symaddr_coll_site_take();
     GUARDED(ctx, symaddr_coll_barrier_row.name, barrier_(ctx, stream, &site));
 }
