@@ -9,6 +9,9 @@
 #   hosts.sh run N PER [--keep DIR]... -- CMD ARGS...
 #                                       make N hosts, run mpirun -np N*PER CMD across them
 #                                       (PER ranks a host) from host 1, remove the hosts
+#   hosts.sh shell N PER [--keep DIR]... -- CMD ARGS...
+#                                       the same, but run CMD itself on host 1, with
+#                                       $HOSTS_MPIRUN: mpirun across the hosts (give it -n)
 #   hosts.sh up DIR N [KEEP...] / down DIR / agent DIR HOST CMD...
 # KEEP: folders that stay visible inside the hosts' private /tmp (the build, a venv); the
 # current directory is kept. Removal is trapped: a run killed by a signal leaves nothing, and
@@ -107,7 +110,7 @@ agent() { # Open MPI's rsh agent: agent DIR HOST CMD (one string, as ssh runs it
     exec nsenter -t "$(cat "$dir/$host/pid")" --net --uts --ipc --mount -- /bin/sh -c "$*"
 }
 
-run() {
+run() { # run or shell (HOSTS_SHELL=1)
     local n=$1 per=$2; shift 2
     local keep=()
     while [ $# -gt 0 ] && [ "$1" != "--" ]; do
@@ -124,14 +127,22 @@ run() {
     local hostlist="" i
     for i in $(seq 1 "$n"); do hostlist+="${hostlist:+,}h$i:$per"; done
     printf '#!/bin/sh\nexec %s agent %s "$@"\n' "$me" "$dir" >"$dir/rsh"
-    chmod +x "$dir/rsh"
+    {
+        echo '#!/bin/sh'
+        echo "exec mpirun --allow-run-as-root --host $hostlist --mca plm_rsh_agent $dir/rsh" \
+            "--mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include eth0" \
+            "--mca btl_tcp_if_include eth0 --mca btl self,vader,tcp" \
+            "--mca mpi_add_procs_cutoff 0 \"\$@\""
+    } >"$dir/mpirun"
+    chmod +x "$dir/rsh" "$dir/mpirun"
     local st=0
-    nsenter -t "$(cat "$dir/h1/pid")" --net --uts --ipc --mount --wd="$PWD" -- \
-        mpirun --allow-run-as-root --host "$hostlist" -np $((n * per)) \
-        --mca plm_rsh_agent "$dir/rsh" --mca plm_rsh_no_tree_spawn 1 \
-        --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0 --mca btl self,vader,tcp \
-        --mca mpi_add_procs_cutoff 0 \
-        --oversubscribe "$@" || st=$?
+    if [ "${HOSTS_SHELL:-0}" = 1 ]; then
+        nsenter -t "$(cat "$dir/h1/pid")" --net --uts --ipc --mount --wd="$PWD" -- \
+            env HOSTS_MPIRUN="$dir/mpirun" "$@" || st=$?
+    else
+        nsenter -t "$(cat "$dir/h1/pid")" --net --uts --ipc --mount --wd="$PWD" -- \
+            "$dir/mpirun" -np $((n * per)) --oversubscribe "$@" || st=$?
+    fi
     return $st
 }
 
@@ -143,5 +154,6 @@ up) up "$@" ;;
 down) down "$@" ;;
 agent) agent "$@" ;;
 run) run "$@" ;;
+shell) HOSTS_SHELL=1 run "$@" ;;
 *) sed -n '2,20p' "$me" >&2; exit 2 ;;
 esac

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The multi-node path across real hosts (network, UTS, IPC and mount namespaces: hosts.sh),
-# with no SYMADDR_NODE_SIZE: symaddr-info's node groups, the maps and backend suites, and the
-# collectives' cases that pass across hosts today, against MPI's own collectives.
+# with no SYMADDR_NODE_SIZE: symaddr-info's node groups, the maps and backend suites, the
+# collectives' cases that pass across hosts today, against MPI's own collectives, and a whole
+# host killed at each fault point (tests/fault.sh).
 #   tests/hosts/suite.sh BUILD_DIR      (cpu backend; exit 77 where hosts cannot be made)
 # Not run here yet, each a bug this stage found (issue 46): test_coll's test_two_nodes (a
 # segfault in MPI_Comm_split under a node_size setting on real hosts), test_maps'
@@ -31,4 +32,9 @@ echo "-- mpi_coll at 2 2: the cases that pass across hosts"
 SYMADDR_TEST_CASES="test_nan_bits test_others test_in_place_forms test_rooted_offsets test_mixed_providers
     test_back_to_back test_bad_arguments test_validate_mismatch" \
     run 2 2 "$B/tests/mpi_coll" | grep -E "^(ok|not ok|skip)|passed"
+echo "-- faults at 2 2: both ranks of host h2 killed at init, mesh, alloc, free, finalize, a"
+echo "   collective; h1's ranks must fail within twice the timeout, h1's /dev/shm and /tmp clean"
+TMPDIR=$B FAULT_HOST_TMP=/tmp "$H" shell 2 2 --keep "$B" -- \
+    sh -c 'tests/fault.sh "$HOSTS_MPIRUN" 4 "$0" "2 3"' "$B/tests/mpi_fault" |
+    grep -E "returned|passed|FAIL|stopped"
 echo "hosts: $((SECONDS - start)) s"

@@ -4,7 +4,8 @@
  * descriptor mesh, during an allocation's descriptor exchange, before a free, before finalize, and
  * mid- collective (then also a signal wait). Each survivor writes "<what> <status> <milliseconds>"
  * to DIR/rank-N; tests/fault.sh checks the files and that nothing of symaddr's outlives the
- * job. Run as: test_fault DIR POINT. */
+ * job. Run as: test_fault DIR POINT. The victims are rank 1, or the ranks SYMADDR_TEST_VICTIMS
+ * lists ("2 3": every rank of a host, tests/hosts/suite.sh). */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,15 +20,33 @@
 
 #define TIMEOUT_MS 1000
 #define SETUP_TIMEOUT_MS 60000
-#define VICTIM 1
-
 static int g_rank;
+static bool g_victim;
 static FILE *g_out;
 static double g_t0;
 
+/* Whether this rank is one SYMADDR_TEST_VICTIMS lists (default "1"). */
+static bool is_victim(int rank)
+{
+    const char *list = getenv("SYMADDR_TEST_VICTIMS");
+    char *end;
+    if (!list || !*list)
+        return rank == 1;
+    for (const char *p = list; *p; p = end) {
+        long r = strtol(p, &end, 10);
+        if (end == p) {
+            end = (char *)p + 1; /* a separator */
+            continue;
+        }
+        if (r == rank)
+            return true;
+    }
+    return false;
+}
+
 static void die_if_victim(void)
 {
-    if (g_rank == VICTIM)
+    if (g_victim)
         kill(getpid(), SIGKILL);
 }
 
@@ -87,6 +106,7 @@ int main(int argc, char **argv)
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    g_victim = is_victim(g_rank);
     g_t0 = MPI_Wtime();
     if (argc < 3)
         return 2;
