@@ -286,7 +286,9 @@ static void test_ptr_fn_adapter(symaddr_context_t *ctx)
     free(g_node_of);
 }
 
-/* A 2x4 split of one host: peers of the other simulated node are unreachable. */
+/* Each host split into simulated nodes of size / 2 ranks (a 2x4 split of one host; on real
+ * hosts each host's own split, its ranks in blocks of size / 2 by their place on the host):
+ * peers of another node are unreachable. */
 static void test_simulated_nodes(void *unused)
 {
     symaddr_context_t *ctx;
@@ -296,28 +298,43 @@ static void test_simulated_nodes(void *unused)
     (void)unused;
     if (!(ctx = t_two_node_context()))
         return;
-    T_CHECK(symaddr_node_size(ctx) == t_size / 2);
+    int half = t_size / 2, host_rank, first, mine[2], *node_of = malloc(sizeof(int) * 2 * t_size);
+    MPI_Comm host;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t_rank, MPI_INFO_NULL, &host);
+    MPI_Comm_rank(host, &host_rank);
+    first = t_rank;
+    MPI_Bcast(&first, 1, MPI_INT, 0, host); /* the host's first rank names it */
+    MPI_Comm_free(&host);
+    mine[0] = first;
+    mine[1] = host_rank / half;
+    MPI_Allgather(mine, 2, MPI_INT, node_of, 2, MPI_INT, MPI_COMM_WORLD);
+    int node_size = 0;
+    for (int t = 0; t < t_size; t++)
+        node_size += node_of[2 * t] == mine[0] && node_of[2 * t + 1] == mine[1];
+    T_CHECK(symaddr_node_size(ctx) == node_size, "node size %d, want %d", symaddr_node_size(ctx),
+            node_size);
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
     T_OK(ctx, symaddr_symmetric_alloc(ipc, COUNT * sizeof(uint32_t), &ptr, &m));
     check_invariant(m, t_rank, t_size);
     fill(ctx, ptr, (uint32_t)t_rank + 1);
     MPI_Barrier(MPI_COMM_WORLD);
-    int half = t_size / 2;
     for (int t = 0; t < t_size; t++) {
         void *remote;
+        bool same = node_of[2 * t] == mine[0] && node_of[2 * t + 1] == mine[1];
         /* the device check a kernel makes before translating, on the same table */
         symaddr_buffer_t buf;
         T_OK(ctx, symaddr_buffer_bind(m, ptr, &buf));
-        T_CHECK(symaddr_reachable(t, m->host_peer_bases) == (t / half == t_rank / half) &&
+        T_CHECK(symaddr_reachable(t, m->host_peer_bases) == same &&
                     symaddr_buffer_reachable(buf, t) == symaddr_reachable(t, buf.peer_bases),
                 "symaddr_reachable(%d) is %d", t, symaddr_reachable(t, m->host_peer_bases));
-        if (t / half == t_rank / half) {
+        if (same) {
             T_CHECK(m->host_peer_bases[t] != 0, "same-node rank %d unreachable", t);
         } else {
             T_CHECK(m->host_peer_bases[t] == 0, "rank %d of the other node is mapped", t);
             T_STATUS(ctx, symaddr_translate_host(m, ptr, t, &remote), SYMADDR_ERR_UNREACHABLE);
         }
     }
+    free(node_of);
     check_peers(ctx, m, ptr, 0);
     MPI_Barrier(MPI_COMM_WORLD);
     T_OK(ctx, symaddr_symmetric_free(ipc, ptr));

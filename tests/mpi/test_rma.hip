@@ -53,13 +53,15 @@ static void fill_f32(float *dev, int rank, size_t n)
     free(h);
 }
 
-/* slot s of dst must hold rank s's values, for every s != skip. */
-static void check_slots(const float *dev_dst, int skip, size_t n, size_t offset)
+/* slot s of dst must hold rank s's values, for every s != skip (and, given a host table, every
+ * s it reaches). */
+static void check_slots_of(const float *dev_dst, int skip, size_t n, size_t offset,
+                           const uint64_t *reach)
 {
     float *h = (float *)malloc((size_t)t_size * n * sizeof(float));
     T_OK(g_ctx, symaddr_memcpy(g_ctx, h, dev_dst, (size_t)t_size * n * sizeof(float)));
     for (int s = 0; s < t_size; s++) {
-        if (s == skip)
+        if (s == skip || (reach && !symaddr_reachable(s, reach)))
             continue;
         int bad = 0;
         for (size_t i = 0; i < n; i++)
@@ -67,6 +69,22 @@ static void check_slots(const float *dev_dst, int skip, size_t n, size_t offset)
         T_CHECK(bad == 0, "slot %d: %d of %zu wrong", s, bad, n);
     }
     free(h);
+}
+
+static void check_slots(const float *dev_dst, int skip, size_t n, size_t offset)
+{
+    check_slots_of(dev_dst, skip, n, offset, NULL);
+}
+
+/* Whether every rank is on this rank's node; else the case is skipped, saying why (across
+ * nodes a peer_bases entry is 0: test_put_kernel and test_stream_across_nodes run there). */
+static bool one_node(void)
+{
+    if (symaddr_node_size(g_ctx) == t_size)
+        return true;
+    T_SKIP("reaches every rank, and this run has %d ranks a node of %d", symaddr_node_size(g_ctx),
+           t_size);
+    return false;
 }
 
 /* Elements [3, 3 + n) of slot s (of n + 3) in dev must hold rank s's values, s != skip. */
@@ -88,6 +106,8 @@ static int wrong_in_slots(const float *dev, int skip, size_t n)
  * stream with no wait between. */
 static void test_bulk_put_get(void *unused)
 {
+    if (!one_node())
+        return;
     static const size_t counts[] = {((size_t)64 << 10) / 4 - 5, ((size_t)3 << 20) / 4 + 7};
     symaddr_provider_t *p;
     symaddr_map_t *ms, *md;
@@ -132,12 +152,18 @@ static void test_put_kernel(void *unused)
          symaddr_symmetric_alloc(ipc, (size_t)t_size * N * sizeof(float), (void **)&dst, &md));
     fill_f32(src, t_rank, N);
     sync_all();
+    /* every rank of this node (all of them on one host); across nodes their entry is 0 */
     for (int t = 0; t < t_size; t++)
-        if (t != t_rank)
+        if (t != t_rank && symaddr_reachable(t, md->host_peer_bases))
             launched(SYMADDR_LAUNCH(put_kernel, 4, 256, NULL, dst + (size_t)t_rank * N, src, N, t,
                                     md->peer_bases, md->local_rank));
     sync_all();
-    check_slots(dst, t_rank, N, 0);
+    check_slots_of(dst, t_rank, N, 0, md->host_peer_bases);
+    int reached = 0;
+    for (int t = 0; t < t_size; t++)
+        reached += symaddr_reachable(t, md->host_peer_bases);
+    T_CHECK(reached == symaddr_node_size(g_ctx), "%d ranks reachable, the node has %d", reached,
+            symaddr_node_size(g_ctx));
     sync_all();
     T_OK(g_ctx, symaddr_symmetric_free(ipc, src));
     T_OK(g_ctx, symaddr_symmetric_free(ipc, dst));
@@ -156,6 +182,8 @@ __global__ void get_all_kernel(float *dst, const float *src, size_t n, int size,
 
 static void test_get_block_and_host_calls(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_provider_t *heap;
     symaddr_map_t *ms, *md;
     float *src, *dst;
@@ -267,6 +295,8 @@ static int typed_equal(const typed_t *a, const typed_t *b)
 
 static void test_typed(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_provider_t *ipc;
     symaddr_map_t *m;
     typed_t *slots, got, *out = (typed_t *)dev_alloc(sizeof(typed_t));
@@ -387,6 +417,8 @@ static int cmp_u64(const void *a, const void *b)
 
 static void test_atomics(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_provider_t *ipc;
     symaddr_map_t *m;
     counters_t *c, init, got;
@@ -526,6 +558,8 @@ static void run_mixed(float *src, const symaddr_map_t *ms, float *dst, const sym
 
 static void test_mixed_providers(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_provider_t *ipc, *heap;
     symaddr_map_t *ms, *mh, *mi;
     float *src, *hdst, *root;
@@ -559,6 +593,8 @@ static void test_mixed_providers(void *unused)
 /* MPI shared windows are host memory: only the cpu backend's kernels can reach them. */
 static void test_mixed_foreign(void *unused)
 {
+    if (!one_node())
+        return;
     (void)unused;
     if (symaddr_backend(g_ctx) != SYMADDR_BACKEND_CPU) {
         T_SKIP("MPI shared-window memory is host memory, which %s kernels cannot load",
@@ -604,6 +640,8 @@ static void test_mixed_foreign(void *unused)
 
 static void test_heap_bases(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_provider_t *heap;
     symaddr_map_t *ms, *md;
     float *src, *dst;
@@ -646,6 +684,8 @@ __global__ void wait_kernel(const uint64_t *sig, uint64_t value, uint64_t timeou
 
 static void test_signals(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_provider_t *ipc;
     symaddr_map_t *md, *msig;
     uint32_t *data, host[N];
@@ -693,6 +733,8 @@ __global__ void store_kernel(uint32_t *ptr, uint32_t value, int target, const ui
 
 static void test_mispairing(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_config_t cfg;
     symaddr_context_t *ctx;
     symaddr_provider_t *ipc;
@@ -752,6 +794,8 @@ __global__ void caps_kernel(uint64_t *w, int target, const uint64_t *pb, int me,
  * recorded (validation), and the buffer wait refuses at once. */
 static void test_capabilities_honoured(void *unused)
 {
+    if (!one_node())
+        return;
     symaddr_config_t cfg;
     symaddr_context_t *full, *lim;
     symaddr_provider_t *ipc;
