@@ -5,8 +5,10 @@
 # collectives' cases that pass across hosts today, against MPI's own collectives, and a whole
 # host killed at each fault point (tests/fault.sh).
 #   tests/hosts/suite.sh BUILD_DIR      (cpu backend; exit 77 where hosts cannot be made)
-# Not run here yet, a bug this stage found (issue 46): test_coll's test_two_nodes (a segfault
-# in MPI_Comm_split under a node_size setting on real hosts). Fixed after this stage found them:
+# Not run here yet, a bug this stage found (issue 46): test_coll's test_two_nodes right after
+# test_rooted_offsets at 2 x 2 (a segfault in Open MPI's mca_pml_ob1_add_comm, in the
+# MPI_Comm_split of the next symaddr_init; each case alone passes, as does test_two_nodes
+# after test_in_place_forms). Fixed after this stage found them:
 # test_maps' test_simulated_nodes at 4 hosts x 2 (it expected one host's split), test_rma's
 # put_kernel (it wrote through a peer_bases entry of 0 off the node; test_rma's cases that
 # reach every rank skip across nodes, saying so), test_nan_bits (sums across nodes are not in
