@@ -62,6 +62,19 @@ def rmsnorm_kernel(x, residual, weight, out, H, eps, BLOCK_H: tl.constexpr):
 
 
 @triton.jit
+def _gemm_tile(a, b, rm, rn, M, N, K, BK: tl.constexpr):
+    """a[rm, :] (M x K) @ b[:, rn] (K x N), local memory, accumulated in f32."""
+    acc = tl.zeros((rm.shape[0], rn.shape[0]), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        rk = k * BK + tl.arange(0, BK)
+        acc += tl.dot(tl.load(a + rm[:, None] * K + rk[None, :],
+                              mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0),
+                      tl.load(b + rk[:, None] * N + rn[None, :],
+                              mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0))
+    return acc
+
+
+@triton.jit
 def gemm_allreduce_kernel(team, a, b, partial, partial_pb, out, M, N, K,
                           N_RANKS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                           BK: tl.constexpr):
@@ -73,14 +86,7 @@ def gemm_allreduce_kernel(team, a, b, partial, partial_pb, out, M, N, K,
     tiles_n = tl.cdiv(N, BN)
     rm = (pid // tiles_n) * BM + tl.arange(0, BM)
     rn = (pid % tiles_n) * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        rk = k * BK + tl.arange(0, BK)
-        ta = tl.load(a + rm[:, None] * K + rk[None, :],
-                     mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
-        tb = tl.load(b + rk[:, None] * N + rn[None, :],
-                     mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(ta, tb)
+    acc = _gemm_tile(a, b, rm, rn, M, N, K, BK)
     tile = rm[:, None] * N + rn[None, :]
     inside = (rm[:, None] < M) & (rn[None, :] < N)
     tl.store(partial + tile, acc, mask=inside)
@@ -135,13 +141,7 @@ def matmul_kernel(a, b, out, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl
     tiles_n = tl.cdiv(N, BN)
     rm = (pid // tiles_n) * BM + tl.arange(0, BM)
     rn = (pid % tiles_n) * BN + tl.arange(0, BN)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        rk = k * BK + tl.arange(0, BK)
-        acc += tl.dot(tl.load(a + rm[:, None] * K + rk[None, :],
-                              mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0),
-                      tl.load(b + rk[:, None] * N + rn[None, :],
-                              mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0))
+    acc = _gemm_tile(a, b, rm, rn, M, N, K, BK)
     tl.store(out + rm[:, None] * N + rn[None, :], acc.to(out.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 

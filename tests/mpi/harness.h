@@ -184,6 +184,43 @@ static inline symaddr_context_t *t_context(MPI_Comm comm, const symaddr_config_t
     return ctx;
 }
 
+/* An ipc allocation of n int32 holding rank-distinct values base + i. */
+static inline int32_t *t_alloc_i32(symaddr_context_t *ctx, size_t n, int32_t base)
+{
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    int32_t *p = NULL, *h = (int32_t *)malloc(n * sizeof(int32_t));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, n * sizeof(int32_t), (void **)&p, &m));
+    for (size_t i = 0; i < n; i++)
+        h[i] = base + (int32_t)i;
+    if (p)
+        T_OK(ctx, symaddr_memcpy(ctx, p, h, n * sizeof(int32_t)));
+    free(h);
+    return p;
+}
+
+static inline void t_free_i32(symaddr_context_t *ctx, int32_t *p)
+{
+    symaddr_provider_t *ipc;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_symmetric_free(ipc, p));
+}
+
+/* Elements of p (n int32) other than mul * i + add. */
+static inline int t_count_wrong(symaddr_context_t *ctx, const int32_t *p, size_t n, int32_t mul,
+                                int32_t add)
+{
+    int32_t *h = (int32_t *)malloc(n * sizeof(int32_t));
+    int bad = 0;
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    T_OK(ctx, symaddr_memcpy(ctx, h, p, n * sizeof(int32_t)));
+    for (size_t i = 0; i < n; i++)
+        bad += h[i] != mul * (int32_t)i + add;
+    free(h);
+    return bad;
+}
+
 /* Entries of a directory whose names contain @p part (NULL: every entry), -1 if it cannot be
  * read. A shared directory (/dev/shm) is counted by symaddr's names only: other jobs make files
  * there too. */

@@ -24,48 +24,12 @@ static int gpu_backend(symaddr_context_t *ctx)
     return symaddr_backend(ctx) != SYMADDR_BACKEND_CPU;
 }
 
-/* An ipc allocation of n int32 holding rank-distinct values base + i. */
-static int32_t *alloc_i32(symaddr_context_t *ctx, size_t n, int32_t base)
-{
-    symaddr_provider_t *ipc;
-    symaddr_map_t *m;
-    int32_t *p = NULL, *h = malloc(n * sizeof(int32_t));
-    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_symmetric_alloc(ipc, n * sizeof(int32_t), (void **)&p, &m));
-    for (size_t i = 0; i < n; i++)
-        h[i] = base + (int32_t)i;
-    if (p)
-        T_OK(ctx, symaddr_memcpy(ctx, p, h, n * sizeof(int32_t)));
-    free(h);
-    return p;
-}
-
-static void free_i32(symaddr_context_t *ctx, int32_t *p)
-{
-    symaddr_provider_t *ipc;
-    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_symmetric_free(ipc, p));
-}
-
-/* Elements of p that differ from want(i); p has n int32. */
-static int count_wrong(symaddr_context_t *ctx, const int32_t *p, size_t n, int32_t mul, int32_t add)
-{
-    int32_t *h = malloc(n * sizeof(int32_t));
-    int bad = 0;
-    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
-    T_OK(ctx, symaddr_memcpy(ctx, h, p, n * sizeof(int32_t)));
-    for (size_t i = 0; i < n; i++)
-        bad += h[i] != mul * (int32_t)i + add;
-    free(h);
-    return bad;
-}
-
 /* ---- 1. overlap ------------------------------------------------------------------------------ */
 
 static void test_overlap(symaddr_context_t *ctx)
 {
     const size_t n = 16384;
-    int32_t *s = alloc_i32(ctx, n + 8, (t_rank + 1) * 100000);
+    int32_t *s = t_alloc_i32(ctx, n + 8, (t_rank + 1) * 100000);
     T_STATUS(ctx, symaddr_allreduce(ctx, s, s + 4, n, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_ARG);
     T_CHECK(strstr(symaddr_last_error(ctx), "overlap") != NULL, "message: %s",
@@ -78,15 +42,15 @@ static void test_overlap(symaddr_context_t *ctx)
     T_STATUS(ctx, symaddr_reduce_scatter(ctx, s, s + 1, 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_ARG);
     /* Nothing ran: the data is what it was. */
-    T_CHECK(count_wrong(ctx, s, n + 8, 1, (t_rank + 1) * 100000) == 0, "a refused call wrote");
+    T_CHECK(t_count_wrong(ctx, s, n + 8, 1, (t_rank + 1) * 100000) == 0, "a refused call wrote");
     /* In place is legal, and exact. */
     T_OK(ctx, symaddr_allreduce(ctx, s, s, n, SYMADDR_INT32, SYMADDR_SUM, NULL));
     int32_t sum_base = 0;
     for (int r = 0; r < t_size; r++)
         sum_base += (r + 1) * 100000;
-    T_CHECK(count_wrong(ctx, s, n, t_size, sum_base) == 0, "in-place allreduce is wrong");
+    T_CHECK(t_count_wrong(ctx, s, n, t_size, sum_base) == 0, "in-place allreduce is wrong");
     MPI_Barrier(MPI_COMM_WORLD);
-    free_i32(ctx, s);
+    t_free_i32(ctx, s);
 }
 
 /* ---- 2. counts that overflow ------------------------------------------------------------------
@@ -94,7 +58,7 @@ static void test_overlap(symaddr_context_t *ctx)
 
 static void test_count_overflow(symaddr_context_t *ctx)
 {
-    int32_t *a = alloc_i32(ctx, 8192, t_rank);
+    int32_t *a = t_alloc_i32(ctx, 8192, t_rank);
     const size_t huge = ((size_t)1 << 62) + 256;
     T_STATUS(ctx, symaddr_allreduce(ctx, a, a + 4096, huge, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_INVALID_SIZE);
@@ -119,9 +83,9 @@ static void test_count_overflow(symaddr_context_t *ctx)
     T_STATUS(ctx, symaddr_put(ctx, a, a + 4096, (size_t)1 << 40, (t_rank + 1) % t_size, NULL),
              SYMADDR_ERR_OUT_OF_BOUNDS);
     T_STATUS(ctx, symaddr_memcpy(ctx, a, a + 4096, SIZE_MAX - 8), SYMADDR_ERR_INVALID_SIZE);
-    T_CHECK(count_wrong(ctx, a, 8192, 1, t_rank) == 0, "a refused call wrote");
+    T_CHECK(t_count_wrong(ctx, a, 8192, 1, t_rank) == 0, "a refused call wrote");
     MPI_Barrier(MPI_COMM_WORLD);
-    free_i32(ctx, a);
+    t_free_i32(ctx, a);
 }
 
 /* ---- 3. alignment -----------------------------------------------------------------------------
@@ -129,7 +93,7 @@ static void test_count_overflow(symaddr_context_t *ctx)
 
 static void test_misaligned(symaddr_context_t *ctx)
 {
-    int32_t *a = alloc_i32(ctx, 4096, t_rank + 1);
+    int32_t *a = t_alloc_i32(ctx, 4096, t_rank + 1);
     T_STATUS(ctx,
              symaddr_allreduce(ctx, (char *)a + 1, (char *)a + 8195, 100, SYMADDR_INT32,
                                SYMADDR_SUM, NULL),
@@ -149,7 +113,7 @@ static void test_misaligned(symaddr_context_t *ctx)
     T_OK(ctx, symaddr_memcpy(ctx, got, (char *)a + 8194, sizeof(got)));
     T_CHECK(memcmp(got, h, sizeof(h)) == 0, "f16 max at a 2-byte offset is wrong");
     MPI_Barrier(MPI_COMM_WORLD);
-    free_i32(ctx, a);
+    t_free_i32(ctx, a);
 }
 
 /* ---- 4. a late rank ---------------------------------------------------------------------------
@@ -169,7 +133,7 @@ static void late_rank(symaddr_allreduce_algo_t algo, symaddr_dtype_t dt)
     cfg.timeout_ms = timeout;
     cfg.allreduce_algo = algo;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
-    int32_t *s = alloc_i32(ctx, 2 * N, 0), h[N], got[N];
+    int32_t *s = t_alloc_i32(ctx, 2 * N, 0), h[N], got[N];
     int late = t_rank == t_size - 1, first_fail = -1, first_timeout = INT32_MAX;
     int ok_after_fail = 0, wrong = 0;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -340,8 +304,8 @@ static void test_late_finalize(void *u)
 static void check_collectives(symaddr_context_t *ctx, const char *what)
 {
     const size_t n = 1001;
-    int32_t *a = alloc_i32(ctx, n * (size_t)t_size, (t_rank + 1) * 1000);
-    int32_t *b = alloc_i32(ctx, n * (size_t)t_size, 0);
+    int32_t *a = t_alloc_i32(ctx, n * (size_t)t_size, (t_rank + 1) * 1000);
+    int32_t *b = t_alloc_i32(ctx, n * (size_t)t_size, 0);
     int32_t base = 0;
     for (int r = 0; r < t_size; r++)
         base += (r + 1) * 1000;
@@ -350,7 +314,7 @@ static void check_collectives(symaddr_context_t *ctx, const char *what)
     for (int rep = 0; rep < 3; rep++)
         for (size_t c = 0; c < 4; c++) {
             T_OK(ctx, symaddr_allreduce(ctx, a, b, counts[c], SYMADDR_INT32, SYMADDR_SUM, NULL));
-            int bad = count_wrong(ctx, b, counts[c], t_size, base);
+            int bad = t_count_wrong(ctx, b, counts[c], t_size, base);
             T_CHECK(bad == 0, "%s: allreduce of %zu: %d wrong", what, counts[c], bad);
         }
     /* the same values in f32 (exact), which the Lamport allreduce takes; then a's back */
@@ -374,12 +338,12 @@ static void check_collectives(symaddr_context_t *ctx, const char *what)
     free(hf);
     free(hi);
     T_OK(ctx, symaddr_broadcast(ctx, a, b, n, SYMADDR_INT32, t_size - 1, NULL));
-    T_CHECK(count_wrong(ctx, b, n, 1, t_size * 1000) == 0, "%s: broadcast", what);
+    T_CHECK(t_count_wrong(ctx, b, n, 1, t_size * 1000) == 0, "%s: broadcast", what);
     T_OK(ctx, symaddr_barrier(ctx, NULL));
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
-    free_i32(ctx, a);
-    free_i32(ctx, b);
+    t_free_i32(ctx, a);
+    t_free_i32(ctx, b);
 }
 
 static void test_epoch_wrap(void *u)
@@ -421,7 +385,7 @@ static void test_ll_one_deadline(void *u)
     cfg.timeout_ms = 1500;
     cfg.allreduce_algo = SYMADDR_ALLREDUCE_LL;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
-    int32_t *a = alloc_i32(ctx, 64, t_rank);
+    int32_t *a = t_alloc_i32(ctx, 64, t_rank);
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank != 0) { /* rank 0 stays away */
         double t0 = MPI_Wtime();
@@ -477,7 +441,7 @@ static void test_threads(void *unused)
     symaddr_context_t *ctx;
     if (!T_INIT_OK(&cfg, &ctx))
         return;
-    int32_t *a = alloc_i32(ctx, 64, t_rank + 1);
+    int32_t *a = t_alloc_i32(ctx, 64, t_rank + 1);
     alloc_arg_t b = {ctx, SYMADDR_ERR_INVALID_ARG, NULL};
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank == 0 && t_size > 1) {
@@ -693,11 +657,11 @@ static void test_long_timeout(void *u)
     cfg.timeout_ms = 4294967295u;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
     check_exchange(ctx);
-    int32_t *a = alloc_i32(ctx, 64, t_rank);
+    int32_t *a = t_alloc_i32(ctx, 64, t_rank);
     T_OK(ctx, symaddr_allreduce(ctx, a, a + 32, 16, SYMADDR_INT32, SYMADDR_SUM, NULL));
-    T_CHECK(count_wrong(ctx, a + 32, 16, t_size, t_size * (t_size - 1) / 2) == 0);
+    T_CHECK(t_count_wrong(ctx, a + 32, 16, t_size, t_size * (t_size - 1) / 2) == 0);
     MPI_Barrier(MPI_COMM_WORLD);
-    free_i32(ctx, a);
+    t_free_i32(ctx, a);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
@@ -710,7 +674,7 @@ static void test_memfd_mode(symaddr_context_t *ctx)
         T_SKIP("the cpu backend's memory is a memfd; GPU memory is not a file");
         return;
     }
-    int32_t *a = alloc_i32(ctx, 1024, 0);
+    int32_t *a = t_alloc_i32(ctx, 1024, 0);
     int found = 0;
     for (int fd = 0; fd < 4096; fd++) {
         char path[64], link[256];
@@ -729,7 +693,7 @@ static void test_memfd_mode(symaddr_context_t *ctx)
     }
     T_CHECK(found > 0, "no memfd of symaddr in /proc/self/fd");
     MPI_Barrier(MPI_COMM_WORLD);
-    free_i32(ctx, a);
+    t_free_i32(ctx, a);
 }
 
 /* ---- 13. the config's contract -----------------------------------------------------------------
@@ -858,8 +822,8 @@ static void test_skipped_call(void *u)
         cfg.allreduce_algo = algos[k];
         if (!T_INIT_OK(&cfg, &ctx))
             return;
-        int32_t *a = alloc_i32(ctx, 8, t_rank + 1), *a2 = alloc_i32(ctx, 8, 100 * (t_rank + 1));
-        int32_t *out = alloc_i32(ctx, 8, -7);
+        int32_t *a = t_alloc_i32(ctx, 8, t_rank + 1), *a2 = t_alloc_i32(ctx, 8, 100 * (t_rank + 1));
+        int32_t *out = t_alloc_i32(ctx, 8, -7);
         symaddr_status_t st =
             t_rank == 1 ? symaddr_allreduce(ctx, a2, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL)
                         : step(ctx, a, out);
@@ -868,14 +832,14 @@ static void test_skipped_call(void *u)
         T_CHECK(strstr(symaddr_last_error(ctx), "made this call at") != NULL &&
                     strstr(symaddr_last_error(ctx), "skipped a call") != NULL,
                 "message: %s", symaddr_last_error(ctx));
-        T_CHECK(count_wrong(ctx, out, 8, 1, -7) == 0, "recv changed by a refused call");
+        T_CHECK(t_count_wrong(ctx, out, 8, 1, -7) == 0, "recv changed by a refused call");
         /* every rank then makes the next call from one place: exact */
         T_OK(ctx, symaddr_allreduce(ctx, a2, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL));
-        T_CHECK(count_wrong(ctx, out, 8, t_size, 100 * ranks_sum) == 0, "%s: wrong sums after",
+        T_CHECK(t_count_wrong(ctx, out, 8, t_size, 100 * ranks_sum) == 0, "%s: wrong sums after",
                 symaddr_allreduce_algo_name(algos[k]));
-        free_i32(ctx, out);
-        free_i32(ctx, a2);
-        free_i32(ctx, a);
+        t_free_i32(ctx, out);
+        t_free_i32(ctx, a2);
+        t_free_i32(ctx, a);
         T_OK(ctx, symaddr_finalize(&ctx));
     }
     /* arguments only: one collective made from two places on purpose, exact */
@@ -885,14 +849,14 @@ static void test_skipped_call(void *u)
     cfg.validate = SYMADDR_VALIDATE_ARGS;
     if (!T_INIT_OK(&cfg, &ctx))
         return;
-    int32_t *a = alloc_i32(ctx, 8, t_rank + 1), *out = alloc_i32(ctx, 8, -7);
+    int32_t *a = t_alloc_i32(ctx, 8, t_rank + 1), *out = t_alloc_i32(ctx, 8, -7);
     symaddr_status_t st = t_rank == 1
                               ? symaddr_allreduce(ctx, a, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL)
                               : step(ctx, a, out);
     T_CHECK(st == SYMADDR_OK, "SYMADDR_VALIDATE_ARGS, two places: %s", symaddr_strerror(st));
-    T_CHECK(count_wrong(ctx, out, 8, t_size, ranks_sum) == 0, "wrong sums from two places");
-    free_i32(ctx, out);
-    free_i32(ctx, a);
+    T_CHECK(t_count_wrong(ctx, out, 8, t_size, ranks_sum) == 0, "wrong sums from two places");
+    t_free_i32(ctx, out);
+    t_free_i32(ctx, a);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 

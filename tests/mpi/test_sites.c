@@ -43,41 +43,6 @@ static __attribute__((noinline)) symaddr_status_t threaded_bcast(symaddr_context
     return st;
 }
 
-static int32_t *alloc_i32(symaddr_context_t *ctx, size_t n, int32_t base)
-{
-    symaddr_provider_t *ipc;
-    symaddr_map_t *m;
-    int32_t *p = NULL, *h = malloc(n * sizeof(int32_t));
-    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_symmetric_alloc(ipc, n * sizeof(int32_t), (void **)&p, &m));
-    for (size_t i = 0; i < n; i++)
-        h[i] = base + (int32_t)i;
-    if (p)
-        T_OK(ctx, symaddr_memcpy(ctx, p, h, n * sizeof(int32_t)));
-    free(h);
-    return p;
-}
-
-static void free_i32(symaddr_context_t *ctx, int32_t *p)
-{
-    symaddr_provider_t *ipc;
-    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    T_OK(ctx, symaddr_symmetric_free(ipc, p));
-}
-
-/* Elements of p (n) other than mul * i + add. */
-static int count_wrong(symaddr_context_t *ctx, const int32_t *p, size_t n, int32_t mul, int32_t add)
-{
-    int32_t *h = malloc(n * sizeof(int32_t));
-    int bad = 0;
-    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
-    T_OK(ctx, symaddr_memcpy(ctx, h, p, n * sizeof(int32_t)));
-    for (size_t i = 0; i < n; i++)
-        bad += h[i] != mul * (int32_t)i + add;
-    free(h);
-    return bad;
-}
-
 static symaddr_context_t *validating(void)
 {
     symaddr_config_t cfg;
@@ -95,7 +60,7 @@ static void test_copied_call_site(void *u)
     if (!ctx)
         return;
     const size_t n = 37;
-    int32_t *x = alloc_i32(ctx, n, 10 * (t_rank + 1)), *out = alloc_i32(ctx, n, -7);
+    int32_t *x = t_alloc_i32(ctx, n, 10 * (t_rank + 1)), *out = t_alloc_i32(ctx, n, -7);
     const int32_t sum = 10 * t_size * (t_size + 1) / 2; /* of 10 (r + 1) over ranks */
     for (int flagged = 0; flagged < t_size; flagged++) {
         symaddr_status_t st = threaded(ctx, t_rank == flagged, x, out, n);
@@ -103,23 +68,23 @@ static void test_copied_call_site(void *u)
                 symaddr_strerror(st), symaddr_last_error(ctx));
         if (st != SYMADDR_OK)
             break;
-        T_CHECK(count_wrong(ctx, out, n, t_size, sum) == 0, "allreduce, rank %d flagged: wrong",
+        T_CHECK(t_count_wrong(ctx, out, n, t_size, sum) == 0, "allreduce, rank %d flagged: wrong",
                 flagged);
     }
     for (int root = 0; root < t_size; root++) {
-        int32_t *b = alloc_i32(ctx, n, 1000 * (t_rank + 1));
+        int32_t *b = t_alloc_i32(ctx, n, 1000 * (t_rank + 1));
         symaddr_status_t st = threaded_bcast(ctx, root, b, n);
         T_CHECK(st == SYMADDR_OK, "broadcast from %d: %s (%s)", root, symaddr_strerror(st),
                 symaddr_last_error(ctx));
-        T_CHECK(st != SYMADDR_OK || count_wrong(ctx, b, n, 1, 1000 * (root + 1)) == 0,
+        T_CHECK(st != SYMADDR_OK || t_count_wrong(ctx, b, n, 1, 1000 * (root + 1)) == 0,
                 "broadcast from %d: wrong", root);
         T_OK(ctx, symaddr_barrier(ctx, NULL));
-        free_i32(ctx, b);
+        t_free_i32(ctx, b);
         if (st != SYMADDR_OK)
             break;
     }
-    free_i32(ctx, out);
-    free_i32(ctx, x);
+    t_free_i32(ctx, out);
+    t_free_i32(ctx, x);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
@@ -135,7 +100,7 @@ static void test_skip_still_refused(void *u)
     symaddr_context_t *ctx = validating();
     if (!ctx)
         return;
-    int32_t *x = alloc_i32(ctx, 8, t_rank), *out = alloc_i32(ctx, 8, -7);
+    int32_t *x = t_alloc_i32(ctx, 8, t_rank), *out = t_alloc_i32(ctx, 8, -7);
     symaddr_status_t st;
     if (t_rank != t_size - 1)
         st = symaddr_allreduce(ctx, x, out, 8, SYMADDR_INT32, SYMADDR_SUM, NULL);
@@ -145,9 +110,9 @@ static void test_skip_still_refused(void *u)
     T_CHECK(strstr(symaddr_last_error(ctx), "test_sites.c:") != NULL &&
                 strstr(symaddr_last_error(ctx), "skipped a call") != NULL,
             "the message names the source places: %s", symaddr_last_error(ctx));
-    T_CHECK(count_wrong(ctx, out, 8, 1, -7) == 0, "recv changed by a refused call");
-    free_i32(ctx, out);
-    free_i32(ctx, x);
+    T_CHECK(t_count_wrong(ctx, out, 8, 1, -7) == 0, "recv changed by a refused call");
+    t_free_i32(ctx, out);
+    t_free_i32(ctx, x);
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
