@@ -4,7 +4,7 @@
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
 # Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python torch iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python torch pybench iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -159,6 +159,23 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
                 grep -E "^(not ok|skip)|passed" "$log"
             done
         done ;;
+    pybench)
+        # symaddr.triton's collectives against the C ones, and the fused examples against their
+        # unfused pairs, PY_RANKS ranks on one GPU (MPS on): python -m symaddr.bench triton
+        # (f32, bf16) and fused (PYBENCH: a ;-separated list); each under PYBENCH_TIMEOUT s (240).
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+        export SYMADDR_BACKEND=cuda
+        IFS=';' read -ra benches <<<"${PYBENCH:-triton;triton --dtype bfloat16;fused}"
+        for n in ${PY_RANKS:-2 8}; do
+            for what in "${benches[@]}"; do
+                echo "== $n ranks: $what" >>"$OUT/pybench.txt"
+                timeout ${PYBENCH_TIMEOUT:-240} mpiexec -n $n python3 -m symaddr.bench $what \
+                    >>"$OUT/pybench.txt" 2>&1
+                r=$?
+                [ $r = 0 ] || { rc=1; echo "rc=$r ($n ranks: $what)" >>"$OUT/pybench.txt"; }
+            done
+        done
+        grep -v "^\[" "$OUT/pybench.txt" | tail -80 ;;
     iris)
         # ROCm/iris's own device-function unit tests through tests/iris (IRIS_TESTS: their
         # folder, carried; PY_RANKS ranks on one GPU, MPS on).
