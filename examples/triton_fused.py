@@ -14,7 +14,8 @@ computation) and a NumPy reference:
     mpiexec -n 2 python examples/triton_fused.py                      # GPUs, torch, compiled
     TRITON_INTERPRET=1 SYMADDR_BACKEND=cpu mpiexec -n 3 python examples/triton_fused.py
 
-Prints "fused: ok" on every rank, or exits 1."""
+The GEMM kernels launch at most symaddr.triton.team.team_programs() programs, each looping over
+its tiles (FUSED_PROGRAMS=n: at most n, so that small shapes loop too). Prints "fused: ok" on every rank, or exits 1."""
 import os
 import sys
 
@@ -26,7 +27,8 @@ import triton.language as tl
 import symaddr
 from symaddr.triton import collectives as tc
 from symaddr.triton import load as remote_load
-from symaddr.triton.team import (team_barrier, team_begin, team_end, team_reduce_tile)
+from symaddr.triton.team import (team_barrier, team_begin, team_end, team_programs,
+                                 team_reduce_tile)
 
 
 @triton.jit
@@ -79,20 +81,25 @@ def gemm_allreduce_kernel(team, a, b, partial, partial_pb, out, M, N, K,
                           N_RANKS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                           BK: tl.constexpr):
     """out (M x N, any memory) = the sum over ranks of their a (M x K) @ b (K x N): each
-    program multiplies its tile, leaves it in partial (symmetric), and once every rank's tile
-    is there reduces it from every rank."""
+    program multiplies its tiles (every num_programs-th), leaves them in partial (symmetric),
+    and once every rank's tiles are there reduces them from every rank."""
     call = team_begin(team)
-    pid = tl.program_id(0)
     tiles_n = tl.cdiv(N, BN)
-    rm = (pid // tiles_n) * BM + tl.arange(0, BM)
-    rn = (pid % tiles_n) * BN + tl.arange(0, BN)
-    acc = _gemm_tile(a, b, rm, rn, M, N, K, BK)
-    tile = rm[:, None] * N + rn[None, :]
-    inside = (rm[:, None] < M) & (rn[None, :] < N)
-    tl.store(partial + tile, acc, mask=inside)
-    if team_barrier(team, call, 1, N_RANKS):  # every rank's tile is in its partial
-        total = team_reduce_tile(partial, partial_pb, tile, inside, team, N_RANKS)
-        tl.store(out + tile, total.to(out.dtype.element_ty), mask=inside)
+    tiles = tl.cdiv(M, BM) * tiles_n
+    for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
+        rm = (t // tiles_n) * BM + tl.arange(0, BM)
+        rn = (t % tiles_n) * BN + tl.arange(0, BN)
+        acc = _gemm_tile(a, b, rm, rn, M, N, K, BK)
+        tl.store(partial + rm[:, None] * N + rn[None, :], acc,
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+    if team_barrier(team, call, 1, N_RANKS):  # every rank's tiles are in its partial
+        for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
+            rm = (t // tiles_n) * BM + tl.arange(0, BM)
+            rn = (t % tiles_n) * BN + tl.arange(0, BN)
+            tile = rm[:, None] * N + rn[None, :]
+            inside = (rm[:, None] < M) & (rn[None, :] < N)
+            total = team_reduce_tile(partial, partial_pb, tile, inside, team, N_RANKS)
+            tl.store(out + tile, total.to(out.dtype.element_ty), mask=inside)
         team_barrier(team, call, 2, N_RANKS)  # no rank still reads partial
     team_end(team, call)
 
@@ -116,19 +123,23 @@ def _rows_times_b(a, a_pb, src, team, b, out, row0, rm, rn, M, N, K, BK: tl.cons
 def allgather_gemm_kernel(team, a, a_pb, b, out, M, N, K, N_RANKS: tl.constexpr,
                           BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """out (N_RANKS * M x N, any memory) = every rank's a (M x K, symmetric) stacked in rank
-    order @ b (K x N, any memory). Each program owns a tile of a rank's M rows and of N, and
-    computes it for this rank's rows first (no wait), then for each peer's rows, from the
-    rank after this one on, reading them where they lie."""
+    order @ b (K x N, any memory). The tiles of this rank's rows come first, with no wait;
+    then, once every rank's a is ready, the tiles of the peers' rows (from the rank after this
+    one on), read where they lie. Each program takes every num_programs-th tile of each."""
     call = team_begin(team)
-    pid = tl.program_id(0)
     tiles_n = tl.cdiv(N, BN)
-    rm = (pid // tiles_n) * BM + tl.arange(0, BM)
-    rn = (pid % tiles_n) * BN + tl.arange(0, BN)
-    _rows_times_b(a, a_pb, team.rank, team, b, out, team.rank * M, rm, rn, M, N, K, BK)
+    own = tl.cdiv(M, BM) * tiles_n  # the tiles of one rank's rows
+    for t in range(tl.program_id(0), own, tl.num_programs(0)):
+        rm = (t // tiles_n) * BM + tl.arange(0, BM)
+        rn = (t % tiles_n) * BN + tl.arange(0, BN)
+        _rows_times_b(a, a_pb, team.rank, team, b, out, team.rank * M, rm, rn, M, N, K, BK)
     if N_RANKS > 1:
         if team_barrier(team, call, 1, N_RANKS):  # every rank's a is ready
-            for i in tl.static_range(1, N_RANKS):
-                src = (team.rank + i) % N_RANKS
+            for t in range(tl.program_id(0), (N_RANKS - 1) * own, tl.num_programs(0)):
+                src = (team.rank + 1 + t // own) % N_RANKS
+                u = t % own
+                rm = (u // tiles_n) * BM + tl.arange(0, BM)
+                rn = (u % tiles_n) * BN + tl.arange(0, BN)
                 _rows_times_b(a, a_pb, src, team, b, out, src * M, rm, rn, M, N, K, BK)
             team_barrier(team, call, 2, N_RANKS)  # no rank still reads a
     team_end(team, call)
@@ -165,6 +176,10 @@ def main():
         return np.asarray(a)
 
     team = ctx.team()
+    cap = int(os.environ.get("FUSED_PROGRAMS", "0"))
+
+    def programs(tiles):  # the fused kernels' grid: co-resident programs, each looping
+        return min(cap or tiles, team_programs(ctx, tiles))
     wrong = 0
     # allreduce + residual + RMSNorm: rows of H (odd) f32
     rows, H, eps = 5, 67, 1e-6
@@ -197,8 +212,9 @@ def main():
     gout = arr(np.zeros(M * N, np.float32))
     BM, BN, BK = 16, 16, 16
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
-    gemm_allreduce_kernel[grid](team, arr(As[rank]), arr(Bs[rank]), partial, pmap.peer_bases,
-                                gout, M, N, K, N_RANKS=size, BM=BM, BN=BN, BK=BK)
+    gemm_allreduce_kernel[(programs(grid[0]),)](team, arr(As[rank]), arr(Bs[rank]), partial,
+                                                pmap.peer_bases, gout, M, N, K, N_RANKS=size,
+                                                BM=BM, BN=BN, BK=BK)
     gwant = sum(As[r].reshape(M, K) @ Bs[r].reshape(K, N) for r in range(size)).ravel()
     wrong += int((host(gout) != gwant).sum())
     # its unfused pair: the GEMM into symmetric memory, then the Triton allreduce
@@ -215,7 +231,7 @@ def main():
     a[:] = arr(Ar[rank])
     ctx.barrier()
     aout = arr(np.zeros(size * M * N, np.float32))
-    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    grid = (programs(size * triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
     allgather_gemm_kernel[grid](team, a, amap.peer_bases, arr(Bl), aout, M, N, K, N_RANKS=size,
                                 BM=BM, BN=BN, BK=BK)
     awant = (np.concatenate(Ar).reshape(size * M, K) @ Bl.reshape(K, N)).ravel()

@@ -108,7 +108,11 @@ class Validation:
         code = self._read_clear(addr)
         if code:
             st = -int(ctypes.c_int32(code).value)
+            why = self._lib.symaddr_strerror(st).decode()
+            if st == STATUS["SYMADDR_ERR_INVALID_ARG"]:
+                from .triton.team import MAX_BLOCKS
+                why = ("a program id past symaddr.triton.team.MAX_BLOCKS (%d): launch at most "
+                       "that many programs and loop over the tiles" % MAX_BLOCKS)
             self._broken = ("a Triton team kernel failed on this rank or a peer (%s): the "
-                            "context is broken; create a new Context"
-                            % self._lib.symaddr_strerror(st).decode())
+                            "context is broken; create a new Context" % why)
             raise SymaddrError(st, self._broken)

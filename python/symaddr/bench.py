@@ -331,6 +331,7 @@ def _fused(ctx, a):
     import triton
     from mpi4py import MPI
     from symaddr.triton import collectives as tc
+    from symaddr.triton.team import team_programs
     ex = _load_example(a.example, "triton_fused.py")
     size, rank = ctx.size, ctx.rank
     team = ctx.team()
@@ -359,9 +360,10 @@ def _fused(ctx, a):
             partial, pmap = ctx.allocate_symmetric((m * nk,), torch.float32)
             out = torch.empty(m * nk, dtype=torch.float32, device="cuda")
             grid = (triton.cdiv(m, bm) * triton.cdiv(nk, bn),)
+            fgrid = (team_programs(ctx, grid[0]),)  # resident at once; each loops over tiles
 
             def fused_ar():
-                ex.gemm_allreduce_kernel[grid](team, am, bm_, partial, pmap.peer_bases, out, m,
+                ex.gemm_allreduce_kernel[fgrid](team, am, bm_, partial, pmap.peer_bases, out, m,
                                                nk, kl, N_RANKS=size, BM=bm, BN=bn, BK=bk)
 
             unf = torch.empty(m * nk, dtype=torch.float32, device="cuda")
@@ -383,7 +385,7 @@ def _fused(ctx, a):
             gathered = torch.empty(size * m * nk, dtype=bf16, device="cuda")
             uout = torch.empty(size * m * nl, dtype=torch.float32, device="cuda")
             ctx.barrier()
-            grid = (triton.cdiv(m, bm) * triton.cdiv(nl, bn),)
+            grid = (team_programs(ctx, size * triton.cdiv(m, bm) * triton.cdiv(nl, bn)),)
             ugrid = (triton.cdiv(size * m, bm) * triton.cdiv(nl, bn),)
 
             def fused_ag():

@@ -36,6 +36,7 @@ import triton.language as tl  # noqa: E402
 import symaddr.triton as st  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
 from symaddr.triton import collectives as tc  # noqa: E402
+from symaddr.triton.team import MAX_BLOCKS, team_barrier, team_begin, team_end  # noqa: E402
 from triton_put import put_kernel  # noqa: E402  (the example's kernel, as the seed writes it)
 
 comm = MPI.COMM_WORLD
@@ -290,6 +291,13 @@ def k_mixed(out, a, a_pb, b, b_pb, c, c_pb, d, d_pb, n, cur_rank, n_ranks: tl.co
 def k_reachable(out, peer_bases, n_ranks: tl.constexpr):
     for t in range(0, n_ranks):
         tl.store(out + t, st.reachable(t, peer_bases).to(tl.int32))
+
+
+@triton.jit
+def k_team_grid(team, N_RANKS: tl.constexpr):
+    call = team_begin(team)
+    team_barrier(team, call, 1, N_RANKS)
+    team_end(team, call)
 
 
 # ---- cases -------------------------------------------------------------------------------------
@@ -829,6 +837,48 @@ def test_triton_skipped_call():
             check(e.name == "SYMADDR_ERR_BROKEN", str(e))
 
 
+def test_team_grid_too_large():
+    """A team kernel launched with more programs than the sync area has words for (MAX_BLOCKS):
+    the programs past it fail the call (INVALID_ARG on a rank that saw its own, BROKEN where a
+    peer's came first, the message naming MAX_BLOCKS somewhere) and write nothing past the
+    sync area (they used to write their flags into the memory after it)."""
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    with sa.Context(backend=ctx.backend, timeout_ms=1500) as short:
+        team = short.team()
+        area = team.sync
+        nbytes = area.numel() * 8 if ON_GPU else area.nbytes
+        start = area.data_ptr() if ON_GPU else area.__array_interface__["data"][0]
+        after = (torch.zeros(16, dtype=torch.int64, device=area.device) if ON_GPU else None)
+
+        def past_end():  # the 16 words after the area, within its (page-rounded) mapping
+            if ON_GPU:
+                import symaddr._arrays as arrays
+                view = arrays.torch_tensor(start + nbytes, (16,), torch.int64,
+                                           short._device())[0]
+                after.copy_(view)
+                torch.cuda.synchronize()
+                return after.cpu().numpy()
+            import ctypes
+            return np.frombuffer(ctypes.string_at(start + nbytes, 128), np.int64).copy()
+        before = past_end()
+        k_team_grid[(MAX_BLOCKS + 1,)](team, N_RANKS=size)
+        names, texts = set(), ""
+        try:
+            if ON_GPU:
+                torch.cuda.synchronize()
+            short.barrier()
+            raise AssertionError("a team kernel of %d programs returned OK" % (MAX_BLOCKS + 1))
+        except sa.SymaddrError as e:
+            names.add(e.name)
+            texts = str(e)
+        check(names <= {"SYMADDR_ERR_INVALID_ARG", "SYMADDR_ERR_BROKEN"} and names, names)
+        told = comm.allreduce(int("MAX_BLOCKS" in texts))
+        check(told >= 1, "no rank's message named MAX_BLOCKS: %s" % texts)
+        check(np.array_equal(past_end(), before), "written past the sync area: %s -> %s" % (
+            before, past_end()))
+
+
 def test_unreachable_peers():
     """Simulated nodes of one rank (node_size=1): other ranks' entries are 0; the map says so,
     check_reachable refuses with UNREACHABLE, and the kernel's reachable() agrees."""
@@ -1030,6 +1080,7 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("50 Triton collectives with no host call between them",
                   test_triton_stream_of_calls),
                  ("a rank that skips a Triton collective", test_triton_skipped_call),
+                 ("a team kernel with more programs than MAX_BLOCKS", test_team_grid_too_large),
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
                  ("address maps of every provider, zero-copy", test_address_maps),
                  ("Python mistakes raise SymaddrError", test_python_mistakes),

@@ -10,8 +10,10 @@ before or after it.
     team_end(team, call)                           # every program, last
 
 A kernel that uses them is one collective call of the team: every rank launches it, in the
-same order relative to the team's other kernels, with the same grid (at most team.max_blocks
-programs). Each program numbers its calls in device memory (its epoch in the sync area), so a
+same order relative to the team's other kernels, with the same grid of at most MAX_BLOCKS (64)
+programs, all resident at once with the peers' on a shared GPU: a kernel with more work loops
+over its tiles (see examples/triton_fused.py). A program past MAX_BLOCKS fails the call with
+SYMADDR_ERR_INVALID_ARG (its barriers return False) rather than write past the sync area. Each program numbers its calls in device memory (its epoch in the sync area), so a
 stream of calls, and a CUDA graph replaying them, never pair one call's flags with another's.
 Every wait is bounded by the team's timeout (a clock); a peer that is late past it, or a call
 ahead (a rank skipped a call), fails the call: team_barrier returns False, the status is
@@ -29,6 +31,7 @@ _status = _load().abi["status"]
 _TIMEOUT = tl.constexpr(-_status["SYMADDR_ERR_TIMEOUT"])
 _MISMATCH = tl.constexpr(-_status["SYMADDR_ERR_MISMATCH"])
 _BROKEN = tl.constexpr(-_status["SYMADDR_ERR_BROKEN"])
+_TOO_MANY = tl.constexpr(-_status["SYMADDR_ERR_INVALID_ARG"])  # more programs than MAX_BLOCKS
 _INTERPRETED = tl.constexpr(_CLOCK == "python")  # Triton's interpreter runs the kernels
 
 # The sync area, in int64 words: the status, then one epoch per program, then one flag per
@@ -36,6 +39,7 @@ _INTERPRETED = tl.constexpr(_CLOCK == "python")  # Triton's interpreter runs the
 STATUS_AT = tl.constexpr(0)
 EPOCH_AT = tl.constexpr(1)
 MAX_BLOCKS = 64
+_MAX_PROGRAMS = tl.constexpr(MAX_BLOCKS)  # the same, as kernels read it
 FLAGS_AT = tl.constexpr(1 + MAX_BLOCKS)
 # A call's flag values step by 4 (phases 1 to 3): a peer at most one call phase ahead is
 # fine, one a whole call ahead skipped nothing this rank made (or this rank skipped one)
@@ -47,18 +51,34 @@ def sync_words(size):
     return 1 + MAX_BLOCKS + MAX_BLOCKS * size
 
 
+def team_programs(ctx, tiles, per_sm=1):
+    """The programs a team kernel of `tiles` tiles launches (it loops over the rest): at most
+    MAX_BLOCKS, and on a GPU at most per_sm a multiprocessor shared among the ranks that share
+    the GPU, so that every program of every rank is resident at once (a program waiting at a
+    barrier for a peer's program that cannot be scheduled would wait until the timeout)."""
+    cap = MAX_BLOCKS
+    if ctx.backend != "cpu":
+        import torch
+        sms = torch.cuda.get_device_properties(ctx.device).multi_processor_count
+        sharing = -(-ctx.node_size // max(1, torch.cuda.device_count()))
+        cap = min(cap, max(1, per_sm * sms // sharing))
+    return max(1, min(int(tiles), cap))
+
+
 @triton.jit
 def team_begin(team):
-    """This program's next call: its number (epoch), read from the sync area."""
+    """This program's next call: its number (epoch), read from the sync area (0 for a program
+    past MAX_BLOCKS, whose barriers fail the call: the area has no words for it)."""
     pid = tl.program_id(0)
-    return tl.load(team.sync + EPOCH_AT + pid, volatile=True) + 1
+    return tl.load(team.sync + EPOCH_AT + pid, mask=pid < _MAX_PROGRAMS, other=-1,
+                   volatile=True) + 1
 
 
 @triton.jit
 def team_end(team, call):
     """This program's call is over: its number stays in the sync area for the next one."""
     pid = tl.program_id(0)
-    tl.store(team.sync + EPOCH_AT + pid, call)
+    tl.store(team.sync + EPOCH_AT + pid, call, mask=pid < _MAX_PROGRAMS)
 
 
 @triton.jit
@@ -82,20 +102,24 @@ def team_fail(team, code, N_RANKS: tl.constexpr):
 def team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr):
     """This program meets the same program of every rank at phase (1 to 3) of call: its
     earlier stores (local and to peers) are visible to their later loads. True, or False
-    after a failure (recorded: a peer late past the team's timeout, or a call ahead)."""
+    after a failure (recorded: a peer late past the team's timeout, a call ahead, or a
+    program past MAX_BLOCKS, which fails with SYMADDR_ERR_INVALID_ARG)."""
     tl.debug_barrier()
     pid = tl.program_id(0)
-    value = call * _STRIDE + phase
-    mine = team.sync + FLAGS_AT + pid * N_RANKS + team.rank
-    for r in tl.static_range(N_RANKS):
-        tl.atomic_xchg(translate(mine, r, team.sync_pb, team.rank), value, sem="release",
-                       scope="sys")
     code = tl.zeros((), tl.int32)
-    for r in tl.static_range(N_RANKS):
-        flag = team.sync + FLAGS_AT + pid * N_RANKS + r
-        late = signal_wait_until(flag, "ge", value, team.timeout_ns) != OK
-        ahead = tl.load(flag, volatile=True) >= value + _STRIDE
-        code = tl.where(late, _TIMEOUT, tl.where(ahead, _MISMATCH, code))
+    if pid < _MAX_PROGRAMS:
+        value = call * _STRIDE + phase
+        mine = team.sync + FLAGS_AT + pid * N_RANKS + team.rank
+        for r in tl.static_range(N_RANKS):
+            tl.atomic_xchg(translate(mine, r, team.sync_pb, team.rank), value, sem="release",
+                           scope="sys")
+        for r in tl.static_range(N_RANKS):
+            flag = team.sync + FLAGS_AT + pid * N_RANKS + r
+            late = signal_wait_until(flag, "ge", value, team.timeout_ns) != OK
+            ahead = tl.load(flag, volatile=True) >= value + _STRIDE
+            code = tl.where(late, _TIMEOUT, tl.where(ahead, _MISMATCH, code))
+    else:  # no flags for this program: writing them would write past the sync area
+        code = tl.full((), _TOO_MANY, tl.int32)
     if code != 0:
         team_fail(team, code, N_RANKS)
     tl.debug_barrier()
