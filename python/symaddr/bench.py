@@ -351,8 +351,8 @@ def _fused(ctx, a):
         g = torch.Generator(device="cuda").manual_seed(seed)
         return torch.randint(-2, 3, shape, generator=g, device="cuda").to(bf16)
 
-    for nk in (4096, 8192):
-        for m in (1, 16, 64, 128):
+    for nk in a.nk:
+        for m in a.m:
             bm, bn, bk = max(16, min(64, triton.next_power_of_2(m))), 64, 64
             # GEMM + allreduce: a (m x K / size) @ b (K / size x N), summed over ranks
             kl = nk // size
@@ -434,10 +434,13 @@ def main(argv=None):
                     help="put: a file holding a put_kernel of the seed's signature (default: "
                     "the package's, symaddr.triton.p0); fused: examples/triton_fused.py")
     ap.add_argument("--dtype", default="float32", help="triton: float32, bfloat16 or float16")
+    ap.add_argument("--m", default="1,16,64,128", help="fused: tokens (M), comma-separated")
+    ap.add_argument("--nk", default="4096,8192", help="fused: N = K, comma-separated")
     ap.add_argument("--min-bytes", type=int, default=64 << 20, help="put: smallest size")
     ap.add_argument("--max-bytes", type=int, default=None,
                     help="put: largest size (1 GiB); allreduce, triton: (1 MiB)")
     a = ap.parse_args(argv)
+    a.m, a.nk = ([int(v) for v in getattr(a, k).split(",")] for k in ("m", "nk"))
     a.iters = a.iters or {"alloc": 200, "put": 20, "allreduce": 200, "triton": 200,
                          "fused": 20}[a.what]
     a.max_bytes = a.max_bytes or {"alloc": 0, "put": 1 << 30, "allreduce": 1 << 20,
