@@ -161,13 +161,24 @@ class Communication:
         self._stage = (ptr.value, size, prov)
         return ptr.value
 
+    def _torch_stream(self, handle, device):
+        """torch's Stream of a raw handle, the stream itself: 0 is the legacy default stream.
+        (torch.cuda.ExternalStream(0) is a new pooled stream instead, pytorch#182960: work on it
+        is not ordered after the collective's.)"""
+        import torch
+        if not handle:
+            return torch.cuda.default_stream(device)
+        wrap = getattr(torch.cuda, "get_stream_from_external", None)  # torch >= 2.7
+        return (wrap(handle, device) if wrap is not None
+                else torch.cuda.ExternalStream(handle, device=device))
+
     def _copy_out(self, recv, addr, nbytes, stream):
         """recv = nbytes at addr (the workspace), ordered after the collective."""
         if is_torch(recv) and recv.is_cuda:
             import torch
             raw = self._stage_view(addr, nbytes)
             handle = self._stream_of(recv, stream)
-            with torch.cuda.stream(torch.cuda.ExternalStream(handle or 0)):
+            with torch.cuda.stream(self._torch_stream(handle, recv.device)):
                 recv.view(-1).view(torch.uint8).copy_(raw, non_blocking=True)
         else:
             ctypes.memmove(recv.data_ptr() if is_torch(recv)
@@ -264,7 +275,12 @@ class Communication:
         if self._team is not None and self.backend == "cpu":
             self._check_team()
         if avg and (not rooted or self.rank == root):
-            recv /= self.size  # in place, stream-ordered on a GPU
+            if st is not None and is_torch(recv) and recv.is_cuda:  # on the collective's stream
+                import torch
+                with torch.cuda.stream(self._torch_stream(st, recv.device)):
+                    recv /= self.size
+            else:
+                recv /= self.size
         return recv
 
     def barrier(self, stream: Any = None) -> None:

@@ -376,12 +376,51 @@ def test_import_reuse():
     ctx.free(x)
 
 
+def test_staged_stream():
+    """A staged recv's copy and avg's division run on the collective's stream. Stream 0 is the
+    legacy default stream itself: torch.cuda.ExternalStream(0) is a new pooled stream on torch
+    2.11 (pytorch#182960), so the copy out of the workspace ran unordered with the collective
+    and an 8-rank allgather into a plain tensor read the previous call's sums (seen on one
+    H200). Here each rank holds its stream busy (torch.cuda._sleep) before the calls, so a copy
+    on any other stream runs first and reads the workspace as the last call left it."""
+    dev = torch.device("cuda", torch.cuda.current_device())
+    assert ctx._torch_stream(0, dev).cuda_stream == 0, "stream 0 is not the default stream"
+    side = torch.cuda.Stream()
+    assert ctx._torch_stream(side.cuda_stream, dev).cuda_stream == side.cuda_stream
+    n = 2 * size + 1
+    x, _ = ctx.allocate_symmetric((n,), torch.float32)
+    x.copy_(values(rank, n, torch.float32))
+    total = sum(values(r, n, torch.float32) for r in range(size))
+    everyone = torch.cat([values(r, n, torch.float32) for r in range(size)])
+    for stream in (None, 0, side):
+        summed = torch.full((n,), -1.0, device="cuda")
+        gathered = torch.full((n * size,), -1.0, device="cuda")
+        averaged = torch.full((n,), -1.0, device="cuda")
+        torch.cuda.synchronize()
+        ctx.barrier()
+        s = side if stream is side else torch.cuda.default_stream()
+        with torch.cuda.stream(s):
+            torch.cuda._sleep(50_000_000)  # tens of ms on the calls' stream
+            ctx.allreduce(x, summed, stream=stream)
+            torch.cuda._sleep(50_000_000)
+            ctx.allgather(x, gathered, stream=stream)
+            ctx.allreduce(x, averaged, op="avg", stream=stream)
+        torch.cuda.synchronize()
+        ctx.barrier()
+        assert torch.equal(summed, total), "stream %r: staged allreduce" % (stream,)
+        assert torch.equal(gathered, everyone), "stream %r: staged allgather: %s" % (
+            stream, gathered[:4].tolist())
+        assert torch.allclose(averaged, total / size), "stream %r: avg" % (stream,)
+    ctx.free(x)
+
+
 case("own_collectives", test_own_collectives)
 case("own_put_get", test_own_put_get)
 case("own_errors", test_own_errors)
 case("lifetimes", test_lifetimes)
 case("graph_replay", test_graph_replay)
 case("import_reuse", test_import_reuse)
+case("staged_stream", test_staged_stream)
 case("table_is_buffer_ptrs", needs_symm_mem(test_table_is_buffer_ptrs))
 case("allreduce_symm_to_own", needs_symm_mem(test_allreduce_symm_to_own))
 case("put_own_to_symm", needs_symm_mem(test_put_own_to_symm))

@@ -862,6 +862,7 @@ def test_team_grid_too_large():
             if ON_GPU:
                 torch.cuda.synchronize()
             short.barrier()
+            short.sync()  # where a GPU's kernel failures are read
             raise AssertionError("a team kernel of %d programs returned OK" % (MAX_BLOCKS + 1))
         except sa.SymaddrError as e:
             names.add(e.name)
