@@ -939,14 +939,17 @@ static void test_bad_arguments(void *u)
              symaddr_allreduce(ctx, t_rank == last ? (void *)plain : f.a, f.b, 8, SYMADDR_INT32,
                                SYMADDR_SUM, NULL),
              SYMADDR_ERR_NOT_FOUND);
-    T_STATUS(
-        ctx,
-        symaddr_allreduce(ctx, f.a, f.b, t_rank == 0 ? 9 : 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
-        SYMADDR_ERR_MISMATCH);
-    T_STATUS(ctx,
-             symaddr_allreduce(ctx, f.a, f.b, 8, t_rank == 1 ? (symaddr_dtype_t)42 : SYMADDR_INT32,
-                               SYMADDR_SUM, NULL),
-             SYMADDR_ERR_INVALID_ARG);
+    if (t_size > 1) { /* a count, and a dtype, that one rank alone passes */
+        T_STATUS(
+            ctx,
+            symaddr_allreduce(ctx, f.a, f.b, t_rank == 0 ? 9 : 8, SYMADDR_INT32, SYMADDR_SUM, NULL),
+            SYMADDR_ERR_MISMATCH);
+        T_STATUS(ctx,
+                 symaddr_allreduce(ctx, f.a, f.b, 8,
+                                   t_rank == 1 ? (symaddr_dtype_t)42 : SYMADDR_INT32, SYMADDR_SUM,
+                                   NULL),
+                 SYMADDR_ERR_INVALID_ARG);
+    }
     T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, f.cap, SYMADDR_INT32, SYMADDR_SUM, NULL),
              SYMADDR_ERR_OUT_OF_BOUNDS);
     T_STATUS(ctx, symaddr_broadcast(ctx, f.a, f.b, 8, SYMADDR_INT32, t_size, NULL),
@@ -983,6 +986,10 @@ static void test_validate_mismatch(void *u)
     symaddr_config_t cfg;
     fix_t f;
     (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks: the ranks' arguments disagree");
+        return;
+    }
     symaddr_config_default(&cfg);
     cfg.validate = 1;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
