@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Build and test symaddr's cuda backend on a GPU machine that has nvcc and Open MPI but
 # no cmocka package: the Debian cmocka debs travel in .deps/ (see doc/gpu.md).
-# Logs go to $OUT (default ./gpu-out). Extra arguments pick steps: build test bench coll
+# Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
+# travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
 # onegpu ab abmove python torch pybench iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
@@ -173,6 +174,10 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
                     >>"$OUT/pybench.txt" 2>&1
                 r=$?
                 [ $r = 0 ] || { rc=1; echo "rc=$r ($n ranks: $what)" >>"$OUT/pybench.txt"; }
+                # a job killed by its timeout leaves MPS refusing the next clients ("busy or
+                # unavailable"): restart it
+                [ $r != 124 ] || { echo quit | nvidia-cuda-mps-control; sleep 2
+                                   nvidia-cuda-mps-control -d; }
             done
         done
         grep -v "^\[" "$OUT/pybench.txt" | tail -80 ;;
