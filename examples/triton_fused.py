@@ -15,7 +15,8 @@ computation) and a NumPy reference:
     TRITON_INTERPRET=1 SYMADDR_BACKEND=cpu mpiexec -n 3 python examples/triton_fused.py
 
 The GEMM kernels launch at most symaddr.triton.team.team_programs() programs, each looping over
-its tiles (FUSED_PROGRAMS=n: at most n, so that small shapes loop too). Prints "fused: ok" on every rank, or exits 1."""
+its tiles (FUSED_PROGRAMS=n: at most n, so that small shapes loop too). Prints "fused: ok" on
+every rank, or exits 1."""
 import os
 import sys
 

@@ -172,13 +172,12 @@ class Communication:
         return (wrap(handle, device) if wrap is not None
                 else torch.cuda.ExternalStream(handle, device=device))
 
-    def _copy_out(self, recv, addr, nbytes, stream):
-        """recv = nbytes at addr (the workspace), ordered after the collective."""
+    def _copy_out(self, recv, addr, nbytes, st):
+        """recv = nbytes at addr (the workspace), on the collective's stream st."""
         if is_torch(recv) and recv.is_cuda:
             import torch
             raw = self._stage_view(addr, nbytes)
-            handle = self._stream_of(recv, stream)
-            with torch.cuda.stream(self._torch_stream(handle, recv.device)):
+            with torch.cuda.stream(self._torch_stream(st, recv.device)):
                 recv.view(-1).view(torch.uint8).copy_(raw, non_blocking=True)
         else:
             ctypes.memmove(recv.data_ptr() if is_torch(recv)
@@ -269,7 +268,7 @@ class Communication:
         if status:
             self._check(status)
         if staged and (not root_only or self.rank == root):
-            self._copy_out(recv, r, nbytes, stream)
+            self._copy_out(recv, r, nbytes, st)
         if self.validating:  # after the call, which every rank made: no peer is left waiting
             self._check_tables()
         if self._team is not None and self.backend == "cpu":

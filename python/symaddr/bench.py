@@ -112,9 +112,7 @@ def _put(ctx, a):
     import torch
     import triton
     if a.example:
-        spec = importlib.util.spec_from_file_location("triton_put", a.example)
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        mod = _load_example(a.example, "triton_put.py")
     else:
         from symaddr.triton import p0 as mod  # the package's own copy of the seed's kernel
     peer = (ctx.rank + 1) % ctx.size
@@ -190,11 +188,6 @@ def _allreduce(ctx, a):
     from a CUDA graph: Python's share of a host collective; and the Triton one-shot."""
     import torch
     from symaddr.triton import collectives as tc
-    lib = ctx._lib
-    lib.symaddr_allreduce.restype = ctypes.c_int
-    lib.symaddr_allreduce.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_int,
-                                                              ctypes.c_int, ctypes.c_void_p]
-    f32, total = lib.dtypes["float32"], lib.abi["redop"]["sum"]
     if ctx.rank == 0:
         print("# symaddr.bench allreduce: %d ranks, backend %s, f32, best of %d rounds x %d "
               "calls; C: symaddr_allreduce called directly; py: Context.allreduce; "
@@ -210,10 +203,7 @@ def _allreduce(ctx, a):
         out = torch.empty(n, dtype=torch.float32, device="cuda")  # the Triton kernel's: local
         x.fill_(ctx.rank + 1)
 
-        def c_call():
-            st = lib.symaddr_allreduce(ctx._h, x.data_ptr(), ref.data_ptr(), n, f32, total,
-                                       torch.cuda.current_stream().cuda_stream)
-            assert st == 0, st
+        c_call = _c_call(ctx, "allreduce", x, ref, n, torch.float32)
 
         def py_call():
             ctx.allreduce(x, ref)
@@ -311,6 +301,7 @@ def _triton(ctx, a):
 
 
 def _load_example(path, default):
+    """The module in path, or (path None) in the source tree's examples/default."""
     import os
     if path is None:
         here = os.path.dirname(os.path.abspath(__file__))
@@ -418,10 +409,16 @@ def _fused_row(ctx, a, name, m, nk, fused, unfused, outs, want):
             g[1] / g[0], wrong), flush=True)
 
 
+# name -> (function, calls per round, largest size) of each benchmark
+_BENCHES = {"alloc": (_alloc, 200, 0), "put": (_put, 20, 1 << 30),
+            "allreduce": (_allreduce, 200, 1 << 20), "triton": (_triton, 200, 1 << 20),
+            "fused": (_fused, 20, 0)}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m symaddr.bench",
                                  description=__doc__.split("\n")[0])
-    ap.add_argument("what", nargs="?", default="alloc", choices=["alloc", "put", "allreduce", "triton", "fused"])
+    ap.add_argument("what", nargs="?", default="alloc", choices=list(_BENCHES))
     ap.add_argument("--iters", type=int, default=None,
                     help="calls per round (alloc 200, put 20, allreduce and triton 200, "
                     "fused 20)")
@@ -441,17 +438,14 @@ def main(argv=None):
                     help="put: largest size (1 GiB); allreduce, triton: (1 MiB)")
     a = ap.parse_args(argv)
     a.m, a.nk = ([int(v) for v in getattr(a, k).split(",")] for k in ("m", "nk"))
-    a.iters = a.iters or {"alloc": 200, "put": 20, "allreduce": 200, "triton": 200,
-                         "fused": 20}[a.what]
-    a.max_bytes = a.max_bytes or {"alloc": 0, "put": 1 << 30, "allreduce": 1 << 20,
-                                 "triton": 1 << 20, "fused": 0}[a.what]
+    run, iters, max_bytes = _BENCHES[a.what]
+    a.iters, a.max_bytes = a.iters or iters, a.max_bytes or max_bytes
     ctx = symaddr.Context(backend=a.backend)
     try:
         if a.what != "alloc" and ctx.backend == "cpu":
             raise SystemExit("symaddr.bench %s: needs a GPU backend and torch (this context "
                              "runs on the cpu backend)" % a.what)
-        {"alloc": _alloc, "put": _put, "allreduce": _allreduce, "triton": _triton,
-         "fused": _fused}[a.what](ctx, a)
+        run(ctx, a)
     finally:
         ctx.close()
 

@@ -356,20 +356,6 @@ def test_import_reuse():
             None if ws is None else hex(ctx._stage[0]),
             None if ws is None else (ws != want).nonzero().flatten()[:8].tolist(),
             x[:10].tolist()), file=sys.stderr, flush=True)
-    if comm.allreduce(int(not torch.equal(plain, want))) and ctx._stage:
-        # where each rank's mapping of every rank's workspace leads: the bytes read there
-        import ctypes
-        lib, ws, m = ctx._lib, ctx._stage[0], ctypes.c_void_p()
-        lib.symaddr_lookup(ctx._h, ctypes.c_void_p(ws), ctypes.byref(m))
-        fn = lib.symaddr_translate_host
-        fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p] * 3 + [ctypes.c_void_p]
-        for t in range(size):
-            out = ctypes.c_void_p()
-            st_ = fn(m, ctypes.c_void_p(ws), t, ctypes.byref(out))
-            got = (ctx._stage_view(out.value, 16).view(torch.int32).tolist() if st_ == 0
-                   else "status %d" % st_)
-            print("[rank %d] workspace 0x%x: rank %d's at 0x%x reads %s" % (
-                rank, ws, t, out.value or 0, got), file=sys.stderr, flush=True)
     assert torch.equal(plain, want), "allgather into a plain tensor: %s" % (
         (plain != want).nonzero().flatten()[:8].tolist())
     amap.unregister()

@@ -13,8 +13,9 @@ A kernel that uses them is one collective call of the team: every rank launches 
 same order relative to the team's other kernels, with the same grid of at most MAX_BLOCKS (64)
 programs, all resident at once with the peers' on a shared GPU: a kernel with more work loops
 over its tiles (see examples/triton_fused.py). A program past MAX_BLOCKS fails the call with
-SYMADDR_ERR_INVALID_ARG (its barriers return False) rather than write past the sync area. Each program numbers its calls in device memory (its epoch in the sync area), so a
-stream of calls, and a CUDA graph replaying them, never pair one call's flags with another's.
+SYMADDR_ERR_INVALID_ARG (its barriers return False) rather than write past the sync area.
+Each program numbers its calls in device memory (its epoch in the sync area), so a stream of
+calls, and a CUDA graph replaying them, never pair one call's flags with another's.
 Every wait is bounded by the team's timeout (a clock); a peer that is late past it, or a call
 ahead (a rank skipped a call), fails the call: team_barrier returns False, the status is
 recorded in this rank's sync area and SYMADDR_ERR_BROKEN in every peer's, and the context's
