@@ -62,6 +62,7 @@ symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0,
     mine.arg0 = arg0;
     mine.arg1 = arg1;
     mine.status = local;
+    mine.broken = core->broken;
     if (local != SYMADDR_OK)
         snprintf(mine.why, sizeof(mine.why), "%.99s", core->err.text);
     all = malloc(sizeof(*all) * (size_t)core->size);
@@ -72,6 +73,8 @@ symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0,
         free(all);
         return st;
     }
+    for (int r = 0; r < core->size; r++)
+        symaddr_core_break(core, (symaddr_status_t)all[r].broken);
     for (int r = 0; r < core->size && st == SYMADDR_OK; r++) {
         if (all[r].status == SYMADDR_OK)
             continue;
@@ -104,20 +107,24 @@ symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0,
 symaddr_status_t symaddr_agree_status(symaddr_core_t *core, symaddr_status_t local,
                                       const char *opname)
 {
-    int32_t mine = local, *all = malloc(sizeof(int32_t) * (size_t)core->size);
+    /* each rank's status, and whether its context broke (a failure only its node's kernel
+     * saw): then every rank's does, so that all skip the same later exchanges */
+    int32_t mine[2] = {local, core->broken}, (*all)[2] = malloc(sizeof(mine) * (size_t)core->size);
     symaddr_status_t st = SYMADDR_OK;
 
     if (!all)
         return symaddr_core_break(core, symaddr_error_set(&core->err, SYMADDR_ERR_NO_MEMORY,
                                                           "%s: out of host memory", opname));
-    if ((st = exchange(core, &mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
+    if ((st = exchange(core, mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
         free(all);
         return st;
     }
+    for (int r = 0; r < core->size; r++)
+        symaddr_core_break(core, (symaddr_status_t)all[r][1]);
     for (int r = 0; r < core->size; r++) {
-        if (all[r] == SYMADDR_OK)
+        if (all[r][0] == SYMADDR_OK)
             continue;
-        st = (symaddr_status_t)all[r];
+        st = (symaddr_status_t)all[r][0];
         if (r != core->rank && local == SYMADDR_OK)
             symaddr_error_set(&core->err, st, "%s failed on rank %d (%s); see that rank's message",
                               opname, r, symaddr_strerror(st));

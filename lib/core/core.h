@@ -45,6 +45,7 @@ typedef struct symaddr_call {
     uint64_t op;
     uint64_t arg0, arg1; /* op-specific, must match across ranks */
     int32_t status;      /* local status before the call's collective work */
+    int32_t broken;      /* the rank's context broken (core.broken): then every rank's is */
     char why[100];
 } symaddr_call_t;
 

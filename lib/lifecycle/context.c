@@ -475,7 +475,9 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     symaddr_status_t st = symaddr_teardown(ctx, all, k, true);
     free(all);
     /* A rank that came after its peers gave up on the teardown's barrier matched their
-     * abandoned ones and passed it: this exchange, which they no longer make, fails it too. */
+     * abandoned ones and passed it: this exchange, which they no longer make, fails it too.
+     * A broken context skips it on every rank alike: the agreements that saw a rank break
+     * broke every rank's context. */
     if (st == SYMADDR_OK && ctx->core.broken == SYMADDR_OK)
         st = symaddr_agree_status(&ctx->core, SYMADDR_OK, "symaddr_finalize");
     context_free(ctx);

@@ -888,6 +888,58 @@ static void test_two_nodes(void *u)
     two_nodes(SYMADDR_ALLREDUCE_TWOSHOT_COPY);
 }
 
+/* A failure one node's kernel finds (a rooted gather whose recv a rank of the root's node passed
+ * in another allocation) breaks the context on every node, not only there: the next call returns
+ * BROKEN at once on every rank, and finalize returns OK everywhere. Before, the other
+ * node's ranks went on, waited out the timeout in the next call and in finalize, and their
+ * finalize message reached a communicator the first node had freed: across real hosts, the next
+ * context's MPI_Comm_split crashed in Open MPI (issue 46). Then a fresh context works. */
+static void test_node_failure_agrees(void *u)
+{
+    fix_t f;
+    const size_t n = 67;
+    (void)u;
+    if (t_size < 4) { /* the root's node needs a second rank */
+        T_SKIP("needs 4 or more ranks (two nodes of two), have %d", t_size);
+        return;
+    }
+    symaddr_context_t *ctx = t_two_node_context();
+    if (!ctx)
+        return;
+    fix_init(&f, ctx);
+    /* a short timeout: a rank that still waits on a broken node costs this, not minutes */
+    T_OK(ctx, symaddr_timeout_set(ctx, 3000));
+    MPI_Barrier(MPI_COMM_WORLD);
+    symaddr_status_t st = symaddr_gather(ctx, f.a + n * 4 * (size_t)t_size,
+                                         t_rank == 1 ? f.a : f.b, n, SYMADDR_INT32, 0, NULL);
+    if (st == SYMADDR_OK)
+        st = symaddr_stream_sync(ctx, NULL);
+    T_CHECK(st == SYMADDR_ERR_MISMATCH, "gather, rank 1's recv in another allocation: %s",
+            symaddr_strerror(st));
+    T_STATUS(ctx, symaddr_barrier(ctx, NULL), SYMADDR_ERR_BROKEN);
+    T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, n, SYMADDR_INT32, SYMADDR_SUM, NULL),
+             SYMADDR_ERR_BROKEN);
+    int mine = symaddr_finalize(&ctx), *all = malloc(sizeof(int) * (size_t)t_size), differ = 0;
+    MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int r = 0; r < t_size; r++)
+        differ += all[r] != all[0];
+    T_CHECK(differ == 0 && mine == SYMADDR_OK,
+            "finalize of the broken context: rank %d returned %s, rank 0 %s", t_rank,
+            symaddr_strerror(mine), symaddr_strerror(all[0]));
+    free(all);
+    free(f.h_in);
+    free(f.h_out);
+    free(f.h_ref);
+
+    /* a fresh two-node context: exact */
+    ctx = t_two_node_context();
+    fix_init(&f, ctx);
+    long bad = one_allreduce(&f, SYMADDR_INT32, SYMADDR_SUM, 1001, 0);
+    T_CHECK(bad == 0, "allreduce on a fresh context: %ld wrong", bad);
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 /* 1000 allreduces, no host synchronisation in between: the counters keep counting.
  * x <- allreduce(x) with x = rank + 1 at first: then x_{k+1} = size * x_k mod 2^64. */
 static void test_back_to_back(void *u)
@@ -1155,6 +1207,7 @@ int main(int argc, char **argv)
     T_RUN(test_rooted_offsets, NULL);
     T_RUN(test_mixed_providers, NULL);
     T_RUN(test_two_nodes, NULL);
+    T_RUN(test_node_failure_agrees, NULL);
     T_RUN(test_back_to_back, NULL);
     T_RUN(test_bad_arguments, NULL);
     T_RUN(test_validate_mismatch, NULL);
