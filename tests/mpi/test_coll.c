@@ -910,8 +910,8 @@ static void test_node_failure_agrees(void *u)
     /* a short timeout: a rank that still waits on a broken node costs this, not minutes */
     T_OK(ctx, symaddr_timeout_set(ctx, 3000));
     MPI_Barrier(MPI_COMM_WORLD);
-    symaddr_status_t st = symaddr_gather(ctx, f.a + n * 4 * (size_t)t_size,
-                                         t_rank == 1 ? f.a : f.b, n, SYMADDR_INT32, 0, NULL);
+    symaddr_status_t st = symaddr_gather(ctx, f.a + n * 4 * (size_t)t_size, t_rank == 1 ? f.a : f.b,
+                                         n, SYMADDR_INT32, 0, NULL);
     if (st == SYMADDR_OK)
         st = symaddr_stream_sync(ctx, NULL);
     T_CHECK(st == SYMADDR_ERR_MISMATCH, "gather, rank 1's recv in another allocation: %s",
