@@ -255,6 +255,18 @@ static inline symaddr_context_t *t_two_node_context_algo(symaddr_allreduce_algo_
     return t_context(MPI_COMM_WORLD, &cfg);
 }
 
+/* The ranks on this rank's host: a simulated node never spans hosts, so across real hosts a
+ * node of t_two_node_context holds the smaller of this and t_size / 2. */
+static inline int t_host_size(void)
+{
+    MPI_Comm host;
+    int n;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, t_rank, MPI_INFO_NULL, &host);
+    MPI_Comm_size(host, &n);
+    MPI_Comm_free(&host);
+    return n;
+}
+
 static inline symaddr_context_t *t_two_node_context(void)
 {
     return t_two_node_context_algo(SYMADDR_ALLREDUCE_AUTO);
