@@ -330,6 +330,92 @@ def test_graph_replay():
     for a in (own, two, x):
         ctx.free(a)
 
+def test_graph_every():
+    """Every host collective the library lists (symmetric recv, and a plain one, staged) and
+    every Triton collective, captured in one CUDA graph after x += 1 and replayed 1,000 times
+    with no host call between replays: after the last replay each result equals MPI's own
+    collective of every rank's x (int32, odd counts: exact)."""
+    from symaddr.triton import collectives as tc
+    k, replays, root = 3, 1000, size - 1
+    n = k * size
+    bits = ctx._lib.abi["collective_flag"]
+    mpi = {"allreduce": lambda s, r: comm.Allreduce(s, r),
+           "reduce_scatter": lambda s, r: comm.Reduce_scatter_block(s, r),
+           "allgather": lambda s, r: comm.Allgather(s, r),
+           "broadcast": lambda s, r: (r.__setitem__(slice(None), s), comm.Bcast(r, root=root)),
+           "alltoall": lambda s, r: comm.Alltoall(s, r),
+           "reduce": lambda s, r: comm.Reduce(s, r, root=root),
+           "gather": lambda s, r: comm.Gather(s, r, root=root),
+           "scatter": lambda s, r: comm.Scatter(s, r, root=root)}
+    x, _ = ctx.allocate_symmetric((n,), torch.int32)
+    x.copy_(values(rank, n, torch.int32))
+    calls, outs = [], []  # (name, launch), (name, recv, mpi reference, checked here)
+    for c in ctx._lib.abi["collectives"]:
+        name, flags = c["name"], c["flags"]
+        assert name in mpi, "%s: no MPI reference in this test" % name
+        send_all, recv_all = flags & bits["send_all"], flags & bits["recv_all"]
+        m = n if send_all and recv_all else n // size if send_all else n * size if recv_all \
+            else n
+        kw = {"root": root} if flags & bits["rooted"] else {}
+        mine = not (flags & bits["root_only"]) or rank == root
+        for plain in (False, True):
+            r = torch.full((m,), -1, dtype=torch.int32, device="cuda") if plain else \
+                ctx.allocate_symmetric((m,), torch.int32)[0]
+            r.fill_(-1)
+            calls.append((name, lambda f=getattr(ctx, name), r=r, kw=kw: f(x, r, **kw)))
+            outs.append(("ctx.%s%s" % (name, " (plain recv)" if plain else ""), r, name, mine))
+    for name, fn, m, kw in (("allreduce", tc.allreduce, n, {}),
+                            ("allreduce", tc.allreduce, n, {"algo": "twoshot"}),
+                            ("reduce_scatter", tc.reduce_scatter, n // size, {}),
+                            ("allgather", tc.allgather, n * size, {}),
+                            ("alltoall", tc.alltoall, n, {}),
+                            ("broadcast", tc.broadcast, n, {"root": root})):
+        if kw.get("algo") == "twoshot":  # its out is symmetric (a peer writes its part)
+            r = ctx.allocate_symmetric((m,), torch.int32)[0]
+            r.fill_(-1)
+        else:
+            r = torch.full((m,), -1, dtype=torch.int32, device="cuda")
+        calls.append((name, lambda fn=fn, r=r, kw=kw: fn(ctx, x, r, **kw)))
+        outs.append(("symaddr.triton.collectives.%s %s" % (name, kw), r, name, True))
+    ctx.team()
+    torch.cuda.synchronize()
+    ctx.barrier()
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):  # compile and set up outside the capture
+        for _, launch in calls:
+            launch()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        x.add_(1)
+        for _, launch in calls:
+            launch()
+    for _ in range(replays):
+        graph.replay()
+    torch.cuda.synchronize()
+    ctx.barrier()
+    ctx.sync()
+    final = x.cpu().numpy()
+    assert (final == values(rank, n, torch.int32).cpu().numpy() + replays).all(), \
+        "x after %d replays: %s" % (replays, final[:4])
+    import numpy as np
+    bad = []
+    for what, r, name, mine in outs:
+        want = np.full(r.numel(), -1, dtype=np.int32)
+        mpi[name](final, want)
+        if mine and not (r.cpu().numpy() == want).all():
+            bad.append("%s: %s, want %s" % (what, r.cpu().numpy()[:4], want[:4]))
+    assert not bad, "after %d replays, %d of %d wrong: %s" % (replays, len(bad), len(outs),
+                                                               "; ".join(bad))
+    for what, r, _, _ in outs:
+        if ("plain" not in what and what.startswith("ctx.")) or "twoshot" in what:
+            ctx.free(r)
+    ctx.free(x)
+
+
 def test_import_reuse():
     """An import keeps its tensor until the library releases it. Rank 0 drops its imported
     tensor while registered and makes a plain recv of the same size: torch's caching
@@ -405,6 +491,7 @@ case("own_put_get", test_own_put_get)
 case("own_errors", test_own_errors)
 case("lifetimes", test_lifetimes)
 case("graph_replay", test_graph_replay)
+case("graph_every", test_graph_every)
 case("import_reuse", test_import_reuse)
 case("staged_stream", test_staged_stream)
 case("table_is_buffer_ptrs", needs_symm_mem(test_table_is_buffer_ptrs))
