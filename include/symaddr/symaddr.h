@@ -13,8 +13,16 @@
  * context's communicator, in the same order, with matching arguments.
  * Allocations, frees, imports and registrations compare their arguments and order across ranks
  * and report a mismatch as SYMADDR_ERR_MISMATCH on every rank; collectives compare them in
- * validation mode (symaddr_config_t.validate), and without it ranks that pass different counts
- * to a collective may time out instead.
+ * validation mode (symaddr_config_t.validate). Without it, within a node: ranks in the same
+ * kernel that pass another collective, count, dtype, op or root return SYMADDR_ERR_MISMATCH on
+ * every rank of the node, and none writes (every collective but the LL and Lamport
+ * allreduces, which have no barrier to compare at); ranks in different kernels (another
+ * algorithm, or an LL or Lamport allreduce of another count) time out, SYMADDR_ERR_TIMEOUT or
+ * SYMADDR_ERR_BROKEN; an LL or Lamport allreduce whose ranks pass different ops gives each rank
+ * its own op over every rank's data, OK. The two-shot
+ * allreduce by the copy engine (SYMADDR_ALLREDUCE_TWOSHOT_COPY) queues its copies before the
+ * kernel's verdict is known: there a count that differs can write past a peer's recv, so
+ * check counts with validation mode before you pick it.
  *
  * Deadlines. Every wait on another rank, in MPI or in a kernel, is bounded by the context's
  * timeout (symaddr_config_t.timeout_ms): a call waits at most that long for its data and as

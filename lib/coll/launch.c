@@ -63,6 +63,8 @@ void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
     d->count = count;
     team_fill(ctx, &ctx->coll.sync, &d->team);
     d->args_offset = ctx->coll.args_offset;
+    d->ident_offset = ctx->coll.ident_offset;
+    d->ident = (uint64_t)kind; /* a user's call adds dtype, op and root (check.c) */
     d->stage_offset = ctx->coll.stage_offset;
     d->ll_offset = ctx->coll.ll_offset;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the

@@ -18,6 +18,10 @@
 /* Words of a block's row of published arguments (coll_publish): epoch, identity, count, table,
  * offset, padding to 64 bytes. */
 #define SYMADDR_COLL_ARGS_WORDS 8
+/* The identity words of every collective (coll_ident_send): one per (epoch parity, block, node
+ * rank), node_size of them a row. */
+#define SYMADDR_COLL_IDENT_BYTES(node_size)                                                        \
+    (2 * (size_t)SYMADDR_COLL_MAX_BLOCKS * (size_t)(node_size) * sizeof(uint64_t))
 /* One-shot allreduce stages its input in the sync area, in one of two slots picked by the
  * epoch's parity: a rank reuses a slot only after every peer passed the next epoch's barrier,
  * so one barrier per call is enough. */
@@ -69,6 +73,9 @@ typedef struct symaddr_coll_desc {
      * (coll_publish), and what a rank compares with its peers' rows: the call's identity and
      * the buffers' tables, by a number every rank gives the same registration. */
     size_t args_offset;
+    /* Every collective: the words by which ranks check that they are in the same call
+     * (coll_ident_send), and what they carry: the collective, dtype, op, root (and count). */
+    size_t ident_offset;
     uint64_t ident;
     uint64_t send_table, recv_table;
     size_t count; /* elements: total (allreduce), per rank (others) */

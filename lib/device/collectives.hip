@@ -78,6 +78,58 @@ SYMADDR_DEVFN char *coll_published(const symaddr_coll_desc_t &d, const symaddr_t
     return (char *)(uintptr_t)(pb[d.team.node_ranks[q]] + w[4]);
 }
 
+/* Every barrier-based collective checks that its node peers are in the same call, before any
+ * rank touches a peer's memory: ranks that disagree on the collective, count, dtype, op or root
+ * all fail with MISMATCH, rather than return OK with data of another call's shape (without
+ * validation mode too). Before barrier 1 each rank stores the call's word into its slot of
+ * every node peer's row (of this block and the epoch's parity); after it each compares its own
+ * row, with local loads only. A peer rewrites a row of this parity two calls later, after
+ * barrier 1 of the next call, which this rank has not reached yet. */
+SYMADDR_DEVFN uint64_t coll_ident_word(const symaddr_coll_desc_t &d, uint64_t epoch)
+{
+    uint64_t h = d.ident * 0x9e3779b97f4a7c15ull ^ (uint64_t)d.count * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 29;
+    return h + epoch; /* a row of two calls before never matches */
+}
+
+SYMADDR_DEVFN uint64_t *coll_ident_row(const symaddr_coll_desc_t &d, uint64_t epoch)
+{
+    return (uint64_t *)((char *)d.team.sync + d.ident_offset) +
+           ((epoch & 1) * SYMADDR_COLL_MAX_BLOCKS + symaddr_block_index()) *
+               (size_t)d.team.node_size;
+}
+
+SYMADDR_DEVFN void coll_ident_send(const symaddr_coll_desc_t &d, const symaddr_team_call_t &c)
+{
+    uint64_t *row = coll_ident_row(d, c.epoch), w = coll_ident_word(d, c.epoch);
+    for (int q = (int)symaddr_block_thread(); q < d.team.node_size;
+         q += (int)symaddr_block_threads()) {
+        uint64_t *p =
+            (uint64_t *)symaddr_team_peer(&d.team, row + d.team.node_rank, d.team.sync_pb, q);
+        if (p)
+            *(volatile uint64_t *)p = w;
+    }
+}
+
+/* After barrier 1: 1 to every thread of the block where every node peer is in this call, else
+ * 0, the call failed with MISMATCH on every node rank. */
+SYMADDR_DEVFN int coll_ident_agree(const symaddr_coll_desc_t &d, const symaddr_team_call_t &c)
+{
+    const volatile uint64_t *row = coll_ident_row(d, c.epoch);
+    uint64_t w = coll_ident_word(d, c.epoch);
+    int ok = 1;
+    for (int q = (int)symaddr_block_thread(); q < d.team.node_size;
+         q += (int)symaddr_block_threads())
+        ok = ok && row[q] == w;
+    if (symaddr_block_all(ok))
+        return 1;
+    if (symaddr_block_thread() == 0)
+        symaddr_team_fail(&d.team, SYMADDR_ERR_MISMATCH);
+    return 0;
+}
+
 #include "coll_reduce.h"
 #include "coll_move.h"
 

@@ -79,9 +79,9 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     const symaddr_bootstrap_t *b = &ctx->core.boot;
     c->args_offset =
         sizeof(uint64_t) * (SYMADDR_SYNC_WORDS + (size_t)SYMADDR_COLL_FLAG_ROWS * b->node_size);
-    c->stage_offset = (c->args_offset +
-                       sizeof(uint64_t) * SYMADDR_COLL_ARGS_WORDS * SYMADDR_COLL_MAX_BLOCKS + 255) /
-                      256 * 256;
+    c->ident_offset =
+        c->args_offset + sizeof(uint64_t) * SYMADDR_COLL_ARGS_WORDS * SYMADDR_COLL_MAX_BLOCKS;
+    c->stage_offset = (c->ident_offset + SYMADDR_COLL_IDENT_BYTES(b->node_size) + 255) / 256 * 256;
     c->ll_offset = c->stage_offset + 2 * SYMADDR_COLL_STAGE_BYTES;
     c->lamport_offset = c->ll_offset + 2 * (size_t)b->node_size * SYMADDR_COLL_LL_INBOX;
     c->lamport_slot = lamport_slot_bytes(b->node_size);

@@ -64,6 +64,7 @@ typedef struct symaddr_coll {
     symaddr_backing_t team;
     int *node_ranks;     /* device copy of boot.node_to_rank */
     size_t args_offset;  /* of the rooted collectives' published arguments (a row per block) */
+    size_t ident_offset; /* of every collective's identity words (coll_ident_send) */
     size_t stage_offset; /* of the one-shot staging slots in the sync area */
     size_t ll_offset;
     size_t lamport_offset, lamport_slot;  /* three buffers of node_size slots */

@@ -942,6 +942,79 @@ static void test_node_failure_agrees(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* Without validation mode, ranks that disagree on a barrier-based collective's count or op all
+ * return MISMATCH (the kernels compare the call's identity after their first barrier), and no
+ * rank writes past its recv. Before, allgather, reduce-scatter and alltoall of another count,
+ * and two-shot allreduce and reduce-scatter of another op, returned OK on every rank. */
+static void test_identity_mismatch(void *u)
+{
+    static const struct {
+        const char *what;
+        symaddr_allreduce_algo_t algo;
+        int kind; /* 0 allreduce, 1 reduce_scatter, 2 allgather, 3 alltoall */
+        int op;   /* 1: the last rank reduces with MAX, else count - 1 */
+    } cases[] = {
+        {"two-shot allreduce, count", SYMADDR_ALLREDUCE_TWOSHOT, 0, 0},
+        {"two-shot allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT, 0, 1},
+        {"one-shot allreduce, count", SYMADDR_ALLREDUCE_ONESHOT, 0, 0},
+        {"two-shot-by-loads allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT_GET, 0, 1},
+        {"reduce_scatter, count", SYMADDR_ALLREDUCE_AUTO, 1, 0},
+        {"reduce_scatter, op", SYMADDR_ALLREDUCE_AUTO, 1, 1},
+        {"allgather, count", SYMADDR_ALLREDUCE_AUTO, 2, 0},
+        {"alltoall, count", SYMADDR_ALLREDUCE_AUTO, 3, 0},
+    };
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks that disagree, have %d", t_size);
+        return;
+    }
+    const size_t n = 301, cap = n * (size_t)t_size + 64;
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        symaddr_config_t cfg;
+        symaddr_config_default(&cfg);
+        cfg.allreduce_algo = cases[c].algo;
+        cfg.timeout_ms = 5000;
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        symaddr_provider_t *ipc;
+        symaddr_map_t *m;
+        int32_t *a, *b, *h = malloc(cap * 4);
+        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&a, &m));
+        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&b, &m));
+        for (size_t i = 0; i < cap; i++)
+            h[i] = t_rank * 1000 + (int)i;
+        T_OK(ctx, symaddr_memcpy(ctx, a, h, cap * 4));
+        for (size_t i = 0; i < cap; i++)
+            h[i] = -7;
+        T_OK(ctx, symaddr_memcpy(ctx, b, h, cap * 4));
+        MPI_Barrier(MPI_COMM_WORLD);
+        int last = t_rank == t_size - 1;
+        size_t count = last && !cases[c].op ? n - 1 : n;
+        symaddr_redop_t op = last && cases[c].op ? SYMADDR_MAX : SYMADDR_SUM;
+        size_t wrote = cases[c].kind == 2 ? count * (size_t)t_size : count; /* recv elements */
+        symaddr_status_t st =
+            cases[c].kind == 0   ? symaddr_allreduce(ctx, a, b, count, SYMADDR_INT32, op, NULL)
+            : cases[c].kind == 1 ? symaddr_reduce_scatter(ctx, a, b, count, SYMADDR_INT32, op, NULL)
+            : cases[c].kind == 2 ? symaddr_allgather(ctx, a, b, count, SYMADDR_INT32, NULL)
+                                 : symaddr_alltoall(ctx, a, b, count, SYMADDR_INT32, NULL);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        T_CHECK(st == SYMADDR_ERR_MISMATCH, "%s: the last rank disagrees, rank %d returned %s",
+                cases[c].what, t_rank, symaddr_strerror(st));
+        if (cases[c].kind == 3)
+            wrote = count * (size_t)t_size;
+        T_OK(ctx, symaddr_memcpy(ctx, h, b, cap * 4));
+        long past = 0;
+        for (size_t i = wrote; i < cap; i++)
+            past += h[i] != -7;
+        T_CHECK(past == 0, "%s: %ld elements past rank %d's recv written", cases[c].what, past,
+                t_rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+        symaddr_finalize(&ctx);
+        free(h);
+    }
+}
+
 /* 1000 allreduces, no host synchronisation in between: the counters keep counting.
  * x <- allreduce(x) with x = rank + 1 at first: then x_{k+1} = size * x_k mod 2^64. */
 static void test_back_to_back(void *u)
@@ -1210,6 +1283,7 @@ int main(int argc, char **argv)
     T_RUN(test_mixed_providers, NULL);
     T_RUN(test_two_nodes, NULL);
     T_RUN(test_node_failure_agrees, NULL);
+    T_RUN(test_identity_mismatch, NULL);
     T_RUN(test_back_to_back, NULL);
     T_RUN(test_bad_arguments, NULL);
     T_RUN(test_validate_mismatch, NULL);
