@@ -180,6 +180,16 @@ class Context(Registrations, Validation, Communication):
         else:
             finalize()
 
+    def set_timeout(self, timeout_ms: int) -> None:
+        """Bound this rank's later waits on its peers by timeout_ms (> 0): the host calls
+        that start after it, the lifetime agreements, and the Team's kernels (the Team is
+        remade with it). Local, not collective: set the same value on every rank."""
+        self._check(self._lib.symaddr_timeout_set(self._h, timeout_ms))
+        self.timeout_ms = timeout_ms
+        self._lifetimes.timeout_s = timeout_ms / 1000.0
+        if self._team is not None:
+            self._team = self._team._replace(timeout_ns=timeout_ms * 1000000)
+
     def team(self) -> Team:
         """The context's Team (symaddr.triton.team): made by the first call, which is
         collective (every rank calls it, as any collective; the host functions of

@@ -132,6 +132,7 @@ def load(path=None):
         "symaddr_config_default": (None, [ctypes.POINTER(lib.Config)]),
         "symaddr_init": (st, [vp, ctypes.POINTER(lib.Config), ctypes.POINTER(vp)]),
         "symaddr_finalize": (st, [ctypes.POINTER(vp)]),
+        "symaddr_timeout_set": (st, [vp, ctypes.c_uint]),
         "symaddr_version": (None, [ctypes.POINTER(i)] * 3),
         "symaddr_strerror": (ctypes.c_char_p, [st]),
         "symaddr_last_error": (ctypes.c_char_p, [vp]),

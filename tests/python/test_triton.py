@@ -815,7 +815,10 @@ def test_triton_skipped_call():
     skipped); the context is broken afterwards."""
     if size < 2:
         return "SKIP: needs 2 ranks"
-    with sa.Context(backend=ctx.backend, timeout_ms=1500) as short:
+    with sa.Context(backend=ctx.backend) as short:
+        short.set_timeout(1500)  # after init: a loaded machine's init may take longer
+        check(short.team().timeout_ns == 1500 * 1000000, "the team's timeout: %d ns"
+              % short.team().timeout_ns)
         x, _ = short.allocate_symmetric((4,), DTYPES["int32"])
         fill(x, [rank] * 4)
         short.team()
@@ -844,7 +847,8 @@ def test_team_grid_too_large():
     sync area (they used to write their flags into the memory after it)."""
     if size < 2:
         return "SKIP: needs 2 ranks"
-    with sa.Context(backend=ctx.backend, timeout_ms=1500) as short:
+    with sa.Context(backend=ctx.backend) as short:
+        short.set_timeout(1500)  # after init: a loaded machine's init may take longer
         team = short.team()
         area = team.sync
         nbytes = area.numel() * 8 if ON_GPU else area.nbytes
@@ -946,6 +950,7 @@ def test_python_mistakes():
     # the library's own refusal of a failed init, read without a context
     raises(lambda: sa.Context(backend=ctx.backend, timeout_ms=0), "SYMADDR_ERR_INVALID_ARG",
            "timeout_ms must be > 0")
+    raises(lambda: ctx.set_timeout(0), "SYMADDR_ERR_INVALID_ARG", "timeout_ms must be > 0")
     a, amap = alloc((N,), "float32")
     raises(lambda: ctx.allreduce(a, op="mean"), "SYMADDR_ERR_INVALID_ARG", "sum", "max",
            "avg", "MPI.SUM")
