@@ -304,8 +304,7 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
     d->vec = (bits & 15) == 0;
     d->send_table = send.table;
     d->recv_table = recv.table;
-    /* what every rank compares with its node peers' in the kernel, with count */
-    d->ident = (uint64_t)kind | (uint64_t)call->dtype << 8 | (uint64_t)op << 16 |
-               (uint64_t)(uint32_t)root << 32;
+    /* desc_init's identity holds the kind, dtype and op; a user's call adds its root */
+    d->ident |= (uint64_t)(uint32_t)root << 32;
     return SYMADDR_OK;
 }

@@ -18,9 +18,7 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
         coll_publish(d, call, recv, d.recv_pb, d.recv_table);
     else if (d.kind == SYMADDR_COLL_BROADCAST || d.kind == SYMADDR_COLL_SCATTER)
         coll_publish(d, call, send, d.send_pb, d.send_table);
-    coll_ident_send(d, call);
-    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1) ||
-        !coll_ident_agree(d, call))
+    if (!coll_barrier_first(d, call))
         goto finish;
     switch (d.kind) {
     case SYMADDR_COLL_ALLGATHER:

@@ -20,8 +20,7 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
      * covers them. */
     FOR_TILES(TILE_N, base, len, 0, d.count)
     copy_tile<T>(slot + base, send + base, len, d.vec, 1);
-    coll_ident_send(d, call);
-    if (!symaddr_team_barrier_block(&d.team, &call, 1) || !coll_ident_agree(d, call))
+    if (!coll_barrier_first(d, call))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
         src[q] = (const T *)symaddr_team_peer(&d.team, slot, d.team.sync_pb, q);
@@ -43,9 +42,7 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
     T *dst[COLL_MAX_NODE];
     size_t lo, hi;
     symaddr_team_share(&d.team, d.count, 64, &lo, &hi);
-    coll_ident_send(d, call);
-    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1) ||
-        !coll_ident_agree(d, call))
+    if (!coll_barrier_first(d, call))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++) {
         src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
@@ -75,9 +72,7 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot_get(symaddr_coll_d
     T *recv = (T *)d.recv;
     size_t lo, hi;
     symaddr_team_share(&d.team, d.count, 64, &lo, &hi);
-    coll_ident_send(d, call);
-    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1) ||
-        !coll_ident_agree(d, call))
+    if (!coll_barrier_first(d, call))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
         src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
@@ -108,9 +103,7 @@ template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d
     symaddr_team_call_t call = symaddr_team_begin(&d.team);
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
-    coll_ident_send(d, call);
-    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1) ||
-        !coll_ident_agree(d, call))
+    if (!coll_barrier_first(d, call))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
         src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q) +
@@ -135,9 +128,7 @@ template <int DT, int OP> __global__ void k_reduce(symaddr_coll_desc_t d)
     T *recv = (T *)d.recv;
     int vec = d.vec;
     coll_publish(d, call, d.send, d.send_pb, d.send_table);
-    coll_ident_send(d, call);
-    if (symaddr_team_failed(&d.team) || !symaddr_team_barrier_block(&d.team, &call, 1) ||
-        !coll_ident_agree(d, call))
+    if (!coll_barrier_first(d, call))
         goto finish;
     if (d.team.node_rank == d.root) {
         for (int q = 0; q < d.team.node_size; q++) {

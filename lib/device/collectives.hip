@@ -130,6 +130,16 @@ SYMADDR_DEVFN int coll_ident_agree(const symaddr_coll_desc_t &d, const symaddr_t
     return 0;
 }
 
+/* Barrier 1 of a barrier-based collective, with its identity check: 1 to every thread of the
+ * block where the team is sound and every node peer is in this same call, else 0 (the team
+ * failed before, or now with MISMATCH on every node rank). */
+SYMADDR_DEVFN int coll_barrier_first(const symaddr_coll_desc_t &d, symaddr_team_call_t &call)
+{
+    coll_ident_send(d, call);
+    return !symaddr_team_failed(&d.team) && symaddr_team_barrier_block(&d.team, &call, 1) &&
+           coll_ident_agree(d, call);
+}
+
 #include "coll_reduce.h"
 #include "coll_move.h"
 
