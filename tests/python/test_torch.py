@@ -288,6 +288,33 @@ def test_lifetimes():
         c.close()
 
 
+def replay_in_graph(x, launches, replays):
+    """Runs every launch once outside a capture (Triton compiles, the library sets up), then
+    captures x += 1 and the launches in one CUDA graph and replays it `replays` times with no
+    host call between replays; returns after every rank's last replay."""
+    ctx.team()
+    torch.cuda.synchronize()
+    ctx.barrier()
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for launch in launches:
+            launch()
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        x.add_(1)
+        for launch in launches:
+            launch()
+    for _ in range(replays):
+        graph.replay()
+    torch.cuda.synchronize()
+    ctx.barrier()
+    ctx.sync()
+
+
 def test_graph_replay():
     """A CUDA graph of [x += 1, the Triton one-shot allreduce, the Triton two-shot, ctx's own
     allreduce], replayed 1,000 times with no host call between replays: every call stays
@@ -299,36 +326,17 @@ def test_graph_replay():
     own, _ = ctx.allocate_symmetric((n,), torch.float32)
     one = torch.empty(n, dtype=torch.float32, device="cuda")
     x.copy_(torch.arange(n, dtype=torch.float32, device="cuda") + rank)
-    ctx.team()
-    torch.cuda.synchronize()
-    ctx.barrier()
-    torch.cuda.synchronize()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # compile outside the capture
-        tc.allreduce(ctx, x, one)
-        tc.allreduce(ctx, x, two, algo="twoshot")
-        ctx.allreduce(x, own)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        x.add_(1)
-        tc.allreduce(ctx, x, one)
-        tc.allreduce(ctx, x, two, algo="twoshot")
-        ctx.allreduce(x, own)
     replays = 1000
-    for _ in range(replays):
-        graph.replay()
-    torch.cuda.synchronize()
-    ctx.barrier()
-    ctx.sync()
+    replay_in_graph(x, [lambda: tc.allreduce(ctx, x, one),
+                        lambda: tc.allreduce(ctx, x, two, algo="twoshot"),
+                        lambda: ctx.allreduce(x, own)], replays)
     base = torch.arange(n, dtype=torch.float32, device="cuda") * size + size * (size - 1) / 2
     want = base + size * replays  # x += 1 once a replay (a capture runs nothing)
     for name, got in (("one-shot", one), ("two-shot", two), ("ctx.allreduce", own)):
         assert torch.equal(got, want), "%s after %d replays: %s" % (name, replays, got[:4])
     for a in (own, two, x):
         ctx.free(a)
+
 
 def test_graph_every():
     """Every host collective the library lists (symmetric recv, and a plain one, staged) and
@@ -377,27 +385,7 @@ def test_graph_every():
             r = torch.full((m,), -1, dtype=torch.int32, device="cuda")
         calls.append((name, lambda fn=fn, r=r, kw=kw: fn(ctx, x, r, **kw)))
         outs.append(("symaddr.triton.collectives.%s %s" % (name, kw), r, name, True))
-    ctx.team()
-    torch.cuda.synchronize()
-    ctx.barrier()
-    torch.cuda.synchronize()
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):  # compile and set up outside the capture
-        for _, launch in calls:
-            launch()
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        x.add_(1)
-        for _, launch in calls:
-            launch()
-    for _ in range(replays):
-        graph.replay()
-    torch.cuda.synchronize()
-    ctx.barrier()
-    ctx.sync()
+    replay_in_graph(x, [launch for _, launch in calls], replays)
     final = x.cpu().numpy()
     assert (final == values(rank, n, torch.int32).cpu().numpy() + replays).all(), \
         "x after %d replays: %s" % (replays, final[:4])
