@@ -146,15 +146,7 @@ SYMADDR_DEVFN void symaddr_team_fail(const symaddr_team_t *t, symaddr_status_t s
 SYMADDR_DEVFN int symaddr_team_barrier_block(const symaddr_team_t *t, const symaddr_team_call_t *c,
                                              int phase)
 {
-    uint64_t *flags = t->sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * t->node_size;
-    uint64_t value = symaddr_team_flag_value_(c->epoch, phase);
-    symaddr_block_sync();
-    int ok = symaddr_block_thread() == 0 ? symaddr_team_arrive_(t, flags, value) : 1;
-    /* thread q of the block signals and waits for node peer q, so peers are served at once */
-    if (symaddr_block_all(ok))
-        ok = symaddr_team_meet_(t, c, flags, value, (int)symaddr_block_thread(),
-                                (int)symaddr_block_threads());
-    return symaddr_block_all(ok);
+    return symaddr_team_barrier_check_(t, c, phase, NULL, 0, 0);
 }
 
 /** Node barrier of the whole grid: every thread of every block calls it with the same @p phase
@@ -176,7 +168,8 @@ SYMADDR_DEVFN int symaddr_team_barrier_grid(const symaddr_team_t *t, const symad
             /* reset before the release: no block arrives at the next barrier before it */
             *(volatile uint64_t *)&t->sync[SYMADDR_SYNC_GRID] = 0;
             uint64_t *row = t->sync + SYMADDR_SYNC_WORDS + (size_t)t->max_blocks * t->node_size;
-            ok = symaddr_team_arrive_(t, row, value) && symaddr_team_meet_(t, c, row, value, 0, 1);
+            ok = symaddr_team_arrive_(t, row, value) &&
+                 symaddr_team_meet_(t, c, row, value, 0, 1, NULL, 0, NULL);
             /* on a failure (recorded) the others see it instead of the release */
             symaddr_fence();
             if (ok && symaddr_prim_swap_u64(&t->sync[SYMADDR_SYNC_RELEASE], value, 0) ==
@@ -186,7 +179,7 @@ SYMADDR_DEVFN int symaddr_team_barrier_grid(const symaddr_team_t *t, const symad
             }
         } else {
             ok = symaddr_team_wait_flag_(t, &t->sync[SYMADDR_SYNC_RELEASE], value, c->deadline,
-                                         NULL);
+                                         NULL, NULL, NULL);
         }
     }
     return symaddr_block_all(ok);

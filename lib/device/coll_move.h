@@ -10,7 +10,8 @@
  * done. */
 __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
 {
-    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    int broken;
+    symaddr_team_call_t call = coll_begin(d, &broken);
     const char *send = (const char *)d.send;
     char *recv = (char *)d.recv;
     size_t t = symaddr_grid_thread(), nt = symaddr_grid_threads();
@@ -18,7 +19,7 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
         coll_publish(d, call, recv, d.recv_pb, d.recv_table);
     else if (d.kind == SYMADDR_COLL_BROADCAST || d.kind == SYMADDR_COLL_SCATTER)
         coll_publish(d, call, send, d.send_pb, d.send_table);
-    if (!coll_barrier_first(d, call))
+    if (!coll_barrier_first(d, call, broken))
         goto finish;
     switch (d.kind) {
     case SYMADDR_COLL_ALLGATHER:

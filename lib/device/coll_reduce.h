@@ -8,19 +8,20 @@ template <int DT, int OP> __global__ void k_allreduce_oneshot(symaddr_coll_desc_
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    int broken;
+    symaddr_team_call_t call = coll_begin(d, &broken);
     uint64_t e = call.epoch;
     const T *src[COLL_MAX_NODE];
     T *slot = (T *)((char *)d.team.sync + d.stage_offset + (e & 1) * SYMADDR_COLL_STAGE_BYTES);
     const T *send = (const T *)d.send;
     T *recv = (T *)d.recv;
-    if (symaddr_team_failed(&d.team))
+    if (broken)
         goto finish;
     /* Each thread stages exactly the elements it reduces later, so the block's own barrier
      * covers them. */
     FOR_TILES(TILE_N, base, len, 0, d.count)
     copy_tile<T>(slot + base, send + base, len, d.vec, 1);
-    if (!coll_barrier_first(d, call))
+    if (!coll_barrier_first(d, call, broken))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
         src[q] = (const T *)symaddr_team_peer(&d.team, slot, d.team.sync_pb, q);
@@ -37,12 +38,13 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot(symaddr_coll_desc_
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    int broken;
+    symaddr_team_call_t call = coll_begin(d, &broken);
     const T *src[COLL_MAX_NODE];
     T *dst[COLL_MAX_NODE];
     size_t lo, hi;
     symaddr_team_share(&d.team, d.count, 64, &lo, &hi);
-    if (!coll_barrier_first(d, call))
+    if (!coll_barrier_first(d, call, broken))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++) {
         src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
@@ -67,12 +69,13 @@ template <int DT, int OP> __global__ void k_allreduce_twoshot_get(symaddr_coll_d
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    int broken;
+    symaddr_team_call_t call = coll_begin(d, &broken);
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
     size_t lo, hi;
     symaddr_team_share(&d.team, d.count, 64, &lo, &hi);
-    if (!coll_barrier_first(d, call))
+    if (!coll_barrier_first(d, call, broken))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
         src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q);
@@ -100,10 +103,11 @@ template <int DT, int OP> __global__ void k_reduce_scatter(symaddr_coll_desc_t d
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    int broken;
+    symaddr_team_call_t call = coll_begin(d, &broken);
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
-    if (!coll_barrier_first(d, call))
+    if (!coll_barrier_first(d, call, broken))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
         src[q] = (const T *)symaddr_team_peer(&d.team, d.send, d.send_pb, q) +
@@ -123,12 +127,13 @@ template <int DT, int OP> __global__ void k_reduce(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
-    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    int broken;
+    symaddr_team_call_t call = coll_begin(d, &broken);
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
     int vec = d.vec;
     coll_publish(d, call, d.send, d.send_pb, d.send_table);
-    if (!coll_barrier_first(d, call))
+    if (!coll_barrier_first(d, call, broken))
         goto finish;
     if (d.team.node_rank == d.root) {
         for (int q = 0; q < d.team.node_size; q++) {

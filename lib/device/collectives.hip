@@ -81,10 +81,11 @@ SYMADDR_DEVFN char *coll_published(const symaddr_coll_desc_t &d, const symaddr_t
 /* Every barrier-based collective checks that its node peers are in the same call, before any
  * rank touches a peer's memory: ranks that disagree on the collective, count, dtype, op or root
  * all fail with MISMATCH, rather than return OK with data of another call's shape (without
- * validation mode too). Before barrier 1 each rank stores the call's word into its slot of
- * every node peer's row (of this block and the epoch's parity); after it each compares its own
- * row, with local loads only. A peer rewrites a row of this parity two calls later, after
- * barrier 1 of the next call, which this rank has not reached yet. */
+ * validation mode too). At its start each rank stores the call's word into its slot of every
+ * node peer's row (of this block and the epoch's parity); in barrier 1 each compares the word
+ * of every peer it met, in its own row, with local loads only (symaddr_team_barrier_check_).
+ * A peer rewrites a row of this parity two calls later, after barrier 1 of the next call,
+ * which this rank has not reached yet. */
 SYMADDR_DEVFN uint64_t coll_ident_word(const symaddr_coll_desc_t &d, uint64_t epoch)
 {
     uint64_t h = d.ident * 0x9e3779b97f4a7c15ull ^ (uint64_t)d.count * 0xbf58476d1ce4e5b9ull;
@@ -113,31 +114,26 @@ SYMADDR_DEVFN void coll_ident_send(const symaddr_coll_desc_t &d, const symaddr_t
     }
 }
 
-/* After barrier 1: 1 to every thread of the block where every node peer is in this call, else
- * 0, the call failed with MISMATCH on every node rank. */
-SYMADDR_DEVFN int coll_ident_agree(const symaddr_coll_desc_t &d, const symaddr_team_call_t &c)
+/* The first steps of a barrier-based collective: its call, whether the team failed before it
+ * (*broken_p, for coll_barrier_first: loaded with the call's words, not on its own later), and
+ * its identity word stored into every node peer's row before any other work, so that the
+ * stores are done by barrier 1. */
+SYMADDR_DEVFN symaddr_team_call_t coll_begin(const symaddr_coll_desc_t &d, int *broken_p)
 {
-    const volatile uint64_t *row = coll_ident_row(d, c.epoch);
-    uint64_t w = coll_ident_word(d, c.epoch);
-    int ok = 1;
-    for (int q = (int)symaddr_block_thread(); q < d.team.node_size;
-         q += (int)symaddr_block_threads())
-        ok = ok && row[q] == w;
-    if (symaddr_block_all(ok))
-        return 1;
-    if (symaddr_block_thread() == 0)
-        symaddr_team_fail(&d.team, SYMADDR_ERR_MISMATCH);
-    return 0;
+    symaddr_team_call_t call = symaddr_team_begin(&d.team);
+    *broken_p = symaddr_team_failed(&d.team);
+    coll_ident_send(d, call);
+    return call;
 }
 
-/* Barrier 1 of a barrier-based collective, with its identity check: 1 to every thread of the
- * block where the team is sound and every node peer is in this same call, else 0 (the team
- * failed before, or now with MISMATCH on every node rank). */
-SYMADDR_DEVFN int coll_barrier_first(const symaddr_coll_desc_t &d, symaddr_team_call_t &call)
+/* Barrier 1, with the identity check: 1 to every thread of the block where the team is sound
+ * and every node peer is in this same call, else 0 (the team failed before, or now with
+ * MISMATCH on every node rank). */
+SYMADDR_DEVFN int coll_barrier_first(const symaddr_coll_desc_t &d, const symaddr_team_call_t &call,
+                                     int broken)
 {
-    coll_ident_send(d, call);
-    return !symaddr_team_failed(&d.team) && symaddr_team_barrier_block(&d.team, &call, 1) &&
-           coll_ident_agree(d, call);
+    return symaddr_team_barrier_check_(&d.team, &call, 1, coll_ident_row(d, call.epoch),
+                                       coll_ident_word(d, call.epoch), broken);
 }
 
 #include "coll_reduce.h"

@@ -97,14 +97,20 @@ SYMADDR_DEVFN int symaddr_team_give_up_(const symaddr_team_t *t, uint64_t *word,
 
 /* Wait for this rank's flag to reach want; 0 on failure. Past the deadline it settles with the
  * signaller (symaddr_team_give_up_) on the signaller's own slot @p arrived, or on the flag
- * itself where that is NULL (a wait on this rank's own blocks). */
+ * itself where that is NULL (a wait on this rank's own blocks). Where @p word is not NULL it
+ * is loaded with every load of the flag, in flight with it, and *seen_p gets the load made with
+ * the one that saw the flag reached: it may be older than that (loads are not ordered), so a
+ * caller that wants another value loads it again (after this return's fence: then exact). */
 SYMADDR_DEVFN int symaddr_team_wait_flag_(const symaddr_team_t *t, uint64_t *flag, uint64_t want,
-                                          uint64_t deadline, uint64_t *arrived)
+                                          uint64_t deadline, uint64_t *arrived,
+                                          const volatile uint64_t *word, uint64_t *seen_p)
 {
     for (unsigned spin = 0;; spin++) {
-        uint64_t v = *(volatile uint64_t *)flag;
+        uint64_t v = *(volatile uint64_t *)flag, w = word ? *word : 0;
         if (symaddr_team_reached_(v, want)) {
             symaddr_fence();
+            if (word)
+                *seen_p = w;
             return 1;
         }
         if ((spin & 63) == 63) {
@@ -141,9 +147,11 @@ SYMADDR_DEVFN int symaddr_team_arrive_(const symaddr_team_t *t, uint64_t *flags,
 
 /* Signal node peers first, first + stride, ... that this rank reached value on flag row flags
  * (one word per node rank, the signaller's), and wait until those peers signalled it back.
- * After symaddr_team_arrive_. */
+ * After symaddr_team_arrive_. Where @p words is not NULL, *same_p becomes 0 unless each peer q
+ * met stored @p want in words[q] before it signalled (loaded with the flag: no extra trip). */
 SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team_call_t *c,
-                                     uint64_t *flags, uint64_t value, int first, int stride)
+                                     uint64_t *flags, uint64_t value, int first, int stride,
+                                     const volatile uint64_t *words, uint64_t want, int *same_p)
 {
     int ok = 1;
     for (int q = first; q < t->node_size; q += stride) {
@@ -154,12 +162,41 @@ SYMADDR_DEVFN int symaddr_team_meet_(const symaddr_team_t *t, const symaddr_team
         /* no peer poisons this slot: one that gives up settles on this rank's own slot */
         symaddr_prim_swap_u64(r, value, 1);
     }
-    for (int q = first; q < t->node_size && ok; q += stride)
-        if (q != t->node_rank &&
-            !symaddr_team_wait_flag_(t, &flags[q], value, c->deadline,
-                                     (uint64_t *)symaddr_team_peer(t, &flags[q], t->sync_pb, q)))
-            ok = 0;
+    for (int q = first; q < t->node_size && ok; q += stride) {
+        uint64_t seen = want;
+        if (q == t->node_rank)
+            continue;
+        ok = symaddr_team_wait_flag_(t, &flags[q], value, c->deadline,
+                                     (uint64_t *)symaddr_team_peer(t, &flags[q], t->sync_pb, q),
+                                     words ? &words[q] : NULL, &seen);
+        if (ok && words && seen != want && words[q] != want)
+            *same_p = 0;
+    }
     return ok;
+}
+
+/* symaddr_team_barrier_block; where @p words is not NULL it also checks, before anyone
+ * passes, that every node peer q stored @p want in words[q] before it arrived (a collective's
+ * identity: lib/device/collectives.hip): thread q met peer q and loaded its word with its flag,
+ * so the check costs no step of its own. A difference fails the call with
+ * SYMADDR_ERR_MISMATCH. @p broken: thread 0's view, loaded early, of whether the team failed
+ * before the call (then the block leaves at once, all together). */
+SYMADDR_DEVFN int symaddr_team_barrier_check_(const symaddr_team_t *t, const symaddr_team_call_t *c,
+                                              int phase, const volatile uint64_t *words,
+                                              uint64_t want, int broken)
+{
+    uint64_t *flags = t->sync + SYMADDR_SYNC_WORDS + (size_t)symaddr_block_index() * t->node_size;
+    uint64_t value = symaddr_team_flag_value_(c->epoch, phase);
+    int first = (int)symaddr_block_thread(), stride = (int)symaddr_block_threads(), same = 1;
+    symaddr_block_sync();
+    int ok = first == 0 ? !broken && symaddr_team_arrive_(t, flags, value) : 1;
+    /* thread q of the block signals and waits for node peer q, so peers are served at once */
+    if (!symaddr_block_all(ok))
+        return 0;
+    ok = symaddr_team_meet_(t, c, flags, value, first, stride, words, want, &same);
+    if (ok && !same)
+        symaddr_team_fail(t, SYMADDR_ERR_MISMATCH);
+    return symaddr_block_all(ok && same);
 }
 
 /* 8 bytes as one single-copy-atomic store or load, for the LL packets (data and flag in one
