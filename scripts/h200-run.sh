@@ -90,15 +90,19 @@ for s in $steps; do
                 -b 4K -e 64M -f 16 --iters 20 2>&1 | tee -a "$OUT/cpucoll.txt"
         done ;;
     sanitize)
-        # compute-sanitizer over the RMA test and the collective kernels, 2 ranks per job.
+        # compute-sanitizer over the RMA test and the allreduce kernels of SAN_ALGOS (default
+        # auto, and the barrier-based one-shot and two-shot), 2 ranks per job; run mps-off first.
         export SYMADDR_BACKEND=cuda
         for tool in memcheck racecheck; do
             timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tests/mpi_rma_cuda \
                 >>"$OUT/sanitize.txt" 2>&1
             echo "rma $tool rc=$?" | tee -a "$OUT/sanitize.txt"
-            timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tools/symaddr-bench \
-                allreduce -b 64 -e 1M -f 64 --iters 2 --warmup 1 --check >>"$OUT/sanitize.txt" 2>&1
-            echo "allreduce $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+            for a in ${SAN_ALGOS:-auto oneshot twoshot}; do
+                timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tools/symaddr-bench \
+                    allreduce -b 64 -e 1M -f 64 --iters 2 --warmup 1 --algo $a --check \
+                    >>"$OUT/sanitize.txt" 2>&1
+                echo "allreduce $a $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+            done
         done
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|rc=" "$OUT/sanitize.txt" ;;
     python)
