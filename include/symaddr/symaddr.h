@@ -15,11 +15,10 @@
  * and report a mismatch as SYMADDR_ERR_MISMATCH on every rank; collectives compare them in
  * validation mode (symaddr_config_t.validate). Without it, within a node: ranks in the same
  * kernel that pass another collective, count, dtype, op or root return SYMADDR_ERR_MISMATCH on
- * every rank of the node, and none writes (every collective but the LL and Lamport
- * allreduces, which have no barrier to compare at); ranks in different kernels (another
- * algorithm, or an LL or Lamport allreduce of another count) time out, SYMADDR_ERR_TIMEOUT or
- * SYMADDR_ERR_BROKEN; an LL or Lamport allreduce whose ranks pass different ops gives each rank
- * its own op over every rank's data, OK. The two-shot
+ * every rank of the node, and none writes past its recv (the barrier-based kernels write
+ * nothing; the LL and Lamport allreduces, which compare the call in one more step after their
+ * data, may have written their own recv, with data of no use); ranks in different kernels
+ * (another algorithm) time out, SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN. The two-shot
  * allreduce by the copy engine (SYMADDR_ALLREDUCE_TWOSHOT_COPY) queues its copies before the
  * kernel's verdict is known: there a count that differs can write past a peer's recv, so
  * check counts with validation mode before you pick it.

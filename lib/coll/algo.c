@@ -33,7 +33,7 @@ static bool takes(const symaddr_context_t *ctx, symaddr_allreduce_algo_t a, size
         return false;
     size_t largest = r->largest == LARGEST_STAGE   ? SYMADDR_COLL_STAGE_BYTES
                      : r->largest == LARGEST_INBOX ? SYMADDR_COLL_LL_BYTES
-                     : r->largest == LARGEST_SLOT  ? ctx->coll.lamport_slot
+                     : r->largest == LARGEST_SLOT  ? ctx->coll.lamport_slot - 16 /* identity */
                                                    : SIZE_MAX;
     return bytes <= largest;
 }

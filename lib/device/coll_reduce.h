@@ -224,16 +224,19 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     for (int q = 0; q < d.team.node_size; q++)
         dst[q] = (uint64_t *)symaddr_team_peer(
             &d.team, inboxes + (size_t)d.team.node_rank * SYMADDR_COLL_LL_INBOX, d.team.sync_pb, q);
-    for (size_t s = symaddr_grid_thread(); s < steps; s += symaddr_grid_threads()) {
-        uint32_t w[2];
-        ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
+    for (size_t s = symaddr_grid_thread(); s <= steps; s += symaddr_grid_threads()) {
+        uint32_t w[4];
+        if (s == steps) /* the call's identity (coll_ident_words) */
+            coll_ident_words(d, e, w);
+        else
+            ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
         for (int k = 0; k < d.team.node_size; k++) {
             int q = (d.team.node_rank + k) % d.team.node_size;
             ll_put(dst[q] + 2 * s, w[0], flag);
             ll_put(dst[q] + 2 * s + 1, w[1], flag);
         }
     }
-    for (size_t s = symaddr_grid_thread(); s < steps && ok; s += symaddr_grid_threads()) {
+    for (size_t s = symaddr_grid_thread(); s <= steps && ok; s += symaddr_grid_threads()) {
         typename tr::A acc[PER] = {};
         for (int q = 0; q < d.team.node_size && ok; q++) {
             uint64_t *in = (uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
@@ -241,11 +244,15 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
             T v[PER];
             w[0] = ll_take(in + 2 * s, flag, d, deadline, &ok);
             w[1] = ok ? ll_take(in + 2 * s + 1, flag, d, deadline, &ok) : 0;
+            if (s == steps) {
+                ok = ok && coll_ident_same(d, e, w, 2);
+                continue;
+            }
             memcpy(v, w, 8);
             for (int j = 0; j < PER; j++)
                 acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
         }
-        size_t n = (bytes - s * 8 < 8 ? bytes - s * 8 : 8) / sizeof(T);
+        size_t n = s == steps ? 0 : (bytes - s * 8 < 8 ? bytes - s * 8 : 8) / sizeof(T);
         for (size_t j = 0; j < n && ok; j++)
             ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
     }
@@ -306,12 +313,14 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
     symaddr_team_open_(&d.team, &call);
     if (failed)
         goto finish;
-    for (size_t c = first; c < chunks; c += symaddr_grid_threads()) {
-        if (c != first)
+    for (size_t c = first; c <= chunks; c += symaddr_grid_threads()) {
+        if (c == chunks) /* the call's identity (coll_ident_words) */
+            coll_ident_words(d, call.epoch, w);
+        else if (c != first)
             lamport_words(w, d.send, d.vec, c, bytes);
         symaddr_team_push16(&d.team, &call, c, w);
     }
-    for (size_t c = symaddr_grid_thread(); c < chunks && ok; c += symaddr_grid_threads()) {
+    for (size_t c = symaddr_grid_thread(); c <= chunks && ok; c += symaddr_grid_threads()) {
         typename tr::A acc[PER];
         for (int q0 = 0; q0 < d.team.node_size && ok; q0 += SYMADDR_TEAM_TAKE_MAX) {
             int n = d.team.node_size - q0 < SYMADDR_TEAM_TAKE_MAX ? d.team.node_size - q0
@@ -322,6 +331,10 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
             for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) { /* node-rank order: same bits */
                 if (u >= n || !ok)
                     continue; /* a branch past the peers not taken */
+                if (c == chunks) {
+                    ok = coll_ident_same(d, call.epoch, w[u], 4);
+                    continue;
+                }
                 T v[PER];
                 typename tr::A a[PER];
                 memcpy(v, w[u], 16);
@@ -331,6 +344,8 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
                     acc[j] = q0 + u == 0 ? a[j] : apply<OP>(acc[j], a[j]);
             }
         }
+        if (c == chunks)
+            continue;
         size_t n = (bytes - c * 16 < 16 ? bytes - c * 16 : 16) / sizeof(T);
         if (n == PER && d.vec && ok) { /* one 16-byte store, not PER narrow ones */
             T out[PER];

@@ -30,13 +30,14 @@
  * 4 data bytes and a 4-byte flag (the epoch): an inbox holds twice as many bytes, and each rank
  * has one per (epoch parity, node peer). */
 #define SYMADDR_COLL_LL_BYTES ((size_t)32 << 10)
-#define SYMADDR_COLL_LL_INBOX (2 * SYMADDR_COLL_LL_BYTES)
+#define SYMADDR_COLL_LL_INBOX (2 * SYMADDR_COLL_LL_BYTES + 16) /* and the identity step */
 /* The Lamport allreduce pushes 16-byte stores whose 32-bit words carry their own arrival
  * marker: a word of all ones is "not arrived". Each rank has three buffers of one slot per node
  * peer, used in turn by successive Lamport calls (SYMADDR_SYNC_LAMPORT; the epoch modulo 3
  * would repeat a buffer where the epoch wraps); the reader resets what it took. The slots share
  * SYMADDR_COLL_LAMPORT_AREA bytes per buffer, so a call moves at most that over the node size
- * (and at most SYMADDR_COLL_LAMPORT_MAX). */
+ * (and at most SYMADDR_COLL_LAMPORT_MAX), and each slot has one more chunk, for the call's
+ * identity (coll_ident_words). */
 #define SYMADDR_COLL_LAMPORT_AREA ((size_t)4 << 20)
 #define SYMADDR_COLL_LAMPORT_MAX ((size_t)2 << 20)
 

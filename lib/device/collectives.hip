@@ -114,6 +114,33 @@ SYMADDR_DEVFN void coll_ident_send(const symaddr_coll_desc_t &d, const symaddr_t
     }
 }
 
+/* The LL and Lamport allreduces have no barrier: each rank pushes its call's identity as one
+ * more step after its data (16 bytes), and each compares every peer's as it takes it. Words of
+ * 31 bits, so that none is the Lamport marker (all ones). A rank of another count reads a data
+ * chunk there, or waits for a step its peer never pushes until that peer's failure reaches it. */
+SYMADDR_DEVFN void coll_ident_words(const symaddr_coll_desc_t &d, uint64_t epoch, uint32_t w[4])
+{
+    uint64_t h = coll_ident_word(d, epoch);
+    w[0] = (uint32_t)h & 0x7fffffffu;
+    w[1] = (uint32_t)(h >> 32) & 0x7fffffffu;
+    w[2] = w[3] = 0;
+}
+
+/* Whether the first @p n words of a peer's identity step @p got are this call's; else the call
+ * fails with MISMATCH on every node rank. */
+SYMADDR_DEVFN int coll_ident_same(const symaddr_coll_desc_t &d, uint64_t epoch, const uint32_t *got,
+                                  int n)
+{
+    uint32_t w[4];
+    int same = 1;
+    coll_ident_words(d, epoch, w);
+    for (int k = 0; k < n; k++)
+        same = same && got[k] == w[k];
+    if (!same)
+        symaddr_team_fail(&d.team, SYMADDR_ERR_MISMATCH);
+    return same;
+}
+
 /* The first steps of a barrier-based collective: its call, whether the team failed before it
  * (*broken_p, for coll_barrier_first: loaded with the call's words, not on its own later), and
  * its identity word stored into every node peer's row before any other work, so that the

@@ -37,11 +37,11 @@ static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
 }
 
 /* One node peer's slot in a Lamport buffer: the buffer's bytes shared by the node, whole
- * 16-byte chunks, at most what one call may move. */
+ * 16-byte chunks, at most what one call may move, and the chunk of the call's identity. */
 static size_t lamport_slot_bytes(int node_size)
 {
     size_t slot = SYMADDR_COLL_LAMPORT_AREA / (size_t)node_size / 16 * 16;
-    return slot < SYMADDR_COLL_LAMPORT_MAX ? slot : SYMADDR_COLL_LAMPORT_MAX;
+    return (slot < SYMADDR_COLL_LAMPORT_MAX ? slot : SYMADDR_COLL_LAMPORT_MAX) + 16;
 }
 
 /* A sync area of bytes with the layout of c (every Lamport word empty), allocated and filled;

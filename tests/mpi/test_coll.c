@@ -287,8 +287,9 @@ static void test_allreduce_lamport(void *u)
     allreduce_matrix(SYMADDR_ALLREDUCE_LAMPORT); /* integers and f64 take LL */
 }
 
-/* Lamport at its largest message, a whole slot (2 MiB between 2 ranks), and just past it (it
- * takes the next algorithm), for f32, f16 and bf16, in place and out. */
+/* Lamport at its largest message, a whole slot less the chunk of the call's identity (2 MiB
+ * between 2 ranks), and just past it (it takes the next algorithm), for f32, f16 and bf16, in
+ * place and out. */
 static void test_allreduce_lamport_slot(void *u)
 {
     static const symaddr_dtype_t dts[] = {SYMADDR_FLOAT32, SYMADDR_FLOAT16, SYMADDR_BFLOAT16};
@@ -301,16 +302,16 @@ static void test_allreduce_lamport_slot(void *u)
     cfg.allreduce_algo = SYMADDR_ALLREDUCE_LAMPORT;
     ctx = t_context(MPI_COMM_WORLD, &cfg);
     T_OK(ctx, symaddr_team_get(ctx, &team));
-    fix_init_cap(&f, ctx, team.lamport_slot + 64 * sizeof(double));
+    size_t largest = team.lamport_slot - 16;
+    fix_init_cap(&f, ctx, largest + 64 * sizeof(double));
     for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
         size_t es = symaddr_dtype_size(dts[k]);
-        size_t ns[] = {team.lamport_slot / es, team.lamport_slot / es - 3,
-                       team.lamport_slot / es + 5};
+        size_t ns[] = {largest / es, largest / es - 3, largest / es + 5};
         for (int c = 0; c < 3; c++) {
             long bad = one_allreduce(&f, dts[k], SYMADDR_SUM, ns[c], c == 1);
-            T_CHECK(bad == 0, "lamport allreduce %s sum count %zu (slot %llu B)%s: %ld wrong",
-                    dt_names[dts[k]], ns[c], (unsigned long long)team.lamport_slot,
-                    c == 1 ? " in place" : "", bad);
+            T_CHECK(bad == 0, "lamport allreduce %s sum count %zu (largest %llu B)%s: %ld wrong",
+                    dt_names[dts[k]], ns[c], (unsigned long long)largest, c == 1 ? " in place" : "",
+                    bad);
         }
     }
     fix_fini(&f);
@@ -942,10 +943,12 @@ static void test_node_failure_agrees(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-/* Without validation mode, ranks that disagree on a barrier-based collective's count or op all
- * return MISMATCH (the kernels compare the call's identity after their first barrier), and no
- * rank writes past its recv. Before, allgather, reduce-scatter and alltoall of another count,
- * and two-shot allreduce and reduce-scatter of another op, returned OK on every rank. */
+/* Without validation mode, ranks that disagree on a collective's count or op all return
+ * MISMATCH (the barrier-based kernels compare the call's identity in their first barrier, the
+ * LL and Lamport allreduces in one more step after their data), and no rank writes past its
+ * recv. Before, allgather, reduce-scatter and alltoall of another count, and two-shot allreduce
+ * and reduce-scatter of another op, returned OK on every rank; so did the LL and Lamport
+ * allreduces of another op (and of another count, or timed out). */
 static void test_identity_mismatch(void *u)
 {
     static const struct {
@@ -953,15 +956,20 @@ static void test_identity_mismatch(void *u)
         symaddr_allreduce_algo_t algo;
         int kind; /* 0 allreduce, 1 reduce_scatter, 2 allgather, 3 alltoall */
         int op;   /* 1: the last rank reduces with MAX, else count - 1 */
+        int f32;  /* f32 rather than int32 (Lamport takes floats only) */
     } cases[] = {
-        {"two-shot allreduce, count", SYMADDR_ALLREDUCE_TWOSHOT, 0, 0},
-        {"two-shot allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT, 0, 1},
-        {"one-shot allreduce, count", SYMADDR_ALLREDUCE_ONESHOT, 0, 0},
-        {"two-shot-by-loads allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT_GET, 0, 1},
-        {"reduce_scatter, count", SYMADDR_ALLREDUCE_AUTO, 1, 0},
-        {"reduce_scatter, op", SYMADDR_ALLREDUCE_AUTO, 1, 1},
-        {"allgather, count", SYMADDR_ALLREDUCE_AUTO, 2, 0},
-        {"alltoall, count", SYMADDR_ALLREDUCE_AUTO, 3, 0},
+        {"two-shot allreduce, count", SYMADDR_ALLREDUCE_TWOSHOT, 0, 0, 0},
+        {"two-shot allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT, 0, 1, 0},
+        {"one-shot allreduce, count", SYMADDR_ALLREDUCE_ONESHOT, 0, 0, 0},
+        {"two-shot-by-loads allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT_GET, 0, 1, 0},
+        {"reduce_scatter, count", SYMADDR_ALLREDUCE_AUTO, 1, 0, 0},
+        {"reduce_scatter, op", SYMADDR_ALLREDUCE_AUTO, 1, 1, 0},
+        {"allgather, count", SYMADDR_ALLREDUCE_AUTO, 2, 0, 0},
+        {"alltoall, count", SYMADDR_ALLREDUCE_AUTO, 3, 0, 0},
+        {"LL allreduce, count", SYMADDR_ALLREDUCE_LL, 0, 0, 0},
+        {"LL allreduce, op", SYMADDR_ALLREDUCE_LL, 0, 1, 0},
+        {"Lamport allreduce, count", SYMADDR_ALLREDUCE_LAMPORT, 0, 0, 1},
+        {"Lamport allreduce, op", SYMADDR_ALLREDUCE_LAMPORT, 0, 1, 1},
     };
     (void)u;
     if (t_size < 2) {
@@ -991,9 +999,10 @@ static void test_identity_mismatch(void *u)
         int last = t_rank == t_size - 1;
         size_t count = last && !cases[c].op ? n - 1 : n;
         symaddr_redop_t op = last && cases[c].op ? SYMADDR_MAX : SYMADDR_SUM;
-        size_t wrote = cases[c].kind == 2 ? count * (size_t)t_size : count; /* recv elements */
+        symaddr_dtype_t dt = cases[c].f32 ? SYMADDR_FLOAT32 : SYMADDR_INT32; /* both 4 bytes */
+        size_t wrote = cases[c].kind == 2 ? count * (size_t)t_size : count;  /* recv elements */
         symaddr_status_t st =
-            cases[c].kind == 0   ? symaddr_allreduce(ctx, a, b, count, SYMADDR_INT32, op, NULL)
+            cases[c].kind == 0   ? symaddr_allreduce(ctx, a, b, count, dt, op, NULL)
             : cases[c].kind == 1 ? symaddr_reduce_scatter(ctx, a, b, count, SYMADDR_INT32, op, NULL)
             : cases[c].kind == 2 ? symaddr_allgather(ctx, a, b, count, SYMADDR_INT32, NULL)
                                  : symaddr_alltoall(ctx, a, b, count, SYMADDR_INT32, NULL);
