@@ -20,8 +20,9 @@
  * data, may have written their own recv, with data of no use); ranks in different kernels
  * (another algorithm) time out, SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN. The two-shot
  * allreduce by the copy engine (SYMADDR_ALLREDUCE_TWOSHOT_COPY) queues its copies before the
- * kernel's verdict is known: there a count that differs can write past a peer's recv, so
- * check counts with validation mode before you pick it.
+ * kernel's verdict is known, so its node ranks compare the call on the host first (one
+ * exchange of 16 bytes a call): another count, dtype or op returns SYMADDR_ERR_MISMATCH there
+ * too, with no copy queued.
  *
  * Deadlines. Every wait on another rank, in MPI or in a kernel, is bounded by the context's
  * timeout (symaddr_config_t.timeout_ms): a call waits at most that long for its data and as

@@ -5,6 +5,7 @@
 #include "coll/coll.h"
 #include "symaddr/team.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* The node as kernels see it, over sync area a: the host collectives' (sync) or users' team
@@ -127,6 +128,38 @@ static symaddr_status_t launch_kernel(symaddr_context_t *ctx, const symaddr_coll
     return ctx->be.ops->immediate ? symaddr_coll_status(ctx) : SYMADDR_OK;
 }
 
+/* Two-shot-copy queues its copies before its kernel's verdict is known, so a count that differs
+ * between node ranks would write past a peer's recv: the node's ranks compare the call on the
+ * host first (validation mode compared it already). One exchange of 16 bytes a call, at sizes
+ * where the copies take tens of microseconds and more. */
+static symaddr_status_t copy_agree(symaddr_context_t *ctx, const symaddr_coll_desc_t *d)
+{
+    symaddr_bootstrap_t *b = &ctx->core.boot;
+    uint64_t mine[2] = {d->ident, d->count},
+             (*all)[2] = malloc(sizeof(mine) * (size_t)b->node_size);
+    if (!all)
+        return symaddr_core_break(
+            &ctx->core,
+            symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_allreduce: out of host memory"));
+    symaddr_status_t st = symaddr_mpi_allgather(b, b->node_comm, mine, all, sizeof(mine),
+                                                symaddr_bootstrap_agree_deadline(b));
+    if (st != SYMADDR_OK)
+        st = symaddr_set_error(ctx, st,
+                               "symaddr_allreduce: the node's ranks could not compare the call "
+                               "within %u ms; the context is broken",
+                               ctx->core.cfg.timeout_ms);
+    for (int q = 0; q < b->node_size && st == SYMADDR_OK; q++)
+        if (all[q][0] != mine[0] || all[q][1] != mine[1])
+            st = symaddr_set_error(
+                ctx, SYMADDR_ERR_MISMATCH,
+                "symaddr_allreduce: node rank %d passed another count (%llu, this rank %llu), "
+                "dtype or op; every rank must pass the same. No copy was queued; the context "
+                "is broken",
+                q, (unsigned long long)all[q][1], (unsigned long long)mine[1]);
+    free(all);
+    return st == SYMADDR_OK ? st : symaddr_core_break(&ctx->core, st);
+}
+
 /* Two-shot-copy's all-gather, after its kernel reduced this rank's part into recv: the copy
  * engine pushes the part into every node peer's recv, then a barrier keeps each rank in the
  * call until the peers' copies into its recv are done. Nothing else touches a peer's copy of
@@ -140,7 +173,9 @@ symaddr_status_t symaddr_coll_gather_by_copy(symaddr_context_t *ctx, const symad
     size_t es = symaddr_dtype_size(d->dtype), lo, hi;
     const symaddr_bootstrap_t *b = &ctx->core.boot;
     uint64_t off = (uint64_t)(uintptr_t)d->recv - d->recv_host_pb[ctx->core.rank];
-    symaddr_status_t st = SYMADDR_OK;
+    symaddr_status_t st = ctx->core.cfg.validate ? SYMADDR_OK : copy_agree(ctx, d);
+    if (st != SYMADDR_OK)
+        return st;
     symaddr_team_share(&d->team, d->count, 64, &lo, &hi);
     for (int k = 1; k < b->node_size && st == SYMADDR_OK && hi > lo; k++) {
         int q = (b->node_rank + k) % b->node_size;

@@ -962,6 +962,7 @@ static void test_identity_mismatch(void *u)
         {"two-shot allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT, 0, 1, 0},
         {"one-shot allreduce, count", SYMADDR_ALLREDUCE_ONESHOT, 0, 0, 0},
         {"two-shot-by-loads allreduce, op", SYMADDR_ALLREDUCE_TWOSHOT_GET, 0, 1, 0},
+        {"two-shot-copy allreduce, count", SYMADDR_ALLREDUCE_TWOSHOT_COPY, 0, 0, 0},
         {"reduce_scatter, count", SYMADDR_ALLREDUCE_AUTO, 1, 0, 0},
         {"reduce_scatter, op", SYMADDR_ALLREDUCE_AUTO, 1, 1, 0},
         {"allgather, count", SYMADDR_ALLREDUCE_AUTO, 2, 0, 0},
