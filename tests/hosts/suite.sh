@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The multi-node path across real hosts (network, UTS, IPC and mount namespaces: hosts.sh),
-# with no SYMADDR_NODE_SIZE: symaddr-info's node groups, the maps and backend suites, the
+# with no SYMADDR_NODE_SIZE: symaddr-info's node groups, the maps, RMA and backend suites at
+# 2 hosts x 2 ranks, 2 x 4 and 4 x 2, the
 # collectives (every case of test_coll), against MPI's own collectives, and a whole
 # host killed at each fault point (tests/fault.sh).
 #   tests/hosts/suite.sh BUILD_DIR      (cpu backend; exit 77 where hosts cannot be made)
@@ -27,13 +28,12 @@ info=$(run 2 2 "$B/tools/symaddr-info")
 echo "$info" | grep -E "^ranks|^  rank"
 echo "$info" | grep -q "2 per node group" || { echo "symaddr-info: not 2 ranks a node" >&2; exit 1; }
 for shape in "2 2" "2 4" "4 2"; do
-    echo "-- mpi_maps at $shape (hosts x ranks)"
+    echo "-- mpi_maps, mpi_rma_cpu (put_kernel within each host, a stream across the hosts) and"
+    echo "   mpi_backend at $shape (hosts x ranks)"
     run $shape "$B/tests/mpi_maps" | grep -E "^(not ok|skip)|passed"
+    run $shape "$B/tests/mpi_rma_cpu" | grep -E "^(ok|not ok)|passed"
+    run $shape "$B/tests/mpi_backend" | grep -E "^(not ok|skip)|passed"
 done
-echo "-- mpi_rma_cpu at 2 2: put_kernel within each host, a stream across the hosts"
-run 2 2 "$B/tests/mpi_rma_cpu" | grep -E "^(ok|not ok)|passed"
-echo "-- mpi_backend at 2 2"
-run 2 2 "$B/tests/mpi_backend" | grep -E "^(not ok|skip)|passed"
 echo "-- mpi_coll at 2 2: every case (2 x 4 and 4 x 2 pass too, in 150 s each: not in CI)"
 run 2 2 "$B/tests/mpi_coll" | grep -E "^(ok|not ok|skip)|passed"
 echo "-- faults at 2 2: both ranks of host h2 killed at init, mesh, alloc, free, finalize, a"
