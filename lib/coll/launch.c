@@ -74,14 +74,18 @@ void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
      * barriers cheap, and large ones get enough blocks to keep the links busy, up to what the
      * GPU holds resident for every rank that shares it. */
     size_t blocks = (work_bytes + (16u << 10) - 1) / (16u << 10);
-    /* Lamport: one 16-byte chunk per thread, in blocks of lamport_threads (their pushes and
-     * loads then spread over more SMs), or more where the chunks outnumber the grid's threads
-     * (doc/performance.md). */
-    if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT && !ctx->be.ops->immediate) {
-        size_t chunks = work_bytes / 32, threads = ctx->coll.lamport_threads;
-        while (threads < SYMADDR_COLL_THREADS && chunks > threads * ctx->coll.max_blocks)
-            threads *= 2;
-        blocks = (chunks + threads - 1) / threads;
+    /* LL and Lamport: one step per thread (8 bytes of LL's, 16 of Lamport's: work_bytes / 32
+     * either way) and a thread more for the call's identity (coll_ident_thread). Lamport's in
+     * blocks of lamport_threads (their pushes and loads then spread over more SMs), or more
+     * where the steps outnumber the grid's threads (doc/performance.md). */
+    if ((kind == SYMADDR_COLL_ALLREDUCE_LAMPORT || kind == SYMADDR_COLL_ALLREDUCE_LL) &&
+        !ctx->be.ops->immediate) {
+        size_t steps = (work_bytes + 31) / 32 + 1, threads = SYMADDR_COLL_THREADS;
+        if (kind == SYMADDR_COLL_ALLREDUCE_LAMPORT)
+            for (threads = ctx->coll.lamport_threads;
+                 threads < SYMADDR_COLL_THREADS && steps > threads * ctx->coll.max_blocks;)
+                threads *= 2;
+        blocks = (steps + threads - 1) / threads;
         d->threads = (unsigned)threads;
     }
     if (ctx->be.ops->immediate || blocks < 1)

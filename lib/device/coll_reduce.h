@@ -206,6 +206,18 @@ SYMADDR_DEVFN void ll_read8(uint32_t w[2], const char *p, size_t n)
     memcpy(w, b, 8);
 }
 
+/* Step s (two LL words, w[0] and w[1]) into this rank's inbox of every node peer, this rank's
+ * own first. */
+SYMADDR_DEVFN void ll_put_all(const symaddr_coll_desc_t &d, uint64_t *const *dst, size_t s,
+                              const uint32_t *w, uint32_t flag)
+{
+    for (int k = 0; k < d.team.node_size; k++) {
+        int q = (d.team.node_rank + k) % d.team.node_size;
+        ll_put(dst[q] + 2 * s, w[0], flag);
+        ll_put(dst[q] + 2 * s + 1, w[1], flag);
+    }
+}
+
 template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
@@ -218,25 +230,22 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
     char *inboxes = (char *)d.team.sync + d.ll_offset +
                     (e & 1) * (size_t)d.team.node_size * SYMADDR_COLL_LL_INBOX;
     uint64_t *dst[COLL_MAX_NODE];
+    uint32_t id[4];
     int ok = 1;
+    coll_ident_words(d, id);
     if (symaddr_team_failed(&d.team))
         goto finish;
     for (int q = 0; q < d.team.node_size; q++)
         dst[q] = (uint64_t *)symaddr_team_peer(
             &d.team, inboxes + (size_t)d.team.node_rank * SYMADDR_COLL_LL_INBOX, d.team.sync_pb, q);
-    for (size_t s = symaddr_grid_thread(); s <= steps; s += symaddr_grid_threads()) {
+    for (size_t s = symaddr_grid_thread(); s < steps; s += symaddr_grid_threads()) {
         uint32_t w[4];
-        if (s == steps) /* the call's identity (coll_ident_words) */
-            coll_ident_words(d, e, w);
-        else
-            ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
-        for (int k = 0; k < d.team.node_size; k++) {
-            int q = (d.team.node_rank + k) % d.team.node_size;
-            ll_put(dst[q] + 2 * s, w[0], flag);
-            ll_put(dst[q] + 2 * s + 1, w[1], flag);
-        }
+        ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
+        ll_put_all(d, dst, s, w, flag);
     }
-    for (size_t s = symaddr_grid_thread(); s <= steps && ok; s += symaddr_grid_threads()) {
+    if (coll_ident_thread()) /* the call's identity (coll_ident_words), as step steps */
+        ll_put_all(d, dst, steps, id, flag);
+    for (size_t s = symaddr_grid_thread(); s < steps && ok; s += symaddr_grid_threads()) {
         typename tr::A acc[PER] = {};
         for (int q = 0; q < d.team.node_size && ok; q++) {
             uint64_t *in = (uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
@@ -244,17 +253,20 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
             T v[PER];
             w[0] = ll_take(in + 2 * s, flag, d, deadline, &ok);
             w[1] = ok ? ll_take(in + 2 * s + 1, flag, d, deadline, &ok) : 0;
-            if (s == steps) {
-                ok = ok && coll_ident_same(d, e, w, 2);
-                continue;
-            }
             memcpy(v, w, 8);
             for (int j = 0; j < PER; j++)
                 acc[j] = q == 0 ? tr::load(v[j]) : apply<OP>(acc[j], tr::load(v[j]));
         }
-        size_t n = s == steps ? 0 : (bytes - s * 8 < 8 ? bytes - s * 8 : 8) / sizeof(T);
+        size_t n = (bytes - s * 8 < 8 ? bytes - s * 8 : 8) / sizeof(T);
         for (size_t j = 0; j < n && ok; j++)
             ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
+    }
+    for (int q = 0; coll_ident_thread() && ok && q < d.team.node_size; q++) {
+        uint64_t *in = (uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
+        uint32_t got[1][4] = {{0, 0, 0, 0}};
+        got[0][0] = ll_take(in + 2 * steps, flag, d, deadline, &ok);
+        got[0][1] = ok ? ll_take(in + 2 * steps + 1, flag, d, deadline, &ok) : 0;
+        ok = ok && coll_ident_check(d, id, got, 1);
     }
 finish:
     symaddr_team_end(&d.team, &call, 0);
@@ -304,7 +316,8 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
     symaddr_team_call_t call;
     size_t bytes = d.count * sizeof(T), chunks = (bytes + 15) / 16, first = symaddr_grid_thread();
     int ok = 1, failed;
-    uint32_t w[4];
+    uint32_t w[4], id[4];
+    coll_ident_words(d, id);
     /* the first chunk and the status word are in flight with the call's words: one trip */
     symaddr_team_enter_(&d.team, &call);
     if (first < chunks)
@@ -313,14 +326,14 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
     symaddr_team_open_(&d.team, &call);
     if (failed)
         goto finish;
-    for (size_t c = first; c <= chunks; c += symaddr_grid_threads()) {
-        if (c == chunks) /* the call's identity (coll_ident_words) */
-            coll_ident_words(d, call.epoch, w);
-        else if (c != first)
+    for (size_t c = first; c < chunks; c += symaddr_grid_threads()) {
+        if (c != first)
             lamport_words(w, d.send, d.vec, c, bytes);
         symaddr_team_push16(&d.team, &call, c, w);
     }
-    for (size_t c = symaddr_grid_thread(); c <= chunks && ok; c += symaddr_grid_threads()) {
+    if (coll_ident_thread()) /* the call's identity (coll_ident_words), as chunk chunks */
+        symaddr_team_push16(&d.team, &call, chunks, id);
+    for (size_t c = symaddr_grid_thread(); c < chunks && ok; c += symaddr_grid_threads()) {
         typename tr::A acc[PER];
         for (int q0 = 0; q0 < d.team.node_size && ok; q0 += SYMADDR_TEAM_TAKE_MAX) {
             int n = d.team.node_size - q0 < SYMADDR_TEAM_TAKE_MAX ? d.team.node_size - q0
@@ -331,10 +344,6 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
             for (int u = 0; u < SYMADDR_TEAM_TAKE_MAX; u++) { /* node-rank order: same bits */
                 if (u >= n || !ok)
                     continue; /* a branch past the peers not taken */
-                if (c == chunks) {
-                    ok = coll_ident_same(d, call.epoch, w[u], 4);
-                    continue;
-                }
                 T v[PER];
                 typename tr::A a[PER];
                 memcpy(v, w[u], 16);
@@ -344,8 +353,6 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
                     acc[j] = q0 + u == 0 ? a[j] : apply<OP>(acc[j], a[j]);
             }
         }
-        if (c == chunks)
-            continue;
         size_t n = (bytes - c * 16 < 16 ? bytes - c * 16 : 16) / sizeof(T);
         if (n == PER && d.vec && ok) { /* one 16-byte store, not PER narrow ones */
             T out[PER];
@@ -359,6 +366,14 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
                 if ((size_t)j < n && ok)
                     ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
         }
+    }
+    for (int q0 = 0; coll_ident_thread() && ok && q0 < d.team.node_size;
+         q0 += SYMADDR_TEAM_TAKE_MAX) {
+        int n = d.team.node_size - q0 < SYMADDR_TEAM_TAKE_MAX ? d.team.node_size - q0
+                                                              : SYMADDR_TEAM_TAKE_MAX;
+        uint32_t got[SYMADDR_TEAM_TAKE_MAX][4];
+        ok = symaddr_team_take16_n(&d.team, &call, q0, n, chunks, got) &&
+             coll_ident_check(d, id, got, n);
     }
 finish:
     symaddr_team_end(&d.team, &call, 1);

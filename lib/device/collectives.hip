@@ -115,30 +115,44 @@ SYMADDR_DEVFN void coll_ident_send(const symaddr_coll_desc_t &d, const symaddr_t
 }
 
 /* The LL and Lamport allreduces have no barrier: each rank pushes its call's identity as one
- * more step after its data (16 bytes), and each compares every peer's as it takes it. Words of
- * 31 bits, so that none is the Lamport marker (all ones). A rank of another count reads a data
- * chunk there, or waits for a step its peer never pushes until that peer's failure reaches it. */
-SYMADDR_DEVFN void coll_ident_words(const symaddr_coll_desc_t &d, uint64_t epoch, uint32_t w[4])
+ * more step after its data (16 bytes), and each compares every peer's as it takes it. A rank of
+ * another count reads a data chunk there, or waits for a step its peer never pushes until that
+ * peer's failure reaches it. The grid's last thread pushes and takes that step, after its data
+ * if it has any: the launch gives the grid a thread more than the data's steps (launch.c), so
+ * that it has none and the step costs no round of its own (doc/performance.md). */
+SYMADDR_DEVFN int coll_ident_thread(void)
 {
-    uint64_t h = coll_ident_word(d, epoch);
+    return symaddr_grid_thread() == symaddr_grid_threads() - 1;
+}
+
+/* The step's words, from the kernel's arguments alone, so that they are ready before the
+ * call's words arrive: no epoch, as a step of an earlier call cannot be there (Lamport's reader
+ * empties what it took, LL's flag is the epoch's). Words of 31 bits, so that none is the
+ * Lamport marker (all ones). */
+SYMADDR_DEVFN void coll_ident_words(const symaddr_coll_desc_t &d, uint32_t w[4])
+{
+    uint64_t h = coll_ident_word(d, 0);
     w[0] = (uint32_t)h & 0x7fffffffu;
     w[1] = (uint32_t)(h >> 32) & 0x7fffffffu;
     w[2] = w[3] = 0;
 }
 
-/* Whether the first @p n words of a peer's identity step @p got are this call's; else the call
- * fails with MISMATCH on every node rank. */
-SYMADDR_DEVFN int coll_ident_same(const symaddr_coll_desc_t &d, uint64_t epoch, const uint32_t *got,
-                                  int n)
+/* Whether the identity steps of @p n peers, got[u] (LL's two words or Lamport's four; the last
+ * two are zero), are all @p id; else the call fails with MISMATCH on every node rank. One
+ * comparison of the two words that carry the hash per peer, and the failure once. */
+template <int N>
+SYMADDR_DEVFN int coll_ident_check(const symaddr_coll_desc_t &d, const uint32_t id[4],
+                                   const uint32_t (&got)[N][4], int n)
 {
-    uint32_t w[4];
-    int same = 1;
-    coll_ident_words(d, epoch, w);
-    for (int k = 0; k < n; k++)
-        same = same && got[k] == w[k];
-    if (!same)
+    uint32_t diff = 0;
+    /* unrolled: an index known at compile time keeps got in registers */
+    COLL_UNROLL
+    for (int u = 0; u < N; u++)
+        if (u < n)
+            diff |= (got[u][0] ^ id[0]) | (got[u][1] ^ id[1]) | got[u][2] | got[u][3];
+    if (diff)
         symaddr_team_fail(&d.team, SYMADDR_ERR_MISMATCH);
-    return same;
+    return !diff;
 }
 
 /* The first steps of a barrier-based collective: its call, whether the team failed before it
