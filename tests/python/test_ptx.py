@@ -115,26 +115,27 @@ def k_every_accessor(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def k_team(sync, sync_pb, rank, timeout_ns, x, x_pb, out, n, N_RANKS: tl.constexpr,
+def k_team(sync, sync_pb, rank, timeout_ns, x, x_pb, out, n, ident, N_RANKS: tl.constexpr,
            BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
-    """Each block of symaddr.triton.team in a kernel of its own."""
+    """Each block of symaddr.triton.team in a kernel of its own, with the call's identity as
+    symaddr.triton.collectives passes it (a runtime i64)."""
     team = Team(sync, sync_pb, rank, timeout_ns)
     call = tm.team_begin(team)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     if KIND == 0:
-        tm.team_allreduce_oneshot(team, call, x, x_pb, out, offs, mask, N_RANKS, OP)
+        tm.team_allreduce_oneshot(team, call, x, x_pb, out, offs, mask, N_RANKS, OP, ident)
     elif KIND == 1:
         tm.team_allreduce_twoshot(team, call, x, x_pb, out, x_pb, tl.program_id(0), n, N_RANKS,
-                                  BLOCK, OP)
+                                  BLOCK, OP, ident)
     elif KIND == 2:
-        tm.team_reduce_scatter(team, call, x, x_pb, out, n, offs, mask, N_RANKS, OP)
+        tm.team_reduce_scatter(team, call, x, x_pb, out, n, offs, mask, N_RANKS, OP, ident)
     elif KIND == 3:
-        tm.team_allgather(team, call, x, x_pb, out, n, offs, mask, N_RANKS)
+        tm.team_allgather(team, call, x, x_pb, out, n, offs, mask, N_RANKS, ident)
     elif KIND == 4:
-        tm.team_alltoall(team, call, x, x_pb, out, n, offs, mask, N_RANKS)
+        tm.team_alltoall(team, call, x, x_pb, out, n, offs, mask, N_RANKS, ident)
     else:
-        tm.team_broadcast(team, call, x, x_pb, out, 1, offs, mask, N_RANKS)
+        tm.team_broadcast(team, call, x, x_pb, out, rank, offs, mask, N_RANKS, ident)
     tm.team_end(team, call)
 
 
@@ -216,8 +217,8 @@ def main():
         for kind in range(6):
             sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
                    "x": "*" + dt, "x_pb": "*i64", "out": "*" + dt, "n": "i32",
-                   "N_RANKS": "constexpr", "BLOCK": "constexpr", "KIND": "constexpr",
-                   "OP": "constexpr"}
+                   "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
+                   "KIND": "constexpr", "OP": "constexpr"}
             why = compiles(k_team, sig, {"N_RANKS": 4, "BLOCK": 128, "KIND": kind,
                                          "OP": "max" if kind == 2 else None})
             if why:

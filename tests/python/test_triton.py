@@ -840,6 +840,47 @@ def test_triton_skipped_call():
             check(e.name == "SYMADDR_ERR_BROKEN", str(e))
 
 
+def test_triton_identity_mismatch():
+    """Ranks that disagree on a Triton collective (the last rank passes another count, op,
+    collective, root, algorithm or dtype): every rank's next host call raises MISMATCH, as
+    the C collectives do without validation; before, each of these returned OK with another
+    call's data, or the wrong op over the right data."""
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    n, odd = 5, rank == size - 1
+    cases = {
+        "count": lambda c, x, y, o: tc.allreduce(c, x[:n - odd]),
+        "op": lambda c, x, y, o: tc.allreduce(c, x[:n], op="max" if odd else "sum"),
+        "collective": lambda c, x, y, o: (tc.reduce_scatter(c, x[:size * n]) if odd else
+                                          tc.allgather(c, x[:n])),
+        "root": lambda c, x, y, o: tc.broadcast(c, x[:n], root=int(odd)),
+        "algorithm": lambda c, x, y, o: tc.allreduce(c, x[:n], o[:n],
+                                                     algo="twoshot" if odd else "oneshot"),
+        "dtype": lambda c, x, y, o: tc.allreduce(c, y[:n] if odd else x[:n]),
+    }
+    wrong = []
+    for name, launch in cases.items():
+        with sa.Context(backend=ctx.backend) as short:
+            short.set_timeout(3000)  # after init: a loaded machine's init may take longer
+            x, _ = short.allocate_symmetric((size * n,), DTYPES["int32"])
+            y, _ = short.allocate_symmetric((size * n,), DTYPES["float32"])
+            o, _ = short.allocate_symmetric((size * n,), DTYPES["int32"])
+            fill(x, np.arange(size * n) + 100 * rank)
+            fill(y, np.arange(size * n) + 100 * rank)
+            short.team()
+            launch(short, x, y, o)
+            try:
+                if ON_GPU:
+                    torch.cuda.synchronize()
+                short.barrier()
+                short.sync()
+                wrong.append("%s: OK" % name)
+            except sa.SymaddrError as e:
+                if e.name != "SYMADDR_ERR_MISMATCH":
+                    wrong.append("%s: %s" % (name, e))
+    check(not wrong, "%d of %d cases: %s" % (len(wrong), len(cases), "; ".join(wrong)))
+
+
 def test_team_grid_too_large():
     """A team kernel launched with more programs than the sync area has words for (MAX_BLOCKS):
     the programs past it fail the call (INVALID_ARG on a rank that saw its own, BROKEN where a
@@ -1086,6 +1127,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("50 Triton collectives with no host call between them",
                   test_triton_stream_of_calls),
                  ("a rank that skips a Triton collective", test_triton_skipped_call),
+                 ("ranks that pass another count, op, collective, root, algorithm or dtype "
+                  "to a Triton collective", test_triton_identity_mismatch),
                  ("a team kernel with more programs than MAX_BLOCKS", test_team_grid_too_large),
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
                  ("address maps of every provider, zero-copy", test_address_maps),

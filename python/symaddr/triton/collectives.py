@@ -11,40 +11,40 @@ import triton.language as tl
 
 from symaddr._arrays import HostArray
 from symaddr._comm import count_of as _count
-from symaddr.triton.team import (MAX_BLOCKS, team_allgather, team_allreduce_oneshot,
-                                 team_allreduce_twoshot, team_alltoall, team_begin,
-                                 team_broadcast, team_end, team_reduce_scatter)
+from symaddr.triton.team import (MAX_BLOCKS, call_ident, team_allgather,
+                                 team_allreduce_oneshot, team_allreduce_twoshot, team_alltoall,
+                                 team_begin, team_broadcast, team_end, team_reduce_scatter)
 
 
 # ---- one kernel per host function -------------------------------------------------------------
 
 @triton.jit
-def _allreduce_kernel(team, x, x_pb, out, out_pb, n, N_RANKS: tl.constexpr,
+def _allreduce_kernel(team, x, x_pb, out, out_pb, n, ident, N_RANKS: tl.constexpr,
                       BLOCK: tl.constexpr, OP: tl.constexpr, TWO_SHOT: tl.constexpr):
     call = team_begin(team)
     if TWO_SHOT:
         team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tl.program_id(0), n, N_RANKS,
-                               BLOCK, OP)
+                               BLOCK, OP, ident)
     else:
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP)
+        team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP, ident)
     team_end(team, call)
 
 
 @triton.jit
-def _move_kernel(team, x, x_pb, out, count, root, N_RANKS: tl.constexpr, BLOCK: tl.constexpr,
-                 KIND: tl.constexpr, OP: tl.constexpr):
+def _move_kernel(team, x, x_pb, out, count, root, ident, N_RANKS: tl.constexpr,
+                 BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
     call = team_begin(team)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < count
     if KIND == "reduce_scatter":
-        team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS, OP)
+        team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS, OP, ident)
     elif KIND == "allgather":
-        team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS)
+        team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
     elif KIND == "alltoall":
-        team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS)
+        team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
     else:
-        team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS)
+        team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS, ident)
     team_end(team, call)
 
 
@@ -91,16 +91,18 @@ def allreduce(ctx, x, out=None, op="sum", algo="oneshot", block=1024):
         out = _empty_like(x, n)
     out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
     grid, block = _grid(triton.cdiv(n, ctx.size) if two else n, block)
+    ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
     _allreduce_kernel[grid](team, x, ctx.get_symmetric_address_map(x).peer_bases, _arg(out), out_pb,
-                            n, N_RANKS=ctx.size, BLOCK=block, OP=_op(op), TWO_SHOT=two)
+                            n, ident, N_RANKS=ctx.size, BLOCK=block, OP=_op(op), TWO_SHOT=two)
     return out
 
 
 def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
     team = ctx.team()
     grid, block = _grid(count, block)
+    ident = call_ident(kind, count, x.dtype, op, root)
     _move_kernel[grid](team, x, ctx.get_symmetric_address_map(x).peer_bases, _arg(out), count, root,
-                       N_RANKS=ctx.size, BLOCK=block, KIND=kind, OP=_op(op))
+                       ident, N_RANKS=ctx.size, BLOCK=block, KIND=kind, OP=_op(op))
     return out
 
 

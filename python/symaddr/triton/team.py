@@ -20,6 +20,8 @@ Every wait is bounded by the team's timeout (a clock); a peer that is late past 
 ahead (a rank skipped a call), fails the call: team_barrier returns False, the status is
 recorded in this rank's sync area and SYMADDR_ERR_BROKEN in every peer's, and the context's
 next host call raises it and breaks the context, as the C team kernels do."""
+import hashlib
+
 import triton
 import triton.language as tl
 
@@ -36,7 +38,8 @@ _TOO_MANY = tl.constexpr(-_status["SYMADDR_ERR_INVALID_ARG"])  # more programs t
 _INTERPRETED = tl.constexpr(_CLOCK == "python")  # Triton's interpreter runs the kernels
 
 # The sync area, in int64 words: the status, then one epoch per program, then one flag per
-# program and rank (written by that rank into this rank's copy).
+# program and rank (written by that rank into this rank's copy), then as many identity words
+# (the call's, written by that rank before its flag of phase 1: _team_barrier).
 STATUS_AT = tl.constexpr(0)
 EPOCH_AT = tl.constexpr(1)
 MAX_BLOCKS = 64
@@ -49,7 +52,19 @@ _STRIDE = tl.constexpr(4)
 
 def sync_words(size):
     """int64 words of a team's sync area for size ranks."""
-    return 1 + MAX_BLOCKS + MAX_BLOCKS * size
+    return 1 + MAX_BLOCKS + 2 * MAX_BLOCKS * size
+
+
+
+def call_ident(kind, count, dtype, op=None, root=0):
+    """The identity of a collective call as the team's blocks take it (their ident argument):
+    a hash of kind, count, dtype, op and root, the same on every rank that passes the same
+    values. The blocks' ranks compare it, with the block's own kind and op, before they touch
+    a peer's memory: ranks that disagree fail the call with SYMADDR_ERR_MISMATCH rather than
+    return another call's data. symaddr.triton.collectives passes it; a kernel of your own
+    passes it too, or 0, which still compares the blocks' kinds and ops."""
+    text = repr((str(kind), int(count), str(dtype), str(op), int(root))).encode()
+    return int.from_bytes(hashlib.blake2b(text, digest_size=5).digest(), "little")
 
 
 def team_programs(ctx, tiles, per_sm=1):
@@ -90,13 +105,16 @@ def team_failed(team):
 
 @triton.jit
 def team_fail(team, code, N_RANKS: tl.constexpr):
-    """Record -code (the first failure sticks) here, and BROKEN in every peer's sync area."""
+    """Record -code (the first failure sticks) here, and BROKEN in every peer's sync area
+    (MISMATCH where code is MISMATCH: ranks that disagree on a call all learn why)."""
     zero = tl.zeros((), tl.int64)
-    tl.atomic_cas(team.sync + STATUS_AT, zero, code.to(tl.int64), sem="relaxed", scope="sys")
+    code = code.to(tl.int64)
+    tl.atomic_cas(team.sync + STATUS_AT, zero, code, sem="relaxed", scope="sys")
+    theirs = tl.where(code == _MISMATCH, code, tl.full((), _BROKEN, tl.int64))
     for r in tl.static_range(N_RANKS):
         if r != team.rank:
             tl.atomic_cas(translate(team.sync + STATUS_AT, r, team.sync_pb, team.rank), zero,
-                          tl.full((), _BROKEN, tl.int64), sem="relaxed", scope="sys")
+                          theirs, sem="relaxed", scope="sys")
 
 
 @triton.jit
@@ -105,13 +123,27 @@ def team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr):
     earlier stores (local and to peers) are visible to their later loads. True, or False
     after a failure (recorded: a peer late past the team's timeout, a call ahead, or a
     program past MAX_BLOCKS, which fails with SYMADDR_ERR_INVALID_ARG)."""
+    return _team_barrier(team, call, phase, N_RANKS, 0, False)
+
+
+@triton.jit
+def _team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr, word,
+                  CHECK: tl.constexpr):
+    """team_barrier; with CHECK, each rank also stores word (the call's identity) into its
+    row of every peer before its flag, and compares every peer's after the wait: ranks of
+    another call fail it with MISMATCH. A peer rewrites the row at its next checked barrier,
+    after this call's next phase, which this rank has not reached."""
     tl.debug_barrier()
     pid = tl.program_id(0)
     code = tl.zeros((), tl.int32)
     if pid < _MAX_PROGRAMS:
         value = call * _STRIDE + phase
         mine = team.sync + FLAGS_AT + pid * N_RANKS + team.rank
+        rows = _MAX_PROGRAMS * N_RANKS  # the identity rows, after the flags
         for r in tl.static_range(N_RANKS):
+            if CHECK:  # the same thread's release below orders it before the flag
+                tl.atomic_xchg(translate(mine + rows, r, team.sync_pb, team.rank), word,
+                               sem="relaxed", scope="sys")
             tl.atomic_xchg(translate(mine, r, team.sync_pb, team.rank), value, sem="release",
                            scope="sys")
         for r in tl.static_range(N_RANKS):
@@ -119,6 +151,9 @@ def team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr):
             late = signal_wait_until(flag, "ge", value, team.timeout_ns) != OK
             ahead = tl.load(flag, volatile=True) >= value + _STRIDE
             code = tl.where(late, _TIMEOUT, tl.where(ahead, _MISMATCH, code))
+            if CHECK:  # after the flag's acquire: this call's word
+                other = tl.load(flag + rows, volatile=True)
+                code = tl.where((code == 0) & (other != word), _MISMATCH, code)
     else:  # no flags for this program: writing them would write past the sync area
         code = tl.full((), _TOO_MANY, tl.int32)
     if code != 0:
@@ -127,7 +162,18 @@ def team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr):
     return code == 0
 
 
+@triton.jit
+def _block_word(ident, KIND: tl.constexpr, OP: tl.constexpr):
+    """The word a block's ranks compare (_team_barrier): call_ident's hash (40 bits; 0 where
+    the kernel passes none) with the block's kind and op above it."""
+    opc: tl.constexpr = 1 if OP == "max" else (2 if OP == "min" else 0)
+    return ident + (KIND << 40) + (opc << 44)
+
+
 # ---- the collectives' blocks: each on one program's tile (offs, mask) of a call ----------------
+# Each takes ident, the call's identity (call_ident: 0 where the kernel passes none), and its
+# ranks compare it with their kind and op at the first barrier: ranks of another collective,
+# count, dtype, op or root fail the call with MISMATCH before any reads a peer's memory.
 # Reductions (OP "sum", "max", "min"; None is "sum") combine the ranks in rank order from rank
 # 0, accumulating floating point in f32 and rounding once: integers and max/min are exact and
 # equal the C collectives' bit for bit; a float sum equals theirs where their order is rank
@@ -178,11 +224,11 @@ def team_reduce_tile(x, x_pb, offs, mask, team, N_RANKS: tl.constexpr, OP: tl.co
 
 @triton.jit
 def team_allreduce_oneshot(team, call, x, x_pb, out, offs, mask, N_RANKS: tl.constexpr,
-                      OP: tl.constexpr = None):
+                           OP: tl.constexpr = None, ident=0):
     """out[offs] (any memory) = the reduction of every rank's x[offs] (symmetric): a barrier
     (the peers' x is ready), loads from every rank, a barrier (no peer still reads x).
     Returns True, or False after a failure (recorded for the host)."""
-    ok = team_barrier(team, call, 1, N_RANKS)
+    ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 1, OP), True)
     if ok:
         acc = team_reduce_tile(x, x_pb, offs, mask, team, N_RANKS, OP)
         tl.store(out + offs, _narrow(acc, out.dtype.element_ty), mask=mask)
@@ -192,13 +238,13 @@ def team_allreduce_oneshot(team, call, x, x_pb, out, offs, mask, N_RANKS: tl.con
 
 @triton.jit
 def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: tl.constexpr,
-                      BLOCK: tl.constexpr, OP: tl.constexpr = None):
+                           BLOCK: tl.constexpr, OP: tl.constexpr = None, ident=0):
     """out (symmetric, n elements) = the reduction of every rank's x: each rank reduces its
     part (n / N_RANKS, rounded up) into its out, a barrier, then loads every rank's part;
     tile is this program's BLOCK-element tile of a part."""
     chunk = tl.cdiv(n, N_RANKS)
     offs = tile * BLOCK + tl.arange(0, BLOCK)
-    ok = team_barrier(team, call, 1, N_RANKS)
+    ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 2, OP), True)
     if ok:
         mine = team.rank * chunk + offs
         m = (offs < chunk) & (mine < n)
@@ -217,10 +263,10 @@ def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: t
 
 @triton.jit
 def team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr,
-                   OP: tl.constexpr = None):
+                        OP: tl.constexpr = None, ident=0):
     """out[offs] (any memory, count elements) = the reduction over ranks of their
     x[rank * count + offs] (x symmetric, N_RANKS * count elements)."""
-    ok = team_barrier(team, call, 1, N_RANKS)
+    ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 3, OP), True)
     if ok:
         acc = team_reduce_tile(x + team.rank * count, x_pb, offs, mask, team, N_RANKS, OP)
         tl.store(out + offs, _narrow(acc, out.dtype.element_ty), mask=mask)
@@ -229,9 +275,10 @@ def team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl
 
 
 @triton.jit
-def team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr):
+def team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr,
+                   ident=0):
     """out[r * count + offs] (any memory) = rank r's x[offs] (symmetric), every r."""
-    ok = team_barrier(team, call, 1, N_RANKS)
+    ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 4, None), True)
     if ok:
         for r in tl.static_range(N_RANKS):
             v = remote_load(x + offs, r, x_pb, team.rank, mask=mask)
@@ -241,9 +288,10 @@ def team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.cons
 
 
 @triton.jit
-def team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr):
+def team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr,
+                  ident=0):
     """out[r * count + offs] (any memory) = rank r's x[rank * count + offs] (symmetric)."""
-    ok = team_barrier(team, call, 1, N_RANKS)
+    ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 5, None), True)
     if ok:
         for r in tl.static_range(N_RANKS):
             v = remote_load(x + team.rank * count + offs, r, x_pb, team.rank, mask=mask)
@@ -253,9 +301,11 @@ def team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.const
 
 
 @triton.jit
-def team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS: tl.constexpr):
+def team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS: tl.constexpr,
+                   ident=0):
     """out[offs] (any memory) = rank root's x[offs] (symmetric)."""
-    ok = team_barrier(team, call, 1, N_RANKS)
+    word = _block_word(ident, 6, None) + root  # root: in the word where ident is 0 too
+    ok = _team_barrier(team, call, 1, N_RANKS, word, True)
     if ok:
         tl.store(out + offs, remote_load(x + offs, root, x_pb, team.rank, mask=mask), mask=mask)
         ok = team_barrier(team, call, 2, N_RANKS)
