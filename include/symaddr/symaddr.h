@@ -22,7 +22,11 @@
  * allreduce by the copy engine (SYMADDR_ALLREDUCE_TWOSHOT_COPY) queues its copies before the
  * kernel's verdict is known, so its node ranks compare the call on the host first (one
  * exchange of 16 bytes a call): another count, dtype or op returns SYMADDR_ERR_MISMATCH there
- * too, with no copy queued.
+ * too, with no copy queued. Between nodes, the ranks agree on each node kernel's outcome
+ * before any data leave a node, and that agreement compares every rank's collective, count,
+ * dtype, op and root: nodes that disagree (each agreeing within itself) return
+ * SYMADDR_ERR_MISMATCH on every rank, where a node's kernel may have written its ranks' recv
+ * with that node's part, never past it.
  *
  * Deadlines. Every wait on another rank, in MPI or in a kernel, is bounded by the context's
  * timeout (symaddr_config_t.timeout_ms): a call waits at most that long for its data and as

@@ -120,8 +120,8 @@ symaddr_status_t symaddr_coll_gather_by_copy(symaddr_context_t *ctx, const symad
 
 /* leaders.c: the MPI steps between nodes */
 void *symaddr_coll_stage_out(symaddr_context_t *ctx, const void *dev, size_t bytes);
-symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, symaddr_status_t st, void *stream,
-                                     const char *fn);
+symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                     symaddr_status_t st, void *stream, const char *fn);
 symaddr_status_t symaddr_coll_mpi_fits(symaddr_context_t *ctx, size_t bytes, const char *fn);
 symaddr_status_t symaddr_coll_node_bcast(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
                                          size_t count, symaddr_dtype_t dt, int root, void *stream);

@@ -298,7 +298,7 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream,
     symaddr_coll_desc_init(ctx, &d, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
     if (!symaddr_multi_node(ctx))
         return symaddr_coll_launch(ctx, &d, stream);
-    if ((st = symaddr_coll_settle(ctx, symaddr_coll_launch(ctx, &d, stream), stream,
+    if ((st = symaddr_coll_settle(ctx, &d, symaddr_coll_launch(ctx, &d, stream), stream,
                                   symaddr_coll_barrier_row.name)) != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)

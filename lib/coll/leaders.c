@@ -19,15 +19,20 @@ void *symaddr_coll_stage_out(symaddr_context_t *ctx, const void *dev, size_t byt
 }
 
 /* The stream's work done, then the failure (if any) any rank met, so that all take the same
- * path. */
-symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, symaddr_status_t st, void *stream,
-                                     const char *fn)
+ * path, and the call d: its node's kernel compared it within the node, this across nodes, before
+ * any data leave for another node (a node of another count would make MPI's exchange fail).
+ * The collective, not the algorithm (nodes may measure other thresholds). */
+symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
+                                     symaddr_status_t st, void *stream, const char *fn)
 {
+    uint64_t call[2] = {(d->ident & ~(uint64_t)0xff) |
+                            (uint64_t)symaddr_coll_row_of(d->kind)->algos[0].kind,
+                        d->count};
     if (st == SYMADDR_OK)
         st = ctx->be.ops->stream_sync(&ctx->be, stream);
     if (st == SYMADDR_OK)
         st = symaddr_coll_status(ctx);
-    return symaddr_agree_status(&ctx->core, st, fn);
+    return symaddr_agree_call(&ctx->core, st, call, fn);
 }
 
 /* MPI counts are ints: messages between nodes are refused past that. */

@@ -11,8 +11,8 @@
 symaddr_status_t symaddr_coll_allreduce_nodes(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
                                               void *stream)
 {
-    symaddr_status_t st =
-        symaddr_coll_settle(ctx, symaddr_coll_launch(ctx, d, stream), stream, "symaddr_allreduce");
+    symaddr_status_t st = symaddr_coll_settle(ctx, d, symaddr_coll_launch(ctx, d, stream), stream,
+                                              "symaddr_allreduce");
     return st == SYMADDR_OK ? symaddr_coll_leaders_allreduce(ctx, d->recv, d->recv_pb, d->count,
                                                              d->dtype, d->op, stream)
                             : st;
@@ -58,7 +58,8 @@ symaddr_status_t symaddr_coll_allgather_nodes(symaddr_context_t *ctx, const syma
 {
     static const char fn[] = "symaddr_allgather";
     size_t bytes = d->count * symaddr_dtype_size(d->dtype);
-    symaddr_status_t st = symaddr_coll_settle(ctx, symaddr_coll_launch(ctx, d, stream), stream, fn);
+    symaddr_status_t st =
+        symaddr_coll_settle(ctx, d, symaddr_coll_launch(ctx, d, stream), stream, fn);
     if (st != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
@@ -78,7 +79,7 @@ symaddr_status_t symaddr_coll_broadcast_nodes(symaddr_context_t *ctx, const syma
     static const char fn[] = "symaddr_broadcast";
     size_t bytes = d->count * symaddr_dtype_size(d->dtype);
     symaddr_status_t st = d->root >= 0 ? symaddr_coll_launch(ctx, d, stream) : SYMADDR_OK;
-    if ((st = symaddr_coll_settle(ctx, st, stream, fn)) != SYMADDR_OK)
+    if ((st = symaddr_coll_settle(ctx, d, st, stream, fn)) != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL)
         st = symaddr_coll_leaders_broadcast(ctx, d->recv, bytes, d->root >= 0);
@@ -94,7 +95,8 @@ symaddr_status_t symaddr_coll_alltoall_nodes(symaddr_context_t *ctx, const symad
 {
     static const char fn[] = "symaddr_alltoall";
     size_t bytes = d->count * symaddr_dtype_size(d->dtype), total = bytes * (size_t)ctx->core.size;
-    symaddr_status_t st = symaddr_coll_settle(ctx, symaddr_coll_launch(ctx, d, stream), stream, fn);
+    symaddr_status_t st =
+        symaddr_coll_settle(ctx, d, symaddr_coll_launch(ctx, d, stream), stream, fn);
     if (st != SYMADDR_OK)
         return st;
     int *counts = calloc((size_t)ctx->core.size, sizeof(int));
@@ -130,7 +132,7 @@ symaddr_status_t symaddr_coll_reduce_nodes(symaddr_context_t *ctx, const symaddr
     symaddr_coll_desc_t to_leader = *d;
     to_leader.root = 0;
     symaddr_status_t st =
-        symaddr_coll_settle(ctx, symaddr_coll_launch(ctx, &to_leader, stream), stream, fn);
+        symaddr_coll_settle(ctx, d, symaddr_coll_launch(ctx, &to_leader, stream), stream, fn);
     if (st != SYMADDR_OK)
         return st;
     if (ctx->coll.leaders != MPI_COMM_NULL) /* the total is kept on the root's node */
@@ -151,7 +153,7 @@ symaddr_status_t symaddr_coll_rooted_nodes(symaddr_context_t *ctx, const symaddr
     size_t bytes = d->count * symaddr_dtype_size(d->dtype), total = bytes * (size_t)ctx->core.size;
     int me = ctx->core.rank, n = ctx->core.size, root = d->root_rank;
     symaddr_status_t st = d->root >= 0 ? symaddr_coll_launch(ctx, d, stream) : SYMADDR_OK;
-    if ((st = symaddr_coll_settle(ctx, st, stream, fn)) != SYMADDR_OK)
+    if ((st = symaddr_coll_settle(ctx, d, st, stream, fn)) != SYMADDR_OK)
         return st;
     /* counts[r]: bytes between rank r and the root (on the root: each rank off its node; off
      * the root's node: this rank's own block, to or from the root), at displs[r] */

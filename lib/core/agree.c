@@ -107,28 +107,53 @@ symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0,
 symaddr_status_t symaddr_agree_status(symaddr_core_t *core, symaddr_status_t local,
                                       const char *opname)
 {
+    static const uint64_t none[2] = {0, 0};
+    return symaddr_agree_call(core, local, none, opname);
+}
+
+symaddr_status_t symaddr_agree_call(symaddr_core_t *core, symaddr_status_t local,
+                                    const uint64_t call[2], const char *opname)
+{
     /* each rank's status, and whether its context broke (a failure only its node's kernel
      * saw): then every rank's does, so that all skip the same later exchanges */
-    int32_t mine[2] = {local, core->broken}, (*all)[2] = malloc(sizeof(mine) * (size_t)core->size);
+    struct {
+        int32_t status, broken;
+        uint64_t call[2];
+    } mine = {local, core->broken, {call[0], call[1]}},
+      *all = malloc(sizeof(mine) * (size_t)core->size);
     symaddr_status_t st = SYMADDR_OK;
 
     if (!all)
         return symaddr_core_break(core, symaddr_error_set(&core->err, SYMADDR_ERR_NO_MEMORY,
                                                           "%s: out of host memory", opname));
-    if ((st = exchange(core, mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
+    if ((st = exchange(core, &mine, all, sizeof(mine), opname)) != SYMADDR_OK) {
         free(all);
         return st;
     }
     for (int r = 0; r < core->size; r++)
-        symaddr_core_break(core, (symaddr_status_t)all[r][1]);
+        symaddr_core_break(core, (symaddr_status_t)all[r].broken);
     for (int r = 0; r < core->size; r++) {
-        if (all[r][0] == SYMADDR_OK)
+        if (all[r].status == SYMADDR_OK)
             continue;
-        st = (symaddr_status_t)all[r][0];
+        st = (symaddr_status_t)all[r].status;
         if (r != core->rank && local == SYMADDR_OK)
             symaddr_error_set(&core->err, st, "%s failed on rank %d (%s); see that rank's message",
                               opname, r, symaddr_strerror(st));
         break;
+    }
+    for (int r = 1; r < core->size && st == SYMADDR_OK; r++) {
+        const uint64_t *a = all[r].call, *b = all[0].call;
+        if (a[0] != b[0] || a[1] != b[1])
+            st = symaddr_error_set(&core->err, SYMADDR_ERR_MISMATCH,
+                                   "%s: rank %d passed (kind %u, dtype %u, op %u, root %u, count "
+                                   "%llu), rank 0 (kind %u, dtype %u, op %u, root %u, count %llu): "
+                                   "ranks passed another collective, count, dtype, op or root; "
+                                   "pass the same on every rank",
+                                   opname, r, (unsigned)(a[0] & 0xff), (unsigned)(a[0] >> 8 & 0xff),
+                                   (unsigned)(a[0] >> 16 & 0xff), (unsigned)(a[0] >> 32),
+                                   (unsigned long long)a[1], (unsigned)(b[0] & 0xff),
+                                   (unsigned)(b[0] >> 8 & 0xff), (unsigned)(b[0] >> 16 & 0xff),
+                                   (unsigned)(b[0] >> 32), (unsigned long long)b[1]);
     }
     free(all);
     return st;

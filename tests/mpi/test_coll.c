@@ -1024,6 +1024,76 @@ static void test_identity_mismatch(void *u)
     }
 }
 
+/* Nodes that disagree, each node agreeing within itself (simulated nodes of 2 ranks; the last
+ * node passes another count, op or root): no node's kernel can see it, the step between nodes
+ * must. Every rank returns MISMATCH, and none writes past its recv. */
+static void test_identity_nodes(void *u)
+{
+    static const struct {
+        const char *what;
+        int kind;  /* 0 allreduce, 1 reduce_scatter, 2 allgather, 3 alltoall, 4 broadcast,
+                      5 reduce, 6 gather */
+        int other; /* 0: count - 1, 1: MAX, 2: root */
+    } cases[] = {
+        {"allreduce, count", 0, 0}, {"allreduce, op", 0, 1},   {"reduce_scatter, op", 1, 1},
+        {"allgather, count", 2, 0}, {"alltoall, count", 3, 0}, {"broadcast, root", 4, 2},
+        {"reduce, op", 5, 1},       {"gather, root", 6, 2},
+    };
+    (void)u;
+    if (t_size < 3) {
+        T_SKIP("needs 2 simulated nodes of at most 2 ranks, have %d ranks", t_size);
+        return;
+    }
+    const size_t n = 301, cap = n * (size_t)t_size + 64;
+    int odd = t_rank / 2 == (t_size - 1) / 2; /* on the last node */
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        symaddr_config_t cfg;
+        symaddr_config_default(&cfg);
+        cfg.node_size = 2;
+        cfg.timeout_ms = 5000;
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        symaddr_provider_t *ipc;
+        symaddr_map_t *m;
+        int32_t *a, *b, *h = malloc(cap * 4);
+        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&a, &m));
+        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&b, &m));
+        for (size_t i = 0; i < cap; i++)
+            h[i] = t_rank * 1000 + (int)i;
+        T_OK(ctx, symaddr_memcpy(ctx, a, h, cap * 4));
+        for (size_t i = 0; i < cap; i++)
+            h[i] = -7;
+        T_OK(ctx, symaddr_memcpy(ctx, b, h, cap * 4));
+        MPI_Barrier(MPI_COMM_WORLD);
+        int k = cases[c].kind, other = cases[c].other;
+        size_t count = odd && other == 0 ? n - 1 : n;
+        symaddr_redop_t op = odd && other == 1 ? SYMADDR_MAX : SYMADDR_SUM;
+        int root = odd && other == 2 ? t_size - 1 : 0;
+        size_t wrote = k == 2 || k == 3 || k == 6 ? count * (size_t)t_size : count;
+        symaddr_status_t st =
+            k == 0   ? symaddr_allreduce(ctx, a, b, count, SYMADDR_INT32, op, NULL)
+            : k == 1 ? symaddr_reduce_scatter(ctx, a, b, count, SYMADDR_INT32, op, NULL)
+            : k == 2 ? symaddr_allgather(ctx, a, b, count, SYMADDR_INT32, NULL)
+            : k == 3 ? symaddr_alltoall(ctx, a, b, count, SYMADDR_INT32, NULL)
+            : k == 4 ? symaddr_broadcast(ctx, a, b, count, SYMADDR_INT32, root, NULL)
+            : k == 5 ? symaddr_reduce(ctx, a, b, count, SYMADDR_INT32, op, root, NULL)
+                     : symaddr_gather(ctx, a, b, count, SYMADDR_INT32, root, NULL);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        T_CHECK(st == SYMADDR_ERR_MISMATCH, "%s: the last node disagrees, rank %d returned %s",
+                cases[c].what, t_rank, symaddr_strerror(st));
+        T_OK(ctx, symaddr_memcpy(ctx, h, b, cap * 4));
+        long past = 0;
+        for (size_t i = wrote; i < cap; i++)
+            past += h[i] != -7;
+        T_CHECK(past == 0, "%s: %ld elements past rank %d's recv written", cases[c].what, past,
+                t_rank);
+        MPI_Barrier(MPI_COMM_WORLD);
+        symaddr_finalize(&ctx);
+        free(h);
+    }
+}
+
 /* 1000 allreduces, no host synchronisation in between: the counters keep counting.
  * x <- allreduce(x) with x = rank + 1 at first: then x_{k+1} = size * x_k mod 2^64. */
 static void test_back_to_back(void *u)
@@ -1293,6 +1363,7 @@ int main(int argc, char **argv)
     T_RUN(test_two_nodes, NULL);
     T_RUN(test_node_failure_agrees, NULL);
     T_RUN(test_identity_mismatch, NULL);
+    T_RUN(test_identity_nodes, NULL);
     T_RUN(test_back_to_back, NULL);
     T_RUN(test_bad_arguments, NULL);
     T_RUN(test_validate_mismatch, NULL);
