@@ -323,13 +323,15 @@ SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t 
  * Release every registration, the heap and the communicators (collective), and set *ctx_p to NULL.
  * Peers' mappings are closed before any rank releases memory. A broken context does not wait
  * for its peers: it only releases what this rank holds, and returns SYMADDR_OK (the call that
- * broke it returned the failure, on every rank). Plain memory from symaddr_mem_alloc that was
- * not freed is freed.
+ * broke it returned the failure, on every rank). A failure that only this node's kernels
+ * recorded since the last call (a team kernel of yours, a collective on a stream) is told to
+ * the other nodes here: finalize returns it, or SYMADDR_ERR_BROKEN, on every rank, without
+ * waiting out the timeout. Plain memory from symaddr_mem_alloc that was not freed is freed.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p or *ctx_p is NULL, or another thread
  *         is in a call on the context; SYMADDR_ERR_TIMEOUT when a peer did not reach finalize
  *         within the timeout (the context is released all the same), and on that late peer
  *         too once it comes (as for allocations and frees: no rank returns OK from a finalize
- *         its peers gave up on).
+ *         its peers gave up on); a node's failure first seen here, as said above.
  */
 SYMADDR_API symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p);
 

@@ -38,6 +38,7 @@ static symaddr_status_t exchange(symaddr_core_t *core, const void *mine, void *a
     if (st == SYMADDR_OK)
         return SYMADDR_OK;
     symaddr_core_break(core, st);
+    core->broken_told = true; /* the peers are gone or as stuck: none waits for a word of it */
     if (st == SYMADDR_ERR_TIMEOUT)
         return symaddr_error_set(&core->err, st,
                                  "%s: timed out after %u ms waiting for every rank to "
@@ -75,6 +76,7 @@ symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0,
     }
     for (int r = 0; r < core->size; r++)
         symaddr_core_break(core, (symaddr_status_t)all[r].broken);
+    core->broken_told = core->broken != SYMADDR_OK; /* every rank saw the same flags */
     for (int r = 0; r < core->size && st == SYMADDR_OK; r++) {
         if (all[r].status == SYMADDR_OK)
             continue;
@@ -132,6 +134,7 @@ symaddr_status_t symaddr_agree_call(symaddr_core_t *core, symaddr_status_t local
     }
     for (int r = 0; r < core->size; r++)
         symaddr_core_break(core, (symaddr_status_t)all[r].broken);
+    core->broken_told = core->broken != SYMADDR_OK; /* every rank saw the same flags */
     for (int r = 0; r < core->size; r++) {
         if (all[r].status == SYMADDR_OK)
             continue;

@@ -21,6 +21,7 @@ typedef struct symaddr_core {
     symaddr_error_t err;
     uint64_t seq;            /* collective call counter */
     symaddr_status_t broken; /* why the context can only be finalized; SYMADDR_OK while healthy */
+    bool broken_told;        /* broken, and every rank knows (an agreement carried it) */
     int busy;                /* a thread is in a collective or allocation call */
     int raced;               /* another thread entered one meanwhile: the context breaks */
     int coll_call;           /* the call in flight is a collective (its result may be mixed) */

@@ -476,10 +476,13 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     free(all);
     /* A rank that came after its peers gave up on the teardown's barrier matched their
      * abandoned ones and passed it: this exchange, which they no longer make, fails it too.
-     * A broken context skips it on every rank alike: the agreements that saw a rank break
-     * broke every rank's context. */
-    if (st == SYMADDR_OK && ctx->core.broken == SYMADDR_OK)
-        st = symaddr_agree_status(&ctx->core, SYMADDR_OK, "symaddr_finalize");
+     * A broken context skips it where every rank knows: after an agreement carried the break
+     * (it broke every rank's context), or in one node, whose kernels tell every node peer. A
+     * failure that only this node's kernels saw takes part, with that failure: the other
+     * nodes' ranks, which know nothing of it, would wait out the timeout for it. */
+    bool told = ctx->core.broken_told || !symaddr_multi_node(ctx);
+    if (st == SYMADDR_OK && (ctx->core.broken == SYMADDR_OK || !told))
+        st = symaddr_agree_status(&ctx->core, ctx->core.broken, "symaddr_finalize");
     context_free(ctx);
     *ctx_p = NULL;
     return st;

@@ -487,6 +487,53 @@ static void test_team_skipped(void *unused)
     symaddr_finalize(&ctx);
 }
 
+/* A failure one node's team kernels record, on a node the host has not asked since. */
+__global__ void fail_kernel(symaddr_team_t team)
+{
+    if (symaddr_grid_thread() == 0)
+        symaddr_team_fail(&team, SYMADDR_ERR_TIMEOUT);
+}
+
+/* The first node's team kernel fails and its ranks call nothing more before finalize, which is
+ * where they see it. Every rank's finalize returns the same failure, soon: before, the first node
+ * skipped finalize's agreement (its context broken) and the other node's ranks waited out the
+ * timeout for it (10 s here), then returned TIMEOUT (issue 46). */
+static void test_node_failure_at_finalize(void *unused)
+{
+    (void)unused;
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_team_t team;
+    if (t_size % 2) {
+        T_SKIP("needs two nodes of as many ranks, have %d ranks", t_size);
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.node_size = t_size / 2;
+    cfg.timeout_ms = 10000;
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (!T_INIT_OK(&cfg, &ctx))
+        return;
+    T_OK(ctx, symaddr_team_get(ctx, &team));
+    T_OK(ctx, symaddr_barrier(ctx, NULL));
+    MPI_Barrier(MPI_COMM_WORLD); /* every rank is out of symaddr_barrier's last step */
+    if (t_rank < t_size / 2)
+        (void)SYMADDR_LAUNCH(fail_kernel, 1, 32, NULL, team);
+    double t0 = MPI_Wtime();
+    int mine = symaddr_finalize(&ctx), *all = (int *)malloc(sizeof(int) * (size_t)t_size);
+    double took = MPI_Wtime() - t0;
+    MPI_Allgather(&mine, 1, MPI_INT, all, 1, MPI_INT, MPI_COMM_WORLD);
+    int differ = 0;
+    for (int r = 0; r < t_size; r++)
+        differ += all[r] != all[0];
+    /* the failure, or BROKEN where a node peer's kernel told this rank's first */
+    T_CHECK(differ == 0 && (mine == SYMADDR_ERR_TIMEOUT || mine == SYMADDR_ERR_BROKEN),
+            "finalize after the first node's kernel failed: rank %d returned %s, rank 0 %s", t_rank,
+            symaddr_strerror((symaddr_status_t)mine), symaddr_strerror((symaddr_status_t)all[0]));
+    T_CHECK(took < 5.0, "rank %d: finalize took %.1f s (the timeout is 10 s)", t_rank, took);
+    free(all);
+}
+
 int main(int argc, char **argv)
 {
     t_init(&argc, &argv);
@@ -503,5 +550,6 @@ int main(int argc, char **argv)
     T_RUN(test_grid_barrier_timeout, NULL);      /* its own context, which it breaks */
     T_RUN(test_lamport_partial_chunk, NULL);     /* its own contexts, which it breaks */
     T_RUN(test_team_skipped, NULL);              /* its own context, which it breaks */
+    T_RUN(test_node_failure_at_finalize, NULL);  /* its own context, which it breaks */
     return t_finish();
 }
