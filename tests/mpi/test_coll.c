@@ -943,6 +943,44 @@ static void test_node_failure_agrees(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* The mismatch tests' context (cfg with a 5 s timeout), and a (rank * 1000 + i) and b (-7) of
+ * cap int32 each; h is a host buffer of cap. */
+static symaddr_context_t *mismatch_begin(symaddr_config_t *cfg, size_t cap, int32_t **a_p,
+                                         int32_t **b_p, int32_t **h_p)
+{
+    cfg->timeout_ms = 5000;
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, cfg);
+    symaddr_provider_t *ipc;
+    symaddr_map_t *m;
+    int32_t *h = malloc(cap * 4);
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)a_p, &m));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)b_p, &m));
+    for (size_t i = 0; i < cap; i++)
+        h[i] = t_rank * 1000 + (int)i;
+    T_OK(ctx, symaddr_memcpy(ctx, *a_p, h, cap * 4));
+    for (size_t i = 0; i < cap; i++)
+        h[i] = -7;
+    T_OK(ctx, symaddr_memcpy(ctx, *b_p, h, cap * 4));
+    MPI_Barrier(MPI_COMM_WORLD);
+    *h_p = h;
+    return ctx;
+}
+
+/* Nothing of b past its first wrote elements written; then the context and h go. */
+static void mismatch_end(symaddr_context_t **ctx_p, const int32_t *b, int32_t *h, size_t wrote,
+                         size_t cap, const char *what)
+{
+    T_OK(*ctx_p, symaddr_memcpy(*ctx_p, h, b, cap * 4));
+    long past = 0;
+    for (size_t i = wrote; i < cap; i++)
+        past += h[i] != -7;
+    T_CHECK(past == 0, "%s: %ld elements past rank %d's recv written", what, past, t_rank);
+    MPI_Barrier(MPI_COMM_WORLD);
+    symaddr_finalize(ctx_p);
+    free(h);
+}
+
 /* Without validation mode, ranks that disagree on a collective's count or op all return
  * MISMATCH (the barrier-based kernels compare the call's identity in their first barrier, the
  * LL and Lamport allreduces in one more step after their data), and no rank writes past its
@@ -982,21 +1020,8 @@ static void test_identity_mismatch(void *u)
         symaddr_config_t cfg;
         symaddr_config_default(&cfg);
         cfg.allreduce_algo = cases[c].algo;
-        cfg.timeout_ms = 5000;
-        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
-        symaddr_provider_t *ipc;
-        symaddr_map_t *m;
-        int32_t *a, *b, *h = malloc(cap * 4);
-        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&a, &m));
-        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&b, &m));
-        for (size_t i = 0; i < cap; i++)
-            h[i] = t_rank * 1000 + (int)i;
-        T_OK(ctx, symaddr_memcpy(ctx, a, h, cap * 4));
-        for (size_t i = 0; i < cap; i++)
-            h[i] = -7;
-        T_OK(ctx, symaddr_memcpy(ctx, b, h, cap * 4));
-        MPI_Barrier(MPI_COMM_WORLD);
+        int32_t *a, *b, *h;
+        symaddr_context_t *ctx = mismatch_begin(&cfg, cap, &a, &b, &h);
         int last = t_rank == t_size - 1;
         size_t count = last && !cases[c].op ? n - 1 : n;
         symaddr_redop_t op = last && cases[c].op ? SYMADDR_MAX : SYMADDR_SUM;
@@ -1012,15 +1037,7 @@ static void test_identity_mismatch(void *u)
             st = symaddr_stream_sync(ctx, NULL);
         T_CHECK(st == SYMADDR_ERR_MISMATCH, "%s: the last rank disagrees, rank %d returned %s",
                 cases[c].what, t_rank, symaddr_strerror(st));
-        T_OK(ctx, symaddr_memcpy(ctx, h, b, cap * 4));
-        long past = 0;
-        for (size_t i = wrote; i < cap; i++)
-            past += h[i] != -7;
-        T_CHECK(past == 0, "%s: %ld elements past rank %d's recv written", cases[c].what, past,
-                t_rank);
-        MPI_Barrier(MPI_COMM_WORLD);
-        symaddr_finalize(&ctx);
-        free(h);
+        mismatch_end(&ctx, b, h, wrote, cap, cases[c].what);
     }
 }
 
@@ -1050,21 +1067,8 @@ static void test_identity_nodes(void *u)
         symaddr_config_t cfg;
         symaddr_config_default(&cfg);
         cfg.node_size = 2;
-        cfg.timeout_ms = 5000;
-        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
-        symaddr_provider_t *ipc;
-        symaddr_map_t *m;
-        int32_t *a, *b, *h = malloc(cap * 4);
-        T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&a, &m));
-        T_OK(ctx, symaddr_symmetric_alloc(ipc, cap * 4, (void **)&b, &m));
-        for (size_t i = 0; i < cap; i++)
-            h[i] = t_rank * 1000 + (int)i;
-        T_OK(ctx, symaddr_memcpy(ctx, a, h, cap * 4));
-        for (size_t i = 0; i < cap; i++)
-            h[i] = -7;
-        T_OK(ctx, symaddr_memcpy(ctx, b, h, cap * 4));
-        MPI_Barrier(MPI_COMM_WORLD);
+        int32_t *a, *b, *h;
+        symaddr_context_t *ctx = mismatch_begin(&cfg, cap, &a, &b, &h);
         int k = cases[c].kind, other = cases[c].other;
         size_t count = odd && other == 0 ? n - 1 : n;
         symaddr_redop_t op = odd && other == 1 ? SYMADDR_MAX : SYMADDR_SUM;
@@ -1082,15 +1086,7 @@ static void test_identity_nodes(void *u)
             st = symaddr_stream_sync(ctx, NULL);
         T_CHECK(st == SYMADDR_ERR_MISMATCH, "%s: the last node disagrees, rank %d returned %s",
                 cases[c].what, t_rank, symaddr_strerror(st));
-        T_OK(ctx, symaddr_memcpy(ctx, h, b, cap * 4));
-        long past = 0;
-        for (size_t i = wrote; i < cap; i++)
-            past += h[i] != -7;
-        T_CHECK(past == 0, "%s: %ld elements past rank %d's recv written", cases[c].what, past,
-                t_rank);
-        MPI_Barrier(MPI_COMM_WORLD);
-        symaddr_finalize(&ctx);
-        free(h);
+        mismatch_end(&ctx, b, h, wrote, cap, cases[c].what);
     }
 }
 
