@@ -163,6 +163,26 @@ else:
     HostArray = None
 
 
+def shape_tuple(shape):
+    """An allocation's shape argument (an int or a sequence of ints) as a tuple of ints, or a
+    SymaddrError saying what to pass."""
+    if type(shape) is int and shape >= 0:  # the common case, first
+        return (shape,)
+    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
+        return shape
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(n) for n in shape)
+    except TypeError:
+        raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "shape must be an int or a tuple "
+                           "of ints, not %r" % (shape,))
+    if any(n < 0 for n in shape):
+        raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_SIZE"], "shape %s has a negative extent"
+                           % (shape,))
+    return shape
+
+
 def numpy_dtype(dtype):
     """A NumPy dtype from what a user passes: a NumPy dtype or type, or a name; bfloat16 needs
     ml_dtypes."""

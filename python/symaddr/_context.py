@@ -30,23 +30,6 @@ def _choice(kind, value, table):
         value, kind, ", ".join(sorted(table, key=str))))
 
 
-def _shape(shape):
-    if type(shape) is int and shape >= 0:  # the common case, first
-        return (shape,)
-    if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
-        return shape
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        shape = tuple(int(n) for n in shape)
-    except TypeError:
-        raise _err("SYMADDR_ERR_INVALID_ARG", "shape must be an int or a tuple of ints, not %r"
-                   % (shape,))
-    if any(n < 0 for n in shape):
-        raise _err("SYMADDR_ERR_INVALID_SIZE", "shape %s has a negative extent" % (shape,))
-    return shape
-
-
 class Context(Registrations, Validation, Communication):
     """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD). Settings of
     symaddr_config_t go as keyword arguments (timeout_ms=..., heap_bytes=...); backend is one
@@ -284,7 +267,7 @@ class Context(Registrations, Validation, Communication):
         retention or the heap keeps what its last user left: clear it if you need zeros. Free
         it with free()."""
         h = self._open()
-        shape = _shape(shape)
+        shape = _arrays.shape_tuple(shape)
         kind = self._lib.abi["provider"].get(provider)
         if kind is None:
             _choice("provider", provider, self._lib.abi["provider"])
@@ -376,7 +359,7 @@ class Context(Registrations, Validation, Communication):
         """A plain allocation of this rank (symaddr_mem_alloc): import_() makes it symmetric.
         Free it with free_local()."""
         h = self._open()
-        shape = _shape(shape)
+        shape = _arrays.shape_tuple(shape)
         nbytes = self._nbytes(shape, dtype)
         ptr = ctypes.c_void_p()
         self._check(self._lib.symaddr_mem_alloc(h, nbytes, ctypes.byref(ptr)))
