@@ -6,6 +6,7 @@ arrays also speak the part of torch's tensor protocol that Triton's interpreter 
 (data_ptr, untyped_storage, storage_offset, stride), so they go straight into a @triton.jit
 kernel under TRITON_INTERPRET=1."""
 import ctypes
+import operator
 import sys
 
 from ._lib import SymaddrError, STATUS
@@ -170,13 +171,14 @@ def shape_tuple(shape):
         return (shape,)
     if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
         return shape
-    if isinstance(shape, int):
-        shape = (shape,)
-    try:
-        shape = tuple(int(n) for n in shape)
+    try:  # integers only (operator.index: NumPy's too, no float, no str of digits)
+        if isinstance(shape, (str, bytes)):
+            raise TypeError
+        shape = (operator.index(shape),) if not hasattr(shape, "__iter__") else \
+            tuple(operator.index(n) for n in shape)
     except TypeError:
         raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "shape must be an int or a tuple "
-                           "of ints, not %r" % (shape,))
+                           "of ints, not %r" % (shape,)) from None
     if any(n < 0 for n in shape):
         raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_SIZE"], "shape %s has a negative extent"
                            % (shape,))

@@ -1002,6 +1002,14 @@ def test_python_mistakes():
            "SYMADDR_ERR_INVALID_ARG", "ipc", "vmm")
     raises(lambda: ctx.allocate_symmetric((2, -1), DTYPES["float32"]),
            "SYMADDR_ERR_INVALID_SIZE", "negative")
+    # a string or a float is no extent: "10" was the shape (1, 0), (2.5,) was (2,), and "ab"
+    # raised ValueError from int()
+    for bad in ("10", "ab", (2.5,), 2.5):
+        raises(lambda: ctx.allocate_symmetric(bad, DTYPES["float32"]), "SYMADDR_ERR_INVALID_ARG",
+               "tuple of ints")
+    x, _ = ctx.allocate_symmetric((np.int64(2), 3), DTYPES["float32"])  # NumPy's ints are ints
+    check(tuple(x.shape) == (2, 3), "shape (np.int64(2), 3): %s" % (tuple(x.shape),))
+    ctx.free(x)
     if torch is None:
         raises(lambda: ctx.allreduce(np.zeros(4, np.complex64)), "SYMADDR_ERR_INVALID_ARG",
                "float32", "int32")
