@@ -18,8 +18,9 @@ Each program numbers its calls in device memory (its epoch in the sync area), so
 calls, and a CUDA graph replaying them, never pair one call's flags with another's.
 Every wait is bounded by the team's timeout (a clock); a peer that is late past it, or a call
 ahead (a rank skipped a call), fails the call: team_barrier returns False, the status is
-recorded in this rank's sync area and SYMADDR_ERR_BROKEN in every peer's, and the context's
-next host call raises it and breaks the context, as the C team kernels do."""
+recorded in this rank's sync area and SYMADDR_ERR_BROKEN in every peer's (MISMATCH where the
+ranks' blocks disagree on the call: team_fail), and the context's next host call raises it and
+breaks the context, as the C team kernels do."""
 import hashlib
 
 import triton
@@ -53,7 +54,6 @@ _STRIDE = tl.constexpr(4)
 def sync_words(size):
     """int64 words of a team's sync area for size ranks."""
     return 1 + MAX_BLOCKS + 2 * MAX_BLOCKS * size
-
 
 
 def call_ident(kind, count, dtype, op=None, root=0):
