@@ -148,7 +148,7 @@ class Context(Registrations, Validation, Communication):
         self._by_base.clear()
         self._freed.clear()
         self._plain.clear()
-        lt.pending, lt.local, lt.pending_bytes = [], [], 0
+        lt.forget()
         if not lt.broken:  # an agreement a peer never came to still uses the communicator
             lt.comm.Free()
         lib = self._lib
@@ -252,9 +252,9 @@ class Context(Registrations, Validation, Communication):
     def _freed_at(self, addr):
         """Raise INVALID_MAP when addr lies in a registration this context ended but the
         library still holds (its memory stays mapped for the views Python keeps)."""
-        for reg in self._lifetimes.pending:
-            if reg.life.holds(addr):
-                reg.life.check()
+        reg = self._lifetimes.ended_at(addr)
+        if reg is not None:
+            reg.life.check()
 
     # ---- memory ----------------------------------------------------------------------------
 

@@ -237,13 +237,54 @@ def test_introspection():
     ctx.close()
 
 
+def refused(fn, what):
+    try:
+        fn()
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_INVALID_MAP", "%s: %s" % (what, e))
+        return
+    raise AssertionError("%s passed" % what)
+
+
+def test_freed_between_collectives():
+    """A collective on an allocation that was freed after earlier collectives on it, with other
+    freed allocations pending, is refused: through its own array and through a plain ndarray
+    over it (np.asarray, a view at an odd offset: what symaddr knows only by its address, as a
+    torch tensor), since what the collectives remember per address is forgotten at each free.
+    The live ones stay exact."""
+    ctx = sa.Context(backend="cpu")
+    old = [ctx.allocate_symmetric(N, np.int32)[0] for _ in range(5)]
+    for a in old:
+        ctx.free(a)
+    x, _ = ctx.allocate_symmetric(N + 3, np.int32)
+    y, _ = ctx.allocate_symmetric(N + 3, np.int32)
+    xp, yp = np.asarray(x)[3:], np.asarray(y)[3:]
+    check(type(xp) is np.ndarray, "np.asarray gives a plain ndarray")
+    want = sum((np.arange(3, N + 3) % 97 + 1000 * (r + 1)).astype(np.int32) for r in range(size))
+    for _ in range(3):  # the same addresses, call after call
+        x[:] = mine(N + 3)
+        ctx.allreduce(xp, yp)
+        check(np.array_equal(yp, want), "allreduce of a live view")
+    ctx.free(x)
+    refused(lambda: ctx.allreduce(xp, yp), "allreduce of a freed plain view")
+    refused(lambda: ctx.allreduce(yp, xp), "allreduce into a freed plain view")
+    refused(lambda: ctx.allreduce(x[3:], yp), "allreduce of a freed view")
+    ctx.allreduce(yp)
+    check(np.array_equal(yp, want * size), "allreduce in place of a live view")
+    ctx.free(y)
+    refused(lambda: ctx.allreduce(yp), "allreduce in place on a freed plain view")
+    del x, y, xp, yp, old
+    ctx.close()
+
+
 for name, fn in (("freed memory: 15 routes, default retention", test_freed_default_retention),
                  ("freed memory: 15 routes, SYMADDR_RETAIN_BYTES=0", test_freed_no_retention),
                  ("closed context: 15 routes; finalize now or at exit", test_closed_context),
                  ("one rank keeps a view", test_one_rank_keeps_a_view),
                  ("a cycle; an unregistered import's table", test_cycle_and_unregister),
                  ("an import holds its array; a plain recv after", test_import_holds_its_array),
-                 ("introspection of dead objects", test_introspection)):
+                 ("introspection of dead objects", test_introspection),
+                 ("freed between collectives on it", test_freed_between_collectives)):
     cases.run(name, fn)
 gc.collect()
 sys.exit(cases.finish())
