@@ -10,12 +10,18 @@ import collections
 import importlib.util
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import warnings
 
 if os.environ.get("SYMADDR_TEST_PYTHONPATH"):  # the source tree's package, before an installed one
     sys.path.insert(0, os.environ["SYMADDR_TEST_PYTHONPATH"])
 os.environ.pop("TRITON_INTERPRET", None)  # compile, do not interpret
+# A cache of this run's own: a kernel Triton finds compiled runs none of the compile-time code
+# (the 0.x order's FutureWarning is some), and a cache shared with other jobs is theirs
+CACHE = os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="symaddr-ptx-")
 
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -75,7 +81,7 @@ def k_p0(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
 def k_signals(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     flag = table.to(tl.pointer_type(tl.int32), bitcast=True)  # any int32 word will do here
-    st.put_signal(dst + offs, src + offs, flag, 1, peer, table, cur, mask=offs < n)
+    st.put_signal(src + offs, dst + offs, flag, 1, cur, peer, table, mask=offs < n)
     st.fence(table)
     tl.store(dst, st.signal_wait_until(flag, "ge", 1).to(tl.float32))
 
@@ -89,9 +95,9 @@ def k_every_accessor(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
     v = st.load(src + offs, peer, table, cur) + st.load(src + offs, peer, table, cur, mask=m,
                                                         other=0.0, cache_modifier=".cg")
     st.store(dst + offs, v, peer, table, cur)
-    st.put(dst + offs, src + offs, peer, table, cur)
-    st.get(dst + offs, src + offs, peer, table, cur, mask=m, other=0.0)
-    st.copy(dst + offs, src + offs, peer, cur, table, cur, mask=m)
+    st.put(src + offs, dst + offs, cur, peer, table)
+    st.get(src + offs, dst + offs, cur, peer, table, mask=m, other=0.0)
+    st.copy(src + offs, dst + offs, cur, peer, cur, table, mask=m)
     ip = dst.to(tl.pointer_type(tl.int32), bitcast=True) + offs
     for f in tl.static_range(1):
         st.atomic_add(ip, 1, peer, table, cur)
@@ -112,6 +118,42 @@ def k_every_accessor(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
         buf = SymmetricBuffer(ip, table, 0, cur)
         st.buffer_atomic_add(buf, 0, 1, peer)
         st.buffer_atomic_min(buf, 0, 1, peer)
+
+
+@triton.jit
+def k_order_new(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    """put, get, copy and put_signal of the explicit and bound forms in the one order."""
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    flag = table.to(tl.pointer_type(tl.int32), bitcast=True)
+    buf = SymmetricBuffer(dst, table, 0, cur)
+    st.put(src + offs, dst + offs, cur, peer, table, mask=m)
+    st.get(dst + offs, src + offs, cur, peer, table, mask=m)
+    st.copy(dst + offs, dst + n + offs, peer, cur, cur, table, mask=m)
+    st.put_signal(src + offs, dst + offs, flag, 1, cur, peer, table, mask=m)
+    st.buffer_put(src + offs, buf, offs, peer, mask=m)
+    st.buffer_get(buf, offs, src + offs, peer, mask=m)
+    st.buffer_copy(buf, buf, offs, peer, cur, dst_offsets=n + offs, mask=m)
+    st.buffer_put_signal(src + offs, buf, offs, SymmetricBuffer(flag, table, 0, cur), 0, 1,
+                         peer, mask=m)
+
+
+@triton.jit
+def k_order_old(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    """k_order_new's calls in the 0.x order (the destination first)."""
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    flag = table.to(tl.pointer_type(tl.int32), bitcast=True)
+    buf = SymmetricBuffer(dst, table, 0, cur)
+    st.put(dst + offs, src + offs, peer, table, cur, mask=m)
+    st.get(src + offs, dst + offs, peer, table, cur, mask=m)
+    st.copy(dst + n + offs, dst + offs, cur, peer, table, cur, mask=m)
+    st.put_signal(dst + offs, src + offs, flag, 1, peer, table, cur, mask=m)
+    st.buffer_put(buf, offs, src + offs, peer, mask=m)
+    st.buffer_get(src + offs, buf, offs, peer, mask=m)
+    st.buffer_copy(buf, n + offs, buf, offs, cur, peer, mask=m)
+    st.buffer_put_signal(buf, offs, src + offs, SymmetricBuffer(flag, table, 0, cur), 0, 1,
+                         peer, mask=m)
 
 
 @triton.jit
@@ -209,6 +251,20 @@ def main():
     cases.append(("a wait reads the GPU's clock (%globaltimer), put_signal and fence are "
                   "system-scope atomics", "%globaltimer" in ptx and "atom.global.sys.release" in ptx
                   and "atom.global.sys.acq_rel" in ptx))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        new = instructions(k_order_new)
+        said_new = [str(c.message) for c in caught if issubclass(c.category, FutureWarning)]
+        del caught[:]
+        old = instructions(k_order_old)
+        said_old = sorted(re.match(r"symaddr\.triton\.(\w+)\(", str(c.message)).group(1)
+                          for c in caught if issubclass(c.category, FutureWarning))
+    cases.append(("put, get, copy and put_signal in the 0.x order compile to the one order's "
+                  "code (%d instructions), with a FutureWarning for each call (%s)" % (
+                      sum(new.values()), ", ".join(said_old)),
+                  new == old and not said_new and said_old == sorted(
+                      ["put", "get", "copy", "put_signal", "buffer_put", "buffer_get",
+                       "buffer_copy", "buffer_put_signal"])))
     failed_builds = []
     why = compiles(k_every_accessor, SIGNATURE, {"BLOCK": 128})
     if why:
@@ -246,7 +302,10 @@ def main():
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--count"]:
-        print(sum(instructions(k_explicit).values()))
-        sys.exit(0)
-    sys.exit(main())
+    try:
+        if sys.argv[1:] == ["--count"]:
+            print(sum(instructions(k_explicit).values()))
+            sys.exit(0)
+        sys.exit(main())
+    finally:
+        shutil.rmtree(CACHE, ignore_errors=True)

@@ -142,8 +142,8 @@ def k_put_get_explicit(dst, src, back, n, peer, peer_bases_dst, peer_bases_src, 
                        BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
-    st.put(dst + offs, src + offs, peer, peer_bases_dst, cur_rank, mask=m)
-    st.get(back + offs, src + offs, peer, peer_bases_src, cur_rank, mask=m)
+    st.put(src + offs, dst + offs, cur_rank, peer, peer_bases_dst, mask=m)
+    st.get(src + offs, back + offs, cur_rank, peer, peer_bases_src, mask=m)
 
 
 @triton.jit
@@ -159,14 +159,14 @@ def k_bound(buf, src, back, n, peer, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
     st.buffer_store(buf, offs, tl.load(src + offs, mask=m), peer, mask=m)
-    st.buffer_get(back + offs, buf, offs, peer, mask=m)
+    st.buffer_get(buf, offs, back + offs, peer, mask=m)
 
 
 @triton.jit
 def k_bound_put_load(buf, src, out, n, peer, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n
-    st.buffer_put(buf, offs, src + offs, peer, mask=m)
+    st.buffer_put(src + offs, buf, offs, peer, mask=m)
     tl.store(out + offs, tl.load(st.buffer_translate(buf, offs, peer), mask=m), mask=m)
 
 
@@ -240,7 +240,7 @@ def k_signal(data, flags, status, n, peer, peer_bases_data, peer_bases_flags, cu
     # left's with every comparison that holds; a wait nobody answers gives up in time
     offs = tl.arange(0, BLOCK)
     m = offs < n
-    st.put_signal(data + n + offs, data + offs, flags, 5, peer, peer_bases_data, cur_rank,
+    st.put_signal(data + offs, data + n + offs, flags, 5, cur_rank, peer, peer_bases_data,
                   mask=m, sig_peer_bases=peer_bases_flags)
     tl.store(status, st.signal_wait_until(flags, "eq", 5))
     tl.store(status + 1, st.signal_wait_until(flags, "ge", 5) + st.signal_wait_until(flags, "gt", 4)
@@ -254,9 +254,40 @@ def k_signal(data, flags, status, n, peer, peer_bases_data, peer_bases_flags, cu
 
 
 @triton.jit
+def k_order(w, pb, src, got, gotb, buf, flags, fpb, fbuf, status, n, cur, right,
+            OLD: tl.constexpr, BLOCK: tl.constexpr):
+    # put, get, copy and put_signal of the explicit and bound forms: the one order (source
+    # first, Iris's), or the 0.x order, which must do the same with a FutureWarning
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    if OLD:
+        st.put(w + n + offs, src + offs, right, pb, cur, mask=m)
+        st.get(got + offs, w + offs, right, pb, cur, mask=m)
+        st.copy(w + 2 * n + offs, w + offs, cur, right, pb, cur, mask=m)
+        st.put_signal(w + 3 * n + offs, src + offs, flags, 1, right, pb, cur, mask=m,
+                      sig_peer_bases=fpb)
+        st.buffer_put(buf, 4 * n + offs, src + offs, right, mask=m)
+        st.buffer_get(gotb + offs, buf, offs, right, mask=m)
+        st.buffer_copy(buf, 5 * n + offs, buf, offs, cur, right, mask=m)
+        st.buffer_put_signal(buf, 6 * n + offs, src + offs, fbuf, 1, 1, right, mask=m)
+    else:
+        st.put(src + offs, w + n + offs, cur, right, pb, mask=m)
+        st.get(w + offs, got + offs, cur, right, pb, mask=m)
+        st.copy(w + offs, w + 2 * n + offs, right, cur, cur, pb, mask=m)
+        st.put_signal(src + offs, w + 3 * n + offs, flags, 1, cur, right, pb, mask=m,
+                      sig_peer_bases=fpb)
+        st.buffer_put(src + offs, buf, 4 * n + offs, right, mask=m)
+        st.buffer_get(buf, offs, gotb + offs, right, mask=m)
+        st.buffer_copy(buf, buf, offs, right, cur, dst_offsets=5 * n + offs, mask=m)
+        st.buffer_put_signal(src + offs, buf, 6 * n + offs, fbuf, 1, 1, right, mask=m)
+    tl.store(status, st.signal_wait_until(flags, "eq", 1))
+    tl.store(status + 1, st.signal_wait_until(flags + 1, "eq", 1))
+
+
+@triton.jit
 def k_signal_bound(buf, data, src, status, peer, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
-    st.buffer_put_signal(data, offs, src + offs, buf, 0, 1, peer, mask=offs < n, sig_op="add")
+    st.buffer_put_signal(src + offs, data, offs, buf, 0, 1, peer, mask=offs < n, sig_op="add")
     tl.store(status, st.buffer_signal_wait_until(buf, 0, "eq", 1))
     st.buffer_fence(buf)
     st.buffer_quiet(buf)
@@ -599,6 +630,62 @@ def test_atomics_every_rank():
         settle()
         ctx.free(slots)
         ctx.free(olds)
+
+
+def test_one_order():
+    """put, get, copy and put_signal take one order in every form, Iris's (the source first):
+    exact on views at odd offsets; a kernel in the 0.x order (the destination first) gives
+    the same values and a FutureWarning for each such call (under Triton's interpreter at
+    each call; compiled, when the kernel compiles: test_ptx checks that with a fresh cache)."""
+    import warnings
+    ok = sa._lib.STATUS["SYMADDR_OK"]
+    results = []
+    for old in (False, True):
+        whole, wmap = alloc((7 * N + 3,), "float32")
+        locals_, _ = alloc((3 * N + 5,), "float32")
+        flags, fmap = alloc((2,), "int32")
+        status, _ = alloc((2,), "int32")
+        w, src, got, gotb = whole[3:], locals_[5:N + 5], locals_[N + 5:2 * N + 5], \
+            locals_[2 * N + 5:]
+        fill(whole, np.concatenate([[-1, -1, -1], data(rank, N, "float32"), -np.ones(6 * N)]))
+        fill(locals_, np.concatenate([-np.ones(5), data(rank + size, N, "float32"),
+                                      -np.ones(2 * N)]))
+        fill(flags, [0, 0])
+        fill(status, [99, 99])
+        settle()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            k_order[(1,)](w, wmap.peer_bases, src, got, gotb, ctx.bind(w), flags,
+                          fmap.peer_bases, ctx.bind(flags), status, N, rank, right, OLD=old,
+                          BLOCK=64)
+            settle()
+        said = sorted({re.match(r"symaddr\.triton\.(\w+)\(", str(c.message)).group(1)
+                       for c in caught if issubclass(c.category, FutureWarning)})
+        form = "0.x order" if old else "one order"
+        if not ON_GPU:
+            check(said == (sorted(["put", "get", "copy", "put_signal", "buffer_put",
+                                   "buffer_get", "buffer_copy", "buffer_put_signal"])
+                           if old else []), "%s: FutureWarnings for %s" % (form, said))
+        check(list(host(status)) == [ok, ok], "%s: put_signal's flags %s" % (
+            form, list(host(status))))
+        mine_, right_ = data(rank, N, "float32"), data(right, N, "float32")
+        from_left = data(left + size, N, "float32")
+        got_w = host(w)
+        for i, (what, expect) in enumerate((("whole[0:n]", mine_), ("put", from_left),
+                                            ("copy", right_), ("put_signal", from_left),
+                                            ("buffer_put", from_left), ("buffer_copy", right_),
+                                            ("buffer_put_signal", from_left))):
+            check(np.array_equal(got_w[i * N:(i + 1) * N], expect), "%s: %s %s" % (
+                form, what, got_w[i * N:i * N + 3]))
+        check(np.array_equal(host(got), right_), "%s: get %s" % (form, host(got)[:3]))
+        check(np.array_equal(host(gotb), right_), "%s: buffer_get" % form)
+        check(np.all(host(whole)[:3] == -1) and np.all(host(locals_)[:5] == -1),
+              "%s: nothing written before the views" % form)
+        results.append(got_w)
+        settle()
+        for x in (whole, locals_, flags, status):
+            ctx.free(x)
+    check(np.array_equal(results[0], results[1]), "the two orders wrote the same")
 
 
 def test_signals():
@@ -1140,6 +1227,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("a team kernel with more programs than MAX_BLOCKS", test_team_grid_too_large),
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
                  ("address maps of every provider, zero-copy", test_address_maps),
+                 ("put, get, copy, put_signal: one order in every form; the 0.x order warns",
+                  test_one_order),
                  ("Python mistakes raise SymaddrError", test_python_mistakes),
                  ("host collectives into plain memory, avg, MPI.SUM, a raw stream",
                   test_plain_recv),

@@ -15,7 +15,11 @@ Two forms here, and the legacy one in symaddr.triton.heap:
   atomic); its table slot takes heap_bases or any map's peer_bases.
 
 Every form has load, store, put, get, copy, translate, the atomics add, sub, and, or, xor,
-min, max, cas and xchg, and the signals.
+min, max, cas and xchg, and the signals. put, get, copy and put_signal take one order in every
+form, Iris's, the source before the destination (explicit: put(from_ptr, to_ptr, from_rank,
+to_rank, peer_bases), Iris's own signature; bound: buffer_put(src, buf, offsets, to_rank));
+0.1's order (the destination first) still works, with a FutureWarning when the kernel
+compiles.
 
 Each call translates once: two loads of the table. A kernel that makes many accesses to one
 peer translates its base pointer once (translate) and then uses tl.load/tl.store, as the seed's
@@ -273,8 +277,8 @@ def atomic_xchg(ptr, val, target_rank, peer_bases, cur_rank, mask=None, sem=None
 
 
 @triton.jit
-def put(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
-        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+def _put(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
+         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """Rank target_rank's copy of dst (symmetric) = this rank's src (local), element-wise."""
     if VALIDATE:
         p, m = _checked(dst, target_rank, peer_bases, cur_rank, mask, hint)
@@ -287,8 +291,8 @@ def put(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
 
 
 @triton.jit
-def get(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
-        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+def _get(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
+         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """This rank's dst (local) = rank target_rank's copy of src (symmetric), element-wise."""
     if VALIDATE:
         p, m = _checked(src, target_rank, peer_bases, cur_rank, mask, hint)
@@ -301,8 +305,8 @@ def get(dst, src, target_rank, peer_bases, cur_rank, mask=None, other=None,
 
 
 @triton.jit
-def copy(dst, src, to_rank, from_rank, peer_bases, cur_rank, mask=None, other=None,
-         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+def _copy(dst, src, to_rank, from_rank, peer_bases, cur_rank, mask=None, other=None,
+          load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """Rank to_rank's copy of dst = rank from_rank's copy of src (both symmetric, this rank's
     pointers); one of the two ranks is usually this one."""
     if VALIDATE:
@@ -315,6 +319,58 @@ def copy(dst, src, to_rank, from_rank, peer_bases, cur_rank, mask=None, other=No
         d = _hinted(translate(dst, to_rank, peer_bases, cur_rank), hint)
         v = tl.load(s, mask=mask, other=other, cache_modifier=load_cache_modifier)
         tl.store(d, v, mask=mask, cache_modifier=store_cache_modifier)
+
+
+
+# ---- put, get, copy: one order in every form, Iris's (source, then destination) -------------
+
+from ._order import _deprecated_order, _is_table  # noqa: E402
+
+@triton.jit
+def put(from_ptr, to_ptr, from_rank, to_rank, peer_bases, mask=None, other=None,
+        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+    """to_rank's copy of to_ptr (symmetric) = from_ptr (local), element-wise; from_rank is this
+    rank. Iris's put (symaddr.triton.heap.put); a 0.x call put(dst, src, target_rank,
+    peer_bases, cur_rank) still works, with a FutureWarning when the kernel compiles."""
+    if _is_table(to_rank):
+        _deprecated_order("put")
+        _put(from_ptr, to_ptr, from_rank, to_rank, peer_bases, mask, other, load_cache_modifier,
+             store_cache_modifier, hint)
+    else:
+        _put(to_ptr, from_ptr, to_rank, peer_bases, from_rank, mask, other, load_cache_modifier,
+             store_cache_modifier, hint)
+
+
+@triton.jit
+def get(from_ptr, to_ptr, from_rank, to_rank, peer_bases, mask=None, other=None,
+        load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+    """to_ptr (local) = to_rank's copy of from_ptr (symmetric), element-wise; from_rank is this
+    rank, the one whose address space both pointers are in. Iris's get
+    (symaddr.triton.heap.get); a 0.x call get(dst, src, target_rank, peer_bases, cur_rank)
+    still works, with a FutureWarning when the kernel compiles."""
+    if _is_table(to_rank):
+        _deprecated_order("get")
+        _get(from_ptr, to_ptr, from_rank, to_rank, peer_bases, mask, other, load_cache_modifier,
+             store_cache_modifier, hint)
+    else:
+        _get(to_ptr, from_ptr, to_rank, peer_bases, from_rank, mask, other, load_cache_modifier,
+             store_cache_modifier, hint)
+
+
+@triton.jit
+def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, peer_bases, mask=None, other=None,
+         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+    """to_rank's copy of dst_ptr = from_rank's copy of src_ptr (both symmetric, this rank's
+    pointers; cur_rank is this rank, usually one of the two). Iris's copy
+    (symaddr.triton.heap.copy); a 0.x call copy(dst, src, to_rank, from_rank, peer_bases,
+    cur_rank) still works, with a FutureWarning when the kernel compiles."""
+    if _is_table(cur_rank):
+        _deprecated_order("copy")
+        _copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, peer_bases, mask, other,
+              load_cache_modifier, store_cache_modifier, hint)
+    else:
+        _copy(dst_ptr, src_ptr, to_rank, from_rank, peer_bases, cur_rank, mask, other,
+              load_cache_modifier, store_cache_modifier, hint)
 
 
 # the signals and the bound form, defined on the functions above

@@ -5,7 +5,8 @@ import triton
 import triton.language as tl
 
 from . import atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor, translate
-from ._signals import (DEFAULT_TIMEOUT_NS, fence, put_signal, quiet, signal_add, signal_set,
+from ._order import _deprecated_order, _is_buffer
+from ._signals import (DEFAULT_TIMEOUT_NS, _put_signal, fence, quiet, signal_add, signal_set,
                        signal_wait_until)
 
 # ---- bound form: (SymmetricBuffer, offsets, ...) ---------------------------------------------
@@ -92,23 +93,49 @@ def buffer_atomic_max(buf, offsets, val, to_rank, mask=None, sem=None, scope=Non
 
 
 @triton.jit
-def buffer_copy(dst, dst_offsets, src, src_offsets, to_rank, from_rank, mask=None, other=None):
-    """Rank to_rank's copy of dst[dst_offsets] = rank from_rank's copy of src[src_offsets]
-    (two SymmetricBuffers)."""
+def _buffer_copy(dst, dst_offsets, src, src_offsets, to_rank, from_rank, mask=None, other=None):
     data = tl.load(buffer_translate(src, src_offsets, from_rank), mask=mask, other=other)
     tl.store(buffer_translate(dst, dst_offsets, to_rank), data, mask=mask)
 
 
 @triton.jit
-def buffer_put(buf, offsets, src, to_rank, mask=None):
-    """Rank to_rank's copy of buf[offsets] = this rank's src (a block of local pointers)."""
-    tl.store(buffer_translate(buf, offsets, to_rank), tl.load(src, mask=mask), mask=mask)
+def buffer_copy(src, dst, offsets, from_rank, to_rank, dst_offsets=None, mask=None, other=None):
+    """Rank to_rank's copy of dst[dst_offsets] = rank from_rank's copy of src[offsets] (two
+    SymmetricBuffers; dst_offsets defaults to offsets). Source first, as every form's put, get
+    and copy; a 0.x call buffer_copy(dst, dst_offsets, src, src_offsets, to_rank, from_rank)
+    still works, with a FutureWarning when the kernel compiles."""
+    if _is_buffer(dst):
+        if dst_offsets is None:
+            _buffer_copy(dst, offsets, src, offsets, to_rank, from_rank, mask, other)
+        else:
+            _buffer_copy(dst, dst_offsets, src, offsets, to_rank, from_rank, mask, other)
+    else:
+        _deprecated_order("buffer_copy")
+        _buffer_copy(src, dst, offsets, from_rank, to_rank, dst_offsets, mask, other)
 
 
 @triton.jit
-def buffer_get(dst, buf, offsets, from_rank, mask=None):
-    """This rank's dst (a block of local pointers) = rank from_rank's copy of buf[offsets]."""
-    tl.store(dst, tl.load(buffer_translate(buf, offsets, from_rank), mask=mask), mask=mask)
+def buffer_put(src, buf, offsets, to_rank, mask=None):
+    """Rank to_rank's copy of buf[offsets] = this rank's src (a block of local pointers). A 0.x
+    call buffer_put(buf, offsets, src, to_rank) still works, with a FutureWarning when the
+    kernel compiles."""
+    if _is_buffer(src):
+        _deprecated_order("buffer_put")
+        tl.store(buffer_translate(src, buf, to_rank), tl.load(offsets, mask=mask), mask=mask)
+    else:
+        tl.store(buffer_translate(buf, offsets, to_rank), tl.load(src, mask=mask), mask=mask)
+
+
+@triton.jit
+def buffer_get(buf, offsets, dst, from_rank, mask=None):
+    """This rank's dst (a block of local pointers) = rank from_rank's copy of buf[offsets]. A
+    0.x call buffer_get(dst, buf, offsets, from_rank) still works, with a FutureWarning when
+    the kernel compiles."""
+    if _is_buffer(offsets):
+        _deprecated_order("buffer_get")
+        tl.store(buf, tl.load(buffer_translate(offsets, dst, from_rank), mask=mask), mask=mask)
+    else:
+        tl.store(dst, tl.load(buffer_translate(buf, offsets, from_rank), mask=mask), mask=mask)
 
 
 @triton.jit
@@ -131,12 +158,20 @@ def buffer_signal_wait_until(buf, index, cmp: tl.constexpr, value,
 
 
 @triton.jit
-def buffer_put_signal(buf, offsets, src, sig, sig_index, sig_value, to_rank, mask=None,
+def buffer_put_signal(src, buf, offsets, sig, sig_index, sig_value, to_rank, mask=None,
                       sig_op: tl.constexpr = None):
     """put_signal from src (local pointers) into buf[offsets] of rank to_rank, then its
-    sig[sig_index] (sig: a SymmetricBuffer)."""
-    put_signal(buf.ptr + offsets, src, sig.ptr + sig_index, sig_value, to_rank, buf.peer_bases,
-               buf.local_rank, mask=mask, sig_op=sig_op, sig_peer_bases=sig.peer_bases)
+    sig[sig_index] (sig: a SymmetricBuffer). A 0.x call buffer_put_signal(buf, offsets, src,
+    sig, ...) still works, with a FutureWarning when the kernel compiles."""
+    if _is_buffer(src):
+        _deprecated_order("buffer_put_signal")
+        _put_signal(src.ptr + buf, offsets, sig.ptr + sig_index, sig_value, to_rank,
+                    src.peer_bases, src.local_rank, mask=mask, sig_op=sig_op,
+                    sig_peer_bases=sig.peer_bases)
+    else:
+        _put_signal(buf.ptr + offsets, src, sig.ptr + sig_index, sig_value, to_rank,
+                    buf.peer_bases, buf.local_rank, mask=mask, sig_op=sig_op,
+                    sig_peer_bases=sig.peer_bases)
 
 
 @triton.jit

@@ -8,7 +8,8 @@ import triton
 import triton.language as tl
 
 from .._lib import default_timeout_ms as _timeout_ms
-from . import OK, TIMEOUT, _ERROR_AT, put, translate
+from . import OK, TIMEOUT, _ERROR_AT, _put, translate
+from ._order import _deprecated_order, _is_table
 
 # NVSHMEM's comparisons, and the default bound of a wait in time
 CMP_EQ, CMP_NE, CMP_GT = tl.constexpr("eq"), tl.constexpr("ne"), tl.constexpr("gt")
@@ -120,15 +121,15 @@ def quiet(peer_bases):
 
 
 @triton.jit
-def put_signal(dst, src, sig, sig_value, target_rank, peer_bases, cur_rank, mask=None,
-               sig_op: tl.constexpr = None, sig_peer_bases=None):
+def _put_signal(dst, src, sig, sig_value, target_rank, peer_bases, cur_rank, mask=None,
+                sig_op: tl.constexpr = None, sig_peer_bases=None):
     """NVSHMEM's put-with-signal: rank target_rank's copy of dst = this rank's src (masked),
     then, once every lane's store is visible, its copy of the flag sig is set to (sig_op
     "set", the default) or increased by ("add") sig_value. sig may lie in another allocation: pass its
     table as sig_peer_bases (default: peer_bases)."""
     tl.static_assert((sig_op is None) or (sig_op == "set") or (sig_op == "add"),
                      "put_signal: sig_op is \"set\" (the default) or \"add\"")
-    put(dst, src, target_rank, peer_bases, cur_rank, mask=mask)
+    _put(dst, src, target_rank, peer_bases, cur_rank, mask=mask)
     table = peer_bases
     if sig_peer_bases is not None:
         table = sig_peer_bases
@@ -139,3 +140,21 @@ def put_signal(dst, src, sig, sig_value, target_rank, peer_bases, cur_rank, mask
         signal_set(sig, sig_value, target_rank, table, cur_rank)
 
 
+
+
+@triton.jit
+def put_signal(from_ptr, to_ptr, sig, sig_value, from_rank, to_rank, peer_bases, mask=None,
+               sig_op: tl.constexpr = None, sig_peer_bases=None):
+    """NVSHMEM's put-with-signal in Iris's order (as put): to_rank's copy of to_ptr = from_ptr
+    (local; from_rank is this rank), masked, then, once every lane's store is visible, its copy
+    of the flag sig is set to (sig_op "set", the default) or increased by ("add") sig_value.
+    sig may lie in another allocation: pass its table as sig_peer_bases (default: peer_bases).
+    A 0.x call put_signal(dst, src, sig, sig_value, target_rank, peer_bases, cur_rank) still
+    works, with a FutureWarning when the kernel compiles."""
+    if _is_table(to_rank):
+        _deprecated_order("put_signal")
+        _put_signal(from_ptr, to_ptr, sig, sig_value, from_rank, to_rank, peer_bases, mask,
+                    sig_op, sig_peer_bases)
+    else:
+        _put_signal(to_ptr, from_ptr, sig, sig_value, to_rank, peer_bases, from_rank, mask,
+                    sig_op, sig_peer_bases)
