@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from ._arrays import address, is_torch, not_an_array
+from ._arrays import HostArray, address, is_torch, not_an_array
 from ._lib import error as _err
 
 
@@ -120,6 +120,11 @@ class Communication:
                 contiguous(a, call)
             addr = a.data_ptr()
             count = a.numel()
+        elif type(a) is HostArray:  # symaddr's own NumPy arrays: the next cheapest
+            if not a.flags.c_contiguous:
+                contiguous(a, call, role)
+            addr = a.data_ptr()  # SymaddrError once its registration was freed
+            count = a.size
         else:
             contiguous(a, call, role)
             addr = self._address(a, role, call)
