@@ -377,4 +377,22 @@ def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, peer_bases, mask=None, 
 from ._signals import (CMP_EQ, CMP_GE, CMP_GT, CMP_LE, CMP_LT, CMP_NE,  # noqa: E402,F401
                        DEFAULT_TIMEOUT_NS, fence, put_signal, quiet, signal_add, signal_set,
                        signal_wait_until)
-from ._bound import *  # noqa: E402,F401,F403
+from ._bound import (  # noqa: E402
+    buffer_translate, buffer_load, buffer_store, buffer_atomic_add, buffer_atomic_cas,
+    buffer_atomic_xchg, buffer_atomic_sub, buffer_atomic_and, buffer_atomic_or, buffer_atomic_xor,
+    buffer_atomic_min, buffer_atomic_max, buffer_copy, buffer_put, buffer_get, buffer_signal_set,
+    buffer_signal_add, buffer_signal_wait_until, buffer_put_signal, buffer_fence, buffer_quiet)
+
+# the public device API of the explicit and bound forms (symaddr.triton.heap has Iris's)
+__all__ = ["OK", "TIMEOUT", "VALIDATE", "translate", "reachable", "load", "store", "put", "get",
+           "copy", "atomic_add", "atomic_sub", "atomic_and", "atomic_or", "atomic_xor",
+           "atomic_min", "atomic_max", "atomic_cas", "atomic_xchg", "CMP_EQ", "CMP_NE",
+           "CMP_GT", "CMP_GE", "CMP_LT", "CMP_LE", "DEFAULT_TIMEOUT_NS", "signal_set",
+           "signal_add", "signal_wait_until", "put_signal", "fence", "quiet",
+           "buffer_translate", "buffer_load", "buffer_store", "buffer_atomic_add",
+           "buffer_atomic_cas", "buffer_atomic_xchg", "buffer_atomic_sub",
+           "buffer_atomic_and", "buffer_atomic_or", "buffer_atomic_xor",
+           "buffer_atomic_min", "buffer_atomic_max", "buffer_copy", "buffer_put",
+           "buffer_get", "buffer_signal_set", "buffer_signal_add",
+           "buffer_signal_wait_until", "buffer_put_signal", "buffer_fence",
+           "buffer_quiet"]
