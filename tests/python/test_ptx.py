@@ -258,7 +258,8 @@ def main():
         del caught[:]
         old = instructions(k_order_old)
         said_old = sorted(re.match(r"symaddr\.triton\.(\w+)\(", str(c.message)).group(1)
-                          for c in caught if issubclass(c.category, FutureWarning))
+                          for c in caught if issubclass(c.category, FutureWarning)
+                          and os.path.samefile(c.filename, __file__))  # at the compile's line
     cases.append(("put, get, copy and put_signal in the 0.x order compile to the one order's "
                   "code (%d instructions), with a FutureWarning for each call (%s)" % (
                       sum(new.values()), ", ".join(said_old)),

@@ -659,13 +659,17 @@ def test_one_order():
                           fmap.peer_bases, ctx.bind(flags), status, N, rank, right, OLD=old,
                           BLOCK=64)
             settle()
+        ours = [c for c in caught if issubclass(c.category, FutureWarning)]
         said = sorted({re.match(r"symaddr\.triton\.(\w+)\(", str(c.message)).group(1)
-                       for c in caught if issubclass(c.category, FutureWarning)})
+                       for c in ours})
         form = "0.x order" if old else "one order"
-        if not ON_GPU:
+        if not ON_GPU:  # interpreted: at each call, on the kernel's own line
             check(said == (sorted(["put", "get", "copy", "put_signal", "buffer_put",
                                    "buffer_get", "buffer_copy", "buffer_put_signal"])
                            if old else []), "%s: FutureWarnings for %s" % (form, said))
+            lines = {c.lineno for c in ours if os.path.samefile(c.filename, __file__)}
+            check(len(lines) == (8 if old else 0), "%s: warned at the kernel's lines %s "
+                  "(of %s)" % (form, sorted(lines), sorted({c.filename for c in ours})))
         check(list(host(status)) == [ok, ok], "%s: put_signal's flags %s" % (
             form, list(host(status))))
         mine_, right_ = data(rank, N, "float32"), data(right, N, "float32")

@@ -4,8 +4,12 @@ destination first) from the one order of every form (Iris's, the source first), 
 FutureWarning they give for the old one. Both orders take the same number of arguments; the
 table (explicit form) or the SymmetricBuffer (bound form) stands in another place in each,
 which Triton knows while it compiles."""
+import ast
+import os
+import sys
 import warnings
 
+import triton
 import triton.language as tl
 from triton.language.core import TRITON_BUILTIN
 
@@ -51,12 +55,38 @@ _ORDERS = {  # the 0.x order a call was recognised by -> the one order
 }
 
 
+# Frames of these are symaddr.triton's functions, Triton's compiler and interpreter, and the
+# ast module's visitor that Triton's code generator runs on
+_INSIDE = (os.path.dirname(os.path.abspath(__file__)) + os.sep,
+           os.path.dirname(os.path.abspath(triton.__file__)) + os.sep,
+           os.path.abspath(ast.__file__))
+
+
+def _user_frame():
+    """The first frame outside symaddr.triton and Triton: under Triton's interpreter the
+    kernel's own line that made the call, compiled the line that launched (or compiled) the
+    kernel."""
+    f = sys._getframe(2)
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_INSIDE):
+        f = f.f_back
+    return f
+
+
 @_compile_time
 def _deprecated_order(name, _semantic=None):
-    """A FutureWarning (shown by default) where a kernel calls name in the 0.x order."""
+    """A FutureWarning (shown by default) where a kernel calls name in the 0.x order, said at
+    the user's line (_user_frame), once per line as warnings does."""
     old, new = _ORDERS[getattr(name, "value", name)]
-    warnings.warn("symaddr.triton.%s is the 0.x order, deprecated: it still works, but put, "
-                  "get, copy and put_signal now take Iris's order in every form, the source "
-                  "before the destination: %s (symaddr.triton.heap's). Triton's cache keeps "
-                  "the compiled kernel: this shows when it compiles" % (old, new),
-                  FutureWarning, stacklevel=2)
+    text = ("symaddr.triton.%s is the 0.x order, deprecated: it still works, but put, get, "
+            "copy and put_signal now take Iris's order in every form, the source before the "
+            "destination: %s (symaddr.triton.heap's). Triton's cache keeps the compiled "
+            "kernel: this shows when it compiles" % (old, new))
+    f = _user_frame()
+    if f is None:
+        warnings.warn(text, FutureWarning, stacklevel=2)
+        return
+    glob = f.f_globals
+    warnings.warn_explicit(text, FutureWarning, f.f_code.co_filename, f.f_lineno,
+                           module=glob.get("__name__"),
+                           registry=glob.setdefault("__warningregistry__", {}),
+                           module_globals=glob)
