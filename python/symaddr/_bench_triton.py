@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: MIT
+"""symaddr.bench's benchmarks of the Triton collectives (`python -m symaddr.bench triton`) and
+of examples/triton_fused.py's fused kernels (`python -m symaddr.bench fused`), each against its
+reference in the same run; the timing helpers are bench's."""
+from symaddr.bench import _c_call, _graphed, _load_example, _sizes, _timed
+
+
+def _triton(ctx, a):
+    """symaddr.triton.collectives against the C collectives, same buffers, eager and graphed."""
+    import torch
+    from symaddr.triton import collectives as tc
+    dtype = getattr(torch, a.dtype)
+    size, rank = ctx.size, ctx.rank
+    if rank == 0:
+        print("# symaddr.bench triton: %d ranks, backend %s, %s, best of %d rounds x %d calls "
+              "(us a call, the slowest rank's); C: symaddr_allreduce/symaddr_allgather; "
+              "tri1/tri2: the Triton one-shot/two-shot allreduce, triag: the Triton all-gather "
+              "(one kernel each, synchronised on the device); g: replayed from a CUDA graph"
+              % (size, ctx.backend, a.dtype, a.rounds, a.iters))
+        print("# %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s" % (
+            "bytes", "C ar", "tri1", "tri2", "gC ar", "gtri1", "gtri2", "C ag", "triag",
+            "gC ag", "gtriag", "wrong"))
+    esize = torch.empty((), dtype=dtype).element_size()
+    for nbytes in _sizes(max(8, esize * size), a.max_bytes, 4):
+        n = nbytes // esize // size * size  # two-shot and all-gather: a multiple of size
+        x, _ = ctx.allocate_symmetric((n,), dtype)
+        ref, _ = ctx.allocate_symmetric((n,), dtype)
+        two, _ = ctx.allocate_symmetric((n,), dtype)
+        gref, _ = ctx.allocate_symmetric((n * size,), dtype)
+        one = torch.empty(n, dtype=dtype, device="cuda")
+        gout = torch.empty(n * size, dtype=dtype, device="cuda")
+        # small integers: every sum is exact in bf16 and f16 too
+        x.copy_((torch.arange(n, device="cuda") % 7 + rank).to(dtype))
+        c_ar = _c_call(ctx, "allreduce", x, ref, n, dtype)
+        c_ag = _c_call(ctx, "allgather", x, gref, n, dtype)
+        fns = [c_ar, lambda: tc.allreduce(ctx, x, one),
+               lambda: tc.allreduce(ctx, x, two, algo="twoshot")]
+        ag = [c_ag, lambda: tc.allgather(ctx, x, gout)]
+        t = [_timed(ctx, f, a.iters, a.rounds) for f in fns]
+        g = [_graphed(ctx, f, a.iters, a.rounds) for f in fns]
+        t_ag = [_timed(ctx, f, a.iters, a.rounds) for f in ag]
+        g_ag = [_graphed(ctx, f, a.iters, a.rounds) for f in ag]
+        torch.cuda.synchronize()
+        ctx.barrier()
+        want = (torch.arange(n, device="cuda") % 7 * size + size * (size - 1) // 2).to(dtype)
+        gwant = torch.cat([(torch.arange(n, device="cuda") % 7 + r).to(dtype)
+                           for r in range(size)])
+        wrong = sum(int((o != want).sum()) for o in (ref, one, two))
+        wrong += sum(int((o != gwant).sum()) for o in (gref, gout))
+        from mpi4py import MPI
+        wrong = MPI.COMM_WORLD.allreduce(wrong)
+        if rank == 0:
+            print("  %9d %s %6d" % (n * esize, " ".join(
+                "%8.2f" % (v * 1e6) for v in t + g + t_ag + g_ag), wrong), flush=True)
+        ctx.barrier()
+        for b in (gref, two, ref, x):
+            ctx.free(b)
+
+
+def _fused(ctx, a):
+    """The example's fused GEMM + allreduce and all-gather + GEMM against their unfused pairs
+    (the example's matmul kernel, then the Triton collective), eager and graph-replayed."""
+    import torch
+    import triton
+    from mpi4py import MPI
+    from symaddr.triton import collectives as tc
+    from symaddr.triton.team import team_programs
+    ex = _load_example(a.example, "triton_fused.py")
+    size, rank = ctx.size, ctx.rank
+    team = ctx.team()
+    bf16 = torch.bfloat16
+    if rank == 0:
+        print("# symaddr.bench fused: %d ranks, backend %s, bf16 in, f32 accumulation and "
+              "out, best of %d rounds x %d calls (us a call, the slowest rank's); gemm+ar: "
+              "each rank multiplies its K / %d slice, the tiles reduced across ranks; "
+              "ag+gemm: M rows a rank gathered, times this rank's N / %d columns; unfused: "
+              "the example's matmul kernel, then symaddr.triton.collectives; g: graph-replayed"
+              % (size, ctx.backend, a.rounds, a.iters, size, size))
+        print("# %-8s %4s %5s %9s %9s %7s %9s %9s %7s %6s" % (
+            "kernel", "M", "N=K", "fused", "unfused", "ratio", "g fused", "g unfused",
+            "g ratio", "wrong"))
+
+    def ints(shape, seed):  # integer-valued: every product and sum exact in f32
+        g = torch.Generator(device="cuda").manual_seed(seed)
+        return torch.randint(-2, 3, shape, generator=g, device="cuda").to(bf16)
+
+    for nk in a.nk:
+        for m in a.m:
+            bm, bn, bk = max(16, min(64, triton.next_power_of_2(m))), 64, 64
+            # GEMM + allreduce: a (m x K / size) @ b (K / size x N), summed over ranks
+            kl = nk // size
+            am, bm_ = ints((m, kl), 11 + rank), ints((kl, nk), 23 + rank)
+            partial, pmap = ctx.allocate_symmetric((m * nk,), torch.float32)
+            out = torch.empty(m * nk, dtype=torch.float32, device="cuda")
+            grid = (triton.cdiv(m, bm) * triton.cdiv(nk, bn),)
+            fgrid = (team_programs(ctx, grid[0]),)  # resident at once; each loops over tiles
+
+            def fused_ar():
+                ex.gemm_allreduce_kernel[fgrid](team, am, bm_, partial, pmap.peer_bases, out, m,
+                                               nk, kl, N_RANKS=size, BM=bm, BN=bn, BK=bk)
+
+            unf = torch.empty(m * nk, dtype=torch.float32, device="cuda")
+
+            def unfused_ar():
+                ex.matmul_kernel[grid](am, bm_, partial, m, nk, kl, BM=bm, BN=bn, BK=bk)
+                tc.allreduce(ctx, partial, unf)
+
+            want = sum(ints((m, kl), 11 + r).float() @ ints((kl, nk), 23 + r).float()
+                       for r in range(size)).flatten()
+            _fused_row(ctx, a, "gemm+ar", m, nk, fused_ar, unfused_ar, (out, unf), want)
+            ctx.free(partial)
+            # all-gather + GEMM: every rank's a (m x K) @ this rank's b (K x N / size)
+            nl = nk // size
+            abuf, amap = ctx.allocate_symmetric((m * nk,), bf16)
+            abuf.copy_(ints((m * nk,), 31 + rank))
+            b = ints((nk, nl), 41 + rank)
+            aout = torch.empty(size * m * nl, dtype=torch.float32, device="cuda")
+            gathered = torch.empty(size * m * nk, dtype=bf16, device="cuda")
+            uout = torch.empty(size * m * nl, dtype=torch.float32, device="cuda")
+            ctx.barrier()
+            grid = (team_programs(ctx, size * triton.cdiv(m, bm) * triton.cdiv(nl, bn)),)
+            ugrid = (triton.cdiv(size * m, bm) * triton.cdiv(nl, bn),)
+
+            def fused_ag():
+                ex.allgather_gemm_kernel[grid](team, abuf, amap.peer_bases, b, aout, m, nl, nk,
+                                               N_RANKS=size, BM=bm, BN=bn, BK=bk)
+
+            def unfused_ag():
+                tc.allgather(ctx, abuf, gathered)
+                ex.matmul_kernel[ugrid](gathered, b, uout, size * m, nl, nk, BM=bm, BN=bn,
+                                        BK=bk)
+
+            want = (torch.cat([ints((m * nk,), 31 + r) for r in range(size)]).view(
+                size * m, nk).float() @ b.float()).flatten()
+            _fused_row(ctx, a, "ag+gemm", m, nk, fused_ag, unfused_ag, (aout, uout), want)
+            ctx.barrier()
+            ctx.free(abuf)
+    MPI.COMM_WORLD.Barrier()
+
+
+def _fused_row(ctx, a, name, m, nk, fused, unfused, outs, want):
+    import torch
+    from mpi4py import MPI
+    t = [_timed(ctx, f, a.iters, a.rounds) for f in (fused, unfused)]
+    g = [_graphed(ctx, f, a.iters, a.rounds) for f in (fused, unfused)]
+    torch.cuda.synchronize()
+    wrong = MPI.COMM_WORLD.allreduce(sum(int((o != want).sum()) for o in outs))
+    if ctx.rank == 0:
+        print("  %-8s %4d %5d %9.2f %9.2f %7.3f %9.2f %9.2f %7.3f %6d" % (
+            name, m, nk, t[0] * 1e6, t[1] * 1e6, t[1] / t[0], g[0] * 1e6, g[1] * 1e6,
+            g[1] / g[0], wrong), flush=True)
