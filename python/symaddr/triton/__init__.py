@@ -321,10 +321,10 @@ def _copy(dst, src, to_rank, from_rank, peer_bases, cur_rank, mask=None, other=N
         tl.store(d, v, mask=mask, cache_modifier=store_cache_modifier)
 
 
-
 # ---- put, get, copy: one order in every form, Iris's (source, then destination) -------------
 
 from ._order import _deprecated_order, _is_table  # noqa: E402
+
 
 @triton.jit
 def put(from_ptr, to_ptr, from_rank, to_rank, peer_bases, mask=None, other=None,

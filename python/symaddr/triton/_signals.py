@@ -123,10 +123,8 @@ def quiet(peer_bases):
 @triton.jit
 def _put_signal(dst, src, sig, sig_value, target_rank, peer_bases, cur_rank, mask=None,
                 sig_op: tl.constexpr = None, sig_peer_bases=None):
-    """NVSHMEM's put-with-signal: rank target_rank's copy of dst = this rank's src (masked),
-    then, once every lane's store is visible, its copy of the flag sig is set to (sig_op
-    "set", the default) or increased by ("add") sig_value. sig may lie in another allocation: pass its
-    table as sig_peer_bases (default: peer_bases)."""
+    """put_signal in 0.1's order (the destination first): rank target_rank's copy of dst =
+    this rank's src (masked), then the flag, as put_signal says."""
     tl.static_assert((sig_op is None) or (sig_op == "set") or (sig_op == "add"),
                      "put_signal: sig_op is \"set\" (the default) or \"add\"")
     _put(dst, src, target_rank, peer_bases, cur_rank, mask=mask)
@@ -138,8 +136,6 @@ def _put_signal(dst, src, sig, sig_value, target_rank, peer_bases, cur_rank, mas
         signal_add(sig, sig_value, target_rank, table, cur_rank)
     else:
         signal_set(sig, sig_value, target_rank, table, cur_rank)
-
-
 
 
 @triton.jit

@@ -45,9 +45,9 @@ def copy(src_ptr, dst_ptr, from_rank, to_rank, cur_rank, heap_bases, mask=None, 
          load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """to_rank's copy of dst_ptr = from_rank's copy of src_ptr; both pointers are cur_rank's,
     which is from_rank or to_rank."""
-    sym._copy(dst_ptr, src_ptr, to_rank, from_rank, heap_bases, cur_rank, mask=mask, other=other,
-             load_cache_modifier=load_cache_modifier,
-             store_cache_modifier=store_cache_modifier, hint=hint)
+    sym._copy(dst_ptr, src_ptr, to_rank, from_rank, heap_bases, cur_rank, mask=mask,
+              other=other, load_cache_modifier=load_cache_modifier,
+              store_cache_modifier=store_cache_modifier, hint=hint)
 
 
 @triton.jit
@@ -56,8 +56,8 @@ def get(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None, other=None,
     """to_ptr (local) = to_rank's copy of from_ptr; from_rank is this rank (the rank whose
     address space both pointers are in), as Iris's code and its own tests call it."""
     sym._get(to_ptr, from_ptr, to_rank, heap_bases, from_rank, mask=mask, other=other,
-            load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
-            hint=hint)
+             load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
+             hint=hint)
 
 
 @triton.jit
@@ -65,8 +65,8 @@ def put(from_ptr, to_ptr, from_rank, to_rank, heap_bases, mask=None, other=None,
         load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
     """to_rank's copy of to_ptr = from_ptr (local, from_rank is this rank)."""
     sym._put(to_ptr, from_ptr, to_rank, heap_bases, from_rank, mask=mask, other=other,
-            load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
-            hint=hint)
+             load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
+             hint=hint)
 
 
 @triton.jit
@@ -165,8 +165,8 @@ def put_signal(from_ptr, to_ptr, sig, sig_value, from_rank, to_rank, heap_bases,
                sig_op: tl.constexpr = None):
     """to_rank's copy of to_ptr = from_ptr (local), then its copy of the flag sig set to (or,
     sig_op "add", increased by) sig_value."""
-    sym._put_signal(to_ptr, from_ptr, sig, sig_value, to_rank, heap_bases, from_rank, mask=mask,
-                   sig_op=sig_op)
+    sym._put_signal(to_ptr, from_ptr, sig, sig_value, to_rank, heap_bases, from_rank,
+                    mask=mask, sig_op=sig_op)
 
 
 @triton.jit
