@@ -266,6 +266,21 @@ def main():
                   new == old and not said_new and said_old == sorted(
                       ["put", "get", "copy", "put_signal", "buffer_put", "buffer_get",
                        "buffer_copy", "buffer_put_signal"])))
+    steps = {}
+    for ranks in (2, 8):
+        sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
+               "x": "*fp32", "x_pb": "*i64", "out": "*fp32", "n": "i32", "ident": "i64",
+               "N_RANKS": "constexpr", "BLOCK": "constexpr", "KIND": "constexpr",
+               "OP": "constexpr"}
+        code = triton.compile(ASTSource(fn=k_team, signature=sig, constexprs={
+            "N_RANKS": ranks, "BLOCK": 128, "KIND": 0, "OP": None}),
+            target=GPUTarget("cuda", 90, 32)).asm["ptx"].split(".section")[0]
+        steps[ranks] = (len(re.findall(r"atom\.global\.sys\.release", code)),
+                        len(re.findall(r"%globaltimer", code)))
+    cases.append(("a team barrier signals every peer with one release and polls every flag in "
+                  "one loop, as the C blocks' thread a peer: the one-shot's release atomics and "
+                  "clock reads, 2 ranks %s, 8 ranks %s" % (steps[2], steps[8]),
+                  steps[8] == steps[2] and steps[8][0] == 2))
     failed_builds = []
     why = compiles(k_every_accessor, SIGNATURE, {"BLOCK": 128})
     if why:

@@ -26,10 +26,10 @@ import hashlib
 import triton
 import triton.language as tl
 
-from . import OK, translate
+from . import translate
 from . import load as remote_load
 from .._lib import load as _load
-from ._signals import _CLOCK, DEFAULT_TIMEOUT_NS, signal_wait_until  # noqa: F401
+from ._signals import _CLOCK, _now_ns
 
 _status = _load().abi["status"]
 _TIMEOUT = tl.constexpr(-_status["SYMADDR_ERR_TIMEOUT"])
@@ -127,33 +127,64 @@ def team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr):
 
 
 @triton.jit
+def _lanes(N_RANKS: tl.constexpr):
+    """0 .. N_RANKS - 1 rounded up to a power of two (a block's length), one lane a rank."""
+    tl.static_assert(N_RANKS <= 1024, "symaddr.triton.team: at most 1024 ranks a node")
+    P: tl.constexpr = (1 if N_RANKS <= 1 else 2 if N_RANKS <= 2 else 4 if N_RANKS <= 4 else
+                       8 if N_RANKS <= 8 else 16 if N_RANKS <= 16 else 32 if N_RANKS <= 32
+                       else 64 if N_RANKS <= 64 else 128 if N_RANKS <= 128 else
+                       256 if N_RANKS <= 256 else 512 if N_RANKS <= 512 else 1024)
+    return tl.arange(0, P)
+
+
+@triton.jit
 def _team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr, word,
                   CHECK: tl.constexpr):
     """team_barrier; with CHECK, each rank also stores word (the call's identity) into its
     row of every peer before its flag, and compares every peer's after the wait: ranks of
     another call fail it with MISMATCH. A peer rewrites the row at its next checked barrier,
-    after this call's next phase, which this rank has not reached."""
+    after this call's next phase, which this rank has not reached.
+    One lane a rank, as the C blocks' thread a peer: the program signals every peer at once
+    and polls every flag in one load, so a barrier costs one trip whatever the ranks. The
+    program's threads meet first, so each lane's release (system scope, cumulative) orders
+    every thread's earlier stores before its flag; each lane's acquire after the wait, and
+    the threads' meeting after it, order the peers' stores before every thread's later loads."""
     tl.debug_barrier()
     pid = tl.program_id(0)
     code = tl.zeros((), tl.int32)
     if pid < _MAX_PROGRAMS:
         value = call * _STRIDE + phase
-        mine = team.sync + FLAGS_AT + pid * N_RANKS + team.rank
+        ranks = _lanes(N_RANKS)
+        live = ranks < N_RANKS
+        mine = team.sync + FLAGS_AT + pid * N_RANKS + team.rank  # my flag in each copy
         rows = _MAX_PROGRAMS * N_RANKS  # the identity rows, after the flags
-        for r in tl.static_range(N_RANKS):
-            if CHECK:  # the same thread's release below orders it before the flag
-                tl.atomic_xchg(translate(mine + rows, r, team.sync_pb, team.rank), word,
-                               sem="relaxed", scope="sys")
-            tl.atomic_xchg(translate(mine, r, team.sync_pb, team.rank), value, sem="release",
-                           scope="sys")
-        for r in tl.static_range(N_RANKS):
-            flag = team.sync + FLAGS_AT + pid * N_RANKS + r
-            late = signal_wait_until(flag, "ge", value, team.timeout_ns) != OK
-            ahead = tl.load(flag, volatile=True) >= value + _STRIDE
-            code = tl.where(late, _TIMEOUT, tl.where(ahead, _MISMATCH, code))
-            if CHECK:  # after the flag's acquire: this call's word
-                other = tl.load(flag + rows, volatile=True)
-                code = tl.where((code == 0) & (other != word), _MISMATCH, code)
+        here = tl.load(team.sync_pb + team.rank).to(tl.int64)
+        there = tl.load(team.sync_pb + ranks, mask=live, other=0).to(tl.int64)
+        theirs = (mine.to(tl.pointer_type(tl.int8), bitcast=True) + (there - here)).to(
+            mine.dtype, bitcast=True)
+        if CHECK:  # the same lane's release below orders it before the flag
+            tl.atomic_xchg(theirs + rows, tl.full(ranks.shape, 0, tl.int64) + word, mask=live,
+                           sem="relaxed", scope="sys")
+        tl.atomic_xchg(theirs, tl.full(ranks.shape, 0, tl.int64) + value, mask=live,
+                       sem="release", scope="sys")
+        flags = team.sync + FLAGS_AT + pid * N_RANKS + ranks
+        seen = tl.load(flags, mask=live, other=value, volatile=True)
+        start = _now_ns()
+        late = False
+        while (tl.min(seen - value, 0) < 0) & (not late):
+            seen = tl.load(flags, mask=live, other=value, volatile=True)
+            late = _now_ns() - start > team.timeout_ns
+        # acquire: each lane's peer's stores before its flag, before this program's loads
+        seen = tl.atomic_add(flags, tl.zeros(ranks.shape, tl.int64), mask=live, sem="acquire",
+                             scope="sys")
+        seen = tl.where(live, seen, value)
+        bad = seen >= value + _STRIDE  # a call ahead
+        if CHECK:  # after the flag's acquire: this call's word
+            other = tl.load(flags + rows, mask=live, other=word, volatile=True)
+            bad = bad | ((seen >= value) & (other != word))
+        ahead = tl.max(bad.to(tl.int32), 0) != 0
+        short = tl.min(seen - value, 0) < 0  # a peer late past the timeout
+        code = tl.where(ahead, _MISMATCH, tl.where(short, _TIMEOUT, code))
     else:  # no flags for this program: writing them would write past the sync area
         code = tl.full((), _TOO_MANY, tl.int32)
     if code != 0:
