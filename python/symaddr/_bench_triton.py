@@ -2,7 +2,7 @@
 """symaddr.bench's benchmarks of the Triton collectives (`python -m symaddr.bench triton`) and
 of examples/triton_fused.py's fused kernels (`python -m symaddr.bench fused`), each against its
 reference in the same run; the timing helpers are bench's."""
-from symaddr.bench import _c_call, _graphed, _load_example, _sizes, _timed
+from symaddr.bench import _c_call, _graphed_each, _load_example, _sizes, _timed_each
 
 
 def _triton(ctx, a):
@@ -36,10 +36,10 @@ def _triton(ctx, a):
         fns = [c_ar, lambda: tc.allreduce(ctx, x, one),
                lambda: tc.allreduce(ctx, x, two, algo="twoshot")]
         ag = [c_ag, lambda: tc.allgather(ctx, x, gout)]
-        t = [_timed(ctx, f, a.iters, a.rounds) for f in fns]
-        g = [_graphed(ctx, f, a.iters, a.rounds) for f in fns]
-        t_ag = [_timed(ctx, f, a.iters, a.rounds) for f in ag]
-        g_ag = [_graphed(ctx, f, a.iters, a.rounds) for f in ag]
+        t = _timed_each(ctx, fns, a.iters, a.rounds)
+        g = _graphed_each(ctx, fns, a.iters, a.rounds)
+        t_ag = _timed_each(ctx, ag, a.iters, a.rounds)
+        g_ag = _graphed_each(ctx, ag, a.iters, a.rounds)
         torch.cuda.synchronize()
         ctx.barrier()
         want = (torch.arange(n, device="cuda") % 7 * size + size * (size - 1) // 2).to(dtype)
@@ -141,8 +141,8 @@ def _fused(ctx, a):
 def _fused_row(ctx, a, name, m, nk, fused, unfused, outs, want):
     import torch
     from mpi4py import MPI
-    t = [_timed(ctx, f, a.iters, a.rounds) for f in (fused, unfused)]
-    g = [_graphed(ctx, f, a.iters, a.rounds) for f in (fused, unfused)]
+    t = _timed_each(ctx, [fused, unfused], a.iters, a.rounds)
+    g = _graphed_each(ctx, [fused, unfused], a.iters, a.rounds)
     torch.cuda.synchronize()
     wrong = MPI.COMM_WORLD.allreduce(sum(int((o != want).sum()) for o in outs))
     if ctx.rank == 0:

@@ -84,21 +84,30 @@ def _alloc(ctx, a):
 def _timed(ctx, fn, iters, rounds):
     """Best time of one call of fn over rounds of iters calls, in seconds (CUDA events),
     the slowest rank's."""
+    return _timed_each(ctx, [fn], iters, rounds)[0]
+
+
+def _timed_each(ctx, fns, iters, rounds):
+    """_timed of each of fns, their rounds taken in turn (a round of each, then the next), so
+    that a slower spell of a shared machine falls on all of them alike."""
     import torch
     from mpi4py import MPI
-    best = float("inf")
-    fn()  # compiled and warm before the clock starts
+    best = [float("inf")] * len(fns)
+    for fn in fns:
+        fn()  # compiled and warm before the clock starts
     for _ in range(rounds):
-        ctx.barrier()
-        torch.cuda.synchronize()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(iters):
-            fn()
-        stop.record()
-        stop.synchronize()
-        best = min(best, start.elapsed_time(stop) * 1e-3 / iters)
-    return MPI.COMM_WORLD.allreduce(best, op=MPI.MAX)
+        for i, fn in enumerate(fns):
+            ctx.barrier()
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iters):
+                fn()
+            stop.record()
+            stop.synchronize()
+            best[i] = min(best[i], start.elapsed_time(stop) * 1e-3 / iters)
+    return [MPI.COMM_WORLD.allreduce(b, op=MPI.MAX) for b in best]
 
 
 def _sizes(lo, hi, factor):
@@ -153,34 +162,39 @@ def _put(ctx, a):
         ctx.free(src)
 
 
-def _graphed(ctx, fn, iters, rounds):
-    """Best time of one call of fn replayed from a CUDA graph of iters calls (the slowest
-    rank's), in seconds."""
+def _graphed_each(ctx, fns, iters, rounds):
+    """Best time of one call of each of fns replayed from a CUDA graph of iters calls (the
+    slowest rank's), in seconds; their rounds taken in turn."""
     import torch
     from mpi4py import MPI
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()  # warm, outside the capture
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-    ctx.barrier()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(iters):
-            fn()
-    best = float("inf")
-    for _ in range(rounds):
+    graphs = []
+    for fn in fns:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn()  # warm, outside the capture
+        torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
         ctx.barrier()
-        torch.cuda.synchronize()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        stop.record()
-        stop.synchronize()
-        best = min(best, start.elapsed_time(stop) * 1e-3 / iters)
-    return MPI.COMM_WORLD.allreduce(best, op=MPI.MAX)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(iters):
+                fn()
+        graphs.append(graph)
+    best = [float("inf")] * len(fns)
+    for _ in range(rounds):
+        for i, graph in enumerate(graphs):
+            torch.cuda.synchronize()
+            ctx.barrier()
+            torch.cuda.synchronize()
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
+            start.record()
+            graph.replay()
+            stop.record()
+            stop.synchronize()
+            best[i] = min(best[i], start.elapsed_time(stop) * 1e-3 / iters)
+    return [MPI.COMM_WORLD.allreduce(b, op=MPI.MAX) for b in best]
 
 
 def _allreduce(ctx, a):
@@ -208,11 +222,10 @@ def _allreduce(ctx, a):
         def py_call():
             ctx.allreduce(x, ref)
 
-        t_c = _timed(ctx, c_call, a.iters, a.rounds)
-        t_py = _timed(ctx, py_call, a.iters, a.rounds)
-        g_c = _graphed(ctx, c_call, a.iters, a.rounds)
-        g_py = _graphed(ctx, py_call, a.iters, a.rounds)
-        t_tri = _timed(ctx, lambda: tc.oneshot_allreduce(ctx, x, out), a.iters, a.rounds)
+        t_c, t_py, t_tri = _timed_each(
+            ctx, [c_call, py_call, lambda: tc.oneshot_allreduce(ctx, x, out)], a.iters,
+            a.rounds)
+        g_c, g_py = _graphed_each(ctx, [c_call, py_call], a.iters, a.rounds)
         torch.cuda.synchronize()
         want = ctx.size * (ctx.size + 1) / 2
         wrong = int((out != want).sum()) + int((ref != want).sum())
