@@ -55,6 +55,7 @@ class Communication:
         self._tensor_type = torch.Tensor if torch is not None else ()
         self._dtypes = {}  # the array's dtype -> symaddr_dtype_t
         self._null_stream = None if self.backend == "cpu" else False
+        self._raw_stream = None  # torch._C._cuda_getCurrentRawStream, once looked up
 
     def _dtype_of(self, a):
         code = self._dtypes.get(a.dtype)
@@ -92,12 +93,17 @@ class Communication:
         if a is not None and not (is_torch(a) and a.is_cuda):
             return None
         if stream is None:
+            raw = self._raw_stream
+            if raw is None:  # torch's current raw stream, without a Stream object
+                import torch
+                raw = self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", False)
+            if a is not None and raw:  # a CUDA tensor: no is_available(), no device object
+                return raw(a.get_device())
             import torch
             if not torch.cuda.is_available():
                 return None
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # no Stream object
-            if raw is not None:
-                return raw(a.device.index if a is not None else torch.cuda.current_device())
+            if raw:
+                return raw(torch.cuda.current_device())
             stream = torch.cuda.current_stream()
         handle = getattr(stream, "cuda_stream", None)
         if handle is None:
