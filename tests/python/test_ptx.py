@@ -291,10 +291,12 @@ def main():
                    "x": "*" + dt, "x_pb": "*i64", "out": "*" + dt, "n": "i32",
                    "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
                    "KIND": "constexpr", "OP": "constexpr"}
-            why = compiles(k_team, sig, {"N_RANKS": 4, "BLOCK": 128, "KIND": kind,
-                                         "OP": "max" if kind == 2 else None})
-            if why:
-                failed_builds.append("team block %d, %s: %s" % (kind, dt, why))
+            for ident in ("i64", "i32"):  # Triton passes an identity below 2**31 as an i32
+                why = compiles(k_team, dict(sig, ident=ident), {
+                    "N_RANKS": 4, "BLOCK": 128, "KIND": kind, "OP": "max" if kind == 2 else None})
+                if why:
+                    failed_builds.append("team block %d, %s, ident %s: %s"
+                                         % (kind, dt, ident, why))
     for dt in ("fp32", "bf16"):
         for kind, what in enumerate(("allreduce+RMSNorm", "GEMM+allreduce", "all-gather+GEMM")):
             sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
@@ -306,7 +308,7 @@ def main():
             if why:
                 failed_builds.append("examples/triton_fused.py %s, %s: %s" % (what, dt, why))
     cases.append(("every accessor (three forms, masks or none), every team block (4 "
-                  "dtypes) and every fused kernel of examples/triton_fused.py (2 dtypes) "
+                  "dtypes, an i64 or i32 identity) and every fused kernel of examples/triton_fused.py (2 dtypes) "
                   "compile for sm_90%s" % (": " + "; ".join(failed_builds)
                                                   if failed_builds else ""),
                   not failed_builds))

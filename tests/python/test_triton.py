@@ -36,7 +36,8 @@ import triton.language as tl  # noqa: E402
 import symaddr.triton as st  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
 from symaddr.triton import collectives as tc  # noqa: E402
-from symaddr.triton.team import MAX_BLOCKS, team_barrier, team_begin, team_end  # noqa: E402
+from symaddr.triton.team import (MAX_BLOCKS, call_ident, team_barrier, team_begin,  # noqa: E402
+                                 team_end)
 from triton_put import put_kernel  # noqa: E402  (the example's kernel, as the seed writes it)
 
 comm = MPI.COMM_WORLD
@@ -881,6 +882,23 @@ def test_triton_collectives():
         ctx.free(x)
 
 
+def test_triton_small_identity():
+    """A Triton collective whose identity (call_ident) is below 2**31, which Triton passes as
+    an i32: the blocks widen it (the kernel failed to compile, "Scalar 1099511627776 is out
+    of range for type int32", for about one count in 500: 105 float32 elements under NumPy)."""
+    name = "float32" if torch is None else str(DTYPES["float32"])  # str(x.dtype), as passed
+    n = next(k for k in range(100, 100000) if call_ident("allreduce", k, name, "sum") < 2 ** 31)
+    x, _ = alloc((n + 1,), "float32")
+    xs = x[1:]
+    fill(xs, np.arange(n) + 100 * rank)
+    settle()
+    out = tc.allreduce(ctx, xs)
+    settle()
+    check(np.array_equal(host(out), sum(np.arange(n) + 100 * r for r in range(size))),
+          "allreduce of %d float32 elements: %s" % (n, host(out)[:4]))
+    ctx.free(x)
+
+
 def test_triton_stream_of_calls():
     """50 consecutive Triton allreduces with no host call between them: the device-side
     epochs keep every call apart (each rank changes its input between calls, as a stream of
@@ -1223,6 +1241,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("heap, ipc, import and foreign maps in one kernel", test_mixed_providers),
                  ("Triton collectives, one kernel each, no host barrier",
                   test_triton_collectives),
+                 ("a Triton collective whose identity Triton passes as an i32",
+                  test_triton_small_identity),
                  ("50 Triton collectives with no host call between them",
                   test_triton_stream_of_calls),
                  ("a rank that skips a Triton collective", test_triton_skipped_call),

@@ -198,7 +198,8 @@ def _block_word(ident, KIND: tl.constexpr, OP: tl.constexpr):
     """The word a block's ranks compare (_team_barrier): call_ident's hash (40 bits; 0 where
     the kernel passes none) with the block's kind and op above it."""
     opc: tl.constexpr = 1 if OP == "max" else (2 if OP == "min" else 0)
-    return ident + (KIND << 40) + (opc << 44)
+    # in 64 bits whatever ident's type: Triton passes an integer argument that fits as an i32
+    return ident + tl.zeros((), tl.int64) + (KIND << 40) + (opc << 44)
 
 
 # ---- the collectives' blocks: each on one program's tile (offs, mask) of a call ----------------
