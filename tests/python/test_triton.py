@@ -899,6 +899,24 @@ def test_triton_small_identity():
     ctx.free(x)
 
 
+def test_call_ident_cache():
+    """call_ident looks its hash up by value and type (a hash a call cost about 2 µs): the
+    same as the hash computed afresh, for dtypes that compare equal but print differently
+    (NumPy's dtype and scalar type), and for an argument that cannot be a key."""
+    import hashlib
+
+    def fresh(kind, count, dtype, op=None, root=0):
+        text = repr((str(kind), int(count), str(dtype), str(op), int(root))).encode()
+        return int.from_bytes(hashlib.blake2b(text, digest_size=5).digest(), "little")
+    for args in (("allreduce", 5, np.dtype("float32"), "sum"), ("allreduce", 5, np.float32, "sum"),
+                 ("allreduce", np.int64(5), np.dtype("<f4"), "sum"),
+                 ("broadcast", 7, "int32", None, 2), ("allgather", 3, ["not", "a", "key"])):
+        for _ in range(2):  # computed, then looked up
+            check(call_ident(*args) == fresh(*args), "call_ident%r" % (args,))
+    check(call_ident("allreduce", 5, np.dtype("float32"), "sum") !=
+          call_ident("allreduce", 5, np.float32, "sum"), "two spellings, one cached hash")
+
+
 def test_triton_stream_of_calls():
     """50 consecutive Triton allreduces with no host call between them: the device-side
     epochs keep every call apart (each rank changes its input between calls, as a stream of
@@ -1243,6 +1261,7 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_collectives),
                  ("a Triton collective whose identity Triton passes as an i32",
                   test_triton_small_identity),
+                 ("call_ident's cache: by value and type", test_call_ident_cache),
                  ("50 Triton collectives with no host call between them",
                   test_triton_stream_of_calls),
                  ("a rank that skips a Triton collective", test_triton_skipped_call),

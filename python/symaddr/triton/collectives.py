@@ -48,10 +48,15 @@ def _move_kernel(team, x, x_pb, out, count, root, ident, N_RANKS: tl.constexpr,
     team_end(team, call)
 
 
+def _cdiv(a, b):
+    return -(-a // b)
+
+
 def _grid(n, block):
-    """Programs and their block for n elements: at most the team's MAX_BLOCKS programs."""
-    block = max(block, triton.next_power_of_2(triton.cdiv(max(n, 1), MAX_BLOCKS)))
-    return (max(1, triton.cdiv(n, block)),), block
+    """Programs and their block for n elements: at most the team's MAX_BLOCKS programs. Plain
+    integers (triton.cdiv and next_power_of_2 are jit functions: a few µs a call from Python)."""
+    block = max(block, 1 << (_cdiv(max(n, 1), MAX_BLOCKS) - 1).bit_length())
+    return (max(1, _cdiv(n, block)),), block
 
 
 def _op(op):
@@ -90,7 +95,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="oneshot", block=1024):
     if out is None:
         out = _empty_like(x, n)
     out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
-    grid, block = _grid(triton.cdiv(n, ctx.size) if two else n, block)
+    grid, block = _grid(_cdiv(n, ctx.size) if two else n, block)
     ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
     _allreduce_kernel[grid](team, x, ctx.get_symmetric_address_map(x).peer_bases, _arg(out), out_pb,
                             n, ident, N_RANKS=ctx.size, BLOCK=block, OP=_op(op), TWO_SHOT=two)

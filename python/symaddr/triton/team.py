@@ -21,6 +21,7 @@ ahead (a rank skipped a call), fails the call: team_barrier returns False, the s
 recorded in this rank's sync area and SYMADDR_ERR_BROKEN in every peer's (MISMATCH where the
 ranks' blocks disagree on the call: team_fail), and the context's next host call raises it and
 breaks the context, as the C team kernels do."""
+import functools
 import hashlib
 
 import triton
@@ -63,6 +64,16 @@ def call_ident(kind, count, dtype, op=None, root=0):
     a peer's memory: ranks that disagree fail the call with SYMADDR_ERR_MISMATCH rather than
     return another call's data. symaddr.triton.collectives passes it; a kernel of your own
     passes it too, or 0, which still compares the blocks' kinds and ops."""
+    try:  # a hash a call otherwise: a program's few shapes are looked up, by value and type
+        return _ident(kind, count, dtype, op, root, type(kind), type(dtype), type(op))
+    except TypeError:  # an argument that cannot be a key (an unhashable dtype)
+        return _ident.__wrapped__(kind, count, dtype, op, root)
+
+
+@functools.lru_cache(maxsize=256)
+def _ident(kind, count, dtype, op, root, *types):
+    """call_ident's hash; types only key the cache: values of two types that compare equal
+    (NumPy's dtype and its scalar type) may print differently."""
     text = repr((str(kind), int(count), str(dtype), str(op), int(root))).encode()
     return int.from_bytes(hashlib.blake2b(text, digest_size=5).digest(), "little")
 
