@@ -14,12 +14,13 @@ def _triton(ctx, a):
     if rank == 0:
         print("# symaddr.bench triton: %d ranks, backend %s, %s, best of %d rounds x %d calls "
               "(us a call, the slowest rank's); C: symaddr_allreduce/symaddr_allgather; "
-              "tri1/tri2: the Triton one-shot/two-shot allreduce, triag: the Triton all-gather "
-              "(one kernel each, synchronised on the device); g: replayed from a CUDA graph"
+              "tri1/triL/tri2: the Triton one-shot (barriers), Lamport one-shot (up to 64 "
+              "KiB) and two-shot allreduce, triag: the Triton all-gather (one kernel each, "
+              "synchronised on the device); g: replayed from a CUDA graph"
               % (size, ctx.backend, a.dtype, a.rounds, a.iters))
-        print("# %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s" % (
-            "bytes", "C ar", "tri1", "tri2", "gC ar", "gtri1", "gtri2", "C ag", "triag",
-            "gC ag", "gtriag", "wrong"))
+        print("# %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s" % (
+            "bytes", "C ar", "tri1", "triL", "tri2", "gC ar", "gtri1", "gtriL", "gtri2",
+            "C ag", "triag", "gC ag", "gtriag", "wrong"))
     esize = torch.empty((), dtype=dtype).element_size()
     for nbytes in _sizes(max(8, esize * size), a.max_bytes, 4):
         n = nbytes // esize // size * size  # two-shot and all-gather: a multiple of size
@@ -28,16 +29,26 @@ def _triton(ctx, a):
         two, _ = ctx.allocate_symmetric((n,), dtype)
         gref, _ = ctx.allocate_symmetric((n * size,), dtype)
         one = torch.empty(n, dtype=dtype, device="cuda")
+        lam = torch.empty(n, dtype=dtype, device="cuda")
+        lamport = tc._lamport_fits(x, n)
         gout = torch.empty(n * size, dtype=dtype, device="cuda")
         # small integers: every sum is exact in bf16 and f16 too
         x.copy_((torch.arange(n, device="cuda") % 7 + rank).to(dtype))
         c_ar = _c_call(ctx, "allreduce", x, ref, n, dtype)
         c_ag = _c_call(ctx, "allgather", x, gref, n, dtype)
-        fns = [c_ar, lambda: tc.allreduce(ctx, x, one),
+        fns = [c_ar, lambda: tc.allreduce(ctx, x, one, algo="oneshot"),
+               lambda: tc.allreduce(ctx, x, lam, algo="lamport"),
                lambda: tc.allreduce(ctx, x, two, algo="twoshot")]
+        if not lamport:
+            fns[2] = None
+        timed = [f for f in fns if f is not None]
+
+        def spread(values):  # None where a call was not timed
+            values = iter(values)
+            return [None if f is None else next(values) for f in fns]
+        t = spread(_timed_each(ctx, timed, a.iters, a.rounds))
+        g = spread(_graphed_each(ctx, timed, a.iters, a.rounds))
         ag = [c_ag, lambda: tc.allgather(ctx, x, gout)]
-        t = _timed_each(ctx, fns, a.iters, a.rounds)
-        g = _graphed_each(ctx, fns, a.iters, a.rounds)
         t_ag = _timed_each(ctx, ag, a.iters, a.rounds)
         g_ag = _graphed_each(ctx, ag, a.iters, a.rounds)
         torch.cuda.synchronize()
@@ -45,13 +56,16 @@ def _triton(ctx, a):
         want = (torch.arange(n, device="cuda") % 7 * size + size * (size - 1) // 2).to(dtype)
         gwant = torch.cat([(torch.arange(n, device="cuda") % 7 + r).to(dtype)
                            for r in range(size)])
-        wrong = sum(int((o != want).sum()) for o in (ref, one, two))
+        if not lamport:
+            lam.copy_(want)
+        wrong = sum(int((o != want).sum()) for o in (ref, one, lam, two))
         wrong += sum(int((o != gwant).sum()) for o in (gref, gout))
         from mpi4py import MPI
         wrong = MPI.COMM_WORLD.allreduce(wrong)
         if rank == 0:
             print("  %9d %s %6d" % (n * esize, " ".join(
-                "%8.2f" % (v * 1e6) for v in t + g + t_ag + g_ag), wrong), flush=True)
+                "%8s" % "-" if v is None else "%8.2f" % (v * 1e6) for v in t + g + t_ag + g_ag),
+                wrong), flush=True)
         ctx.barrier()
         for b in (gref, two, ref, x):
             ctx.free(b)

@@ -176,6 +176,8 @@ def k_team(sync, sync_pb, rank, timeout_ns, x, x_pb, out, n, ident, N_RANKS: tl.
         tm.team_allgather(team, call, x, x_pb, out, n, offs, mask, N_RANKS, ident)
     elif KIND == 4:
         tm.team_alltoall(team, call, x, x_pb, out, n, offs, mask, N_RANKS, ident)
+    elif KIND == 6:
+        tm.team_allreduce_lamport(team, call, x, out, n, N_RANKS, BLOCK, OP, ident)
     else:
         tm.team_broadcast(team, call, x, x_pb, out, rank, offs, mask, N_RANKS, ident)
     tm.team_end(team, call)
@@ -286,14 +288,15 @@ def main():
     if why:
         failed_builds.append("accessors: " + why)
     for dt in ("fp32", "bf16", "fp16", "i32"):
-        for kind in range(6):
+        for kind in range(6 if dt == "i32" else 7):  # 6: Lamport, floating point only
             sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
                    "x": "*" + dt, "x_pb": "*i64", "out": "*" + dt, "n": "i32",
                    "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
                    "KIND": "constexpr", "OP": "constexpr"}
             for ident in ("i64", "i32"):  # Triton passes an identity below 2**31 as an i32
                 why = compiles(k_team, dict(sig, ident=ident), {
-                    "N_RANKS": 4, "BLOCK": 128, "KIND": kind, "OP": "max" if kind == 2 else None})
+                    "N_RANKS": 4, "BLOCK": 128, "KIND": kind,
+                    "OP": "max" if kind in (2, 6) else None})
                 if why:
                     failed_builds.append("team block %d, %s, ident %s: %s"
                                          % (kind, dt, ident, why))

@@ -847,11 +847,12 @@ def test_triton_collectives():
         fill(xs, every[rank] if dtype != "int32" else every[rank].astype(np.int32))
         settle()
         for op in ("sum", "max", "min"):
-            out = tc.allreduce(ctx, xs, op=op)
-            settle()
-            check(np.array_equal(host(out), want(reference(every, op, dtype), dtype)),
-                  "%s one-shot %s: %s want %s" % (dtype, op, host(out),
-                                                  want(reference(every, op, dtype), dtype)))
+            for algo in ("auto", "oneshot") + (("lamport",) if dtype != "int32" else ()):
+                out = tc.allreduce(ctx, xs, op=op, algo=algo)
+                settle()
+                check(np.array_equal(host(out), want(reference(every, op, dtype), dtype)),
+                      "%s %s %s: %s want %s" % (dtype, algo, op, host(out),
+                                                want(reference(every, op, dtype), dtype)))
         if dtype in ("float32", "int32"):
             out2, _ = alloc((size * n,), dtype)  # another provider's memory
             tc.allreduce(ctx, xs, out2, algo="twoshot")
@@ -917,36 +918,93 @@ def test_call_ident_cache():
           call_ident("allreduce", 5, np.float32, "sum"), "two spellings, one cached hash")
 
 
+def test_triton_lamport():
+    """The Lamport one-shot (no barrier: the data marks its own arrival) over several programs,
+    from and into plain memory (x is not symmetric), f32, bf16 and f16 views at odd offsets:
+    exact against MPI's data, as the barrier one-shot; -0.0 keeps its sign and a NaN whose
+    bits are all ones (the one value sent altered) stays a NaN; a count past 64 KiB or an
+    integer dtype is refused with a message that names the algorithms that take it."""
+    n = 3 * 512 + 5  # several programs of every dtype (a tile is at most 1 KiB)
+    every = [data(r, n, "float32") for r in range(size)]
+    for v in every:
+        v[1] = -0.0
+    for dtype in ("float32", "bfloat16", "float16"):
+        plain = _plain(n + 1, dtype)
+        xs = plain[1:]
+        fill(xs, every[rank])
+        if dtype == "float32":  # all ones: a NaN, from the last rank only
+            raw = host(xs).view(np.uint32) if not ON_GPU else None
+            if ON_GPU and rank == size - 1:
+                xs[2:3].view(torch.int32).fill_(-1)
+            elif rank == size - 1:
+                raw[2] = 0xFFFFFFFF
+                xs[2] = raw.view(np.float32)[2]
+        settle()
+        out = _plain(n + 3, dtype)[3:]
+        for op in ("sum", "max"):
+            tc.allreduce(ctx, xs, out, op=op, algo="lamport")
+            settle()
+            got, ref = host(out), want(reference(every, op, dtype), dtype)
+            if dtype == "float32":  # a sum keeps the NaN; a GPU's max may drop it (fmax)
+                check(op != "sum" or np.isnan(got[2]), "%s %s: all ones from one rank gave "
+                      "%r, not a NaN" % (dtype, op, got[2]))
+                got, ref = np.delete(got, 2), np.delete(ref, 2)
+            check(np.array_equal(got, ref), "%s lamport %s over %d elements: %d wrong"
+                  % (dtype, op, n, int((got != ref).sum())))
+            check(np.signbit(host(out)[1]), "%s %s: -0.0 lost its sign" % (dtype, op))
+    for bad, why in ((_plain(64 * 1024 // 4 + 1, "float32"), "65536 bytes"),
+                     (_plain(8, "int32"), "floating point")):
+        try:
+            tc.allreduce(ctx, bad, algo="lamport")
+            raise AssertionError("lamport took %s" % why)
+        except ValueError as e:
+            check("oneshot" in str(e) and "twoshot" in str(e), str(e))
+
+
+def _plain(n, dtype):
+    """n elements of plain memory (not symmetric): a torch CUDA tensor or a NumPy array."""
+    if ON_GPU:
+        return torch.zeros(n, dtype=DTYPES[dtype], device="cuda")
+    return np.zeros(n, DTYPES[dtype])
+
+
 def test_triton_stream_of_calls():
     """50 consecutive Triton allreduces with no host call between them: the device-side
     epochs keep every call apart (each rank changes its input between calls, as a stream of
     kernels would)."""
     n, calls = 5, 50
-    x, _ = alloc((n,), "int32")
-    outs = [np.empty(n, np.int32) if torch is None else
-            torch.empty(n, dtype=torch.int32, device=x.device) for _ in range(calls)]
-    settle()
-    for i in range(calls):
-        fill(x, np.arange(n) + 100 * rank + i)  # after the previous call's last barrier
-        tc.allreduce(ctx, x, outs[i])
-    settle()
-    for i in range(calls):
-        wanted = sum(np.arange(n) + 100 * r + i for r in range(size))
-        check(np.array_equal(host(outs[i]), wanted), "call %d: %s" % (i, host(outs[i])))
-    ctx.free(x)
+    for dtype in ("int32", "float32"):  # the barrier one-shot, the Lamport one (3 buffers)
+        x, _ = alloc((n,), dtype)
+        outs = [_plain(n, dtype) for _ in range(calls)]
+        settle()
+        for i in range(calls):
+            fill(x, np.arange(n) + 100 * rank + i)  # after the previous call's last barrier
+            tc.allreduce(ctx, x, outs[i])
+        settle()
+        for i in range(calls):
+            wanted = sum(np.arange(n) + 100 * r + i for r in range(size))
+            check(np.array_equal(host(outs[i]), wanted), "%s call %d: %s"
+                  % (dtype, i, host(outs[i])))
+        ctx.free(x)
 
 
 def test_triton_skipped_call():
-    """A rank that skips a Triton collective: its peers' next call times out on the device,
-    and nobody's next host call returns OK (TIMEOUT where it waited, BROKEN on the rank that
-    skipped); the context is broken afterwards."""
+    """A rank that skips a Triton collective (the barrier one-shot on int32, the Lamport one
+    on float32): its peers' next call times out on the device, and nobody's next host call
+    returns OK (TIMEOUT where it waited, BROKEN on the rank that skipped); the context is
+    broken afterwards."""
     if size < 2:
         return "SKIP: needs 2 ranks"
+    for dtype in ("int32", "float32"):
+        _skip_one(dtype)
+
+
+def _skip_one(dtype):
     with sa.Context(backend=ctx.backend) as short:
         short.set_timeout(1500)  # after init: a loaded machine's init may take longer
         check(short.team().timeout_ns == 1500 * 1000000, "the team's timeout: %d ns"
               % short.team().timeout_ns)
-        x, _ = short.allocate_symmetric((4,), DTYPES["int32"])
+        x, _ = short.allocate_symmetric((4,), DTYPES[dtype])
         fill(x, [rank] * 4)
         short.team()
         for call in range(2):
@@ -983,6 +1041,12 @@ def test_triton_identity_mismatch():
         "root": lambda c, x, y, o: tc.broadcast(c, x[:n], root=int(odd)),
         "algorithm": lambda c, x, y, o: tc.allreduce(c, x[:n], o[:n],
                                                      algo="twoshot" if odd else "oneshot"),
+        "Lamport or barrier": lambda c, x, y, o: tc.allreduce(
+            c, y[:n], algo="oneshot" if odd else "lamport"),
+        "Lamport count": lambda c, x, y, o: tc.allreduce(c, y[:n - odd], algo="lamport"),
+        "Lamport grid": lambda c, x, y, o: tc.allreduce(c, y[:600 if odd else n],
+                                                        algo="lamport"),
+        "Lamport op": lambda c, x, y, o: tc.allreduce(c, y[:n], op="min" if odd else "sum"),
         "dtype": lambda c, x, y, o: tc.allreduce(c, y[:n] if odd else x[:n]),
     }
     wrong = []
@@ -990,10 +1054,10 @@ def test_triton_identity_mismatch():
         with sa.Context(backend=ctx.backend) as short:
             short.set_timeout(3000)  # after init: a loaded machine's init may take longer
             x, _ = short.allocate_symmetric((size * n,), DTYPES["int32"])
-            y, _ = short.allocate_symmetric((size * n,), DTYPES["float32"])
+            y, _ = short.allocate_symmetric((max(size * n, 600),), DTYPES["float32"])
             o, _ = short.allocate_symmetric((size * n,), DTYPES["int32"])
             fill(x, np.arange(size * n) + 100 * rank)
-            fill(y, np.arange(size * n) + 100 * rank)
+            fill(y, np.arange(max(size * n, 600)) + 100 * rank)
             short.team()
             launch(short, x, y, o)
             try:
@@ -1262,6 +1326,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("a Triton collective whose identity Triton passes as an i32",
                   test_triton_small_identity),
                  ("call_ident's cache: by value and type", test_call_ident_cache),
+                 ("the Triton Lamport one-shot: several programs, plain memory, -0.0 and NaN",
+                  test_triton_lamport),
                  ("50 Triton collectives with no host call between them",
                   test_triton_stream_of_calls),
                  ("a rank that skips a Triton collective", test_triton_skipped_call),

@@ -11,20 +11,23 @@ import triton.language as tl
 
 from symaddr._arrays import HostArray
 from symaddr._comm import count_of as _count
-from symaddr.triton.team import (MAX_BLOCKS, call_ident, team_allgather,
-                                 team_allreduce_oneshot, team_allreduce_twoshot, team_alltoall,
-                                 team_begin, team_broadcast, team_end, team_reduce_scatter)
+from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allgather,
+                                 team_allreduce_lamport, team_allreduce_oneshot,
+                                 team_allreduce_twoshot, team_alltoall, team_begin,
+                                 team_broadcast, team_end, team_reduce_scatter)
 
 
 # ---- one kernel per host function -------------------------------------------------------------
 
 @triton.jit
 def _allreduce_kernel(team, x, x_pb, out, out_pb, n, ident, N_RANKS: tl.constexpr,
-                      BLOCK: tl.constexpr, OP: tl.constexpr, TWO_SHOT: tl.constexpr):
+                      BLOCK: tl.constexpr, OP: tl.constexpr, ALGO: tl.constexpr):
     call = team_begin(team)
-    if TWO_SHOT:
+    if ALGO == "twoshot":
         team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tl.program_id(0), n, N_RANKS,
                                BLOCK, OP, ident)
+    elif ALGO == "lamport":
+        team_allreduce_lamport(team, call, x, out, n, N_RANKS, BLOCK, OP, ident)
     else:
         offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP, ident)
@@ -83,22 +86,57 @@ def _arg(a):
     return a
 
 
-def allreduce(ctx, x, out=None, op="sum", algo="oneshot", block=1024):
-    """out = the reduction over ranks of x (symmetric, any provider), in one kernel with no
-    host barrier. algo "oneshot": out is any memory (default a new array); "twoshot": out is
-    symmetric (any provider) and not x. Returns out."""
+def _itemsize(x):
+    size = getattr(x.dtype, "itemsize", None)  # NumPy's
+    return size if size is not None else x.element_size()
+
+
+def _lamport_fits(x, n):
+    """Whether the Lamport one-shot takes x of n elements: 16- or 32-bit floating point, one
+    tile a program, MAX_BLOCKS programs at most."""
+    kind = getattr(x.dtype, "kind", None)  # NumPy's (ml_dtypes' bfloat16 is a kind "V")
+    if kind is None:
+        floating = x.dtype.is_floating_point
+    else:
+        floating = kind == "f" or str(x.dtype) == "bfloat16"
+    return floating and _itemsize(x) <= 4 and n * _itemsize(x) <= MAX_BLOCKS * LAMPORT_SLOT
+
+
+ALGOS = ("auto", "lamport", "oneshot", "twoshot")
+
+
+def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
+    """out = the reduction over ranks of x, in one kernel with no host barrier. algo
+    "lamport": floating point of at most MAX_BLOCKS * LAMPORT_SLOT bytes (64 KiB), x and out
+    any memory, no barrier (the data marks its own arrival); "oneshot": x symmetric (any
+    provider), out any memory (default a new array), two barriers; "twoshot": x and out
+    symmetric (any provider, out not x); "auto" (the default): "lamport" where it takes x,
+    else "oneshot". Returns out."""
     team = ctx.team()
     n = _count(x)
-    two = algo == "twoshot"
-    if algo not in ("oneshot", "twoshot"):
-        raise ValueError("algo %r: \"oneshot\" or \"twoshot\"" % (algo,))
+    if algo not in ALGOS:
+        raise ValueError("algo %r: one of %s" % (algo, ", ".join('"%s"' % a for a in ALGOS)))
+    fits = _lamport_fits(x, n)
+    if algo == "auto":
+        algo = "lamport" if fits else "oneshot"
+    elif algo == "lamport" and not fits:
+        raise ValueError("algo \"lamport\" takes 16- or 32-bit floating point of at most %d bytes (%d "
+                         "elements of %s here): use \"oneshot\" or \"twoshot\""
+                         % (MAX_BLOCKS * LAMPORT_SLOT, n, x.dtype))
     if out is None:
         out = _empty_like(x, n)
-    out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
-    grid, block = _grid(_cdiv(n, ctx.size) if two else n, block)
+    if algo == "lamport":
+        block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
+        grid = (max(1, _cdiv(n, block)),)
+        x_pb = out_pb = team.sync_pb
+    else:
+        two = algo == "twoshot"
+        out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
+        grid, block = _grid(_cdiv(n, ctx.size) if two else n, block)
+        x_pb = ctx.get_symmetric_address_map(x).peer_bases
     ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
-    _allreduce_kernel[grid](team, x, ctx.get_symmetric_address_map(x).peer_bases, _arg(out), out_pb,
-                            n, ident, N_RANKS=ctx.size, BLOCK=block, OP=_op(op), TWO_SHOT=two)
+    _allreduce_kernel[grid](team, _arg(x), x_pb, _arg(out), out_pb, n, ident, N_RANKS=ctx.size,
+                            BLOCK=block, OP=_op(op), ALGO=algo)
     return out
 
 
@@ -144,4 +182,4 @@ def broadcast(ctx, x, out=None, root=0, block=1024):
 
 def oneshot_allreduce(ctx, x, out, block=1024):
     """allreduce(ctx, x, out, "sum", "oneshot"): the name of the first version."""
-    return allreduce(ctx, x, out, block=block)
+    return allreduce(ctx, x, out, algo="oneshot", block=block)
