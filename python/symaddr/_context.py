@@ -89,6 +89,7 @@ class Context(Registrations, Validation, Communication):
         self.device = self._lib.symaddr_device(self._h)  # the GPU's ordinal; -1 on the cpu
         self._heap_bases = None
         self._team = None
+        self._plans = {}  # symaddr.triton.collectives' compiled kernels over this Team
         self._broken = None
         self.timeout_ms = cfg.timeout_ms
         # validation mode: kernels' refused translations are raised by the next host call
@@ -134,7 +135,7 @@ class Context(Registrations, Validation, Communication):
             return
         self._lifetimes.reap_local()
         h, self._h = self._h, None
-        self._team = None
+        self._team, self._plans = None, {}
         regs = list(self._regs.values()) + list(self._plain.values()) + [self._own]
         for reg in regs:
             reg.life.end("released when its context was closed")
@@ -172,6 +173,7 @@ class Context(Registrations, Validation, Communication):
         self._lifetimes.timeout_s = timeout_ms / 1000.0
         if self._team is not None:
             self._team = self._team._replace(timeout_ns=timeout_ms * 1000000)
+            self._plans = {}  # compiled for the old Team's values
 
     def team(self) -> Team:
         """The context's Team (symaddr.triton.team): made by the first call, which is

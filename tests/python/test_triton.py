@@ -952,6 +952,25 @@ def test_triton_lamport():
             check(np.array_equal(got, ref), "%s lamport %s over %d elements: %d wrong"
                   % (dtype, op, n, int((got != ref).sum())))
             check(np.signbit(host(out)[1]), "%s %s: -0.0 lost its sign" % (dtype, op))
+    # one call aligned, at odd offsets, aligned again, and after set_timeout (which remakes
+    # the Team): on a GPU the kernel compiled for the first is started directly for the
+    # others (its pointers are not specialised), and set_timeout drops it
+    base, outs = _plain(n + 1, "float32"), _plain(n + 1, "float32")
+    ref = want(reference(every, "sum", "float32"), "float32")
+    for step, off in enumerate((0, 1, 0, 1)):
+        if step == 3:
+            kept = len(ctx._plans)
+            ctx.set_timeout(ctx.timeout_ms)
+            check(not ctx._plans, "set_timeout kept %d compiled kernels" % len(ctx._plans))
+            check(kept or not ON_GPU, "no compiled kernel kept on a GPU: every call went "
+                  "through Triton's JIT")
+        fill(base[off:off + n], every[rank])
+        settle()
+        tc.allreduce(ctx, base[off:off + n], outs[off:off + n])
+        settle()
+        got = host(outs[off:off + n])
+        check(np.array_equal(got, ref), "float32 lamport at offset %d, call %d: %d wrong"
+              % (off, step, int((got != ref).sum())))
     for bad, why in ((_plain(64 * 1024 // 4 + 1, "float32"), "65536 bytes"),
                      (_plain(8, "int32"), "floating point")):
         try:
