@@ -883,6 +883,47 @@ def test_triton_collectives():
         ctx.free(x)
 
 
+def test_triton_kept_kernels():
+    """Every host function of symaddr.triton.collectives called aligned, then on views at odd
+    offsets with the same dtypes and sizes: on a GPU the kernel compiled for the first call is
+    started directly for the second (its pointers are not specialised), and each kernel was
+    kept; exact against a sequential computation."""
+    n = 3 * size + 2
+    every = [np.arange(size * n) * 3 + 1000 * r for r in range(size)]
+    total = sum(every)
+    for off in (0, 1):
+        x, _ = alloc((size * n + 1,), "int32")
+        o, _ = alloc((size * n + 1,), "int32")  # symmetric: the two-shot's out
+        plain = _plain(size * size * n + 1, "int32")
+        xs, os_, ps = x[off:off + size * n], o[off:off + size * n], plain[off:]
+        fill(xs, every[rank])
+        settle()
+        calls = {
+            "one-shot": (lambda: tc.allreduce(ctx, xs, ps[:size * n], algo="oneshot"), total),
+            "two-shot": (lambda: tc.allreduce(ctx, xs, os_, algo="twoshot"), total),
+            "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xs, ps[:n]),
+                               total[rank * n:(rank + 1) * n]),
+            "all-gather": (lambda: tc.allgather(ctx, xs[:n], ps[:size * n]),
+                           np.concatenate([e[:n] for e in every])),
+            "all-to-all": (lambda: tc.alltoall(ctx, xs, ps[:size * n]),
+                           np.concatenate([e[rank * n:(rank + 1) * n] for e in every])),
+            "broadcast": (lambda: tc.broadcast(ctx, xs, ps[:size * n], root=size - 1),
+                          every[size - 1]),
+        }
+        for name, (call, wanted) in calls.items():
+            out = call()
+            settle()
+            got = host(os_ if name == "two-shot" else out)
+            check(np.array_equal(got, wanted), "%s at offset %d: %d wrong"
+                  % (name, off, int((got != wanted).sum())))
+        ctx.free(o)
+        ctx.free(x)
+    if ON_GPU:
+        kept = {k[1] for k in ctx._plans}
+        check({tc._allreduce_small, tc._move_small} <= kept, "kernels kept: %s"
+              % sorted(str(k) for k in kept))
+
+
 def test_triton_small_identity():
     """A Triton collective whose identity (call_ident) is below 2**31, which Triton passes as
     an i32: the blocks widen it (the kernel failed to compile, "Scalar 1099511627776 is out
@@ -1342,6 +1383,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("heap, ipc, import and foreign maps in one kernel", test_mixed_providers),
                  ("Triton collectives, one kernel each, no host barrier",
                   test_triton_collectives),
+                 ("the Triton collectives' kept kernels, aligned then at odd offsets",
+                  test_triton_kept_kernels),
                  ("a Triton collective whose identity Triton passes as an i32",
                   test_triton_small_identity),
                  ("call_ident's cache: by value and type", test_call_ident_cache),

@@ -19,9 +19,8 @@ from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allg
 
 # ---- one kernel per host function -------------------------------------------------------------
 
-@triton.jit
-def _allreduce_kernel(team, x, x_pb, out, out_pb, n, ident, N_RANKS: tl.constexpr,
-                      BLOCK: tl.constexpr, OP: tl.constexpr, TWO_SHOT: tl.constexpr):
+def _allreduce_body(team, x, x_pb, out, out_pb, n, ident: tl.int64, N_RANKS: tl.constexpr,
+                    BLOCK: tl.constexpr, OP: tl.constexpr, TWO_SHOT: tl.constexpr):
     call = team_begin(team)
     if TWO_SHOT:
         team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tl.program_id(0), n, N_RANKS,
@@ -32,10 +31,18 @@ def _allreduce_kernel(team, x, x_pb, out, out_pb, n, ident, N_RANKS: tl.constexp
     team_end(team, call)
 
 
-# The Lamport one-shot, the default for small floating-point calls, where the launch is most of
-# the time: its runtime arguments are not specialised (Triton's tuples are, and the Team's are
-# fixed per Team), so the kernel Triton compiled for one call fits every later call of the same
-# dtypes and constexprs, and _launch starts it without Triton's binder.
+# Each kernel twice: Triton's JIT specialises the runtime arguments (a pointer's alignment lets
+# it vectorise), and calls of at most SMALL_BYTES a rank, where the launch is most of the time,
+# take them unspecialised (Triton's tuples are, and the Team's are fixed per Team): the kernel
+# Triton compiled for one such call fits every later call of the same dtypes and constexprs
+# (their integers fit an i32; the identity is an i64), and _launch starts it without Triton's
+# binder. The Lamport one-shot takes at most SMALL_BYTES.
+SMALL_BYTES = MAX_BLOCKS * LAMPORT_SLOT
+_allreduce_kernel = triton.jit(_allreduce_body)
+_allreduce_small = triton.jit(do_not_specialize=["x", "x_pb", "out", "out_pb", "n", "ident"])(
+    _allreduce_body)
+
+
 @triton.jit(do_not_specialize=["x", "out", "n", "ident"])
 def _lamport_kernel(team, x, out, n: tl.int32, ident: tl.int64, N_RANKS: tl.constexpr,
                     BLOCK: tl.constexpr, OP: tl.constexpr):
@@ -44,9 +51,8 @@ def _lamport_kernel(team, x, out, n: tl.int32, ident: tl.int64, N_RANKS: tl.cons
     team_end(team, call)
 
 
-@triton.jit
-def _move_kernel(team, x, x_pb, out, count, root, ident, N_RANKS: tl.constexpr,
-                 BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
+def _move_body(team, x, x_pb, out, count, root, ident: tl.int64, N_RANKS: tl.constexpr,
+               BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
     call = team_begin(team)
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < count
@@ -59,6 +65,11 @@ def _move_kernel(team, x, x_pb, out, count, root, ident, N_RANKS: tl.constexpr,
     else:
         team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS, ident)
     team_end(team, call)
+
+
+_move_kernel = triton.jit(_move_body)
+_move_small = triton.jit(do_not_specialize=["x", "x_pb", "out", "count", "root", "ident"])(
+    _move_body)
 
 
 def _cdiv(a, b):
@@ -74,22 +85,26 @@ def _grid(n, block):
 
 def _launch(ctx, kernel, grid, key, args):
     """kernel[grid](*args) (args: every parameter in order, the constexprs' values last). A
-    kernel whose runtime arguments Triton does not specialise (_lamport_kernel) fits every
-    call of one key (the dtypes and constexprs, and the device: Triton launches on the current
-    one), so after a key's first launch through Triton's JIT the kernel it compiled is started
-    directly (CompiledKernel[grid], on the current device's current stream): 12.1 µs of host
-    time a launch on an H200, where Triton's JIT took 22.8 (its binder and cache lookup).
-    Under the interpreter every call goes through the JIT."""
+    kernel whose runtime arguments Triton does not specialise (the *_small ones, the Lamport
+    one) fits every call of one key (the tensors' dtypes and the constexprs, and the device:
+    Triton launches on the current one), so after a key's first launch through Triton's JIT
+    the kernel it compiled is started directly (CompiledKernel[grid], on the current device's
+    current stream): 12.1 µs of host time a launch on an H200, where Triton's JIT took 22.8
+    (its binder and cache lookup). Under the interpreter every call goes through the JIT."""
+    if ctx.backend == "cpu":
+        kernel[grid](*args)
+        return
     import torch
     device = torch.cuda.current_device()
-    compiled = ctx._plans.get((device,) + key)
+    key = (device, kernel) + key
+    compiled = ctx._plans.get(key)
     if compiled is not None:  # its runner calls Triton's launch hooks as the JIT's does
         compiled[grid + (1,) * (3 - len(grid))](
             *args, stream=torch._C._cuda_getCurrentRawStream(device))
         return
     compiled = kernel[grid](*args)
     if isinstance(compiled, _CompiledKernel):
-        ctx._plans[(device,) + key] = compiled
+        ctx._plans[key] = compiled
 
 
 try:
@@ -166,17 +181,18 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
         grid = (max(1, _cdiv(n, block)),)
         args = (team, _arg(x), _arg(out), n, ident, ctx.size, block, _op(op))
-        if ctx.backend == "cpu":  # Triton's interpreter
-            _lamport_kernel[grid](*args)
-        else:
-            _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + args[5:], args)
+        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + args[5:], args)
         return out
     two = algo == "twoshot"
     out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
     grid, block = _grid(_cdiv(n, ctx.size) if two else n, block)
     x_pb = ctx.get_symmetric_address_map(x).peer_bases
-    _allreduce_kernel[grid](team, _arg(x), x_pb, _arg(out), out_pb, n, ident, N_RANKS=ctx.size,
-                            BLOCK=block, OP=_op(op), TWO_SHOT=two)
+    args = (team, _arg(x), x_pb, _arg(out), out_pb, n, ident, ctx.size, block, _op(op), two)
+    if n * _itemsize(x) <= SMALL_BYTES:
+        _launch(ctx, _allreduce_small, grid, (x.dtype, x_pb.dtype, out.dtype, out_pb.dtype)
+                + args[7:], args)
+    else:
+        _allreduce_kernel[grid](*args)
     return out
 
 
@@ -184,8 +200,12 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
     team = ctx.team()
     grid, block = _grid(count, block)
     ident = call_ident(kind, count, x.dtype, op, root)
-    _move_kernel[grid](team, x, ctx.get_symmetric_address_map(x).peer_bases, _arg(out), count, root,
-                       ident, N_RANKS=ctx.size, BLOCK=block, KIND=kind, OP=_op(op))
+    x_pb = ctx.get_symmetric_address_map(x).peer_bases
+    args = (team, _arg(x), x_pb, _arg(out), count, root, ident, ctx.size, block, kind, _op(op))
+    if count * _itemsize(x) <= SMALL_BYTES:
+        _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[7:], args)
+    else:
+        _move_kernel[grid](*args)
     return out
 
 
