@@ -163,3 +163,58 @@ def _fused_row(ctx, a, name, m, nk, fused, unfused, outs, want):
         print("  %-8s %4d %5d %9.2f %9.2f %7.3f %9.2f %9.2f %7.3f %6d" % (
             name, m, nk, t[0] * 1e6, t[1] * 1e6, t[1] / t[0], g[0] * 1e6, g[1] * 1e6,
             g[1] / g[0], wrong), flush=True)
+
+
+def _launch(ctx, a):
+    """Host time a call (µs, the slowest rank's, best of the rounds) of a small Triton
+    collective and of its launch alone: symaddr.triton.collectives' Lamport allreduce (the kept
+    kernel started directly), the same kernel launched through Triton's JIT (its binder and
+    cache lookup every call), the kept CompiledKernel alone, and Context.allreduce (the C
+    call) on the same buffers (out is plain memory, which the C call stages through
+    symmetric memory)."""
+    import time
+
+    import torch
+    from mpi4py import MPI
+    from symaddr.triton import collectives as tc
+    n = 256  # 1 KiB of f32: one program
+    x, _ = ctx.allocate_symmetric((n,), torch.float32)
+    x.fill_(ctx.rank)
+    out = torch.empty(n, device="cuda")
+    team = ctx.team()
+    tc.allreduce(ctx, x, out, algo="lamport")  # compiles and keeps the kernel
+    ident = tc.call_ident("allreduce", n, x.dtype, "sum")
+    args = (team, x, out, n, ident, ctx.size, n, None)
+    kept = [k for k in ctx._plans.values()]
+    if len(kept) != 1:
+        raise SystemExit("symaddr.bench launch: %d kept kernels, want 1" % len(kept))
+    device = torch.cuda.current_device()
+    calls = [("symaddr.triton.collectives.allreduce (lamport)",
+              lambda: tc.allreduce(ctx, x, out, algo="lamport")),
+             ("its kernel through Triton's JIT", lambda: tc._lamport_kernel[(1,)](*args)),
+             ("its kept kernel: CompiledKernel[grid]", lambda: kept[0][(1, 1, 1)](
+                 *args, stream=torch._C._cuda_getCurrentRawStream(device))),
+             ("Context.allreduce (the C call)", lambda: ctx.allreduce(x, out))]
+    best = [float("inf")] * len(calls)
+    for _ in range(a.rounds):
+        for i, (_, call) in enumerate(calls):  # in turn, so a slower spell falls on all
+            torch.cuda.synchronize()
+            ctx.barrier()
+            start = time.perf_counter()
+            for _ in range(a.iters):
+                call()
+            best[i] = min(best[i], (time.perf_counter() - start) / a.iters)
+            torch.cuda.synchronize()
+    best = [MPI.COMM_WORLD.allreduce(b, op=MPI.MAX) for b in best]
+    torch.cuda.synchronize()
+    ctx.barrier()
+    want = torch.full((n,), float(ctx.size * (ctx.size - 1) // 2), device="cuda")
+    wrong = MPI.COMM_WORLD.allreduce(int((out != want).sum()))
+    if ctx.rank == 0:
+        print("# symaddr.bench launch: %d ranks, backend %s, 1 KiB f32, host us a call (the "
+              "slowest rank's), best of %d rounds x %d calls" % (ctx.size, ctx.backend,
+                                                                 a.rounds, a.iters))
+        for (name, _), b in zip(calls, best):
+            print("  %-48s %8.2f" % (name, b * 1e6))
+        print("  wrong elements after the last call: %d" % wrong)
+    ctx.free(x)

@@ -19,6 +19,9 @@
         the example's fused GEMM + allreduce and all-gather + GEMM against their unfused pairs
         (the GEMM, then the Triton collective), bf16 with f32 accumulation, M = 1 to 128
         tokens, N = K = 4096 and 8192, eager and graph-replayed; exact (integer-valued data)
+    mpiexec -n 2 python -m symaddr.bench launch
+        host time a call of a small Triton collective (a kept compiled kernel started
+        directly) against the same kernel launched through Triton's JIT, and the C call
 
 Rank 0 prints one table per benchmark: the best round of each, and their ratio."""
 import argparse
@@ -280,7 +283,7 @@ def _load_example(path, default):
 # (the Triton collectives' and the fused kernels' benchmarks live in _bench_triton)
 _BENCHES = {"alloc": (_alloc, 200, 0), "put": (_put, 20, 1 << 30),
             "allreduce": (_allreduce, 200, 1 << 20), "triton": ("_triton", 200, 1 << 20),
-            "fused": ("_fused", 20, 0)}
+            "fused": ("_fused", 20, 0), "launch": ("_launch", 2000, 0)}
 
 
 def main(argv=None):
@@ -289,7 +292,7 @@ def main(argv=None):
     ap.add_argument("what", nargs="?", default="alloc", choices=list(_BENCHES))
     ap.add_argument("--iters", type=int, default=None,
                     help="calls per round (alloc 200, put 20, allreduce and triton 200, "
-                    "fused 20)")
+                    "fused 20, launch 2000)")
     ap.add_argument("--rounds", type=int, default=5, help="rounds of each, alternately")
     ap.add_argument("--bytes", type=int, default=4096, help="alloc: bytes per allocation")
     ap.add_argument("--provider", default="ipc", help="alloc: ipc, heap or vmm")
