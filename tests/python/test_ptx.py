@@ -156,6 +156,10 @@ def k_order_old(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
                          peer, mask=m)
 
 
+# the team's fields as the k_* kernels take them (Team, flattened)
+TEAM_SIG = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64"}
+
+
 @triton.jit
 def k_team(sync, sync_pb, rank, timeout_ns, x, x_pb, out, n, ident, N_RANKS: tl.constexpr,
            BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
@@ -270,10 +274,8 @@ def main():
                        "buffer_copy", "buffer_put_signal"])))
     steps = {}
     for ranks in (2, 8):
-        sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
-               "x": "*fp32", "x_pb": "*i64", "out": "*fp32", "n": "i32", "ident": "i64",
-               "N_RANKS": "constexpr", "BLOCK": "constexpr", "KIND": "constexpr",
-               "OP": "constexpr"}
+        sig = dict(TEAM_SIG, x="*fp32", x_pb="*i64", out="*fp32", n="i32", ident="i64",
+                   N_RANKS="constexpr", BLOCK="constexpr", KIND="constexpr", OP="constexpr")
         code = triton.compile(ASTSource(fn=k_team, signature=sig, constexprs={
             "N_RANKS": ranks, "BLOCK": 128, "KIND": 0, "OP": None}),
             target=GPUTarget("cuda", 90, 32)).asm["ptx"].split(".section")[0]
@@ -289,10 +291,9 @@ def main():
         failed_builds.append("accessors: " + why)
     for dt in ("fp32", "bf16", "fp16", "i32"):
         for kind in range(6 if dt == "i32" else 7):  # 6: Lamport, floating point only
-            sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
-                   "x": "*" + dt, "x_pb": "*i64", "out": "*" + dt, "n": "i32",
-                   "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
-                   "KIND": "constexpr", "OP": "constexpr"}
+            sig = dict(TEAM_SIG, x="*" + dt, x_pb="*i64", out="*" + dt, n="i32", ident="i64",
+                       N_RANKS="constexpr", BLOCK="constexpr", KIND="constexpr",
+                       OP="constexpr")
             for ident in ("i64", "i32"):  # Triton passes an identity below 2**31 as an i32
                 why = compiles(k_team, dict(sig, ident=ident), {
                     "N_RANKS": 4, "BLOCK": 128, "KIND": kind,
@@ -302,18 +303,46 @@ def main():
                                          % (kind, dt, ident, why))
     for dt in ("fp32", "bf16"):
         for kind, what in enumerate(("allreduce+RMSNorm", "GEMM+allreduce", "all-gather+GEMM")):
-            sig = {"sync": "*i64", "sync_pb": "*i64", "rank": "i32", "timeout_ns": "i64",
-                   "a": "*" + dt, "a_pb": "*i64", "b": "*" + dt, "out": "*" + dt, "M": "i32",
-                   "N": "i32", "K": "i32", "eps": "fp32", "N_RANKS": "constexpr",
-                   "BM": "constexpr", "BN": "constexpr", "BK": "constexpr", "KIND": "constexpr"}
+            sig = dict(TEAM_SIG, a="*" + dt, a_pb="*i64", b="*" + dt, out="*" + dt, M="i32",
+                       N="i32", K="i32", eps="fp32", N_RANKS="constexpr", BM="constexpr",
+                       BN="constexpr", BK="constexpr", KIND="constexpr")
             why = compiles(k_fused, sig, {"N_RANKS": 8, "BM": 16, "BN": 64, "BK": 32,
                                           "KIND": kind})
             if why:
                 failed_builds.append("examples/triton_fused.py %s, %s: %s" % (what, dt, why))
+    # the host functions' own kernels, as they launch small calls (runtime arguments not
+    # specialised, the Team a tuple argument)
+    from symaddr._maps import Team as TeamOf
+    from symaddr.triton import collectives as tc
+    team_sig = TeamOf(*TEAM_SIG.values())
+    for dt in ("fp32", "bf16", "fp16"):
+        why = compiles(tc._lamport_kernel, {
+            "team": team_sig, "x": "*" + dt, "out": "*" + dt, "n": "i32", "ident": "i64",
+            "N_RANKS": "constexpr", "BLOCK": "constexpr", "OP": "constexpr"},
+            {"N_RANKS": 8, "BLOCK": 256, "OP": None})
+        if why:
+            failed_builds.append("_lamport_kernel, %s: %s" % (dt, why))
+    for dt, two in (("i32", False), ("fp32", True)):
+        why = compiles(tc._allreduce_small, {
+            "team": team_sig, "x": "*" + dt, "x_pb": "*i64", "out": "*" + dt, "out_pb": "*i64",
+            "n": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
+            "OP": "constexpr", "TWO_SHOT": "constexpr"},
+            {"N_RANKS": 8, "BLOCK": 1024, "OP": "max", "TWO_SHOT": two})
+        if why:
+            failed_builds.append("_allreduce_small, %s, two-shot %s: %s" % (dt, two, why))
+    for kind in ("reduce_scatter", "allgather", "alltoall", "broadcast"):
+        why = compiles(tc._move_small, {
+            "team": team_sig, "x": "*bf16", "x_pb": "*i64", "out": "*bf16", "count": "i32",
+            "root": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
+            "KIND": "constexpr", "OP": "constexpr"},
+            {"N_RANKS": 8, "BLOCK": 1024, "KIND": kind, "OP": None})
+        if why:
+            failed_builds.append("_move_small, %s: %s" % (kind, why))
     cases.append(("every accessor (three forms, masks or none), every team block (4 "
-                  "dtypes, an i64 or i32 identity) and every fused kernel of examples/triton_fused.py (2 dtypes) "
-                  "compile for sm_90%s" % (": " + "; ".join(failed_builds)
-                                                  if failed_builds else ""),
+                  "dtypes, an i64 or i32 identity), the kernels symaddr.triton.collectives "
+                  "launches for small calls and every fused kernel of "
+                  "examples/triton_fused.py (2 dtypes) compile for sm_90%s"
+                  % (": " + "; ".join(failed_builds) if failed_builds else ""),
                   not failed_builds))
     for name, ok in cases:
         print(("ok     - %s" % name) if ok else ("not ok - %s" % name), flush=True)

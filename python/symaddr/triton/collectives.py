@@ -171,8 +171,8 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     if algo == "auto":
         algo = "lamport" if fits else "oneshot"
     elif algo == "lamport" and not fits:
-        raise ValueError("algo \"lamport\" takes 16- or 32-bit floating point of at most %d bytes (%d "
-                         "elements of %s here): use \"oneshot\" or \"twoshot\""
+        raise ValueError("algo \"lamport\" takes 16- or 32-bit floating point of at most %d "
+                         "bytes (%d elements of %s here): use \"oneshot\" or \"twoshot\""
                          % (MAX_BLOCKS * LAMPORT_SLOT, n, x.dtype))
     if out is None:
         out = _empty_like(x, n)
