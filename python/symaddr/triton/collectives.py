@@ -89,8 +89,9 @@ def _launch(ctx, kernel, grid, key, args):
     one) fits every call of one key (the tensors' dtypes and the constexprs, and the device:
     Triton launches on the current one), so after a key's first launch through Triton's JIT
     the kernel it compiled is started directly (CompiledKernel[grid], on the current device's
-    current stream): 12.1 µs of host time a launch on an H200, where Triton's JIT took 22.8
-    (its binder and cache lookup). Under the interpreter every call goes through the JIT."""
+    current stream): on one H200, 8.5 and 12.9 µs of host time a launch at 2 and 8 ranks,
+    where Triton's JIT took 14.8 and 22.9 (python -m symaddr.bench launch). Under the
+    interpreter every call goes through the JIT."""
     if ctx.backend == "cpu":
         kernel[grid](*args)
         return
