@@ -364,147 +364,15 @@ def team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS: tl.const
     return ok
 
 
-# ---- Lamport: data that marks its own arrival -------------------------------------------------
-
-@triton.jit
-def _lamport_word(v):
-    """v's bits plus one, so that memory's 0 means "not arrived": all ones (a NaN) goes with
-    its lowest bit cleared first, so that no value is sent as 0 (16 and 32 bits)."""
-    tl.static_assert((v.dtype.primitive_bitwidth == 16) | (v.dtype.primitive_bitwidth == 32),
-                     "team_allreduce_lamport: 16- and 32-bit floating point")
-    if v.dtype.primitive_bitwidth == 16:
-        bits = v.to(tl.uint16, bitcast=True)
-        bits = bits - (bits == 0xFFFF).to(tl.uint16)
-    else:
-        bits = v.to(tl.uint32, bitcast=True)
-        bits = bits - (bits == 0xFFFFFFFF).to(tl.uint32)
-    return bits + 1
+def __getattr__(name):
+    """team_allreduce_lamport: the Lamport block, in a module of its own (symaddr.triton.
+    _lamport) on the helpers above, is part of this module's interface as of team.h's; looked
+    up when first asked for, since that module imports this one."""
+    if name == "team_allreduce_lamport":
+        from ._lamport import team_allreduce_lamport
+        return team_allreduce_lamport
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
-@triton.jit
-def _all(b, rank):
-    """Whether b (one value a thread) holds in every thread of the program: a reduction over
-    a vector with an element in every thread, which crosses the warps (rank, a runtime value,
-    keeps the compiler from folding it into b)."""
-    lanes = tl.arange(0, 1024)
-    return tl.min(tl.where(lanes < rank + 1024, b.to(tl.int32), 1), 0) != 0
-
-
-@triton.jit
-def _any(b, rank):
-    """Whether b (one value a thread) holds in some thread of the program (as _all)."""
-    lanes = tl.arange(0, 1024)
-    return tl.max(tl.where(lanes < rank + 1024, b.to(tl.int32), 0), 0) != 0
-
-
-@triton.jit
-def _lamport_row(got, ranks, q, dtype: tl.constexpr):
-    """Rank q's row of the words waited for (got: one row a rank), as dtype. A sum with one
-    term that is not 0, in integers: exact."""
-    row = tl.sum(tl.where(ranks[:, None] == q, got, 0), axis=0).to(got.dtype)
-    return (row - 1).to(dtype, bitcast=True)
-
-
-@triton.jit
-def _lamport_ptr(team, b, r, N_RANKS: tl.constexpr, word_ty: tl.constexpr):
-    """The slot of rank(s) r, this program, buffer b in this rank's sync area, as word_ty."""
-    at = 1 + _MAX_PROGRAMS + 2 * _MAX_PROGRAMS * N_RANKS + 3 * N_RANKS * _MAX_PROGRAMS
-    slot = (b * N_RANKS + r) * _MAX_PROGRAMS + tl.program_id(0)
-    return (team.sync + at + slot * _SLOT_WORDS).to(tl.pointer_type(word_ty), bitcast=True)
-
-
-@triton.jit
-def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: tl.constexpr,
-                           OP: tl.constexpr = None, ident=0):
-    """out (any memory, n elements) = the reduction of every rank's x (any memory: it is not
-    read by the peers), floating point only, with no barrier: each rank stores its tile
-    (this program's BLOCK elements, at most LAMPORT_SLOT bytes) into its slot of every
-    peer's sync area, where the data marks its own arrival, and the same program of every
-    rank waits for every peer's, reduces them in rank order and empties its slots for a later
-    call. A program's calls use three buffers in turn, so a peer at most two calls ahead
-    never writes a slot this rank still reads. With the tile goes the call's identity and
-    number: a peer of another call, collective, count, dtype or op, or a call ahead or
-    behind, fails the call with MISMATCH; one late past the timeout with TIMEOUT. Every
-    program of a kernel launches on every rank (the same grid). Returns True, or False
-    after a failure (recorded for the host; out is then not written)."""
-    tl.static_assert(x.dtype.element_ty.is_floating(),
-                     "team_allreduce_lamport: floating point only (the data marks its own "
-                     "arrival; use team_allreduce_oneshot for integers)")
-    tl.static_assert(BLOCK * x.dtype.element_ty.primitive_bitwidth // 8 <= _SLOT,
-                     "team_allreduce_lamport: a tile of at most LAMPORT_SLOT bytes")
-    pid = tl.program_id(0)
-    code = tl.zeros((), tl.int32)
-    if pid >= _MAX_PROGRAMS:  # no slots for this program
-        code = tl.full((), _TOO_MANY, tl.int32)
-    elif not team_failed(team):  # a team that failed before leaves at once
-        j = tl.arange(0, BLOCK)
-        mask = pid * BLOCK + j < n
-        word = _lamport_word(tl.load(x + pid * BLOCK + j, mask=mask, other=0))
-        b = call % 3
-        ids_at = 1 + _MAX_PROGRAMS + 2 * _MAX_PROGRAMS * N_RANKS
-        mine = _lamport_ptr(team, b, team.rank, N_RANKS, word.dtype)
-        mine_id = team.sync + ids_at + (b * N_RANKS + team.rank) * _MAX_PROGRAMS + pid
-        idw = (_block_word(ident, 7, OP) | (1 << 46)) + ((call & 0xFFFF) << 47)
-        for k in tl.static_range(N_RANKS):  # from the next rank on, to spread the stores
-            r = (team.rank + 1 + k) % N_RANKS
-            tl.store(translate(mine, r, team.sync_pb, team.rank) + j, word, mask=mask)
-            tl.store(translate(mine_id, r, team.sync_pb, team.rank), idw)
-        ranks = _lanes(N_RANKS)
-        live = ranks < N_RANKS
-        # this call's flag at phase 0 in every peer: a peer in a barrier of the call (another
-        # collective) fails it with MISMATCH, as this rank does on seeing its flag there
-        flag = team.sync + FLAGS_AT + pid * N_RANKS + team.rank
-        here_ = tl.load(team.sync_pb + team.rank).to(tl.int64)
-        there = tl.load(team.sync_pb + ranks, mask=live, other=0).to(tl.int64)
-        tl.store((flag.to(tl.pointer_type(tl.int8), bitcast=True) + (there - here_)).to(
-            flag.dtype, bitcast=True), tl.full(ranks.shape, 0, tl.int64) + call * _STRIDE,
-            mask=live)
-        flags = team.sync + FLAGS_AT + pid * N_RANKS + ranks
-        rows = _lamport_ptr(team, b, ranks, N_RANKS, word.dtype)
-        ids = team.sync + ids_at + (b * N_RANKS + ranks) * _MAX_PROGRAMS + pid
-        tile = rows[:, None] + j[None, :]
-        inside = live[:, None] & mask[None, :]
-        got = tl.load(tile, mask=inside, other=1, volatile=True)
-        seen = tl.load(ids, mask=live, other=idw, volatile=True)
-        here = _all((tl.min(tl.min((got != 0).to(tl.int32), 1), 0) != 0) &
-                    (tl.min(seen, 0) != 0), team.rank)
-        start = _now_ns()
-        late = False
-        other = False
-        # every warp leaves the loop at the same turn: each polls its own copy of the small
-        # vectors (seen, the flags) and reads its own clock, and the loop and what follows it
-        # meet at the block's barriers (its reductions), which warps that left at different
-        # turns would pair wrongly (on an H200: words emptied under a warp still waiting)
-        while (not here) & (not late) & (not other):
-            got = tl.load(tile, mask=inside, other=1, volatile=True)
-            seen = tl.load(ids, mask=live, other=idw, volatile=True)
-            here = _all((tl.min(tl.min((got != 0).to(tl.int32), 1), 0) != 0) &
-                        (tl.min(seen, 0) != 0), team.rank)
-            late = _any((_now_ns() - start > team.timeout_ns) | team_failed(team), team.rank)
-            phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
-            other = _any(tl.max(((phase > 0) & (phase < _STRIDE)).to(tl.int32), 0) != 0,
-                         team.rank)
-        if other:
-            code = tl.full((), _MISMATCH, tl.int32)
-        elif not here:
-            code = tl.full((), _TIMEOUT, tl.int32)
-        else:
-            if tl.max((seen != idw).to(tl.int32), 0) != 0:
-                code = tl.full((), _MISMATCH, tl.int32)
-            else:  # rank order from rank 0, as team_reduce_tile, from the words waited for
-                acc = _wide(_lamport_row(got, ranks, 0, x.dtype.element_ty))
-                for q in tl.static_range(1, N_RANKS):
-                    acc = _combine(acc, _wide(_lamport_row(got, ranks, q, x.dtype.element_ty)),
-                                   OP)
-                tl.store(out + pid * BLOCK + j, _narrow(acc, out.dtype.element_ty), mask=mask)
-            # empty for a later call, once every thread has its words: a warp that saw them
-            # all could otherwise empty them under a warp still waiting for them
-            tl.debug_barrier()
-            tl.store(tile, tl.zeros(got.shape, got.dtype), mask=inside)
-            tl.store(ids, tl.zeros(seen.shape, seen.dtype), mask=live)
-    else:
-        code = tl.full((), _BROKEN, tl.int32)
-    if code != 0:
-        team_fail(team, code, N_RANKS)
-    return code == 0
-
+def __dir__():
+    return sorted(list(globals()) + ["team_allreduce_lamport"])
