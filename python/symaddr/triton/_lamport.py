@@ -8,8 +8,8 @@ import triton.language as tl
 from . import translate
 from ._signals import _now_ns
 from .team import (_BROKEN, _MAX_PROGRAMS, _MISMATCH, _SLOT, _SLOT_WORDS, _STRIDE, _TIMEOUT,
-                   _TOO_MANY, FLAGS_AT, _block_word, _combine, _lanes, _narrow, _wide,
-                   team_fail, team_failed)
+                   _TOO_MANY, FLAGS_AT, _block_word, _combine, _in_peers, _lanes, _narrow,
+                   _wide, team_fail, team_failed)
 
 
 @triton.jit
@@ -52,9 +52,18 @@ def _lamport_row(got, ranks, q, dtype: tl.constexpr):
 
 
 @triton.jit
+def _lamport_id(team, b, r, N_RANKS: tl.constexpr):
+    """The identity word of rank(s) r, this program, buffer b in this rank's sync area: after
+    the barriers' flags and identity rows (team.sync_words has the layout)."""
+    at = FLAGS_AT + 2 * _MAX_PROGRAMS * N_RANKS
+    return team.sync + at + (b * N_RANKS + r) * _MAX_PROGRAMS + tl.program_id(0)
+
+
+@triton.jit
 def _lamport_ptr(team, b, r, N_RANKS: tl.constexpr, word_ty: tl.constexpr):
-    """The slot of rank(s) r, this program, buffer b in this rank's sync area, as word_ty."""
-    at = 1 + _MAX_PROGRAMS + 2 * _MAX_PROGRAMS * N_RANKS + 3 * N_RANKS * _MAX_PROGRAMS
+    """The slot of rank(s) r, this program, buffer b in this rank's sync area, as word_ty:
+    after the three buffers' identity words."""
+    at = FLAGS_AT + 2 * _MAX_PROGRAMS * N_RANKS + 3 * N_RANKS * _MAX_PROGRAMS
     slot = (b * N_RANKS + r) * _MAX_PROGRAMS + tl.program_id(0)
     return (team.sync + at + slot * _SLOT_WORDS).to(tl.pointer_type(word_ty), bitcast=True)
 
@@ -87,9 +96,8 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
         mask = pid * BLOCK + j < n
         word = _lamport_word(tl.load(x + pid * BLOCK + j, mask=mask, other=0))
         b = call % 3
-        ids_at = 1 + _MAX_PROGRAMS + 2 * _MAX_PROGRAMS * N_RANKS
         mine = _lamport_ptr(team, b, team.rank, N_RANKS, word.dtype)
-        mine_id = team.sync + ids_at + (b * N_RANKS + team.rank) * _MAX_PROGRAMS + pid
+        mine_id = _lamport_id(team, b, team.rank, N_RANKS)
         idw = (_block_word(ident, 7, OP) | (1 << 46)) + ((call & 0xFFFF) << 47)
         for k in tl.static_range(N_RANKS):  # from the next rank on, to spread the stores
             r = (team.rank + 1 + k) % N_RANKS
@@ -100,14 +108,11 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
         # this call's flag at phase 0 in every peer: a peer in a barrier of the call (another
         # collective) fails it with MISMATCH, as this rank does on seeing its flag there
         flag = team.sync + FLAGS_AT + pid * N_RANKS + team.rank
-        here_ = tl.load(team.sync_pb + team.rank).to(tl.int64)
-        there = tl.load(team.sync_pb + ranks, mask=live, other=0).to(tl.int64)
-        tl.store((flag.to(tl.pointer_type(tl.int8), bitcast=True) + (there - here_)).to(
-            flag.dtype, bitcast=True), tl.full(ranks.shape, 0, tl.int64) + call * _STRIDE,
-            mask=live)
+        tl.store(_in_peers(team, flag, ranks, live),
+                 tl.full(ranks.shape, 0, tl.int64) + call * _STRIDE, mask=live)
         flags = team.sync + FLAGS_AT + pid * N_RANKS + ranks
         rows = _lamport_ptr(team, b, ranks, N_RANKS, word.dtype)
-        ids = team.sync + ids_at + (b * N_RANKS + ranks) * _MAX_PROGRAMS + pid
+        ids = _lamport_id(team, b, ranks, N_RANKS)
         tile = rows[:, None] + j[None, :]
         inside = live[:, None] & mask[None, :]
         got = tl.load(tile, mask=inside, other=1, volatile=True)

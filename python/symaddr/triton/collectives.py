@@ -151,7 +151,8 @@ def _lamport_fits(x, n):
         floating = x.dtype.is_floating_point
     else:
         floating = kind == "f" or str(x.dtype) == "bfloat16"
-    return floating and _itemsize(x) <= 4 and n * _itemsize(x) <= MAX_BLOCKS * LAMPORT_SLOT
+    size = _itemsize(x)
+    return floating and size <= 4 and n * size <= SMALL_BYTES
 
 
 ALGOS = ("auto", "lamport", "oneshot", "twoshot")
@@ -159,7 +160,7 @@ ALGOS = ("auto", "lamport", "oneshot", "twoshot")
 
 def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     """out = the reduction over ranks of x, in one kernel with no host barrier. algo
-    "lamport": floating point of at most MAX_BLOCKS * LAMPORT_SLOT bytes (64 KiB), x and out
+    "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out
     any memory, no barrier (the data marks its own arrival); "oneshot": x symmetric (any
     provider), out any memory (default a new array), two barriers; "twoshot": x and out
     symmetric (any provider, out not x); "auto" (the default): "lamport" where it takes x,
@@ -174,7 +175,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     elif algo == "lamport" and not fits:
         raise ValueError("algo \"lamport\" takes 16- or 32-bit floating point of at most %d "
                          "bytes (%d elements of %s here): use \"oneshot\" or \"twoshot\""
-                         % (MAX_BLOCKS * LAMPORT_SLOT, n, x.dtype))
+                         % (SMALL_BYTES, n, x.dtype))
     if out is None:
         out = _empty_like(x, n)
     ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm

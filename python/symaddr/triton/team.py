@@ -157,6 +157,16 @@ def _lanes(N_RANKS: tl.constexpr):
 
 
 @triton.jit
+def _in_peers(team, p, ranks, live):
+    """p (in this rank's sync area) in the sync area of each live lane's rank: translate for
+    a block of ranks, whose lanes past the team read no table entry."""
+    here = tl.load(team.sync_pb + team.rank).to(tl.int64)
+    there = tl.load(team.sync_pb + ranks, mask=live, other=0).to(tl.int64)
+    return (p.to(tl.pointer_type(tl.int8), bitcast=True) + (there - here)).to(p.dtype,
+                                                                             bitcast=True)
+
+
+@triton.jit
 def _team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr, word,
                   CHECK: tl.constexpr):
     """team_barrier; with CHECK, each rank also stores word (the call's identity) into its
@@ -177,10 +187,7 @@ def _team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr, word,
         live = ranks < N_RANKS
         mine = team.sync + FLAGS_AT + pid * N_RANKS + team.rank  # my flag in each copy
         rows = _MAX_PROGRAMS * N_RANKS  # the identity rows, after the flags
-        here = tl.load(team.sync_pb + team.rank).to(tl.int64)
-        there = tl.load(team.sync_pb + ranks, mask=live, other=0).to(tl.int64)
-        theirs = (mine.to(tl.pointer_type(tl.int8), bitcast=True) + (there - here)).to(
-            mine.dtype, bitcast=True)
+        theirs = _in_peers(team, mine, ranks, live)
         if CHECK:  # the same lane's release below orders it before the flag
             tl.atomic_xchg(theirs + rows, tl.full(ranks.shape, 0, tl.int64) + word, mask=live,
                            sem="relaxed", scope="sys")
