@@ -36,8 +36,8 @@ import triton.language as tl  # noqa: E402
 import symaddr.triton as st  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
 from symaddr.triton import collectives as tc  # noqa: E402
-from symaddr.triton.team import (MAX_BLOCKS, call_ident, team_barrier, team_begin,  # noqa: E402
-                                 team_end)
+from symaddr.triton.team import (MAX_BLOCKS, STATUS_AT, call_ident, team_barrier,  # noqa: E402
+                                 team_begin, team_end, team_fail)
 from triton_put import put_kernel  # noqa: E402  (the example's kernel, as the seed writes it)
 
 comm = MPI.COMM_WORLD
@@ -330,6 +330,11 @@ def k_team_grid(team, N_RANKS: tl.constexpr):
     call = team_begin(team)
     team_barrier(team, call, 1, N_RANKS)
     team_end(team, call)
+
+
+@triton.jit
+def k_fail(team, CODE: tl.constexpr, N_RANKS: tl.constexpr):
+    team_fail(team, tl.full((), CODE, tl.int32), N_RANKS)
 
 
 # ---- cases -------------------------------------------------------------------------------------
@@ -1132,6 +1137,30 @@ def test_triton_identity_mismatch():
     check(not wrong, "%d of %d cases: %s" % (len(wrong), len(cases), "; ".join(wrong)))
 
 
+def test_team_fail_passes_on_mismatch():
+    """A rank that fails a call after a peer's MISMATCH reached it (it left its wait on seeing
+    that failure, and records TIMEOUT) tells its peers MISMATCH, the failure that stuck, not
+    BROKEN: otherwise a peer that its BROKEN reached first raised BROKEN for ranks that passed
+    another count (test_triton_identity_mismatch's "Lamport count" at 8 ranks, now and then)."""
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    mismatch, timeout = (-sa.STATUS[s] for s in ("SYMADDR_ERR_MISMATCH", "SYMADDR_ERR_TIMEOUT"))
+    with sa.Context(backend=ctx.backend) as short:
+        team = short.team()
+        comm.Barrier()
+        if rank == 0:  # a peer's MISMATCH, arrived first; then this rank's own failure
+            team.sync[STATUS_AT] = mismatch
+            k_fail[(1,)](team, CODE=timeout, N_RANKS=size)
+            if ON_GPU:
+                torch.cuda.synchronize()
+        comm.Barrier()
+        got = int(host(team.sync[STATUS_AT:STATUS_AT + 1])[0])
+        want = mismatch
+        names = {v: k for k, v in sa.STATUS.items()}
+        check(got == want, "rank %d's status: %s, want %s" % (
+            rank, names.get(-got, got), names[-want]))
+
+
 def test_team_grid_too_large():
     """A team kernel launched with more programs than the sync area has words for (MAX_BLOCKS):
     the programs past it fail the call (INVALID_ARG on a rank that saw its own, BROKEN where a
@@ -1395,6 +1424,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("a rank that skips a Triton collective", test_triton_skipped_call),
                  ("ranks that pass another count, op, collective, root, algorithm or dtype "
                   "to a Triton collective", test_triton_identity_mismatch),
+                 ("team_fail after a peer's MISMATCH passes MISMATCH on",
+                  test_team_fail_passes_on_mismatch),
                  ("a team kernel with more programs than MAX_BLOCKS", test_team_grid_too_large),
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
                  ("address maps of every provider, zero-copy", test_address_maps),

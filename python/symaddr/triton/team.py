@@ -125,11 +125,14 @@ def team_failed(team):
 @triton.jit
 def team_fail(team, code, N_RANKS: tl.constexpr):
     """Record -code (the first failure sticks) here, and BROKEN in every peer's sync area
-    (MISMATCH where code is MISMATCH: ranks that disagree on a call all learn why)."""
+    (MISMATCH where the failure that stuck here is MISMATCH, this rank's or a peer's: ranks
+    that disagree on a call all learn why, also through a rank that left its wait on seeing
+    a peer's failure before its own)."""
     zero = tl.zeros((), tl.int64)
     code = code.to(tl.int64)
-    tl.atomic_cas(team.sync + STATUS_AT, zero, code, sem="relaxed", scope="sys")
-    theirs = tl.where(code == _MISMATCH, code, tl.full((), _BROKEN, tl.int64))
+    old = tl.atomic_cas(team.sync + STATUS_AT, zero, code, sem="relaxed", scope="sys")
+    stuck = tl.where(old != 0, old, code)
+    theirs = tl.where(stuck == _MISMATCH, stuck, tl.full((), _BROKEN, tl.int64))
     for r in tl.static_range(N_RANKS):
         if r != team.rank:
             tl.atomic_cas(translate(team.sync + STATUS_AT, r, team.sync_pb, team.rank), zero,
