@@ -1145,16 +1145,17 @@ def test_team_fail_passes_on_mismatch():
     if size < 2:
         return "SKIP: needs 2 ranks"
     mismatch, timeout = (-sa.STATUS[s] for s in ("SYMADDR_ERR_MISMATCH", "SYMADDR_ERR_TIMEOUT"))
+    at = STATUS_AT.value  # an int: torch's indexing fails inside on a tl.constexpr
     with sa.Context(backend=ctx.backend) as short:
         team = short.team()
         comm.Barrier()
         if rank == 0:  # a peer's MISMATCH, arrived first; then this rank's own failure
-            team.sync[STATUS_AT] = mismatch
+            team.sync[at] = mismatch
             k_fail[(1,)](team, CODE=timeout, N_RANKS=size)
             if ON_GPU:
                 torch.cuda.synchronize()
         comm.Barrier()
-        got = int(host(team.sync[STATUS_AT:STATUS_AT + 1])[0])
+        got = int(host(team.sync[at:at + 1])[0])
         want = mismatch
         names = {v: k for k, v in sa.STATUS.items()}
         check(got == want, "rank %d's status: %s, want %s" % (
