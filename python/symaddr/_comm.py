@@ -48,6 +48,7 @@ class Communication:
 
     def _init_comm(self):
         self._stage = None  # (address, bytes, provider) of the staging workspace
+        self._stage_tensor = None  # a torch view of the whole workspace (_stage_view)
         self._known = {}  # address -> whether it is registered (cleared when that changes)
         self._rows = {}  # collective name -> what _collective needs of its row
         self._files = {}  # a caller's code object -> its file name as bytes
@@ -160,7 +161,7 @@ class Communication:
             return have[0]
         size = 1 << max(12, (nbytes - 1).bit_length())
         if have is not None:
-            self._stage = None
+            self._stage, self._stage_tensor = None, None
             self._lib.symaddr_symmetric_free(have[2], have[0])
         prov = ctypes.c_void_p()
         self._check(self._lib.symaddr_provider_get(self._h, self._lib.abi["provider"]["ipc"],
@@ -188,16 +189,29 @@ class Communication:
         if is_torch(recv) and recv.is_cuda:
             import torch
             raw = self._stage_view(addr, nbytes)
-            with torch.cuda.stream(self._torch_stream(st, recv.device)):
-                recv.view(-1).view(torch.uint8).copy_(raw, non_blocking=True)
+            out = recv.view(-1).view(torch.uint8)
+            current = self._raw_stream
+            if current and st == current(recv.get_device()):  # torch's current stream already
+                out.copy_(raw, non_blocking=True)
+            else:
+                with torch.cuda.stream(self._torch_stream(st, recv.device)):
+                    out.copy_(raw, non_blocking=True)
         else:
             ctypes.memmove(recv.data_ptr() if is_torch(recv)
                            else recv.__array_interface__["data"][0], addr, nbytes)
 
     def _stage_view(self, addr, nbytes):
-        from ._arrays import torch_tensor
-        import torch
-        return torch_tensor(addr, (nbytes,), torch.uint8, self._device())[0]
+        """nbytes of the workspace at addr as a torch tensor: a slice of one view of the whole
+        workspace, made when the workspace is (torch.as_tensor of a CUDA array costs tens of
+        microseconds a call); dropped with the workspace."""
+        base, size, _ = self._stage
+        view = self._stage_tensor
+        if view is None:
+            from ._arrays import torch_tensor
+            import torch
+            view = self._stage_tensor = torch_tensor(base, (size,), torch.uint8,
+                                                     self._device())[0]
+        return view[addr - base:addr - base + nbytes]
 
     def _row(self, name):
         """The library's row of a collective, as _collective uses it (made once)."""

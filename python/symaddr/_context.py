@@ -136,6 +136,7 @@ class Context(Registrations, Validation, Communication):
         self._lifetimes.reap_local()
         h, self._h = self._h, None
         self._team, self._plans = None, {}
+        self._stage_tensor = None  # a view of the workspace, which finalize frees
         regs = list(self._regs.values()) + list(self._plain.values()) + [self._own]
         for reg in regs:
             reg.life.end("released when its context was closed")
