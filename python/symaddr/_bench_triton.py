@@ -62,10 +62,11 @@ def _triton(ctx, a):
         wrong += sum(int((o != gwant).sum()) for o in (gref, gout))
         from mpi4py import MPI
         wrong = MPI.COMM_WORLD.allreduce(wrong)
+        failed = _failure(ctx)
         if rank == 0:
-            print("  %9d %s %6d" % (n * esize, " ".join(
+            print("  %9d %s %6d%s" % (n * esize, " ".join(
                 "%8s" % "-" if v is None else "%8.2f" % (v * 1e6) for v in t + g + t_ag + g_ag),
-                wrong), flush=True)
+                wrong, failed and "  (a kernel failed: %s)" % failed), flush=True)
         ctx.barrier()
         for b in (gref, two, ref, x):
             ctx.free(b)
@@ -73,7 +74,9 @@ def _triton(ctx, a):
 
 def _fused(ctx, a):
     """The example's fused GEMM + allreduce and all-gather + GEMM against their unfused pairs
-    (the example's matmul kernel, then the Triton collective), eager and graph-replayed."""
+    (the example's matmul kernel, then the Triton collective) and against torch (torch.mm,
+    then the host collective, or the host collective, then torch.mm), eager and
+    graph-replayed."""
     import torch
     import triton
     from mpi4py import MPI
@@ -84,15 +87,18 @@ def _fused(ctx, a):
     team = ctx.team()
     bf16 = torch.bfloat16
     if rank == 0:
-        print("# symaddr.bench fused: %d ranks, backend %s, bf16 in, f32 accumulation and "
-              "out, best of %d rounds x %d calls (us a call, the slowest rank's); gemm+ar: "
-              "each rank multiplies its K / %d slice, the tiles reduced across ranks; "
-              "ag+gemm: M rows a rank gathered, times this rank's N / %d columns; unfused: "
-              "the example's matmul kernel, then symaddr.triton.collectives; g: graph-replayed"
+        print("# symaddr.bench fused: %d ranks, backend %s, bf16 in, best of %d rounds x %d "
+              "calls (us a call, the slowest rank's); gemm+ar: each rank multiplies its K / %d "
+              "slice, the tiles reduced across ranks; ag+gemm: M rows a rank gathered, times "
+              "this rank's N / %d columns. fused and unfused (the example's matmul kernel, then "
+              "symaddr.triton.collectives): f32 accumulation and out, exact; torch: torch.mm "
+              "and ctx.allreduce / ctx.allgather, bf16 out, checked within bf16's rounding "
+              "(2^-8 of the summed magnitudes, once a rank); g: graph-replayed; x: the time "
+              "over the fused kernel's"
               % (size, ctx.backend, a.rounds, a.iters, size, size))
-        print("# %-8s %4s %5s %9s %9s %7s %9s %9s %7s %6s" % (
-            "kernel", "M", "N=K", "fused", "unfused", "ratio", "g fused", "g unfused",
-            "g ratio", "wrong"))
+        print("# %-8s %4s %5s %-18s %9s %9s %9s %9s %9s %9s %7s %7s  %s" % (
+            "kernel", "M", "N=K", "BM,BN,BK,warps", "fused", "unfused", "torch", "g fused",
+            "g unfused", "g torch", "g x unf", "g x tch", "wrong f/u/t (eager, graph)"))
 
     def ints(shape, seed):  # integer-valued: every product and sum exact in f32
         g = torch.Generator(device="cuda").manual_seed(seed)
@@ -100,18 +106,21 @@ def _fused(ctx, a):
 
     for nk in a.nk:
         for m in a.m:
-            bm, bn, bk = max(16, min(64, triton.next_power_of_2(m))), 64, 64
+            bm, bn, bk = max(16, min(64, triton.next_power_of_2(m))), 64, 64  # unfused
             # GEMM + allreduce: a (m x K / size) @ b (K / size x N), summed over ranks
             kl = nk // size
             am, bm_ = ints((m, kl), 11 + rank), ints((kl, nk), 23 + rank)
             partial, pmap = ctx.allocate_symmetric((m * nk,), torch.float32)
+            tpart, _ = ctx.allocate_symmetric((m * nk,), bf16)
             out = torch.empty(m * nk, dtype=torch.float32, device="cuda")
+            tout, _ = ctx.allocate_symmetric((m * nk,), bf16)  # the C call's fastest form
             grid = (triton.cdiv(m, bm) * triton.cdiv(nk, bn),)
-            fgrid = (team_programs(ctx, grid[0]),)  # resident at once; each loops over tiles
+            cfg = ex.gemm_config(m, nk, team_programs(ctx, triton.cdiv(m, bm) * nk // 32))
+            fgrid = (team_programs(ctx, triton.cdiv(m, cfg["BM"]) * triton.cdiv(nk, cfg["BN"])),)
 
             def fused_ar():
                 ex.gemm_allreduce_kernel[fgrid](team, am, bm_, partial, pmap.peer_bases, out, m,
-                                               nk, kl, N_RANKS=size, BM=bm, BN=bn, BK=bk)
+                                               nk, kl, N_RANKS=size, **cfg)
 
             unf = torch.empty(m * nk, dtype=torch.float32, device="cuda")
 
@@ -119,10 +128,16 @@ def _fused(ctx, a):
                 ex.matmul_kernel[grid](am, bm_, partial, m, nk, kl, BM=bm, BN=bn, BK=bk)
                 tc.allreduce(ctx, partial, unf)
 
-            want = sum(ints((m, kl), 11 + r).float() @ ints((kl, nk), 23 + r).float()
-                       for r in range(size)).flatten()
-            _fused_row(ctx, a, "gemm+ar", m, nk, fused_ar, unfused_ar, (out, unf), want)
-            ctx.free(partial)
+            def torch_ar():
+                torch.mm(am, bm_, out=tpart.view(m, nk))
+                ctx.allreduce(tpart, tout)
+
+            parts = [(ints((m, kl), 11 + r).float() @ ints((kl, nk), 23 + r).float()).flatten()
+                     for r in range(size)]
+            _fused_row(ctx, a, "gemm+ar", m, nk, cfg, (fused_ar, unfused_ar, torch_ar),
+                       (out, unf, tout), sum(parts), sum(p.abs() for p in parts) * size / 256)
+            for buf in (tout, tpart, partial):
+                ctx.free(buf)
             # all-gather + GEMM: every rank's a (m x K) @ this rank's b (K x N / size)
             nl = nk // size
             abuf, amap = ctx.allocate_symmetric((m * nk,), bf16)
@@ -130,39 +145,75 @@ def _fused(ctx, a):
             b = ints((nk, nl), 41 + rank)
             aout = torch.empty(size * m * nl, dtype=torch.float32, device="cuda")
             gathered = torch.empty(size * m * nk, dtype=bf16, device="cuda")
+            tgath, _ = ctx.allocate_symmetric((size * m * nk,), bf16)
             uout = torch.empty(size * m * nl, dtype=torch.float32, device="cuda")
+            tout = torch.empty((size * m, nl), dtype=bf16, device="cuda")
             ctx.barrier()
-            grid = (team_programs(ctx, size * triton.cdiv(m, bm) * triton.cdiv(nl, bn)),)
+            cfg = ex.gemm_config(size * m, nl, team_programs(ctx, triton.cdiv(size * m, bm)
+                                                             * triton.cdiv(nl, 32)))
+            grid = (team_programs(ctx, triton.cdiv(size * m, cfg["BM"])
+                                  * triton.cdiv(nl, cfg["BN"])),)
             ugrid = (triton.cdiv(size * m, bm) * triton.cdiv(nl, bn),)
 
             def fused_ag():
                 ex.allgather_gemm_kernel[grid](team, abuf, amap.peer_bases, b, aout, m, nl, nk,
-                                               N_RANKS=size, BM=bm, BN=bn, BK=bk)
+                                               N_RANKS=size, **cfg)
 
             def unfused_ag():
                 tc.allgather(ctx, abuf, gathered)
                 ex.matmul_kernel[ugrid](gathered, b, uout, size * m, nl, nk, BM=bm, BN=bn,
                                         BK=bk)
 
+            def torch_ag():
+                ctx.allgather(abuf, tgath)
+                torch.mm(tgath.view(size * m, nk), b, out=tout)
+
             want = (torch.cat([ints((m * nk,), 31 + r) for r in range(size)]).view(
                 size * m, nk).float() @ b.float()).flatten()
-            _fused_row(ctx, a, "ag+gemm", m, nk, fused_ag, unfused_ag, (aout, uout), want)
+            _fused_row(ctx, a, "ag+gemm", m, nk, cfg, (fused_ag, unfused_ag, torch_ag),
+                       (aout, uout, tout.view(-1)), want, want.abs() / 256)
             ctx.barrier()
+            ctx.free(tgath)
             ctx.free(abuf)
     MPI.COMM_WORLD.Barrier()
 
 
-def _fused_row(ctx, a, name, m, nk, fused, unfused, outs, want):
+def _fused_row(ctx, a, name, m, nk, cfg, fns, outs, want, bound):
+    """One row of the fused benchmark: fns (fused, unfused, torch) timed eager and replayed;
+    outs their results, checked against want after each (exact; torch's within bound, bf16's
+    rounding) and counted apart."""
     import torch
     from mpi4py import MPI
-    t = _timed_each(ctx, [fused, unfused], a.iters, a.rounds)
-    g = _graphed_each(ctx, [fused, unfused], a.iters, a.rounds)
-    torch.cuda.synchronize()
-    wrong = MPI.COMM_WORLD.allreduce(sum(int((o != want).sum()) for o in outs))
+
+    def wrong():  # elements off, per output, summed over the ranks
+        torch.cuda.synchronize()
+        w = [int((o != want).sum()) for o in outs[:2]]
+        w.append(int(((outs[2].float() - want).abs() > bound).sum()))
+        return [MPI.COMM_WORLD.allreduce(v) for v in w]
+    t = _timed_each(ctx, fns, a.iters, a.rounds)
+    w_eager = wrong()
+    for o in outs:
+        o.fill_(-1)  # so that the replays must write them again
+    g = _graphed_each(ctx, fns, a.iters, a.rounds)
+    w_graph = wrong()
+    failed = _failure(ctx)
     if ctx.rank == 0:
-        print("  %-8s %4d %5d %9.2f %9.2f %7.3f %9.2f %9.2f %7.3f %6d" % (
-            name, m, nk, t[0] * 1e6, t[1] * 1e6, t[1] / t[0], g[0] * 1e6, g[1] * 1e6,
-            g[1] / g[0], wrong), flush=True)
+        tiles = "%d,%d,%d,%d" % (cfg["BM"], cfg["BN"], cfg["BK"], cfg["num_warps"])
+        print("  %-8s %4d %5d %-18s %s %7.3f %7.3f  %s %s%s" % (
+            name, m, nk, tiles, " ".join("%9.2f" % (v * 1e6) for v in t + g), g[1] / g[0],
+            g[2] / g[0], "/".join(map(str, w_eager)), "/".join(map(str, w_graph)),
+            failed and "  (a kernel failed: %s)" % failed), flush=True)
+
+
+def _failure(ctx):
+    """What ctx.sync() raises ("" when nothing): a team kernel that failed on a GPU (a
+    timeout, say) is told at the next sync, and every later team kernel fails at once."""
+    import symaddr
+    try:
+        ctx.sync()
+    except symaddr.SymaddrError as e:
+        return e.name
+    return ""
 
 
 def _launch(ctx, a):
