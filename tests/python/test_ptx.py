@@ -325,7 +325,7 @@ def main():
     for dt, two in (("i32", False), ("fp32", True)):
         why = compiles(tc._allreduce_small, {
             "team": team_sig, "x": "*" + dt, "x_pb": "*i64", "out": "*" + dt, "out_pb": "*i64",
-            "n": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
+            "n": "i32", "rounds": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
             "OP": "constexpr", "TWO_SHOT": "constexpr"},
             {"N_RANKS": 8, "BLOCK": 1024, "OP": "max", "TWO_SHOT": two})
         if why:
@@ -333,7 +333,7 @@ def main():
     for kind in ("reduce_scatter", "allgather", "alltoall", "broadcast"):
         why = compiles(tc._move_small, {
             "team": team_sig, "x": "*bf16", "x_pb": "*i64", "out": "*bf16", "count": "i32",
-            "root": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
+            "root": "i32", "rounds": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
             "KIND": "constexpr", "OP": "constexpr"},
             {"N_RANKS": 8, "BLOCK": 1024, "KIND": kind, "OP": None})
         if why:

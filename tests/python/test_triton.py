@@ -929,6 +929,59 @@ def test_triton_kept_kernels():
               % sorted(str(k) for k in kept))
 
 
+def test_triton_collectives_in_rounds():
+    """A Triton collective launches at most team_programs' programs, each taking several tiles
+    in turn where there are more: on a GPU shared by 8 ranks (16 programs each on an H200) a
+    2 MiB call took 64 programs, and the Triton calls after it read wrong data (a barrier
+    waiting for a program that cannot be scheduled fails at the timeout). Here team_programs
+    gives 3 and tiles hold at most 1024 elements, as on a GPU shared by many ranks: every host
+    function, odd counts, a view at an odd offset, exact."""
+    cap, seen = 3, []
+    real = {k: getattr(tc, k, None) for k in ("team_programs", "_grid", "BLOCK_MAX")}
+
+    def grid(*args, **kwargs):  # the programs of every launch
+        got = real["_grid"](*args, **kwargs)
+        seen.append(got[0][0])
+        return got
+    count = 2 * 1024 * cap + 7  # tiles of one rank's part: 7, so 3 rounds
+    every = [np.arange(size * count) % 1013 + 1000 * r for r in range(size)]
+    total = sum(every)
+    x, _ = alloc((size * count + 1,), "int32")
+    o, _ = alloc((size * count,), "int32")  # symmetric: the two-shot's out
+    xs, plain = x[1:], _plain(size * count, "int32")
+    fill(xs, every[rank])
+    settle()
+    calls = {
+        "one-shot": (lambda: tc.allreduce(ctx, xs, plain, algo="oneshot"), total),
+        "two-shot": (lambda: tc.allreduce(ctx, xs, o, algo="twoshot"), total),
+        "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xs, plain[:count]),
+                           total[rank * count:(rank + 1) * count]),
+        "all-gather": (lambda: tc.allgather(ctx, xs[:count], plain),
+                       np.concatenate([e[:count] for e in every])),
+        "all-to-all": (lambda: tc.alltoall(ctx, xs, plain),
+                       np.concatenate([e[rank * count:(rank + 1) * count] for e in every])),
+        "broadcast": (lambda: tc.broadcast(ctx, xs[:count], plain[:count], root=size - 1),
+                      every[size - 1][:count]),
+    }
+    tc.team_programs = lambda c, tiles, per_sm=1: max(1, min(int(tiles), cap))
+    tc._grid, tc.BLOCK_MAX = grid, 1024
+    try:
+        for name, (call, wanted) in calls.items():
+            del seen[:]
+            out = call()
+            settle()
+            got = host(o if name == "two-shot" else out)
+            check(seen and max(seen) <= cap, "%s launched %s programs, more than %d"
+                  % (name, seen, cap))
+            check(np.array_equal(got, wanted), "%s: %d of %d wrong"
+                  % (name, int((got != wanted).sum()), got.size))
+    finally:
+        for k, v in real.items():
+            setattr(tc, k, v)
+    ctx.free(o)
+    ctx.free(x)
+
+
 def test_triton_small_identity():
     """A Triton collective whose identity (call_ident) is below 2**31, which Triton passes as
     an i32: the blocks widen it (the kernel failed to compile, "Scalar 1099511627776 is out
@@ -1415,6 +1468,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_collectives),
                  ("the Triton collectives' kept kernels, aligned then at odd offsets",
                   test_triton_kept_kernels),
+                 ("Triton collectives in rounds of tiles, at most team_programs' programs",
+                  test_triton_collectives_in_rounds),
                  ("a Triton collective whose identity Triton passes as an i32",
                   test_triton_small_identity),
                  ("call_ident's cache: by value and type", test_call_ident_cache),

@@ -14,21 +14,25 @@ from symaddr._comm import count_of as _count
 from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allgather,
                                  team_allreduce_lamport, team_allreduce_oneshot,
                                  team_allreduce_twoshot, team_alltoall, team_begin,
-                                 team_broadcast, team_end, team_reduce_scatter)
+                                 team_broadcast, team_end, team_programs,
+                                 team_reduce_scatter)
 
 
 # ---- one kernel per host function -------------------------------------------------------------
 
-def _allreduce_body(team, x, x_pb, out, out_pb, n, ident: tl.int64, N_RANKS: tl.constexpr,
-                    BLOCK: tl.constexpr, OP: tl.constexpr, TWO_SHOT: tl.constexpr):
-    call = team_begin(team)
-    if TWO_SHOT:
-        team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tl.program_id(0), n, N_RANKS,
-                               BLOCK, OP, ident)
-    else:
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP, ident)
-    team_end(team, call)
+def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
+                    N_RANKS: tl.constexpr, BLOCK: tl.constexpr, OP: tl.constexpr,
+                    TWO_SHOT: tl.constexpr):
+    for r in range(0, rounds):  # a tile a round, each a call of the sync area (see _grid)
+        tile = tl.program_id(0) + r * tl.num_programs(0)
+        call = team_begin(team)
+        if TWO_SHOT:
+            team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS, BLOCK,
+                                   OP, ident)
+        else:
+            offs = tile * BLOCK + tl.arange(0, BLOCK)
+            team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP, ident)
+        team_end(team, call)
 
 
 # Each kernel twice: Triton's JIT specialises the runtime arguments (a pointer's alignment lets
@@ -39,8 +43,8 @@ def _allreduce_body(team, x, x_pb, out, out_pb, n, ident: tl.int64, N_RANKS: tl.
 # binder. The Lamport one-shot takes at most SMALL_BYTES.
 SMALL_BYTES = MAX_BLOCKS * LAMPORT_SLOT
 _allreduce_kernel = triton.jit(_allreduce_body)
-_allreduce_small = triton.jit(do_not_specialize=["x", "x_pb", "out", "out_pb", "n", "ident"])(
-    _allreduce_body)
+_allreduce_small = triton.jit(
+    do_not_specialize=["x", "x_pb", "out", "out_pb", "n", "rounds", "ident"])(_allreduce_body)
 
 
 @triton.jit(do_not_specialize=["x", "out", "n", "ident"])
@@ -51,36 +55,47 @@ def _lamport_kernel(team, x, out, n: tl.int32, ident: tl.int64, N_RANKS: tl.cons
     team_end(team, call)
 
 
-def _move_body(team, x, x_pb, out, count, root, ident: tl.int64, N_RANKS: tl.constexpr,
+def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS: tl.constexpr,
                BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
-    call = team_begin(team)
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < count
-    if KIND == "reduce_scatter":
-        team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS, OP, ident)
-    elif KIND == "allgather":
-        team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
-    elif KIND == "alltoall":
-        team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
-    else:
-        team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS, ident)
-    team_end(team, call)
+    for r in range(0, rounds):  # a tile a round, each a call of the sync area (see _grid)
+        call = team_begin(team)
+        offs = (tl.program_id(0) + r * tl.num_programs(0)) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < count
+        if KIND == "reduce_scatter":
+            team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS, OP, ident)
+        elif KIND == "allgather":
+            team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
+        elif KIND == "alltoall":
+            team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
+        else:
+            team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS, ident)
+        team_end(team, call)
 
 
 _move_kernel = triton.jit(_move_body)
-_move_small = triton.jit(do_not_specialize=["x", "x_pb", "out", "count", "root", "ident"])(
-    _move_body)
+_move_small = triton.jit(
+    do_not_specialize=["x", "x_pb", "out", "count", "root", "rounds", "ident"])(_move_body)
 
 
 def _cdiv(a, b):
     return -(-a // b)
 
 
-def _grid(n, block):
-    """Programs and their block for n elements: at most the team's MAX_BLOCKS programs. Plain
-    integers (triton.cdiv and next_power_of_2 are jit functions: a few µs a call from Python)."""
-    block = max(block, 1 << (_cdiv(max(n, 1), MAX_BLOCKS) - 1).bit_length())
-    return (max(1, _cdiv(n, block)),), block
+BLOCK_MAX = 8192  # the elements of a program's tile at most (they live in registers)
+
+
+def _grid(ctx, n, block):
+    """(programs,), their block and the tiles each takes (rounds) for n elements: at most
+    team_programs(ctx) programs, because a barrier waits for the same program of every peer,
+    and one that cannot be scheduled while the others wait is reached only at the timeout (8
+    ranks on one H200: a 2 MiB call took 64 programs, the calls after it read wrong data).
+    The block grows from `block` to BLOCK_MAX first, then the rounds. Plain integers
+    (triton.cdiv and next_power_of_2 are jit functions: a few us a call from Python)."""
+    n = max(n, 1)
+    cap = team_programs(ctx, _cdiv(n, block))
+    block = max(block, min(BLOCK_MAX, 1 << (_cdiv(n, cap) - 1).bit_length()))
+    programs = min(_cdiv(n, block), cap)
+    return (programs,), block, _cdiv(_cdiv(n, block), programs)
 
 
 def _launch(ctx, kernel, grid, key, args):
@@ -187,12 +202,13 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         return out
     two = algo == "twoshot"
     out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
-    grid, block = _grid(_cdiv(n, ctx.size) if two else n, block)
+    grid, block, rounds = _grid(ctx, _cdiv(n, ctx.size) if two else n, block)
     x_pb = ctx.get_symmetric_address_map(x).peer_bases
-    args = (team, _arg(x), x_pb, _arg(out), out_pb, n, ident, ctx.size, block, _op(op), two)
+    args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident, ctx.size, block, _op(op),
+            two)
     if n * _itemsize(x) <= SMALL_BYTES:
         _launch(ctx, _allreduce_small, grid, (x.dtype, x_pb.dtype, out.dtype, out_pb.dtype)
-                + args[7:], args)
+                + args[8:], args)
     else:
         _allreduce_kernel[grid](*args)
     return out
@@ -200,12 +216,13 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
 
 def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
     team = ctx.team()
-    grid, block = _grid(count, block)
+    grid, block, rounds = _grid(ctx, count, block)
     ident = call_ident(kind, count, x.dtype, op, root)
     x_pb = ctx.get_symmetric_address_map(x).peer_bases
-    args = (team, _arg(x), x_pb, _arg(out), count, root, ident, ctx.size, block, kind, _op(op))
+    args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, ctx.size, block, kind,
+            _op(op))
     if count * _itemsize(x) <= SMALL_BYTES:
-        _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[7:], args)
+        _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[8:], args)
     else:
         _move_kernel[grid](*args)
     return out

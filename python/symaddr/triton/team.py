@@ -93,11 +93,17 @@ def team_programs(ctx, tiles, per_sm=1):
     barrier for a peer's program that cannot be scheduled would wait until the timeout)."""
     cap = MAX_BLOCKS
     if ctx.backend != "cpu":
-        import torch
-        sms = torch.cuda.get_device_properties(ctx.device).multi_processor_count
-        sharing = -(-ctx.node_size // max(1, torch.cuda.device_count()))
-        cap = min(cap, max(1, per_sm * sms // sharing))
+        key = (ctx.device, ctx.node_size, per_sm)
+        cap = _caps.get(key)
+        if cap is None:  # asked once: a small collective's host time counts
+            import torch
+            sms = torch.cuda.get_device_properties(ctx.device).multi_processor_count
+            sharing = -(-ctx.node_size // max(1, torch.cuda.device_count()))
+            cap = _caps[key] = min(MAX_BLOCKS, max(1, per_sm * sms // sharing))
     return max(1, min(int(tiles), cap))
+
+
+_caps = {}  # (device, node size, per_sm) -> team_programs' bound
 
 
 @triton.jit
