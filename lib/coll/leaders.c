@@ -4,6 +4,7 @@
 #include "coll/coll.h"
 
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,22 @@ void *symaddr_coll_stage_out(symaddr_context_t *ctx, const void *dev, size_t byt
         h = NULL;
     }
     return h;
+}
+
+/* A call of symaddr_coll_settle as text: desc_init's identity (kind | dtype << 8 | op << 16,
+ * check.c's root << 32) and the count. */
+static void call_text(const uint64_t call[2], char *text, size_t size)
+{
+    const symaddr_coll_row_t *row = symaddr_coll_row_of((symaddr_coll_kind_t)(call[0] & 0xff));
+    const char *dtype = symaddr_dtype_name((symaddr_dtype_t)(call[0] >> 8 & 0xff));
+    const char *op = symaddr_redop_name((symaddr_redop_t)(call[0] >> 16 & 0xff));
+    char root[24] = "", how[32] = "";
+    if (row && symaddr_coll_has(row, SYMADDR_COLLECTIVE_ROOTED))
+        snprintf(root, sizeof(root), ", root %u", (unsigned)(call[0] >> 32));
+    if (row && symaddr_coll_has(row, SYMADDR_COLLECTIVE_REDUCES))
+        snprintf(how, sizeof(how), ", op %s", op ? op : "unknown");
+    snprintf(text, size, "%s, %s%s%s, count %llu", row ? row->info.name : "an unknown call",
+             dtype ? dtype : "an unknown dtype", how, root, (unsigned long long)call[1]);
 }
 
 /* The stream's work done, then the failure (if any) any rank met, so that all take the same
@@ -32,7 +49,7 @@ symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, const symaddr_coll_
         st = ctx->be.ops->stream_sync(&ctx->be, stream);
     if (st == SYMADDR_OK)
         st = symaddr_coll_status(ctx);
-    return symaddr_agree_call(&ctx->core, st, call, fn);
+    return symaddr_agree_call(&ctx->core, st, call, call_text, fn);
 }
 
 /* MPI counts are ints: messages between nodes are refused past that. */

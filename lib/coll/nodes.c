@@ -20,14 +20,16 @@ symaddr_status_t symaddr_coll_allreduce_nodes(symaddr_context_t *ctx, const syma
 
 /* Between nodes: every rank's block in turn is allreduced, a chunk at a time, into the sync
  * area's scratch (the same buffer on every rank, as a collective needs), and its owner copies
- * the chunk out to recv. */
+ * the chunk out to recv. The ranks first compare the call itself: the chunks' allreduces would
+ * name another call, or find another count only after some chunks. */
 symaddr_status_t symaddr_coll_reduce_scatter_nodes(symaddr_context_t *ctx,
                                                    const symaddr_coll_desc_t *d0, void *stream)
 {
     const symaddr_coll_t *c = &ctx->coll;
     size_t es = symaddr_dtype_size(d0->dtype), chunk = c->scratch_bytes / es, work = 0;
     char *scratch = (char *)c->sync.root + c->scratch_offset;
-    symaddr_status_t st = SYMADDR_OK;
+    symaddr_status_t st =
+        symaddr_coll_settle(ctx, d0, SYMADDR_OK, stream, symaddr_coll_row_of(d0->kind)->name);
     for (int b = 0; b < ctx->core.size && st == SYMADDR_OK; b++) {
         const char *src = (const char *)d0->send + (size_t)b * d0->count * es;
         /* every rank cuts every block alike, so that all make the same calls */

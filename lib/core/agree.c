@@ -110,11 +110,12 @@ symaddr_status_t symaddr_agree_status(symaddr_core_t *core, symaddr_status_t loc
                                       const char *opname)
 {
     static const uint64_t none[2] = {0, 0};
-    return symaddr_agree_call(core, local, none, opname);
+    return symaddr_agree_call(core, local, none, NULL, opname); /* every rank's alike */
 }
 
 symaddr_status_t symaddr_agree_call(symaddr_core_t *core, symaddr_status_t local,
-                                    const uint64_t call[2], const char *opname)
+                                    const uint64_t call[2], symaddr_call_text_t text,
+                                    const char *opname)
 {
     /* each rank's status, and whether its context broke (a failure only its node's kernel
      * saw): then every rank's does, so that all skip the same later exchanges */
@@ -146,17 +147,17 @@ symaddr_status_t symaddr_agree_call(symaddr_core_t *core, symaddr_status_t local
     }
     for (int r = 1; r < core->size && st == SYMADDR_OK; r++) {
         const uint64_t *a = all[r].call, *b = all[0].call;
-        if (a[0] != b[0] || a[1] != b[1])
-            st = symaddr_error_set(&core->err, SYMADDR_ERR_MISMATCH,
-                                   "%s: rank %d passed (kind %u, dtype %u, op %u, root %u, count "
-                                   "%llu), rank 0 (kind %u, dtype %u, op %u, root %u, count %llu): "
-                                   "ranks passed another collective, count, dtype, op or root; "
-                                   "pass the same on every rank",
-                                   opname, r, (unsigned)(a[0] & 0xff), (unsigned)(a[0] >> 8 & 0xff),
-                                   (unsigned)(a[0] >> 16 & 0xff), (unsigned)(a[0] >> 32),
-                                   (unsigned long long)a[1], (unsigned)(b[0] & 0xff),
-                                   (unsigned)(b[0] >> 8 & 0xff), (unsigned)(b[0] >> 16 & 0xff),
-                                   (unsigned)(b[0] >> 32), (unsigned long long)b[1]);
+        char mine_text[96] = "", first_text[96] = "";
+        if (a[0] == b[0] && a[1] == b[1])
+            continue;
+        if (text) {
+            text(a, mine_text, sizeof(mine_text));
+            text(b, first_text, sizeof(first_text));
+        }
+        st = symaddr_error_set(&core->err, SYMADDR_ERR_MISMATCH,
+                               "%s: rank %d passed (%s), rank 0 (%s): ranks passed another "
+                               "collective, count, dtype, op or root; pass the same on every rank",
+                               opname, r, mine_text, first_text);
     }
     free(all);
     return st;

@@ -64,10 +64,12 @@ symaddr_status_t symaddr_agree(symaddr_core_t *core, uint64_t op, uint64_t arg0,
 /* Every rank learns whether all succeeded; returns the first failure. */
 symaddr_status_t symaddr_agree_status(symaddr_core_t *core, symaddr_status_t local,
                                       const char *opname);
+/* A call's two words as text for a MISMATCH message: their layout is the caller's. */
+typedef void (*symaddr_call_text_t)(const uint64_t call[2], char *text, size_t size);
 /* symaddr_agree_status, and @p call compared with rank 0's: SYMADDR_ERR_MISMATCH on every rank
- * where one differs. A collective's call: kind | dtype << 8 | op << 16 | root << 32, and its
- * count (the message reads them so). */
+ * where one differs, its message naming both calls through @p text. */
 symaddr_status_t symaddr_agree_call(symaddr_core_t *core, symaddr_status_t local,
-                                    const uint64_t call[2], const char *opname);
+                                    const uint64_t call[2], symaddr_call_text_t text,
+                                    const char *opname);
 
 #endif

@@ -1086,6 +1086,23 @@ static void test_identity_nodes(void *u)
             st = symaddr_stream_sync(ctx, NULL);
         T_CHECK(st == SYMADDR_ERR_MISMATCH, "%s: the last node disagrees, rank %d returned %s",
                 cases[c].what, t_rank, symaddr_strerror(st));
+        /* the message names both calls: rank 0's and the last node's */
+        static const char *const names[] = {"allreduce", "reduce_scatter", "allgather", "alltoall",
+                                            "broadcast", "reduce",         "gather"};
+        char want[2][96];
+        for (int w = 0; w < 2; w++) { /* 0: rank 0's call, 1: the last node's */
+            char how[16] = "", root[24] = "";
+            if (k == 0 || k == 1 || k == 5)
+                snprintf(how, sizeof(how), ", op %s", w && other == 1 ? "max" : "sum");
+            if (k >= 4)
+                snprintf(root, sizeof(root), ", root %d", w && other == 2 ? t_size - 1 : 0);
+            snprintf(want[w], sizeof(want[w]), "(%s, %s%s%s, count %zu)", names[k],
+                     symaddr_dtype_name(SYMADDR_INT32), how, root, w && other == 0 ? n - 1 : n);
+        }
+        const char *msg = symaddr_last_error(ctx);
+        T_CHECK(strstr(msg, want[0]) && strstr(msg, want[1]),
+                "%s: rank %d's message \"%s\" does not name both %s and %s", cases[c].what, t_rank,
+                msg, want[0], want[1]);
         mismatch_end(&ctx, b, h, wrote, cap, cases[c].what);
     }
 }
