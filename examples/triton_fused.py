@@ -7,9 +7,10 @@ computation) and a NumPy reference:
   each program reduces its row from every rank and normalises it while it is in registers;
 - GEMM + allreduce (a row-parallel linear layer): each rank multiplies its K-slice, and each
   output tile is reduced across ranks as it leaves the GEMM;
-- all-gather + GEMM (a column-parallel linear layer over sequence-parallel input): each
-  program multiplies this rank's rows first, with no wait, then each peer's rows, read where
-  they lie, once the peers' input is ready: the gathered input is never materialised.
+- all-gather + GEMM (a column-parallel linear layer over sequence-parallel input): tiles of
+  this rank's rows alone first, with no wait, then, once the peers' input is ready, tiles
+  whose rows are read where they lie on their ranks, several ranks' rows a tile, so that each
+  tile of the weight is read once: the gathered input is never materialised.
 
     mpiexec -n 2 python examples/triton_fused.py                      # GPUs, torch, compiled
     TRITON_INTERPRET=1 SYMADDR_BACKEND=cpu mpiexec -n 3 python examples/triton_fused.py

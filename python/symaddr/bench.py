@@ -17,8 +17,10 @@
         from a CUDA graph, 8 B to 1 MiB (GPU backends, torch)
     mpiexec -n 8 python -m symaddr.bench fused [--example examples/triton_fused.py]
         the example's fused GEMM + allreduce and all-gather + GEMM against their unfused pairs
-        (the GEMM, then the Triton collective), bf16 with f32 accumulation, M = 1 to 128
-        tokens, N = K = 4096 and 8192, eager and graph-replayed; exact (integer-valued data)
+        (the GEMM, then the Triton collective) and against torch.mm with the host collective,
+        bf16 with f32 accumulation, M = 1 to 128 tokens, N = K = 4096 and 8192, eager and
+        graph-replayed; exact (integer-valued data; torch's bf16 out within its rounding), and
+        each row ends with ctx.sync(), which reports a failed team kernel
     mpiexec -n 2 python -m symaddr.bench launch
         host time a call of a small Triton collective (a kept compiled kernel started
         directly) against the same kernel launched through Triton's JIT, and the C call
