@@ -5,7 +5,9 @@ stream of calls runs back to back and a CUDA graph replays them. Each is a host 
 launches one kernel (allreduce(ctx, x, out, op, algo), reduce_scatter, allgather, alltoall,
 broadcast) made of the blocks a user's own kernel calls (symaddr.triton.team:
 team_allreduce_oneshot, team_allreduce_twoshot, team_reduce_scatter, team_allgather,
-team_alltoall, team_broadcast, between team_begin and team_end)."""
+team_alltoall, team_broadcast, between team_begin and team_end). A kernel takes at most
+team_programs(ctx) programs, so that every program of every rank sharing the GPU is resident
+at once, each taking tiles of `block` (growing to BLOCK_MAX for large calls) in turn."""
 import triton
 import triton.language as tl
 
