@@ -3,10 +3,14 @@
 rank passed it (MPI's MIN of the outcomes), so no rank reports a pass its peers did not make.
 A case that returns a text starting "SKIP" is skipped, with that reason. Prints one line a case
 and the summary line "N passed, N failed, N skipped". SYMADDR_TEST_CASES="a b" runs only the
-cases whose name holds one of those words (the rest are not counted)."""
+cases whose name holds one of those words (the rest are not counted). A rank whose case failed
+waits for its peers' outcomes at most SYMADDR_TEST_CASE_WAIT_S seconds (120), then aborts the
+job, saying so: a peer may be waiting inside the case, at an MPI call the failed rank left."""
 import os
 import sys
+import time
 import traceback
+from array import array
 
 from mpi4py import MPI
 
@@ -27,7 +31,7 @@ class Cases:
         except Exception as e:  # noqa: BLE001
             ok, why = 0, "%s: %s" % (type(e).__name__, e)
             traceback.print_exc()
-        worst = self.comm.allreduce(ok, op=MPI.MIN)
+        worst = self._outcome(ok, name, why)
         if self.rank == 0:
             if worst == 2:
                 print("skip   - %s (%s)" % (name, why), flush=True)
@@ -42,6 +46,27 @@ class Cases:
             self.failed += 1
             if not ok:
                 print("[rank %d] %s" % (self.rank, why), file=sys.stderr, flush=True)
+
+    def _outcome(self, ok, name, why):
+        """The MIN of every rank's outcome. A rank whose case failed waits a bounded time: a
+        peer still inside the case at an MPI barrier held every rank until the test's own limit
+        (300 s at each rank count on the GPU machine, 2026-12-04)."""
+        mine, worst = array("i", [ok]), array("i", [0])
+        req = self.comm.Iallreduce(mine, worst, op=MPI.MIN)
+        if ok:
+            req.Wait()
+            return worst[0]
+        wait = float(os.environ.get("SYMADDR_TEST_CASE_WAIT_S", "120"))
+        deadline = time.monotonic() + wait
+        while not req.Test():
+            if time.monotonic() > deadline:
+                print("[rank %d] %s failed here (%s), and the other ranks did not finish the "
+                      "case within %g s (SYMADDR_TEST_CASE_WAIT_S): one waits inside it for "
+                      "this rank, so the job is aborted" % (self.rank, name, why, wait),
+                      file=sys.stderr, flush=True)
+                self.comm.Abort(1)
+            time.sleep(0.001)
+        return worst[0]
 
     def finish(self):
         """The summary line on rank 0; the process's exit status."""
