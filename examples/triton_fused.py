@@ -66,13 +66,14 @@ def rmsnorm_kernel(x, residual, weight, out, H, eps, BLOCK_H: tl.constexpr):
 
 
 @triton.jit
-def _gemm_tile(a, b, rm, rn, M, N, K, BK: tl.constexpr):
-    """a[rm, :] (M x K) @ b[:, rn] (K x N), local memory, accumulated in f32."""
-    acc = tl.zeros((rm.shape[0], rn.shape[0]), dtype=tl.float32)
+def _gemm_tile(rows, inside, b, rn, N, K, BK: tl.constexpr):
+    """The rows of a that rows points at (each K long, read where inside) @ b[:, rn] (K x N),
+    accumulated in f32."""
+    acc = tl.zeros((rows.shape[0], rn.shape[0]), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         rk = k * BK + tl.arange(0, BK)
-        acc += tl.dot(tl.load(a + rm[:, None] * K + rk[None, :],
-                              mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0),
+        acc += tl.dot(tl.load(rows[:, None] + rk[None, :],
+                              mask=inside[:, None] & (rk[None, :] < K), other=0.0),
                       tl.load(b + rk[:, None] * N + rn[None, :],
                               mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0))
     return acc
@@ -91,7 +92,7 @@ def gemm_allreduce_kernel(team, a, b, partial, partial_pb, out, M, N, K,
     for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
         rm = (t // tiles_n) * BM + tl.arange(0, BM)
         rn = (t % tiles_n) * BN + tl.arange(0, BN)
-        acc = _gemm_tile(a, b, rm, rn, M, N, K, BK)
+        acc = _gemm_tile(a + rm * K, rm < M, b, rn, N, K, BK)
         tl.store(partial + rm[:, None] * N + rn[None, :], acc,
                  mask=(rm[:, None] < M) & (rn[None, :] < N))
     if team_barrier(team, call, 1, N_RANKS):  # every rank's tiles are in its partial
@@ -115,14 +116,7 @@ def _gathered_times_b(a, a_pb, team, b, out, rm, rn, M, N, K, N_RANKS: tl.conste
     inside = rm < N_RANKS * M
     src = tl.where(inside, rm // M, team.rank)  # a masked row reads nothing: any valid rank
     rows = translate(a + tl.where(inside, rm % M, 0) * K, src, a_pb, team.rank)  # once a row
-    acc = tl.zeros((rm.shape[0], rn.shape[0]), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        rk = k * BK + tl.arange(0, BK)
-        ta = tl.load(rows[:, None] + rk[None, :], mask=inside[:, None] & (rk[None, :] < K),
-                     other=0.0)
-        tb = tl.load(b + rk[:, None] * N + rn[None, :],
-                     mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(ta, tb)
+    acc = _gemm_tile(rows, inside, b, rn, N, K, BK)
     tl.store(out + rm[:, None] * N + rn[None, :], acc.to(out.dtype.element_ty),
              mask=inside[:, None] & (rn[None, :] < N))
 
@@ -162,7 +156,7 @@ def matmul_kernel(a, b, out, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl
     tiles_n = tl.cdiv(N, BN)
     rm = (pid // tiles_n) * BM + tl.arange(0, BM)
     rn = (pid % tiles_n) * BN + tl.arange(0, BN)
-    acc = _gemm_tile(a, b, rm, rn, M, N, K, BK)
+    acc = _gemm_tile(a + rm * K, rm < M, b, rn, N, K, BK)
     tl.store(out + rm[:, None] * N + rn[None, :], acc.to(out.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
