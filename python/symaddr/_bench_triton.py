@@ -104,6 +104,12 @@ def _fused(ctx, a):
         g = torch.Generator(device="cuda").manual_seed(seed)
         return torch.randint(-2, 3, shape, generator=g, device="cuda").to(bf16)
 
+    def fused_launch(rows, n, bm):  # a fused GEMM's grid (resident at once) and keywords
+        cfg = ex.gemm_config(rows, n, team_programs(ctx, triton.cdiv(rows, bm)
+                                                    * triton.cdiv(n, 32)))
+        return (team_programs(ctx, triton.cdiv(rows, cfg["BM"]) * triton.cdiv(n, cfg["BN"])),
+                ), cfg
+
     for nk in a.nk:
         for m in a.m:
             bm, bn, bk = max(16, min(64, triton.next_power_of_2(m))), 64, 64  # unfused
@@ -115,8 +121,7 @@ def _fused(ctx, a):
             out = torch.empty(m * nk, dtype=torch.float32, device="cuda")
             tout, _ = ctx.allocate_symmetric((m * nk,), bf16)  # the C call's fastest form
             grid = (triton.cdiv(m, bm) * triton.cdiv(nk, bn),)
-            cfg = ex.gemm_config(m, nk, team_programs(ctx, triton.cdiv(m, bm) * nk // 32))
-            fgrid = (team_programs(ctx, triton.cdiv(m, cfg["BM"]) * triton.cdiv(nk, cfg["BN"])),)
+            fgrid, cfg = fused_launch(m, nk, bm)
 
             def fused_ar():
                 ex.gemm_allreduce_kernel[fgrid](team, am, bm_, partial, pmap.peer_bases, out, m,
@@ -149,10 +154,7 @@ def _fused(ctx, a):
             uout = torch.empty(size * m * nl, dtype=torch.float32, device="cuda")
             tout = torch.empty((size * m, nl), dtype=bf16, device="cuda")
             ctx.barrier()
-            cfg = ex.gemm_config(size * m, nl, team_programs(ctx, triton.cdiv(size * m, bm)
-                                                             * triton.cdiv(nl, 32)))
-            grid = (team_programs(ctx, triton.cdiv(size * m, cfg["BM"])
-                                  * triton.cdiv(nl, cfg["BN"])),)
+            grid, cfg = fused_launch(size * m, nl, bm)
             ugrid = (triton.cdiv(size * m, bm) * triton.cdiv(nl, bn),)
 
             def fused_ag():
