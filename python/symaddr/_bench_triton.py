@@ -16,13 +16,14 @@ def _triton(ctx, a):
               "(us a call, the slowest rank's); C: symaddr_allreduce/symaddr_allgather; "
               "tri1/triL/tri2: the Triton one-shot (barriers), Lamport one-shot (up to 64 "
               "KiB) and two-shot allreduce, triag: the Triton all-gather (one kernel each, "
-              "synchronised on the device); g: replayed from a CUDA graph"
+              "synchronised on the device); g: replayed from a CUDA graph; bw2, bwag: the "
+              "two-shot's and the all-gather's bus bandwidth over the C call's (graph-replayed)"
               % (size, ctx.backend, a.dtype, a.rounds, a.iters))
-        print("# %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %6s" % (
+        print("# %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %5s %5s %6s" % (
             "bytes", "C ar", "tri1", "triL", "tri2", "gC ar", "gtri1", "gtriL", "gtri2",
-            "C ag", "triag", "gC ag", "gtriag", "wrong"))
+            "C ag", "triag", "gC ag", "gtriag", "bw2", "bwag", "wrong"))
     esize = torch.empty((), dtype=dtype).element_size()
-    for nbytes in _sizes(max(8, esize * size), a.max_bytes, 4):
+    for nbytes in _sizes(max(8, esize * size, a.min_bytes or 0), a.max_bytes, 4):
         n = nbytes // esize // size * size  # two-shot and all-gather: a multiple of size
         x, _ = ctx.allocate_symmetric((n,), dtype)
         ref, _ = ctx.allocate_symmetric((n,), dtype)
@@ -64,9 +65,10 @@ def _triton(ctx, a):
         wrong = MPI.COMM_WORLD.allreduce(wrong)
         failed = _failure(ctx)
         if rank == 0:
-            print("  %9d %s %6d%s" % (n * esize, " ".join(
+            print("  %9d %s %5.2f %5.2f %6d%s" % (n * esize, " ".join(
                 "%8s" % "-" if v is None else "%8.2f" % (v * 1e6) for v in t + g + t_ag + g_ag),
-                wrong, failed and "  (a kernel failed: %s)" % failed), flush=True)
+                g[0] / g[3], g_ag[0] / g_ag[1], wrong,
+                failed and "  (a kernel failed: %s)" % failed), flush=True)
         ctx.barrier()
         for b in (gref, two, ref, x):
             ctx.free(b)

@@ -136,7 +136,7 @@ def _put(ctx, a):
               "%d rounds x %d" % (ctx.size, ctx.backend, a.rounds, a.iters))
         print("# %12s %14s %14s %8s %6s" % ("bytes", "triton GB/s", "symaddr GB/s", "ratio",
                                             "wrong"))
-    for nbytes in _sizes(a.min_bytes, a.max_bytes, 2):
+    for nbytes in _sizes(a.min_bytes or 64 << 20, a.max_bytes, 2):
         n = nbytes // 4
         src, _ = ctx.allocate_symmetric((n,), torch.float32)
         dst, dmap = ctx.allocate_symmetric((n,), torch.float32)
@@ -306,7 +306,9 @@ def main(argv=None):
     ap.add_argument("--dtype", default="float32", help="triton: float32, bfloat16 or float16")
     ap.add_argument("--m", default="1,16,64,128", help="fused: tokens (M), comma-separated")
     ap.add_argument("--nk", default="4096,8192", help="fused: N = K, comma-separated")
-    ap.add_argument("--min-bytes", type=int, default=64 << 20, help="put: smallest size")
+    ap.add_argument("--min-bytes", type=int, default=None,
+                    help="put: smallest size (64 MiB); triton: (the smallest a rank's count "
+                    "divides into)")
     ap.add_argument("--max-bytes", type=int, default=None,
                     help="put: largest size (1 GiB); allreduce, triton: (1 MiB)")
     a = ap.parse_args(argv)

@@ -317,8 +317,8 @@ def main():
     team_sig = TeamOf(*TEAM_SIG.values())
     for dt in ("fp32", "bf16", "fp16"):
         why = compiles(tc._lamport_kernel, {
-            "team": team_sig, "x": "*" + dt, "out": "*" + dt, "n": "i32", "ident": "i64",
-            "N_RANKS": "constexpr", "BLOCK": "constexpr", "OP": "constexpr"},
+            "team": team_sig, "x": "*" + dt, "out": "*" + dt, "n": "i32", "rounds": "i32",
+            "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr", "OP": "constexpr"},
             {"N_RANKS": 8, "BLOCK": 256, "OP": None})
         if why:
             failed_builds.append("_lamport_kernel, %s: %s" % (dt, why))

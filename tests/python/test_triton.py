@@ -935,14 +935,14 @@ def test_triton_collectives_in_rounds():
     2 MiB call took 64 programs, and the Triton calls after it read wrong data (a barrier
     waiting for a program that cannot be scheduled fails at the timeout). Here team_programs
     gives 3 and tiles hold at most 1024 elements, as on a GPU shared by many ranks: every host
-    function, odd counts, a view at an odd offset, exact."""
+    function, the Lamport one-shot's too (8 tiles of 256 f32), odd counts, a view at an odd
+    offset, exact."""
     cap, seen = 3, []
-    real = {k: getattr(tc, k, None) for k in ("team_programs", "_grid", "BLOCK_MAX")}
+    real = {k: getattr(tc, k, None) for k in ("team_programs", "_launch", "BLOCK_MAX")}
 
-    def grid(*args, **kwargs):  # the programs of every launch
-        got = real["_grid"](*args, **kwargs)
-        seen.append(got[0][0])
-        return got
+    def launch(c, kernel, grid, *args, **kwargs):  # the programs of every launch
+        seen.append(grid[0])
+        return real["_launch"](c, kernel, grid, *args, **kwargs)
     count = 2 * 1024 * cap + 7  # tiles of one rank's part: 7, so 3 rounds
     every = [np.arange(size * count) % 1013 + 1000 * r for r in range(size)]
     total = sum(every)
@@ -950,10 +950,15 @@ def test_triton_collectives_in_rounds():
     o, _ = alloc((size * count,), "int32")  # symmetric: the two-shot's out
     xs, plain = x[1:], _plain(size * count, "int32")
     fill(xs, every[rank])
+    nl = 7 * 256 + 5  # the Lamport's: 8 tiles of 1 KiB, from and into plain memory
+    lx, lout = _plain(nl + 1, "float32")[1:], _plain(nl, "float32")
+    fill(lx, every[rank][:nl].astype(np.float32))
     settle()
     calls = {
         "one-shot": (lambda: tc.allreduce(ctx, xs, plain, algo="oneshot"), total),
         "two-shot": (lambda: tc.allreduce(ctx, xs, o, algo="twoshot"), total),
+        "Lamport": (lambda: tc.allreduce(ctx, lx, lout, algo="lamport"),
+                    total[:nl].astype(np.float32)),
         "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xs, plain[:count]),
                            total[rank * count:(rank + 1) * count]),
         "all-gather": (lambda: tc.allgather(ctx, xs[:count], plain),
@@ -964,7 +969,7 @@ def test_triton_collectives_in_rounds():
                       every[size - 1][:count]),
     }
     tc.team_programs = lambda c, tiles, per_sm=1: max(1, min(int(tiles), cap))
-    tc._grid, tc.BLOCK_MAX = grid, 1024
+    tc._launch, tc.BLOCK_MAX = launch, 1024
     try:
         for name, (call, wanted) in calls.items():
             del seen[:]

@@ -25,16 +25,17 @@ from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allg
 def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
                     N_RANKS: tl.constexpr, BLOCK: tl.constexpr, OP: tl.constexpr,
                     TWO_SHOT: tl.constexpr):
+    first = team_begin(team)
     for r in range(0, rounds):  # a tile a round, each a call of the sync area (see _grid)
         tile = tl.program_id(0) + r * tl.num_programs(0)
-        call = team_begin(team)
+        call = first + r
         if TWO_SHOT:
             team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS, BLOCK,
                                    OP, ident)
         else:
             offs = tile * BLOCK + tl.arange(0, BLOCK)
             team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP, ident)
-        team_end(team, call)
+    team_end(team, first + rounds - 1)
 
 
 # Each kernel twice: Triton's JIT specialises the runtime arguments (a pointer's alignment lets
@@ -49,18 +50,22 @@ _allreduce_small = triton.jit(
     do_not_specialize=["x", "x_pb", "out", "out_pb", "n", "rounds", "ident"])(_allreduce_body)
 
 
-@triton.jit(do_not_specialize=["x", "out", "n", "ident"])
-def _lamport_kernel(team, x, out, n: tl.int32, ident: tl.int64, N_RANKS: tl.constexpr,
-                    BLOCK: tl.constexpr, OP: tl.constexpr):
-    call = team_begin(team)
-    team_allreduce_lamport(team, call, x, out, n, N_RANKS, BLOCK, OP, ident)
-    team_end(team, call)
+@triton.jit(do_not_specialize=["x", "out", "n", "rounds", "ident"])
+def _lamport_kernel(team, x, out, n: tl.int32, rounds: tl.int32, ident: tl.int64,
+                    N_RANKS: tl.constexpr, BLOCK: tl.constexpr, OP: tl.constexpr):
+    first = team_begin(team)
+    for r in range(0, rounds):  # a tile a round, each a call of the sync area (_lamport_grid)
+        at = r * tl.num_programs(0) * BLOCK
+        team_allreduce_lamport(team, first + r, x + at, out + at, n - at, N_RANKS, BLOCK, OP,
+                               ident)
+    team_end(team, first + rounds - 1)
 
 
 def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS: tl.constexpr,
                BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
+    first = team_begin(team)
     for r in range(0, rounds):  # a tile a round, each a call of the sync area (see _grid)
-        call = team_begin(team)
+        call = first + r
         offs = (tl.program_id(0) + r * tl.num_programs(0)) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < count
         if KIND == "reduce_scatter":
@@ -71,7 +76,7 @@ def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS
             team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
         else:
             team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS, ident)
-        team_end(team, call)
+    team_end(team, first + rounds - 1)
 
 
 _move_kernel = triton.jit(_move_body)
@@ -100,17 +105,35 @@ def _grid(ctx, n, block):
     return (programs,), block, _cdiv(_cdiv(n, block), programs)
 
 
-def _launch(ctx, kernel, grid, key, args):
-    """kernel[grid](*args) (args: every parameter in order, the constexprs' values last). A
+def _lamport_grid(ctx, n, block):
+    """(programs,) and the tiles each takes (rounds) of the Lamport one-shot: at most
+    team_programs(ctx) programs as _grid, though 4 a multiprocessor (its programs are small:
+    a tile of 1 KiB a peer), which leaves one round (64 programs, 64 KiB) at 8 ranks on an
+    H200."""
+    tiles = max(1, _cdiv(n, block))
+    programs = team_programs(ctx, tiles, per_sm=4)
+    return (programs,), _cdiv(tiles, programs)
+
+
+def _warps(block):
+    """The warps of a program of `block` elements: 16 elements a thread, 4 to 16 warps. On an
+    H200 at 8 ranks, 4 MiB calls (blocks of 8192, 16 programs) took 1.7x (two-shot) and 1.3x
+    (all-gather) longer with Triton's default of 4."""
+    return max(4, min(16, block // 512))
+
+
+def _launch(ctx, kernel, grid, key, args, num_warps=4):
+    """kernel[grid](*args) (args: every parameter in order, the constexprs' values last; its
+    num_warps follows from BLOCK, so a key's kernel keeps its warps). A
     kernel whose runtime arguments Triton does not specialise (the *_small ones, the Lamport
     one) fits every call of one key (the tensors' dtypes and the constexprs, and the device:
     Triton launches on the current one), so after a key's first launch through Triton's JIT
     the kernel it compiled is started directly (CompiledKernel[grid], on the current device's
     current stream): on one H200, 8.5 and 12.9 µs of host time a launch at 2 and 8 ranks,
     where Triton's JIT took 14.8 and 22.9 (python -m symaddr.bench launch). Under the
-    interpreter every call goes through the JIT."""
-    if ctx.backend == "cpu":
-        kernel[grid](*args)
+    interpreter, and for key None, every call goes through the JIT."""
+    if ctx.backend == "cpu" or key is None:
+        kernel[grid](*args, num_warps=num_warps)
         return
     import torch
     device = torch.cuda.current_device()
@@ -120,7 +143,7 @@ def _launch(ctx, kernel, grid, key, args):
         compiled[grid + (1,) * (3 - len(grid))](
             *args, stream=torch._C._cuda_getCurrentRawStream(device))
         return
-    compiled = kernel[grid](*args)
+    compiled = kernel[grid](*args, num_warps=num_warps)
     if isinstance(compiled, _CompiledKernel):
         ctx._plans[key] = compiled
 
@@ -198,21 +221,22 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
     if algo == "lamport":
         block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
-        grid = (max(1, _cdiv(n, block)),)
-        args = (team, _arg(x), _arg(out), n, ident, ctx.size, block, _op(op))
-        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + args[5:], args)
+        grid, rounds = _lamport_grid(ctx, n, block)
+        args = (team, _arg(x), _arg(out), n, rounds, ident, ctx.size, block, _op(op))
+        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + args[6:], args)
         return out
     two = algo == "twoshot"
     out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
-    grid, block, rounds = _grid(ctx, _cdiv(n, ctx.size) if two else n, block)
+    # the two-shot's tiles cover a rank's part (team_allreduce_twoshot)
+    grid, block, rounds = _grid(ctx, _cdiv(n, ctx.size * 16) * 16 if two else n, block)
     x_pb = ctx.get_symmetric_address_map(x).peer_bases
     args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident, ctx.size, block, _op(op),
             two)
     if n * _itemsize(x) <= SMALL_BYTES:
         _launch(ctx, _allreduce_small, grid, (x.dtype, x_pb.dtype, out.dtype, out_pb.dtype)
-                + args[8:], args)
+                + args[8:], args, _warps(block))
     else:
-        _allreduce_kernel[grid](*args)
+        _launch(ctx, _allreduce_kernel, grid, None, args, _warps(block))
     return out
 
 
@@ -224,9 +248,10 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
     args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, ctx.size, block, kind,
             _op(op))
     if count * _itemsize(x) <= SMALL_BYTES:
-        _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[8:], args)
+        _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[8:], args,
+                _warps(block))
     else:
-        _move_kernel[grid](*args)
+        _launch(ctx, _move_kernel, grid, None, args, _warps(block))
     return out
 
 
