@@ -3,7 +3,8 @@
 Triton compiles without a GPU): a store through the explicit, bound and Iris forms is the
 P0's hand-written translation, instruction for instruction (two loads of the table, a
 subtraction, an add), and validation (SYMADDR_VALIDATE=1, a compile-time switch) adds code
-only when it is on.
+only when it is on. Also what compiles for sm_90, and one rule of the team kernels' source
+that only a GPU's warps would show broken.
     python3 tests/python/test_ptx.py
 Prints one line a case and the summary line."""
 import collections
@@ -232,6 +233,33 @@ def instructions(fn):
     return collections.Counter(out)
 
 
+def epochs_read_once(module):
+    """The functions of module's source that call team_begin more than once or in a loop: a
+    team_begin after a team_end in one kernel may read the epoch before another warp stored
+    it (on an H200, collectives in rounds read wrong data so). The rule is in the source,
+    not the PTX: the race is one a CPU cannot show."""
+    import ast
+    import inspect
+    wrong, seen = [], 0
+    for fn in ast.walk(ast.parse(inspect.getsource(module))):
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        calls = []
+
+        def visit(node, looped):
+            for child in ast.iter_child_nodes(node):
+                if (isinstance(child, ast.Call) and getattr(child.func, "id", None)
+                        == "team_begin"):
+                    calls.append(looped)
+                visit(child, looped or isinstance(child, (ast.For, ast.While)))
+        visit(fn, False)
+        seen += bool(calls)
+        if len(calls) > 1 or any(calls):
+            wrong.append("%s.%s calls team_begin %s" % (
+                module.__name__, fn.name, "in a loop" if any(calls) else "%d times" % len(calls)))
+    return wrong, seen
+
+
 def main():
     passed = failed = 0
     validated = st.VALIDATE
@@ -344,6 +372,13 @@ def main():
                   "examples/triton_fused.py (2 dtypes) compile for sm_90%s"
                   % (": " + "; ".join(failed_builds) if failed_builds else ""),
                   not failed_builds))
+    from symaddr.triton import collectives as tc
+    (wrong, seen), (wrong2, seen2) = epochs_read_once(tc), epochs_read_once(fused)
+    wrong += wrong2
+    cases.append(("every team kernel of symaddr.triton.collectives (%d) and "
+                  "examples/triton_fused.py (%d) reads its epoch once: one team_begin, outside "
+                  "any loop%s" % (seen, seen2, ": " + "; ".join(wrong) if wrong else ""),
+                  seen >= 3 and seen2 >= 3 and not wrong))
     for name, ok in cases:
         print(("ok     - %s" % name) if ok else ("not ok - %s" % name), flush=True)
         passed, failed = passed + bool(ok), failed + (not ok)
