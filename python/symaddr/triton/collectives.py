@@ -17,7 +17,7 @@ from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allg
                                  team_allreduce_lamport, team_allreduce_oneshot,
                                  team_allreduce_twoshot, team_alltoall, team_begin,
                                  team_broadcast, team_end, team_programs,
-                                 team_reduce_scatter)
+                                 team_reduce_scatter, twoshot_part)
 
 
 # ---- one kernel per host function -------------------------------------------------------------
@@ -233,8 +233,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         return out
     two = algo == "twoshot"
     out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
-    # the two-shot's tiles cover a rank's part (team_allreduce_twoshot)
-    grid, block, rounds = _grid(ctx, _cdiv(n, ctx.size * 16) * 16 if two else n, block)
+    grid, block, rounds = _grid(ctx, twoshot_part(n, ctx.size) if two else n, block)
     x_pb = ctx.get_symmetric_address_map(x).peer_bases
     args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident, ctx.size, block, _op(op),
             two)

@@ -63,6 +63,14 @@ _SLOT = tl.constexpr(LAMPORT_SLOT)
 _SLOT_WORDS = tl.constexpr(LAMPORT_SLOT // 8)
 
 
+_PART = tl.constexpr(16)  # a two-shot part's elements: a multiple of it (aligned loads)
+
+
+def twoshot_part(n, ranks):
+    """The elements of a rank's part of n in team_allreduce_twoshot, which its tiles cover."""
+    return -(-n // (ranks * _PART.value)) * _PART.value
+
+
 def sync_words(size):
     """int64 words of a team's sync area for size ranks."""
     return 1 + MAX_BLOCKS + 2 * MAX_BLOCKS * size + 3 * size * MAX_BLOCKS * (1 + LAMPORT_SLOT // 8)
@@ -312,11 +320,11 @@ def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: t
                            BLOCK: tl.constexpr, OP: tl.constexpr = None, ident=0):
     """out (symmetric, n elements) = the reduction of every rank's x: each rank reduces its
     part (n / N_RANKS, rounded up to a multiple of 16) into its out, a barrier, then loads
-    every rank's part; tile is this program's BLOCK-element tile of a part (cdiv(n, N_RANKS *
-    16) * 16 elements). A part of a multiple of 16 elements keeps every rank's part as aligned
+    every rank's part; tile is this program's BLOCK-element tile of a part (twoshot_part(n,
+    N_RANKS) elements). A part of a multiple of 16 elements keeps every rank's part as aligned
     as out and x, so the loads are vectors (on an H200 the 64 MiB two-shot took 10x the C
     one's time with a part of n / 8)."""
-    chunk = tl.cdiv(n, N_RANKS * 16) * 16
+    chunk = tl.cdiv(n, N_RANKS * _PART) * _PART
     offs = tile * BLOCK + tl.arange(0, BLOCK)
     ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 2, OP), True)
     if ok:
