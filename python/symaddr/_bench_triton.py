@@ -224,9 +224,9 @@ def _launch(ctx, a):
     """Host time a call (µs, the slowest rank's, best of the rounds) of a small Triton
     collective and of its launch alone: symaddr.triton.collectives' Lamport allreduce (the kept
     kernel started directly), the same kernel launched through Triton's JIT (its binder and
-    cache lookup every call), the kept CompiledKernel alone, and Context.allreduce (the C
-    call) on the same buffers (out is plain memory, which the C call stages through
-    symmetric memory)."""
+    cache lookup every call), the kept CompiledKernel alone, Context.allreduce (the C call)
+    on the same buffers (out is plain memory, which the C call stages through symmetric
+    memory), and the one-shot allreduce and all-gather host functions."""
     import time
 
     import torch
@@ -236,6 +236,7 @@ def _launch(ctx, a):
     x, _ = ctx.allocate_symmetric((n,), torch.float32)
     x.fill_(ctx.rank)
     out = torch.empty(n, device="cuda")
+    gathered = torch.empty(n * ctx.size, device="cuda")
     team = ctx.team()
     tc.allreduce(ctx, x, out, algo="lamport")  # compiles and keeps the kernel
     ident = tc.call_ident("allreduce", n, x.dtype, "sum")
@@ -249,7 +250,11 @@ def _launch(ctx, a):
              ("its kernel through Triton's JIT", lambda: tc._lamport_kernel[(1,)](*args)),
              ("its kept kernel: CompiledKernel[grid]", lambda: kept[0][(1, 1, 1)](
                  *args, stream=torch._C._cuda_getCurrentRawStream(device))),
-             ("Context.allreduce (the C call)", lambda: ctx.allreduce(x, out))]
+             ("Context.allreduce (the C call)", lambda: ctx.allreduce(x, out)),
+             # the barrier kernels' host functions look up x's map and table each call
+             ("symaddr.triton.collectives.allreduce (oneshot)",
+              lambda: tc.allreduce(ctx, x, out, algo="oneshot")),
+             ("symaddr.triton.collectives.allgather", lambda: tc.allgather(ctx, x, gathered))]
     best = [float("inf")] * len(calls)
     for _ in range(a.rounds):
         for i, (_, call) in enumerate(calls):  # in turn, so a slower spell falls on all
@@ -264,7 +269,8 @@ def _launch(ctx, a):
     torch.cuda.synchronize()
     ctx.barrier()
     want = torch.full((n,), float(ctx.size * (ctx.size - 1) // 2), device="cuda")
-    wrong = MPI.COMM_WORLD.allreduce(int((out != want).sum()))
+    every = torch.arange(ctx.size, device="cuda", dtype=torch.float32).repeat_interleave(n)
+    wrong = MPI.COMM_WORLD.allreduce(int((out != want).sum()) + int((gathered != every).sum()))
     if ctx.rank == 0:
         print("# symaddr.bench launch: %d ranks, backend %s, 1 KiB f32, host us a call (the "
               "slowest rank's), best of %d rounds x %d calls" % (ctx.size, ctx.backend,

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ._arrays import HostArray, address, is_torch, not_an_array
+from ._lib import STATUS
 from ._lib import error as _err
 
 
@@ -49,7 +50,7 @@ class Communication:
     def _init_comm(self):
         self._stage = None  # (address, bytes, provider) of the staging workspace
         self._stage_tensor = None  # a torch view of the whole workspace (_stage_view)
-        self._known = {}  # address -> whether it is registered (cleared when that changes)
+        self._known = {}  # address -> _lookup's answer (cleared when registrations change)
         self._rows = {}  # collective name -> what _collective needs of its row
         self._files = {}  # a caller's code object -> its file name as bytes
         torch = sys.modules.get("torch")
@@ -140,18 +141,24 @@ class Communication:
             self._freed_at(addr)
         return addr, count, a.dtype
 
-    def _registered(self, addr):
-        """Whether addr lies in a registration of this context (symaddr_lookup, remembered
-        until the context's registrations change)."""
-        known = self._known.get(addr)
-        if known is None:
+    def _lookup(self, addr):
+        """(symaddr_lookup's status, the address of its map) for addr: OK and NOT_FOUND are
+        remembered until the context's registrations change (a loop of calls passes the same
+        arrays call after call)."""
+        hit = self._known.get(addr)
+        if hit is None:
             m = ctypes.c_void_p()
-            known = self._lib.symaddr_lookup(self._h, ctypes.c_void_p(addr),
-                                             ctypes.byref(m)) == 0
-            if len(self._known) > 4096:
-                self._known.clear()
-            self._known[addr] = known
-        return known
+            hit = (self._lib.symaddr_lookup(self._h, ctypes.c_void_p(addr), ctypes.byref(m)),
+                   m.value)
+            if hit[0] in (0, STATUS["SYMADDR_ERR_NOT_FOUND"]):
+                if len(self._known) > 4096:
+                    self._known.clear()
+                self._known[addr] = hit
+        return hit
+
+    def _registered(self, addr):
+        """Whether addr lies in a registration of this context (symaddr_lookup)."""
+        return self._lookup(addr)[0] == 0
 
     def _workspace(self, nbytes):
         """The context's symmetric workspace for staged receive buffers, at least nbytes

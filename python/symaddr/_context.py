@@ -139,7 +139,7 @@ class Context(Registrations, Validation, Communication):
         self._stage_tensor = None  # a view of the workspace, which finalize frees
         regs = list(self._regs.values()) + list(self._plain.values()) + [self._own]
         for reg in regs:
-            reg.life.end("released when its context was closed")
+            reg.end("released when its context was closed")
         self._life.end("closed")
         lt = self._lifetimes
         try:
@@ -352,7 +352,7 @@ class Context(Registrations, Validation, Communication):
             raise _err("SYMADDR_ERR_INVALID_ARG", "this array does not start an allocation of "
                        "this context; free the array allocate_symmetric() returned")
         self._regs.pop(reg.key, None)
-        reg.life.end("freed by Context.free")
+        reg.end("freed by Context.free")
         self._freed[addr] = reg
         self._lifetimes.end(reg)
         if self.validating:
@@ -381,7 +381,7 @@ class Context(Registrations, Validation, Communication):
         reg = self._plain.pop(_arrays.address(a, "free_local", checked=False), None)
         if reg is None:
             raise _err("SYMADDR_ERR_INVALID_ARG", "this array is not from empty_local()")
-        reg.life.end("freed by Context.free_local")
+        reg.end("freed by Context.free_local")
         self._lifetimes.local.append(reg)
         self._lifetimes.reap_local()
 

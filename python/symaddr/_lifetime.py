@@ -71,6 +71,13 @@ class Registration:
         # library maps its memory until then, so its allocator must not hand it out again.
         self.owner = None
 
+    def end(self, why):
+        """End the registration for symaddr (its Life), and drop the table its map kept: from
+        now on only the user's own arrays and tables of its memory keep it reached."""
+        self.life.end(why)
+        if self.amap is not None:
+            self.amap._table = None
+
     def exported(self, exporter):
         """Remember an exporter of this registration's memory (held weakly)."""
         self.refs.append(weakref.ref(exporter))

@@ -20,18 +20,17 @@ class Registrations:
     def get_symmetric_address_map(self, a: Any) -> AddressMap:
         """The AddressMap of the registration that holds a (an array, a view at any offset, or
         an address): its allocation's root map, whoever registered it."""
-        h = self._open()
+        self._open()
         addr = address(a, "get_symmetric_address_map")
         if self._lifetimes.pending:
             self._freed_at(addr)
-        m = ctypes.c_void_p()
-        st = self._lib.symaddr_lookup(h, ctypes.c_void_p(addr), ctypes.byref(m))
+        st, m = self._lookup(addr)
         if st == STATUS["SYMADDR_ERR_NOT_FOUND"]:
             raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is in no registration of this context: "
                        "allocate it with allocate_symmetric(), or register it with import_() "
                        "or register()" % addr)
         self._check(st)
-        reg = self._regs.get(m.value)
+        reg = self._regs.get(m)
         if reg is None:
             raise _err("SYMADDR_ERR_NOT_FOUND", "0x%x is registered, but not through this "
                        "Python context" % addr)
@@ -135,7 +134,7 @@ class Registrations:
             raise _err("SYMADDR_ERR_INVALID_ARG", "an allocation's map goes with "
                        "Context.free(array), not unregister()")
         del self._regs[key]
-        reg.life.end("unregistered")
+        reg.end("unregistered")
         self._lifetimes.end(reg)
         if self.validating:
             self._poison(reg)

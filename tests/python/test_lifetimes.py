@@ -277,6 +277,50 @@ def test_freed_between_collectives():
     ctx.close()
 
 
+def test_kept_tables():
+    """A map keeps its peer_bases while its registration lives (a kernel launch asks for it
+    each call), and drops it when the registration ends: a map kept past free, unregister or
+    close holds no memory. The map of an address follows the registration there now (an
+    allocation that retention hands back at a freed one's address)."""
+    import weakref
+    ctx = sa.Context(backend="cpu", retain_bytes=256 << 20)
+    x, xmap = ctx.allocate_symmetric(N, np.int32)
+    base = xmap.allocation_base
+    made = weakref.ref(xmap.peer_bases)
+    gc.collect()
+    check(made() is not None and ctx.get_symmetric_address_map(x[7:]).peer_bases is made(),
+          "the map keeps its table, and every lookup gives it")
+    ctx.free(x)
+    del x
+    gc.collect()
+    check(made() is None, "free drops the table")
+    ctx.collect()
+    check(not registered(ctx, base), "released while its map is kept")
+    y, ymap = ctx.allocate_symmetric(N, np.int32)
+    check(ctx.get_symmetric_address_map(y[1:]) is ymap and ymap is not xmap,
+          "the new allocation's map at %s (the freed one's at %s)"
+          % (hex(ymap.allocation_base), hex(base)))
+    refused("the freed allocation's kept map", lambda: xmap.peer_bases)
+    own = ctx.empty_local(N, np.int32)
+    imap = ctx.import_(own)
+    check(ctx.get_symmetric_address_map(own) is imap, "the import's map")
+    made = weakref.ref(imap.peer_bases)
+    imap.unregister()
+    gc.collect()
+    check(made() is None and not registered(ctx, own.ctypes.data),
+          "unregister drops the table and releases the import while its map is kept")
+    ctx.free_local(own)
+    del own
+    table = weakref.ref(ymap.peer_bases)
+    ctx.free(y)
+    del y
+    waiting = len(_lifetime._at_exit)
+    ctx.close()
+    check(table() is None and len(_lifetime._at_exit) == waiting,
+          "close finalizes at once while a map with its table is kept")
+    del xmap, ymap, imap
+
+
 for name, fn in (("freed memory: 15 routes, default retention", test_freed_default_retention),
                  ("freed memory: 15 routes, SYMADDR_RETAIN_BYTES=0", test_freed_no_retention),
                  ("closed context: 15 routes; finalize now or at exit", test_closed_context),
@@ -284,7 +328,8 @@ for name, fn in (("freed memory: 15 routes, default retention", test_freed_defau
                  ("a cycle; an unregistered import's table", test_cycle_and_unregister),
                  ("an import holds its array; a plain recv after", test_import_holds_its_array),
                  ("introspection of dead objects", test_introspection),
-                 ("freed between collectives on it", test_freed_between_collectives)):
+                 ("freed between collectives on it", test_freed_between_collectives),
+                 ("a map keeps its table until its registration ends", test_kept_tables)):
     cases.run(name, fn)
 gc.collect()
 sys.exit(cases.finish())
