@@ -8,6 +8,8 @@ import sys
 from typing import Any
 
 from ._arrays import HostArray, address, is_torch, not_an_array
+
+_ND_SIZE = HostArray.__base__.size.__get__ if HostArray is not None else None  # ndarray's
 from ._lib import STATUS
 from ._lib import error as _err
 
@@ -56,6 +58,7 @@ class Communication:
         torch = sys.modules.get("torch")
         self._tensor_type = torch.Tensor if torch is not None else ()
         self._dtypes = {}  # the array's dtype -> symaddr_dtype_t
+        self._ops = {}  # an op's name -> what _op says of it
         self._null_stream = None if self.backend == "cpu" else False
         self._raw_stream = None  # torch._C._cuda_getCurrentRawStream, once looked up
 
@@ -72,11 +75,17 @@ class Communication:
     def _op(self, op, what):
         """symaddr_redop_t of op ("sum", ..., or an mpi4py op), and whether it is "avg" (sum,
         then a division by the context's size)."""
+        if type(op) is str:  # remembered: mpi4py's ops do not hash
+            hit = self._ops.get(op)
+            if hit is not None:
+                return hit
         table = self._lib.abi["redop"]
         if type(op) is str and op in table:
-            return table[op], False
+            hit = self._ops[op] = table[op], False
+            return hit
         if op == "avg":
-            return table["sum"], True
+            hit = self._ops[op] = table["sum"], True
+            return hit
         if not isinstance(op, str):
             for mpi_op, name in _mpi_ops():
                 if op == mpi_op:
@@ -132,7 +141,7 @@ class Communication:
             if not a.flags.c_contiguous:
                 contiguous(a, call, role)
             addr = a.data_ptr()  # SymaddrError once its registration was freed
-            count = a.size
+            count = _ND_SIZE(a)  # HostArray.size makes a _Count (for Triton) each call
         else:
             contiguous(a, call, role)
             addr = self._address(a, role, call)
