@@ -307,8 +307,8 @@ def main(argv=None):
     ap.add_argument("--m", default="1,16,64,128", help="fused: tokens (M), comma-separated")
     ap.add_argument("--nk", default="4096,8192", help="fused: N = K, comma-separated")
     ap.add_argument("--min-bytes", type=int, default=None,
-                    help="put: smallest size (64 MiB); triton: (the smallest a rank's count "
-                    "divides into)")
+                    help="put: smallest size (64 MiB); triton: smallest size (8 bytes, or "
+                    "one element a rank if that is more)")
     ap.add_argument("--max-bytes", type=int, default=None,
                     help="put: largest size (1 GiB); allreduce, triton: (1 MiB)")
     a = ap.parse_args(argv)
