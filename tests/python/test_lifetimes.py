@@ -318,7 +318,6 @@ def test_kept_tables():
     ctx.close()
     check(table() is None and len(_lifetime._at_exit) == waiting,
           "close finalizes at once while a map with its table is kept")
-    del xmap, ymap, imap
 
 
 for name, fn in (("freed memory: 15 routes, default retention", test_freed_default_retention),

@@ -1448,6 +1448,129 @@ def test_plain_recv():
     ctx.free(x)
 
 
+def test_triton_refused_buffers():
+    """The host functions of symaddr.triton.collectives check their buffers before a launch,
+    as the kernels index them: an out too short (the kernels wrote past its end and returned,
+    and the next calls crashed the interpreter), of another dtype or device, strided, or
+    overlapping x where the peers still read it; a count that does not split into parts; a
+    root that is no rank; a block that is no power of two. Each raises its named status on
+    every rank, writes nothing (a guard past the short out stays), and leaves the context
+    sound: the Lamport one-shot in place and a one-shot after are exact."""
+    n = 37
+    x, _ = alloc((2 * n + 1,), "float32")
+    xs = x[1:n + 1]
+    fill(xs, data(rank, n, "float32"))
+    total = want(reference([data(r, n, "float32") for r in range(size)], "sum"), "float32")
+    guard = _plain(size * n + 8, "float32")
+    fill(guard, np.full(size * n + 8, -7.0))
+    short, other = guard[:n - 1], _plain(n, "int32")
+    whole, _ = alloc((size * n,), "float32")
+    settle()
+    refusals = [
+        ("allreduce, out short (%s)" % algo, "SYMADDR_ERR_INVALID_ARG",
+         lambda algo=algo: tc.allreduce(ctx, xs, short, algo=algo))
+        for algo in ("auto", "lamport", "oneshot")] + [
+        ("allreduce, out of another dtype", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allreduce(ctx, xs, other)),
+        ("allreduce, x strided", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allreduce(ctx, x[::2], algo="oneshot")),
+        ("one-shot, out = x", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allreduce(ctx, xs, xs, algo="oneshot")),
+        ("two-shot, out overlapping x", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allreduce(ctx, xs, x[2:n + 2], algo="twoshot")),
+        ("Lamport, out overlapping x a element on", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allreduce(ctx, xs, x[2:n + 2], algo="lamport")),
+        ("two-shot, out plain", "SYMADDR_ERR_NOT_FOUND",
+         lambda: tc.allreduce(ctx, xs, guard[:n], algo="twoshot")),
+        ("one-shot, x plain", "SYMADDR_ERR_NOT_FOUND",
+         lambda: tc.allreduce(ctx, guard[:n], algo="oneshot")),
+        ("allreduce, out a list", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allreduce(ctx, xs, [0.0] * n)),
+        ("allreduce, block 100", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allreduce(ctx, xs, algo="oneshot", block=100)),
+        ("allgather, out short", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allgather(ctx, xs, guard[:size * n - 1])),
+        ("allgather, out over x", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allgather(ctx, whole[rank * n:(rank + 1) * n], whole)),
+        ("reduce_scatter, out short", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.reduce_scatter(ctx, whole, guard[:n - 1])),
+        ("reduce_scatter, a count of no equal parts", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.reduce_scatter(ctx, whole[1:])),
+        ("alltoall, a count of no equal parts", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.alltoall(ctx, whole[1:], guard[:size * n - 1])),
+        ("broadcast, root = size", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.broadcast(ctx, xs, guard[:n], root=size)),
+        ("broadcast, root -1", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.broadcast(ctx, xs, guard[:n], root=-1))]
+    if ON_GPU:
+        refusals.append(("allreduce, out on the host", "SYMADDR_ERR_INVALID_ARG",
+                         lambda: tc.allreduce(ctx, xs, torch.zeros(n))))
+    passed, other = [], []
+    for what, status, call in refusals:
+        try:
+            call()
+            passed.append(what)
+        except Exception as e:  # noqa: BLE001  (what else a call raised is reported)
+            if getattr(e, "name", type(e).__name__) != status or \
+                    "symaddr.triton.collectives." not in str(e):
+                other.append("%s: %s %s (want %s, naming the call)" % (
+                    what, type(e).__name__, e, status))
+        settle()
+    check(not passed and not other, "passed, where they write past or misread their buffers: "
+          "%s; refused otherwise: %s" % (passed, other))
+    check(np.all(host(guard) == -7.0), "the refused calls wrote into plain memory: %s"
+          % host(guard)[:8])
+    if not ON_GPU:  # the torch tensors' fast path of the check, on tensors' methods alone
+        class Tensor:
+            def __init__(self, at, n, dtype="f32", device=0, contiguous=True):
+                self.at, self.n, self.dtype, self.device = at, n, dtype, device
+                self.contiguous = contiguous
+
+            def is_contiguous(self):
+                return self.contiguous
+
+            def get_device(self):
+                return self.device
+
+            def numel(self):
+                return self.n
+
+            def data_ptr(self):
+                return self.at
+
+            def element_size(self):
+                return 4
+
+        t = Tensor(4096, 10)
+        for what, o, n_out, in_place, fits in (
+                ("apart", Tensor(8192, 10), 10, False, True),
+                ("right after x", Tensor(4096 + 40, 10), 10, False, True),
+                ("x itself, in place", t, 10, True, True),
+                ("x itself", t, 10, False, False),
+                ("one element on", Tensor(4100, 10), 10, True, False),
+                ("ending in x", Tensor(4096 - 36, 10), 10, False, False),
+                ("short", Tensor(8192, 9), 10, False, False),
+                ("another dtype", Tensor(8192, 10, "f16"), 10, False, False),
+                ("another device", Tensor(8192, 10, device=1), 10, False, False),
+                ("strided", Tensor(8192, 10, contiguous=False), 10, False, False)):
+            try:
+                check(tc._checked(ctx, "c", t, o, n_out, 1024, in_place) is o and fits,
+                      "the fast path took out %s" % what)
+            except sa.SymaddrError:
+                check(not fits, "the fast path refused out %s" % what)
+    tc.allreduce(ctx, xs, xs, algo="lamport")  # in place: no peer reads x
+    settle()
+    check(np.array_equal(host(xs), total), "Lamport in place: %s want %s" % (host(xs)[:4],
+                                                                           total[:4]))
+    fill(xs, data(rank, n, "float32"))
+    settle()
+    out = tc.allreduce(ctx, xs, guard[:n], algo="oneshot")
+    settle()
+    check(np.array_equal(host(out), total), "a one-shot after the refusals")
+    ctx.free(whole)
+    ctx.free(x)
+
+
 def test_deprecated_names():
     """allocate(numel, ...) and Map still work, as aliases."""
     import warnings
@@ -1495,6 +1618,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("Python mistakes raise SymaddrError", test_python_mistakes),
                  ("host collectives into plain memory, avg, MPI.SUM, a raw stream",
                   test_plain_recv),
+                 ("Triton collectives refuse buffers they would write past or misread",
+                  test_triton_refused_buffers),
                  ("deprecated names", test_deprecated_names),
                  ("the package: docstrings, help, py.typed", test_package)):
     cases.run(name, fn)

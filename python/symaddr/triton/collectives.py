@@ -12,7 +12,13 @@ import triton
 import triton.language as tl
 
 from symaddr._arrays import HostArray
+from symaddr._arrays import address as _address
+from symaddr._arrays import is_torch as _is_torch
+from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
+from symaddr._comm import nbytes_of as _nbytes
+from symaddr._lib import SymaddrError as _SymaddrError
+from symaddr._lib import error as _err
 from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allgather,
                                  team_allreduce_lamport, team_allreduce_oneshot,
                                  team_allreduce_twoshot, team_alltoall, team_begin,
@@ -175,6 +181,69 @@ def _empty_like(x, count):
     return np.empty(count, dtype=x.dtype).view(HostArray)
 
 
+def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
+    """out, after it was checked against x (contiguous already) as the kernel indexes them
+    (flat, from their first element): an array or tensor, contiguous, of x's dtype and device,
+    of exactly n_out elements and apart from x (a barrier kernel's peers read x until its last
+    barrier; in_place: out may be x itself; hint: what to pass instead). out None: a new
+    array. SYMADDR_ERR_INVALID_ARG before any launch otherwise: a kernel would write past out.
+    Each rank checks its own arguments, so a rank refused makes no call, and its peers fail at
+    the kernel's first wait, as for a skipped call."""
+    if type(block) is not int or not 0 < block <= BLOCK_MAX or block & (block - 1):
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: block=%r: pass a power of two of at most %d"
+                   % (call, block, BLOCK_MAX))
+    if out is None:
+        return _empty_like(x, n_out)
+    if type(out) is type(x) and type(x).__name__ == "Tensor":  # torch's, on a GPU: cheapest
+        if out.is_contiguous() and out.dtype == x.dtype and out.get_device() == x.get_device() \
+                and out.numel() == n_out:
+            at, to, size = x.data_ptr(), out.data_ptr(), x.element_size()
+            if not (at < to + n_out * size and to < at + x.numel() * size) or (
+                    in_place and at == to):
+                return out
+    _contiguous(out, call, "out")  # the rest, and each refusal's message
+    torch_x = _is_torch(x)
+    if torch_x != _is_torch(out) or (torch_x and x.device != out.device):
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is on %s, out on %s: pass out on x's "
+                   "device" % (call, x.device if torch_x else "the host",
+                               out.device if _is_torch(out) else "the host"))
+    if out.dtype != x.dtype:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is %s, out %s: pass out of x's dtype"
+                   % (call, x.dtype, out.dtype))
+    if _count(out) != n_out:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out has %d elements, x %d: it takes out of "
+                   "%d" % (call, _count(out), _count(x), n_out))
+    at, to = _address(x, call, "x"), _address(out, call, "out")
+    if at < to + _nbytes(out) and to < at + _nbytes(x) and not (in_place and at == to):
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out overlaps x, %s" % (call, (
+            "not at x's first element (a program would overwrite a tile another has not "
+            "sent yet): pass out = x, or memory apart from x") if in_place else (
+            "which the peers read until the kernel's last barrier: pass another out" + hint)))
+    return out
+
+
+def _peer_bases(ctx, call, a, role, why):
+    """The peer_bases of a's registration; a not symmetric: SYMADDR_ERR_NOT_FOUND naming the
+    call and the argument."""
+    try:
+        return ctx.get_symmetric_address_map(a).peer_bases
+    except _SymaddrError as e:
+        if e.name != "SYMADDR_ERR_NOT_FOUND":
+            raise
+        raise _err("SYMADDR_ERR_NOT_FOUND", "%s: %s is not symmetric memory of this context "
+                   "(%s): allocate it with ctx.allocate_symmetric(), or register it with "
+                   "ctx.import_()" % (call, role, why)) from None
+
+
+def _parts(ctx, call, x):
+    """x's elements over the context's size: a rank's part (reduce_scatter, alltoall)."""
+    n = _count(x)
+    if n % ctx.size:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x has %d elements, which do not split into "
+                   "%d equal parts; pass a multiple of the context's size" % (call, n, ctx.size))
+    return n // ctx.size
+
+
 def _arg(a):
     """a as a kernel argument: a plain NumPy array as a view that Triton's interpreter takes
     (symaddr's HostArray); tensors and symaddr's arrays as they are."""
@@ -206,11 +275,12 @@ ALGOS = ("auto", "lamport", "oneshot", "twoshot")
 def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     """out = the reduction over ranks of x, in one kernel with no host barrier. algo
     "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out
-    any memory, no barrier (the data marks its own arrival); "oneshot": x symmetric (any
+    any memory (out may be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
     provider), out any memory (default a new array), two barriers; "twoshot": x and out
     symmetric (any provider, out not x); "auto" (the default): "lamport" where it takes x,
     else "oneshot". Returns out."""
-    team = ctx.team()
+    call = "symaddr.triton.collectives.allreduce"
+    _contiguous(x, call, "x")
     n = _count(x)
     if algo not in ALGOS:
         raise ValueError("algo %r: one of %s" % (algo, ", ".join('"%s"' % a for a in ALGOS)))
@@ -221,8 +291,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         raise ValueError("algo \"lamport\" takes 16- or 32-bit floating point of at most %d "
                          "bytes (%d elements of %s here): use \"oneshot\" or \"twoshot\""
                          % (SMALL_BYTES, n, x.dtype))
-    if out is None:
-        out = _empty_like(x, n)
+    out = _checked(ctx, call, x, out, n, block, in_place=algo == "lamport",  # no peer reads x
+                   hint=" (or algo=\"lamport\", which takes out = x)" if fits else "")
+    team = ctx.team()
     ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
     if algo == "lamport":
         block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
@@ -232,9 +303,11 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + args[6:], args)
         return out
     two = algo == "twoshot"
-    out_pb = ctx.get_symmetric_address_map(out).peer_bases if two else team.sync_pb
+    out_pb = (_peer_bases(ctx, call, out, "out", "the two-shot's peers read their part of "
+                          "the result from it") if two else team.sync_pb)
     grid, block, rounds = _grid(ctx, twoshot_part(n, ctx.size) if two else n, block)
-    x_pb = ctx.get_symmetric_address_map(x).peer_bases
+    x_pb = _peer_bases(ctx, call, x, "x", "the peers read it; algo=\"lamport\" takes any "
+                       "memory" if _lamport_fits(x, n) else "the peers read it")
     args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident, ctx.size, block, _op(op),
             two)
     if n * _itemsize(x) <= SMALL_BYTES:
@@ -249,7 +322,7 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
     team = ctx.team()
     grid, block, rounds = _grid(ctx, count, block)
     ident = call_ident(kind, count, x.dtype, op, root)
-    x_pb = ctx.get_symmetric_address_map(x).peer_bases
+    x_pb = _peer_bases(ctx, "symaddr.triton.collectives." + kind, x, "x", "the peers read it")
     args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, ctx.size, block, kind,
             _op(op))
     if count * _itemsize(x) <= SMALL_BYTES:
@@ -262,32 +335,38 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
 
 def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
     """out (any memory, n / size elements) = the reduction over ranks of their part
-    x[rank * n / size:] of x (symmetric). One kernel, no host barrier. Returns out."""
-    count = _count(x) // ctx.size
-    return _move(ctx, "reduce_scatter", x, _empty_like(x, count) if out is None else out,
-                 count, op=op, block=block)
+    x[rank * n / size:] of x (symmetric, n a multiple of the size). One kernel, no host
+    barrier. Returns out."""
+    call = "symaddr.triton.collectives.reduce_scatter"
+    count = _parts(ctx, call, _contiguous(x, call, "x"))
+    return _move(ctx, "reduce_scatter", x, _checked(ctx, call, x, out, count, block), count,
+                 op=op, block=block)
 
 
 def allgather(ctx, x, out=None, block=1024):
     """out[r * n:(r + 1) * n] (any memory) = rank r's x (symmetric, n elements). One kernel,
     no host barrier. Returns out."""
-    count = _count(x)
-    return _move(ctx, "allgather", x,
-                 _empty_like(x, ctx.size * count) if out is None else out, count, block=block)
+    call = "symaddr.triton.collectives.allgather"
+    count = _count(_contiguous(x, call, "x"))
+    return _move(ctx, "allgather", x, _checked(ctx, call, x, out, ctx.size * count, block),
+                 count, block=block)
 
 
 def alltoall(ctx, x, out=None, block=1024):
     """out[r * c:(r + 1) * c] (any memory) = rank r's x[rank * c:(rank + 1) * c] (x symmetric,
     size * c elements). One kernel, no host barrier. Returns out."""
-    count = _count(x) // ctx.size
-    return _move(ctx, "alltoall", x, _empty_like(x, _count(x)) if out is None else out, count,
+    call = "symaddr.triton.collectives.alltoall"
+    count = _parts(ctx, call, _contiguous(x, call, "x"))
+    return _move(ctx, "alltoall", x, _checked(ctx, call, x, out, _count(x), block), count,
                  block=block)
 
 
 def broadcast(ctx, x, out=None, root=0, block=1024):
     """out (any memory) = rank root's x (symmetric). One kernel, no host barrier."""
-    count = _count(x)
-    return _move(ctx, "broadcast", x, _empty_like(x, count) if out is None else out, count,
+    call = "symaddr.triton.collectives.broadcast"
+    count = _count(_contiguous(x, call, "x"))
+    ctx._root(root, call)
+    return _move(ctx, "broadcast", x, _checked(ctx, call, x, out, count, block), count,
                  root=root, block=block)
 
 
