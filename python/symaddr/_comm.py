@@ -342,6 +342,11 @@ class Communication:
         if not isinstance(target, int):
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: target %r is not a rank (an int)" % (
                 name, target))
+        if dst.dtype != src.dtype and str(dst.dtype).replace("torch.", "") != str(
+                src.dtype).replace("torch.", ""):  # a copy of bytes would reinterpret them
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: dst is %s, src %s: pass one dtype (a "
+                       "view of the other dtype, .view(dtype), if the bytes are meant)"
+                       % (name, dst.dtype, src.dtype))
         local = src if name == "put" else dst
         nbytes = nbytes_of(local)
         if nbytes_of(dst if name == "put" else src) < nbytes:

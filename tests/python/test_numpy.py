@@ -205,6 +205,15 @@ def test_errors_raise():
         raise AssertionError("complex passed")
     except sa.SymaddrError as e:
         check("no dtype" in str(e), "complex refusal: %s" % e)
+    for name, call in (("put", lambda: ctx.put(a, np.zeros(16, np.int32), (rank + 1) % size)),
+                       ("get", lambda: ctx.get(np.zeros(16, np.uint32), a, (rank + 1) % size))):
+        try:  # a copy of bytes from another dtype returned OK, its values reinterpreted
+            call()
+            raise AssertionError("%s of another dtype passed" % name)
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and "dtype" in str(e),
+                  "%s of another dtype: %s" % (name, e))
+    ctx.barrier()
     try:
         ctx.put(np.zeros(16, np.float32), a, (rank + 1) % size)  # dst not symmetric
         raise AssertionError("an unregistered dst passed")
