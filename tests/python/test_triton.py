@@ -1567,6 +1567,12 @@ def test_triton_refused_buffers():
     out = tc.allreduce(ctx, xs, guard[:n], algo="oneshot")
     settle()
     check(np.array_equal(host(out), total), "a one-shot after the refusals")
+    square = whole[:(size * n) // 2 * 2].reshape(-1, 2)  # 2-D: out of x's shape by default
+    shapes = [tuple(fn(ctx, square, **kw).shape) for fn, kw in (
+        (tc.allreduce, {}), (tc.allreduce, {"algo": "oneshot"}), (tc.broadcast, {}))]
+    settle()
+    check(shapes == [tuple(square.shape)] * 3, "out of a 2-D x: %s, want %s" % (
+        shapes, tuple(square.shape)))
     ctx.free(whole)
     ctx.free(x)
 

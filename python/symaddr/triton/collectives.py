@@ -186,14 +186,16 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
     (flat, from their first element): an array or tensor, contiguous, of x's dtype and device,
     of exactly n_out elements and apart from x (a barrier kernel's peers read x until its last
     barrier; in_place: out may be x itself; hint: what to pass instead). out None: a new
-    array. SYMADDR_ERR_INVALID_ARG before any launch otherwise: a kernel would write past out.
-    Each rank checks its own arguments, so a rank refused makes no call, and its peers fail at
-    the kernel's first wait, as for a skipped call."""
+    array (of x's shape where it has x's size). SYMADDR_ERR_INVALID_ARG before any launch
+    otherwise: a kernel would write past out. Each rank checks its own arguments, so a rank
+    refused makes no call, and its peers fail at the kernel's first wait, as for a skipped
+    call."""
     if type(block) is not int or not 0 < block <= BLOCK_MAX or block & (block - 1):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: block=%r: pass a power of two of at most %d"
                    % (call, block, BLOCK_MAX))
-    if out is None:
-        return _empty_like(x, n_out)
+    if out is None:  # x's shape where out is x's size (allreduce, alltoall, broadcast)
+        out = _empty_like(x, n_out)
+        return out.reshape(x.shape) if n_out == _count(x) else out
     if type(out) is type(x) and type(x).__name__ == "Tensor":  # torch's, on a GPU: cheapest
         if out.is_contiguous() and out.dtype == x.dtype and out.get_device() == x.get_device() \
                 and out.numel() == n_out:
