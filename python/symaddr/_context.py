@@ -124,6 +124,8 @@ class Context(Registrations, Validation, Communication):
             why = (self._lib.symaddr_last_error(self._h or None) or b"").decode()
             if why:
                 text = "%s: %s" % (text, why)
+            if status == STATUS["SYMADDR_ERR_BROKEN"] and getattr(self, "_broken", "") is None:
+                self._broken = text  # the Triton calls, which make no C call, refuse it too
             raise SymaddrError(status, text)
 
     def close(self) -> None:

@@ -1115,7 +1115,7 @@ def test_triton_skipped_call():
     """A rank that skips a Triton collective (the barrier one-shot on int32, the Lamport one
     on float32): its peers' next call times out on the device, and nobody's next host call
     returns OK (TIMEOUT where it waited, BROKEN on the rank that skipped); the context is
-    broken afterwards."""
+    broken afterwards, for the host calls and the Triton ones."""
     if size < 2:
         return "SKIP: needs 2 ranks"
     for dtype in ("int32", "float32"):
@@ -1144,6 +1144,11 @@ def _skip_one(dtype):
         try:
             short.barrier()
             raise AssertionError("a broken context's barrier returned OK")
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_BROKEN", str(e))
+        try:  # the Lamport one (float32) launched, and returned with out unwritten
+            tc.allreduce(short, x)
+            raise AssertionError("a broken context's Triton %s allreduce returned" % dtype)
         except sa.SymaddrError as e:
             check(e.name == "SYMADDR_ERR_BROKEN", str(e))
 

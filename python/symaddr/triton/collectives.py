@@ -143,6 +143,7 @@ def _launch(ctx, kernel, grid, key, args, num_warps=4):
     current stream): on one H200, 8.5 and 12.9 µs of host time a launch at 2 and 8 ranks,
     where Triton's JIT took 14.8 and 22.9 (python -m symaddr.bench launch). Under the
     interpreter, and for key None, every call goes through the JIT."""
+    ctx._open()  # a closed or broken context launches nothing (its failed calls raised)
     if ctx.backend == "cpu" or key is None:
         kernel[grid](*args, num_warps=num_warps)
         return
