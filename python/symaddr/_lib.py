@@ -87,6 +87,13 @@ def _struct(name, layout):
 _loaded = {}
 
 
+def int_range(ctype):
+    """(lowest, highest) of an integer ctypes type: a Python int past them would wrap."""
+    bits = 8 * ctypes.sizeof(ctype)
+    signed = ctype(-1).value == -1
+    return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
 def default_timeout_ms():
     """The timeout a context gets without a timeout_ms setting: $SYMADDR_TIMEOUT_MS, else the
     library's default."""

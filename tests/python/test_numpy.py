@@ -214,6 +214,21 @@ def test_errors_raise():
             check(e.name == "SYMADDR_ERR_INVALID_ARG" and "dtype" in str(e),
                   "%s of another dtype: %s" % (name, e))
     ctx.barrier()
+    for bad in (-5, 0, 1.5, "a", 1 << 40):  # ctypes wrapped -5 to 49 days, and 2**40 to 0
+        try:
+            ctx.set_timeout(bad)
+            raise AssertionError("set_timeout(%r) passed" % (bad,))
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and "set_timeout" in str(e),
+                  "set_timeout(%r): %s" % (bad, e))
+    check(ctx.timeout_ms > 0, "the timeout kept")
+    for setting in ({"retain_bytes": -1}, {"timeout_ms": 1 << 40}, {"node_size": -2}):
+        try:
+            sa.Context(backend="cpu", **setting).close()
+            raise AssertionError("Context(%s) passed" % setting)
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and list(setting)[0] in str(e),
+                  "Context(%s): %s" % (setting, e))
     try:
         ctx.put(np.zeros(16, np.float32), a, (rank + 1) % size)  # dst not symmetric
         raise AssertionError("an unregistered dst passed")
