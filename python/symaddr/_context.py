@@ -178,7 +178,7 @@ class Context(Registrations, Validation, Communication):
         that start after it, the lifetime agreements, and the Team's kernels (the Team is
         remade with it). Local, not collective: set the same value on every rank."""
         hi = int_range(ctypes.c_uint)[1]
-        if type(timeout_ms) is not int or not 0 < timeout_ms <= hi:  # ctypes would wrap -5
+        if type(timeout_ms) is not int or not 0 <= timeout_ms <= hi:  # ctypes would wrap -5
             raise _err("SYMADDR_ERR_INVALID_ARG", "set_timeout: timeout_ms=%r: pass an int of "
                        "milliseconds, 1 to %d" % (timeout_ms, hi))
         self._check(self._lib.symaddr_timeout_set(self._h, timeout_ms))

@@ -214,7 +214,7 @@ def test_errors_raise():
             check(e.name == "SYMADDR_ERR_INVALID_ARG" and "dtype" in str(e),
                   "%s of another dtype: %s" % (name, e))
     ctx.barrier()
-    for bad in (-5, 0, 1.5, "a", 1 << 40):  # ctypes wrapped -5 to 49 days, and 2**40 to 0
+    for bad in (-5, 1.5, "a", 1 << 40):  # ctypes wrapped -5 to 49 days, and 2**40 to 0
         try:
             ctx.set_timeout(bad)
             raise AssertionError("set_timeout(%r) passed" % (bad,))
