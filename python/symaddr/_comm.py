@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 from ._arrays import HostArray, address, is_torch, not_an_array
-
-_ND_SIZE = HostArray.__base__.size.__get__ if HostArray is not None else None  # ndarray's
 from ._lib import STATUS
 from ._lib import error as _err
+
+_ND_SIZE = HostArray.__base__.size.__get__ if HostArray is not None else None  # ndarray's
 
 
 def contiguous(a, what="this call", role="the array"):

@@ -277,11 +277,11 @@ ALGOS = ("auto", "lamport", "oneshot", "twoshot")
 
 def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     """out = the reduction over ranks of x, in one kernel with no host barrier. algo
-    "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out
-    any memory (out may be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
-    provider), out any memory (default a new array), two barriers; "twoshot": x and out
-    symmetric (any provider, out not x); "auto" (the default): "lamport" where it takes x,
-    else "oneshot". Returns out."""
+    "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out any memory (out may
+    be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
+    provider), out any memory apart from x (default a new array), two barriers; "twoshot": x
+    and out symmetric (any provider, apart); "auto" (the default): "lamport" where it takes
+    x, else "oneshot". Returns out."""
     call = "symaddr.triton.collectives.allreduce"
     _contiguous(x, call, "x")
     n = _count(x)
@@ -309,8 +309,8 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     out_pb = (_peer_bases(ctx, call, out, "out", "the two-shot's peers read their part of "
                           "the result from it") if two else team.sync_pb)
     grid, block, rounds = _grid(ctx, twoshot_part(n, ctx.size) if two else n, block)
-    x_pb = _peer_bases(ctx, call, x, "x", "the peers read it; algo=\"lamport\" takes any "
-                       "memory" if _lamport_fits(x, n) else "the peers read it")
+    x_pb = _peer_bases(ctx, call, x, "x", "the peers read it" + (
+        "; algo=\"lamport\" takes any memory" if fits else ""))
     args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident, ctx.size, block, _op(op),
             two)
     if n * _itemsize(x) <= SMALL_BYTES:
