@@ -207,9 +207,10 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
     _contiguous(out, call, "out")  # the rest, and each refusal's message
     torch_x = _is_torch(x)
     if torch_x != _is_torch(out) or (torch_x and x.device != out.device):
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is on %s, out on %s: pass out on x's "
-                   "device" % (call, x.device if torch_x else "the host",
-                               out.device if _is_torch(out) else "the host"))
+        def kind(a):
+            return "a torch tensor on %s" % a.device if _is_torch(a) else "a NumPy array"
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is %s, out %s: pass out of x's kind and "
+                   "device" % (call, kind(x), kind(out)))
     if out.dtype != x.dtype:
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is %s, out %s: pass out of x's dtype"
                    % (call, x.dtype, out.dtype))
