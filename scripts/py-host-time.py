@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Python's own host time a call (µs, best of 9 x 5000, rank 0), with the C collective and the
+Triton launch replaced by no-ops, so that what is left is the package's work alone: the
+Triton host functions (symaddr.triton.collectives) and Context.allreduce, on torch's CPU
+tensors (--array torch) or NumPy arrays on the cpu backend. Compare two trees by their
+PYTHONPATH:
+
+    PYTHONPATH=python mpiexec -n 2 python3 scripts/py-host-time.py --array torch
+"""
+import argparse
+import timeit
+
+import symaddr
+from symaddr.triton import collectives as tc
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+ap.add_argument("--array", choices=("torch", "numpy"), default="torch")
+ap.add_argument("--n", type=int, default=1024, help="elements (f32) of each call")
+a = ap.parse_args()
+ctx = symaddr.Context(backend="cpu")
+if a.array == "torch":
+    import torch
+    dtype, plain = torch.float32, (lambda n: torch.empty(n))
+else:
+    import numpy as np
+    dtype, plain = np.float32, (lambda n: np.empty(n, np.float32))
+x, _ = ctx.allocate_symmetric((a.n,), dtype)
+y, _ = ctx.allocate_symmetric((a.n,), dtype)
+out, gathered = plain(a.n), plain(a.n * ctx.size)
+
+
+def best(fn):
+    return min(timeit.repeat(fn, number=5000, repeat=9)) / 5000 * 1e6
+
+
+lib = ctx._lib
+real = lib.symaddr_collective_run_at
+lib.symaddr_collective_run_at = lambda *args: 0  # returns OK at once: no collective
+# before ctx.team(): on the cpu backend a context with a Team checks it after each host call
+times = [(name, best(fn)) for name, fn in (
+    ("Context.allreduce, symmetric recv", lambda: ctx.allreduce(x, y)),
+    ("Context.allreduce, in place", lambda: ctx.allreduce(x)))]
+lib.symaddr_collective_run_at = real
+ctx.team()
+tc._launch = lambda *args, **kw: None  # no kernel: the host function's own work
+times += [(name, best(fn)) for name, fn in (
+    ("symaddr.triton.collectives.allreduce, oneshot",
+     lambda: tc.allreduce(ctx, x, out, algo="oneshot")),
+    ("symaddr.triton.collectives.allreduce, twoshot",
+     lambda: tc.allreduce(ctx, x, y, algo="twoshot")),
+    ("symaddr.triton.collectives.allreduce, lamport",
+     lambda: tc.allreduce(ctx, x, out, algo="lamport")),
+    ("symaddr.triton.collectives.allgather", lambda: tc.allgather(ctx, x, gathered)),
+    ("get_symmetric_address_map(x).peer_bases",
+     lambda: ctx.get_symmetric_address_map(x).peer_bases))]
+if ctx.rank == 0:
+    print("# Python's host time a call, %s, %d f32, %d ranks (µs)" % (a.array, a.n, ctx.size))
+    for name, t in times:
+        print("  %-46s %7.2f" % (name, t))
+ctx.barrier()
+ctx.close()
