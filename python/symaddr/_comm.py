@@ -17,8 +17,9 @@ _ND_SIZE = HostArray.__base__.size.__get__ if HostArray is not None else None  #
 def contiguous(a, what="this call", role="the array"):
     if is_torch(a):
         ok = a.is_contiguous()
-    elif hasattr(a, "flags") and hasattr(type(a), "__array_interface__"):  # the class's: an
-        ok = a.flags.c_contiguous  # array's own __array_interface__ builds a dict (0.5 us)
+    elif hasattr(a, "flags") and (hasattr(type(a), "__array_interface__")  # the class's first:
+                                  or hasattr(a, "__array_interface__")):  # an ndarray's builds
+        ok = a.flags["C_CONTIGUOUS"]  # a dict (0.5 us)
     else:
         raise not_an_array(what, role, a)
     if not ok:
