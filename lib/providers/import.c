@@ -5,17 +5,21 @@
 
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 static symaddr_status_t import_check(symaddr_context_t *ctx, const symaddr_register_args_t *a,
                                      const char *fn)
 {
     void *root = NULL;
     size_t root_bytes = 0;
+    const char *alloc = ctx->be.ops->allocator;
     if (ctx->be.ops->mem_range(&ctx->be, a->ptr, &root, &root_bytes) != SYMADDR_OK)
         return symaddr_set_error(ctx, SYMADDR_ERR_NOT_SHAREABLE,
                                  "%s: %p is not in memory from the %s allocator; allocate it "
-                                 "with %s or symaddr_mem_alloc",
-                                 fn, a->ptr, ctx->be.ops->name, ctx->be.ops->allocator);
+                                 "with %s%s",
+                                 fn, a->ptr, ctx->be.ops->name, alloc,
+                                 strcmp(alloc, "symaddr_mem_alloc") == 0 ? ""
+                                                                         : " or symaddr_mem_alloc");
     /* Memory symaddr owns but nobody registered now: a freed allocation kept for reuse, or a
      * free range of the heap. An import of it would be taken back from under its importer. */
     bool owned = ctx->has_heap && root == ctx->heap.backing.root;

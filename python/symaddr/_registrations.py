@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence
 
 from ._arrays import address, is_torch
 from ._comm import contiguous, nbytes_of
-from ._lib import STATUS
+from ._lib import STATUS, SymaddrError
 from ._lib import error as _err
 from ._lifetime import Life, Registration
 from ._maps import AddressMap, SymmetricBuffer
@@ -71,8 +71,16 @@ class Registrations:
             self._lifetimes.reap()
             self._freed_at(addr)
         out = ctypes.c_void_p()
-        self._check(self._lib.symaddr_import(h, ctypes.c_void_p(addr), nbytes,
-                                             ctypes.byref(out)))
+        st = self._lib.symaddr_import(h, ctypes.c_void_p(addr), nbytes, ctypes.byref(out))
+        try:
+            self._check(st)
+        except SymaddrError as e:
+            if e.name != "SYMADDR_ERR_NOT_SHAREABLE":
+                raise
+            raise SymaddrError(st, "%s; from Python: %s" % (e, (
+                "ctx.empty_local(shape, dtype)" if self.backend == "cpu" else
+                "a torch tensor of the CUDA or HIP caching allocator, or ctx.empty_local("
+                "shape, dtype)"))) from None
         return self._register(out, addr, nbytes, "an import of %d bytes" % nbytes, is_torch(a),
                               a)
 
@@ -109,6 +117,11 @@ class Registrations:
     def register_symm_mem(self, tensor: Any, handle: Any, **kw: Any) -> AddressMap:
         """A torch symmetric-memory tensor and its rendezvous handle: the handle's
         buffer_ptrs is the table of its whole buffer, so every view of it translates."""
+        if not all(hasattr(handle, k) for k in ("world_size", "rank", "buffer_ptrs",
+                                                "buffer_size")):
+            raise _err("SYMADDR_ERR_INVALID_ARG", "register_symm_mem: handle is a %s, not a "
+                       "torch symmetric-memory handle: pass torch.distributed."
+                       "_symmetric_memory.rendezvous(tensor, group)'s" % type(handle).__name__)
         if handle.world_size != self.size or handle.rank != self.rank:
             raise _err("SYMADDR_ERR_MISMATCH", "the torch group (rank %d of %d) must be the "
                        "symaddr context (rank %d of %d), in the same order"

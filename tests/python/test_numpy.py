@@ -222,6 +222,18 @@ def test_errors_raise():
             check(e.name == "SYMADDR_ERR_INVALID_ARG" and "set_timeout" in str(e),
                   "set_timeout(%r): %s" % (bad, e))
     check(ctx.timeout_ms > 0, "the timeout kept")
+    try:  # memory of another allocator: the C message named symaddr_mem_alloc twice
+        ctx.import_(np.zeros(16, np.float32))
+        raise AssertionError("an import of NumPy's own memory passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_NOT_SHAREABLE" and "ctx.empty_local(" in str(e) and
+              "symaddr_mem_alloc or symaddr_mem_alloc" not in str(e), "import_: %s" % e)
+    try:  # a handle of another kind raised AttributeError
+        ctx.register_symm_mem(a, None)
+        raise AssertionError("register_symm_mem with no handle passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_INVALID_ARG" and "rendezvous" in str(e),
+              "register_symm_mem: %s" % e)
     for setting in ({"retain_bytes": -1}, {"timeout_ms": 1 << 40}, {"node_size": -2}):
         try:
             sa.Context(backend="cpu", **setting).close()
