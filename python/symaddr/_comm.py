@@ -10,6 +10,7 @@ from typing import Any
 from ._arrays import HostArray, address, is_torch, not_an_array
 from ._lib import STATUS
 from ._lib import error as _err
+from ._staging import Staging
 
 _ND_SIZE = HostArray.__base__.size.__get__ if HostArray is not None else None  # ndarray's
 
@@ -47,7 +48,7 @@ def _mpi_ops():
     return ((mpi.SUM, "sum"), (mpi.PROD, "prod"), (mpi.MAX, "max"), (mpi.MIN, "min"))
 
 
-class Communication:
+class Communication(Staging):
     """The collectives, put/get, barrier and sync of a Context (a base class of Context)."""
 
     def _init_comm(self):
@@ -169,66 +170,6 @@ class Communication:
     def _registered(self, addr):
         """Whether addr lies in a registration of this context (symaddr_lookup)."""
         return self._lookup(addr)[0] == 0
-
-    def _workspace(self, nbytes):
-        """The context's symmetric workspace for staged receive buffers, at least nbytes
-        (collective when it grows: every rank stages the same calls)."""
-        have = self._stage
-        if have is not None and have[1] >= nbytes:
-            return have[0]
-        size = 1 << max(12, (nbytes - 1).bit_length())
-        if have is not None:
-            self._stage, self._stage_tensor = None, None
-            self._lib.symaddr_symmetric_free(have[2], have[0])
-        prov = ctypes.c_void_p()
-        self._check(self._lib.symaddr_provider_get(self._h, self._lib.abi["provider"]["ipc"],
-                                                   ctypes.byref(prov)))
-        ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
-        self._check(self._lib.symaddr_symmetric_alloc(prov, size, ctypes.byref(ptr),
-                                                      ctypes.byref(m)))
-        self._known.clear()
-        self._stage = (ptr.value, size, prov)
-        return ptr.value
-
-    def _torch_stream(self, handle, device):
-        """torch's Stream of a raw handle, the stream itself: 0 is the legacy default stream.
-        (torch.cuda.ExternalStream(0) is a new pooled stream instead, pytorch#182960: work on it
-        is not ordered after the collective's.)"""
-        import torch
-        if not handle:
-            return torch.cuda.default_stream(device)
-        wrap = getattr(torch.cuda, "get_stream_from_external", None)  # torch >= 2.7
-        return (wrap(handle, device) if wrap is not None
-                else torch.cuda.ExternalStream(handle, device=device))
-
-    def _copy_out(self, recv, addr, nbytes, st):
-        """recv = nbytes at addr (the workspace), on the collective's stream st."""
-        if is_torch(recv) and recv.is_cuda:
-            import torch
-            raw = self._stage_view(addr, nbytes)
-            out = recv.view(-1).view(torch.uint8)
-            current = self._raw_stream
-            if current and st == current(recv.get_device()):  # torch's current stream already
-                out.copy_(raw, non_blocking=True)
-            else:
-                with torch.cuda.stream(self._torch_stream(st, recv.device)):
-                    out.copy_(raw, non_blocking=True)
-        else:
-            ctypes.memmove(recv.data_ptr() if is_torch(recv)
-                           else recv.__array_interface__["data"][0], addr, nbytes)
-
-    def _stage_view(self, addr, nbytes):
-        """nbytes of the workspace at addr as a torch tensor: a slice of one view of the whole
-        workspace, made when the workspace is (torch.as_tensor of a CUDA array costs tens of
-        microseconds a call); dropped with the workspace."""
-        base, size, _ = self._stage
-        view = self._stage_tensor
-        if view is None:
-            from ._arrays import torch_tensor
-            import torch
-            view = self._stage_tensor = torch_tensor(base, (size,), torch.uint8,
-                                                     self._device())[0]
-        return view[addr - base:addr - base + nbytes]
 
     def _row(self, name):
         """The library's row of a collective, as _collective uses it (made once)."""
