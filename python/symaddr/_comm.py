@@ -206,8 +206,10 @@ class Communication(Staging):
         else:
             r, n_recv, recv_dtype = self._shape_of(recv, "recv", call)
             if recv_dtype != dtype:
-                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass one "
-                           "dtype" % (call, dtype, recv_dtype))
+                kinds = ["a torch tensor" if is_torch(a) else "a NumPy array" for a in (send, recv)]
+                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass %s" % (
+                    call, *((kinds[0], kinds[1], "recv of send's kind") if kinds[0] != kinds[1]
+                            else (dtype, recv_dtype, "one dtype"))))
         if n_send * per_recv != n_recv * per_send:
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; it "
                        "wants %d:%d" % (call, n_send, n_recv, per_send, per_recv))
