@@ -31,6 +31,12 @@ def contiguous(a, what="this call", role="the array"):
     return a
 
 
+def not_split(call, n, parts):
+    """The error for n elements that a call splits into parts equal parts, and cannot."""
+    return _err("SYMADDR_ERR_INVALID_ARG", "%s: %d elements do not split into %d equal parts; "
+                "pass a multiple of the context's size" % (call, n, parts))
+
+
 def nbytes_of(a):
     return a.numel() * a.element_size() if is_torch(a) else a.nbytes
 
@@ -214,9 +220,7 @@ class Communication(Staging):
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; it "
                        "wants %d:%d" % (call, n_send, n_recv, per_send, per_recv))
         if n_send % per_send:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %d elements do not split into %d "
-                       "equal parts; pass a multiple of the context's size"
-                       % (call, n_send, per_send))
+            raise not_split(call, n_send, per_send)
         code = self._dtypes.get(dtype)
         if code is None:
             code = self._dtype_of(send)

@@ -177,7 +177,7 @@ class Context(Registrations, Validation, Communication):
         """Bound this rank's later waits on its peers by timeout_ms (> 0): the host calls
         that start after it, the lifetime agreements, and the Team's kernels (the Team is
         remade with it). Local, not collective: set the same value on every rank."""
-        hi = int_range(ctypes.c_uint)[1]
+        hi = int_range(self._lib.symaddr_timeout_set.argtypes[1])[1]  # its prototype's type
         if type(timeout_ms) is not int or not 0 <= timeout_ms <= hi:  # ctypes would wrap -5
             raise _err("SYMADDR_ERR_INVALID_ARG", "set_timeout: timeout_ms=%r: pass an int of "
                        "milliseconds, 1 to %d" % (timeout_ms, hi))

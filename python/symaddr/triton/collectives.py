@@ -17,6 +17,7 @@ from symaddr._arrays import is_torch as _is_torch
 from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
 from symaddr._comm import nbytes_of as _nbytes
+from symaddr._comm import not_split as _not_split
 from symaddr._lib import SymaddrError as _SymaddrError
 from symaddr._lib import error as _err
 from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allgather,
@@ -243,8 +244,7 @@ def _parts(ctx, call, x):
     """x's elements over the context's size: a rank's part (reduce_scatter, alltoall)."""
     n = _count(x)
     if n % ctx.size:
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x has %d elements, which do not split into "
-                   "%d equal parts; pass a multiple of the context's size" % (call, n, ctx.size))
+        raise _not_split(call, n, ctx.size)
     return n // ctx.size
 
 
