@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ._arrays import HostArray, address, is_torch, not_an_array
-from ._lib import STATUS
+from ._lib import STATUS, index_of
 from ._lib import error as _err
 from ._staging import Staging
 
@@ -190,11 +190,16 @@ class Communication(Staging):
                 "Context." + name)
         return row
 
+    def _rank_arg(self, v, what, role):
+        """v as the int of a rank of this context, else INVALID_ARG naming what and role."""
+        r = index_of(v)
+        if r is None or not 0 <= r < self.size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s %r is not a rank of this context: "
+                       "pass an int, 0..%d" % (what, role, v, self.size - 1))
+        return r
+
     def _root(self, root, what):
-        if not isinstance(root, int) or not 0 <= root < self.size:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: root %r is not a rank of this context "
-                       "(0..%d)" % (what, root, self.size - 1))
-        return root
+        return self._rank_arg(root, what, "root")
 
     def _collective(self, name, send, recv, op, root, stream):
         """Every collective method (made by add_collectives): the shape of send and recv
@@ -249,7 +254,7 @@ class Communication(Staging):
             nbytes = nbytes_of(recv)
             r = self._workspace(nbytes)
         if rooted:
-            self._root(root, name)
+            root = self._root(root, name)
         st = self._stream_of(send, stream)
         status = self._lib.symaddr_collective_run_at(
             h, index, s, r, n_send // per_send, code, op_code, root if rooted else 0, st, where,
@@ -287,9 +292,7 @@ class Communication(Staging):
         self._open()
         contiguous(dst, name, "dst")
         contiguous(src, name, "src")
-        if not isinstance(target, int):
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: target %r is not a rank (an int)" % (
-                name, target))
+        target = self._rank_arg(target, name, "target")
         if dst.dtype != src.dtype and str(dst.dtype).replace("torch.", "") != str(
                 src.dtype).replace("torch.", ""):  # a copy of bytes would reinterpret them
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: dst is %s, src %s: pass one dtype (a "

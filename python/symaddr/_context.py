@@ -12,7 +12,7 @@ from . import _arrays
 from ._comm import Communication, add_collectives
 from ._registrations import Registrations
 from ._validation import Validation
-from ._lib import STATUS, SymaddrError, int_range, load
+from ._lib import STATUS, SymaddrError, index_of, int_range, load
 from ._lib import error as _err
 from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
@@ -68,7 +68,9 @@ class Context(Registrations, Validation, Communication):
                 self._keep.append(v)
                 v = ctypes.cast(ctypes.c_char_p(v), ctypes.c_void_p)
             ctype = dict(self._lib.Config._fields_)[k]
-            if isinstance(v, int) and ctype is not ctypes.c_void_p:
+            if not isinstance(v, bool) and index_of(v) is not None and \
+                    ctype is not ctypes.c_void_p:  # NumPy's integers too; a flag takes a bool
+                v = index_of(v)
                 lo, hi = int_range(ctype)
                 if not lo <= v <= hi:  # ctypes would wrap it (-1 to the largest value)
                     raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%d: pass %d to %d"
@@ -178,9 +180,11 @@ class Context(Registrations, Validation, Communication):
         that start after it, the lifetime agreements, and the Team's kernels (the Team is
         remade with it). Local, not collective: set the same value on every rank."""
         hi = int_range(self._lib.symaddr_timeout_set.argtypes[1])[1]  # its prototype's type
-        if type(timeout_ms) is not int or not 0 <= timeout_ms <= hi:  # ctypes would wrap -5
+        ms = index_of(timeout_ms)
+        if ms is None or not 0 <= ms <= hi:  # ctypes would wrap -5
             raise _err("SYMADDR_ERR_INVALID_ARG", "set_timeout: timeout_ms=%r: pass an int of "
                        "milliseconds, 1 to %d" % (timeout_ms, hi))
+        timeout_ms = ms
         self._check(self._lib.symaddr_timeout_set(self._h, timeout_ms))
         self.timeout_ms = timeout_ms
         self._lifetimes.timeout_s = timeout_ms / 1000.0

@@ -4,6 +4,7 @@ and struct layout, read from the library itself (symaddr_abi_json), never copied
 import ctypes
 import glob
 import json
+import operator
 import os
 import subprocess
 
@@ -92,6 +93,20 @@ def int_range(ctype):
     bits = 8 * ctypes.sizeof(ctype)
     signed = ctype(-1).value == -1
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
+
+
+def index_of(v):
+    """v as a Python int where Python indexes with it (an int, NumPy's integers, a 0-d integer
+    tensor: operator.index), else None. A bool is None: True for a rank or a count is a slip
+    (an argument out of place), not a 1."""
+    if type(v) is int:  # the common case, without a call
+        return v
+    if isinstance(v, bool):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
 def default_timeout_ms():

@@ -92,7 +92,12 @@ def test_collectives():
         want = np.empty(N, dtype)
         comm.Scatter(mine, want, root=root)
         check(np.array_equal(recv, want), "scatter %s" % dtype)
-        for bad in (-1, size, "0"):
+        gathered[:] = 0  # a root of NumPy's integers (refused as "not a rank" before)
+        ctx.gather(send, gathered, root=np.int64(root))
+        want = np.zeros(size * N, dtype)
+        comm.Gather(mine[:N], want, root=root)
+        check(np.array_equal(gathered, want), "gather %s, root np.int64" % dtype)
+        for bad in (-1, size, "0", True, 1.0):  # True was taken as rank 1
             try:
                 ctx.gather(send, gathered, root=bad)
                 check(False, "gather with root %r was accepted" % (bad,))
@@ -213,8 +218,24 @@ def test_errors_raise():
         except sa.SymaddrError as e:
             check(e.name == "SYMADDR_ERR_INVALID_ARG" and "dtype" in str(e),
                   "%s of another dtype: %s" % (name, e))
+    right, left = (rank + 1) % size, (rank - 1) % size
+    got = np.zeros(16, np.float32)
+    a[:] = rank
     ctx.barrier()
-    for bad in (-5, 1.5, "a", 1 << 40):  # ctypes wrapped -5 to 49 days, and 2**40 to 0
+    ctx.get(got, a, np.int64(right))  # a rank of NumPy's integers ("not a rank" before)
+    check(np.all(got == right), "get from np.int64(%d): %s" % (right, got[:4]))
+    ctx.barrier()
+    ctx.put(a, np.full(16, rank, np.float32), np.int32(right))
+    ctx.barrier()
+    check(np.all(a == left), "put to np.int32(%d): %s" % (right, a[:4]))
+    try:  # taken as rank 1 before
+        ctx.put(a, got, True)
+        raise AssertionError("put to target True passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_INVALID_ARG" and "not a rank" in str(e), "True: %s" % e)
+    ctx.set_timeout(np.int64(ctx.timeout_ms))  # refused before
+    ctx.barrier()
+    for bad in (-5, 1.5, "a", 1 << 40, True):  # ctypes wrapped -5 to 49 days, and 2**40 to 0
         try:
             ctx.set_timeout(bad)
             raise AssertionError("set_timeout(%r) passed" % (bad,))
@@ -234,7 +255,11 @@ def test_errors_raise():
     except sa.SymaddrError as e:
         check(e.name == "SYMADDR_ERR_INVALID_ARG" and "rendezvous" in str(e),
               "register_symm_mem: %s" % e)
-    for setting in ({"retain_bytes": -1}, {"timeout_ms": 1 << 40}, {"node_size": -2}):
+    other = sa.Context(backend="cpu", timeout_ms=np.int64(ctx.timeout_ms + 1))  # refused before
+    check(other.timeout_ms == ctx.timeout_ms + 1, "timeout_ms=np.int64: %r" % other.timeout_ms)
+    other.close()
+    for setting in ({"retain_bytes": -1}, {"timeout_ms": 1 << 40}, {"node_size": -2},
+                    {"timeout_ms": np.int64(-1)}):
         try:
             sa.Context(backend="cpu", **setting).close()
             raise AssertionError("Context(%s) passed" % setting)

@@ -885,6 +885,12 @@ def test_triton_collectives():
         b = tc.broadcast(ctx, part, root=size - 1)
         settle()
         check(np.array_equal(host(b), want(every[size - 1][:n], dtype)), "%s broadcast" % dtype)
+        # a root and a block of NumPy's integers, as Python indexes with them (refused as
+        # "not a rank" before, root 1 of 0..1 included)
+        b = tc.broadcast(ctx, part, root=np.int64(size - 1), block=np.int32(4))
+        settle()
+        check(np.array_equal(host(b), want(every[size - 1][:n], dtype)),
+              "%s broadcast, root np.int64" % dtype)
         ctx.free(x)
 
 
@@ -1506,7 +1512,11 @@ def test_triton_refused_buffers():
         ("broadcast, root = size", "SYMADDR_ERR_INVALID_ARG",
          lambda: tc.broadcast(ctx, xs, guard[:n], root=size)),
         ("broadcast, root -1", "SYMADDR_ERR_INVALID_ARG",
-         lambda: tc.broadcast(ctx, xs, guard[:n], root=-1))]
+         lambda: tc.broadcast(ctx, xs, guard[:n], root=-1)),
+        ("broadcast, root True (a flag out of place, taken as rank 1 before)",
+         "SYMADDR_ERR_INVALID_ARG", lambda: tc.broadcast(ctx, xs, guard[:n], root=True)),
+        ("allgather, block True", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allgather(ctx, xs, guard[:size * n], block=True))]
     if ON_GPU:
         refusals.append(("allreduce, out on the host", "SYMADDR_ERR_INVALID_ARG",
                          lambda: tc.allreduce(ctx, xs, torch.zeros(n))))

@@ -20,6 +20,7 @@ from symaddr._comm import nbytes_of as _nbytes
 from symaddr._comm import not_split as _not_split
 from symaddr._lib import SymaddrError as _SymaddrError
 from symaddr._lib import error as _err
+from symaddr._lib import index_of as _index_of
 from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allgather,
                                  team_allreduce_lamport, team_allreduce_oneshot,
                                  team_allreduce_twoshot, team_alltoall, team_begin,
@@ -110,7 +111,7 @@ def _grid(ctx, n, block):
     ranks on one H200: a 2 MiB call took 64 programs, the calls after it read wrong data).
     The block grows from `block` to BLOCK_MAX first, then the rounds. Plain integers
     (triton.cdiv and next_power_of_2 are jit functions: a few us a call from Python)."""
-    n = max(n, 1)
+    n, block = max(n, 1), _index_of(block)  # checked by _checked: NumPy's integers too
     cap = team_programs(ctx, _cdiv(n, block))
     block = max(block, min(BLOCK_MAX, 1 << (_cdiv(n, cap) - 1).bit_length()))
     programs = min(_cdiv(n, block), cap)
@@ -192,7 +193,8 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
     otherwise: a kernel would write past out. Each rank checks its own arguments, so a rank
     refused makes no call, and its peers fail at the kernel's first wait, as for a skipped
     call."""
-    if type(block) is not int or not 0 < block <= BLOCK_MAX or block & (block - 1):
+    b = _index_of(block)
+    if b is None or not 0 < b <= BLOCK_MAX or b & (b - 1):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: block=%r: pass a power of two of at most %d"
                    % (call, block, BLOCK_MAX))
     if out is None:  # x's shape where out is x's size (allreduce, alltoall, broadcast)
@@ -369,7 +371,7 @@ def broadcast(ctx, x, out=None, root=0, block=1024):
     """out (any memory) = rank root's x (symmetric). One kernel, no host barrier."""
     call = "symaddr.triton.collectives.broadcast"
     count = _count(_contiguous(x, call, "x"))
-    ctx._root(root, call)
+    root = ctx._root(root, call)
     return _move(ctx, "broadcast", x, _checked(ctx, call, x, out, count, block), count,
                  root=root, block=block)
 
