@@ -5,6 +5,7 @@ GPU, complete on return on the cpu backend."""
 import ctypes
 import os
 import sys
+import threading
 from typing import Any
 
 from ._arrays import HostArray, address, is_torch, not_an_array
@@ -60,6 +61,7 @@ class Communication(Staging):
     def _init_comm(self):
         self._stage = None  # (address, bytes, provider) of the staging workspace
         self._stage_tensor = None  # a torch view of the whole workspace (_stage_view)
+        self._staging = threading.Lock()  # held by a staged call until its recv is copied
         self._known = {}  # address -> _lookup's answer (cleared when registrations change)
         self._rows = {}  # collective name -> what _collective needs of its row
         self._files = {}  # a caller's code object -> its file name as bytes
@@ -209,7 +211,7 @@ class Communication(Staging):
         then recv is copied from it (stream-ordered)."""
         index, per_send, per_recv, reduces, rooted, root_only, call = self._row(name)
         h = self._h
-        if not h:
+        if not h or self._broken:  # closed, or broken by a Triton team kernel's failure
             self._open()
         s, n_send, dtype = self._shape_of(send, "send", call)
         if recv is None or recv is send:
@@ -251,18 +253,27 @@ class Communication(Staging):
                            "recv on the context's device" % (
                                call, getattr(recv, "device", "the host"),
                                getattr(send, "device", "the host")))
-            nbytes = nbytes_of(recv)
-            r = self._workspace(nbytes)
-        if rooted:
-            root = self._root(root, name)
-        st = self._stream_of(send, stream)
-        status = self._lib.symaddr_collective_run_at(
-            h, index, s, r, n_send // per_send, code, op_code, root if rooted else 0, st, where,
-            -caller.f_lineno if staged else caller.f_lineno)
-        if status:
-            self._check(status)
-        if staged and (not root_only or self.rank == root):
-            self._copy_out(recv, r, nbytes, st)
+            if not self._staging.acquire(False):  # held until recv is copied out
+                raise self._two_threads(call)
+        try:  # (free in Python 3.11 where nothing raises)
+            if staged:
+                nbytes = nbytes_of(recv)
+                r = self._workspace(nbytes)
+            if rooted:
+                root = self._root(root, name)
+            st = self._stream_of(send, stream)
+            status = self._lib.symaddr_collective_run_at(
+                h, index, s, r, n_send // per_send, code, op_code, root if rooted else 0, st,
+                where, -caller.f_lineno if staged else caller.f_lineno)
+            if status:
+                self._check(status)
+            if staged and (not root_only or self.rank == root):
+                self._copy_out(recv, r, nbytes, st)
+        finally:
+            if staged:
+                self._staging.release()
+        if staged and self._broken:  # another thread came in while this one copied out
+            raise _err("SYMADDR_ERR_BROKEN", self._broken)
         if self.validating:  # after the call, which every rank made: no peer is left waiting
             self._check_tables()
         if self._team is not None and self.backend == "cpu":
@@ -275,6 +286,18 @@ class Communication(Staging):
             else:
                 recv /= self.size
         return recv
+
+    def _two_threads(self, call):
+        """What a staged call that found another thread's staged call in progress raises: the
+        C library's rule for two threads in one context's collectives (symaddr.h, Threads),
+        here where the other call is past its C call but still copies out of the workspace.
+        The context is broken: the peers may have paired the call in progress with this one."""
+        self._broken = ("two threads were in collective calls on this context at once (%s): "
+                        "ranks pair calls by their order, so the context is broken; create a "
+                        "new Context, one a thread for concurrent collectives" % call)
+        return _err("SYMADDR_ERR_INVALID_ARG", "%s: another thread is in a collective call on "
+                    "this context: give each thread its own symaddr.Context (this one is "
+                    "broken now)" % call)
 
     def barrier(self, stream: Any = None) -> None:
         """Every rank of the context waits for the others (on the stream, on a GPU)."""

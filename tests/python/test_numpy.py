@@ -398,6 +398,57 @@ def test_skipped_call_found():
     vctx.close()
 
 
+def test_two_threads_staged():
+    """Thread A's staged collective is past its C call, copying its result out of the
+    context's workspace, when thread B enters another staged collective (forced here: A's
+    copy waits until B's call has returned or raised). B's call ran and wrote the workspace,
+    so A returned OK with B's result (and a regrown workspace would have been freed under A's
+    copy). Now B is refused with INVALID_ARG, A's call raises BROKEN, and the context is
+    broken on every rank (symaddr.h's rule for two threads in one context's calls)."""
+    import threading
+    short = sa.Context(backend="cpu")
+    a, _ = short.allocate_symmetric(9, np.int32)
+    b, _ = short.allocate_symmetric(9, np.int32)
+    a[:] = np.arange(9) + rank
+    b[:] = -100 * (rank + 1)
+    out_a, out_b = np.zeros(9, np.int32), np.zeros(9, np.int32)
+    short.allreduce(a, out_a)  # the workspace made
+    got = {}
+
+    def thread_b():
+        try:
+            short.allreduce(b, out_b)
+            got["b"] = "OK"
+        except sa.SymaddrError as e:
+            got["b"] = e.name
+
+    original = short._copy_out
+
+    def copy_out_after_b(*args):  # the scheduler switching to B here
+        t = threading.Thread(target=thread_b)
+        t.start()
+        t.join(60)
+        return original(*args)
+
+    short._copy_out = copy_out_after_b
+    try:
+        short.allreduce(a, out_a)
+        got["a"] = "OK"
+    except sa.SymaddrError as e:
+        got["a"] = e.name
+    short._copy_out = original
+    want_a = mpi_allreduce(a, MPI.SUM)
+    check(got == {"a": "SYMADDR_ERR_BROKEN", "b": "SYMADDR_ERR_INVALID_ARG"},
+          "A %s (%s its own sum), B %s" % (got.get("a"), "is" if np.array_equal(
+              out_a, want_a) else "is not", got.get("b")))
+    try:
+        short.allreduce(a, out_a)
+        raise AssertionError("the broken context's next call returned OK")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_BROKEN", str(e))
+    short.close()
+
+
 cases.run("version", test_version)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
@@ -405,5 +456,6 @@ cases.run("collectives into plain memory; avg, mpi4py ops", test_plain_recv)
 cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
+cases.run("two threads in staged collectives", test_two_threads_staged)
 ctx.close()
 sys.exit(cases.finish())

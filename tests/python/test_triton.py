@@ -1152,6 +1152,14 @@ def _skip_one(dtype):
             raise AssertionError("a broken context's barrier returned OK")
         except sa.SymaddrError as e:
             check(e.name == "SYMADDR_ERR_BROKEN", str(e))
+        for what, call in (("allreduce", lambda: short.allreduce(x)),
+                           ("allgather into plain memory", lambda: short.allgather(
+                               x, _plain(4 * size, dtype)))):
+            try:  # the host collectives' fast path skipped the check: they returned OK
+                call()
+                raise AssertionError("a broken context's host %s returned OK" % what)
+            except sa.SymaddrError as e:
+                check(e.name == "SYMADDR_ERR_BROKEN", "%s: %s" % (what, e))
         try:  # the Lamport one (float32) launched, and returned with out unwritten
             tc.allreduce(short, x)
             raise AssertionError("a broken context's Triton %s allreduce returned" % dtype)
@@ -1203,6 +1211,13 @@ def test_triton_identity_mismatch():
             except sa.SymaddrError as e:
                 if e.name != "SYMADDR_ERR_MISMATCH":
                     wrong.append("%s: %s" % (name, e))
+                    continue
+            try:  # broken for the host collectives too (their fast path skipped the check)
+                short.allreduce(x[:n])
+                wrong.append("%s: the host allreduce after it returned OK" % name)
+            except sa.SymaddrError as e:
+                if e.name != "SYMADDR_ERR_BROKEN":
+                    wrong.append("%s: the host allreduce after it: %s" % (name, e))
     check(not wrong, "%d of %d cases: %s" % (len(wrong), len(cases), "; ".join(wrong)))
 
 
