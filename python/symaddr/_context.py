@@ -111,6 +111,10 @@ class Context(Registrations, Validation, Communication):
     def __exit__(self, *exc):
         self.close()
 
+    def __reduce__(self):  # copy, deepcopy and pickle: a second owner of the handle
+        raise TypeError("a symaddr.Context cannot be copied or pickled: it is this process's "
+                        "handle of a collective state that close() ends; pass the object itself")
+
     def __repr__(self):
         state = "open" if self._h else "closed"
         return "<symaddr.Context %s: rank %s of %s, backend %s>" % (

@@ -320,6 +320,29 @@ def test_kept_tables():
           "close finalizes at once while a map with its table is kept")
 
 
+def test_context_not_copied():
+    """copy.copy of a Context made a second object of the same C handle: its close()
+    finalized the context under the first, whose next calls then ran on freed memory (an
+    allocation "returned OK", close raised MPI_ERR_COMM). A Context, like a socket, is
+    neither copied nor pickled: TypeError that says why, and the context stays usable."""
+    ctx = sa.Context(backend="cpu")
+    x, _ = ctx.allocate_symmetric(7, np.int32)
+    x[:] = rank + 1
+    for what, fn in (("copy.copy", copy.copy), ("copy.deepcopy", copy.deepcopy),
+                     ("pickle.dumps", pickle.dumps)):
+        try:
+            other = fn(ctx)
+            other.close()
+            raise AssertionError("%s of a Context passed" % what)
+        except TypeError as e:
+            check("symaddr.Context" in str(e) and "cannot be copied" in str(e),
+                  "%s: %s" % (what, e))
+    ctx.allreduce(x)
+    check(np.all(x == size * (size + 1) // 2), "the context after the refused copies: %s" % x)
+    ctx.free(x)
+    ctx.close()
+
+
 for name, fn in (("freed memory: 15 routes, default retention", test_freed_default_retention),
                  ("freed memory: 15 routes, SYMADDR_RETAIN_BYTES=0", test_freed_no_retention),
                  ("closed context: 15 routes; finalize now or at exit", test_closed_context),
@@ -328,7 +351,8 @@ for name, fn in (("freed memory: 15 routes, default retention", test_freed_defau
                  ("an import holds its array; a plain recv after", test_import_holds_its_array),
                  ("introspection of dead objects", test_introspection),
                  ("freed between collectives on it", test_freed_between_collectives),
-                 ("a map keeps its table until its registration ends", test_kept_tables)):
+                 ("a map keeps its table until its registration ends", test_kept_tables),
+                 ("a context is not copied", test_context_not_copied)):
     cases.run(name, fn)
 gc.collect()
 sys.exit(cases.finish())
