@@ -95,6 +95,14 @@ def int_range(ctype):
     return (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
 
 
+def choice(kind, value, table):
+    """table[value], or a SymaddrError naming the allowed values."""
+    if value in table:
+        return table[value]
+    raise error("SYMADDR_ERR_INVALID_ARG", "%r is not a symaddr %s: use one of %s" % (
+        value, kind, ", ".join(sorted(table, key=str))))
+
+
 def index_of(v):
     """v as a Python int where Python indexes with it (an int, NumPy's integers, a 0-d integer
     tensor: operator.index), else None. A bool is None: True for a rank or a count is a slip
