@@ -128,22 +128,32 @@ class Lifetimes:
         start = time.monotonic()
         deadline, spin_until = start + self.timeout_s, start + 2e-4
         pause = 1e-5
-        while not req.Test():
-            now = time.monotonic()
-            if now < spin_until:
-                time.sleep(0)  # the peers are usually here already: yield, do not sleep
-                continue
-            if now > deadline:
-                self.broken = ("a peer did not come to agree which freed memory no rank "
-                               "reaches any more (timeout %.0f ms); create a new Context"
-                               % (self.timeout_s * 1e3))
-                # MPI still holds the operation: keep it and its buffers (and the
-                # communicator, which close() then does not free) for as long as the process
-                _orphans.append((req, send, recv))
-                raise SymaddrError(STATUS["SYMADDR_ERR_TIMEOUT"], self.broken)
-            time.sleep(pause)
-            pause = min(pause * 2, 1e-3)
+        try:
+            while not req.Test():
+                now = time.monotonic()
+                if now < spin_until:
+                    time.sleep(0)  # the peers are usually here already: yield, do not sleep
+                    continue
+                if now > deadline:
+                    raise SymaddrError(STATUS["SYMADDR_ERR_TIMEOUT"], self._abandon(
+                        req, send, recv, "a peer did not come to agree which freed memory no "
+                        "rank reaches any more (timeout %.0f ms)" % (self.timeout_s * 1e3)))
+                time.sleep(pause)
+                pause = min(pause * 2, 1e-3)
+        except BaseException as e:  # Ctrl-C in the wait: MPI still writes recv when peers come
+            if not self.broken:
+                self._abandon(req, send, recv, "an agreement which freed memory no rank "
+                              "reaches was interrupted (%s)" % type(e).__name__)
+            raise
         return list(recv)
+
+    def _abandon(self, req, send, recv, why):
+        """Break the context's agreements: MPI still holds req, so keep it and its buffers
+        (and the communicator, which close() then does not free) for as long as the process;
+        the message this context's later agreements raise."""
+        _orphans.append((req, send, recv))
+        self.broken = why + "; create a new Context"
+        return self.broken
 
     # Releases wait for this many pending registrations or bytes, so that a loop of allocate
     # and free (whose last array is still referenced at the next allocation) pays one
