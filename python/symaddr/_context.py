@@ -87,6 +87,7 @@ class Context(Memory, Registrations, Validation, Communication):
         self._heap_bases = None
         self._team = None
         self._plans = {}  # symaddr.triton.collectives' compiled kernels over this Team
+        self._calls = {}  # and what their Lamport calls compute once per count, dtype and op
         self._broken = None
         self.timeout_ms = cfg.timeout_ms
         # validation mode: kernels' refused translations are raised by the next host call

@@ -1081,6 +1081,25 @@ def test_triton_lamport():
         got = host(outs[off:off + n])
         check(np.array_equal(got, ref), "float32 lamport at offset %d, call %d: %d wrong"
               % (off, step, int((got != ref).sum())))
+    # what a Lamport call computes once per count, dtype, op and algo (ctx._calls): calls
+    # that differ in one of them, each twice, and the checks of out still made each call
+    for rep in range(2):
+        for count, op, algo, dtype in ((5, "sum", "auto", "float32"), (7, "sum", "auto",
+                                       "float32"), (5, "min", "lamport", "float32"),
+                                       (5, "sum", "lamport", "float16"), (5, "max", "auto",
+                                                                         "float32")):
+            xs = _plain(count + 1, dtype)[1:]
+            fill(xs, every[rank][:count])
+            settle()
+            got = host(tc.allreduce(ctx, xs, op=op, algo=algo))
+            ref = want(reference([e[:count] for e in every], op, dtype), dtype)
+            check(np.array_equal(got, ref), "call %d: %d %s %s %s: %s, want %s" % (
+                rep, count, dtype, op, algo, got, ref))
+            try:
+                tc.allreduce(ctx, xs, _plain(count - 1, dtype), op=op, algo=algo)
+                raise AssertionError("a short out passed after a call of its plan")
+            except sa.SymaddrError as e:
+                check(e.name == "SYMADDR_ERR_INVALID_ARG", str(e))
     for bad, why in ((_plain(64 * 1024 // 4 + 1, "float32"), "65536 bytes"),
                      (_plain(8, "int32"), "floating point")):
         try:
