@@ -38,6 +38,21 @@ def not_split(call, n, parts):
                 "pass a multiple of the context's size" % (call, n, parts))
 
 
+def writable(a, call, role):
+    """INVALID_ARG for an array marked read-only (a NumPy array whose writeable flag is off,
+    np.frombuffer of bytes) that a call would write, as NumPy's ufuncs refuse it; torch's
+    tensors carry no such mark."""
+    flags = getattr(a, "flags", None)
+    if flags is not None and not is_torch(a):
+        ok = flags["WRITEABLE"]
+    else:
+        face = getattr(a, "__array_interface__", None)
+        ok = face is None or not face["data"][1]
+    if not ok:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is read-only, and the call writes it: "
+                   "pass a writable array (a copy, or memory you may write)" % (call, role))
+
+
 def nbytes_of(a):
     return a.numel() * a.element_size() if is_torch(a) else a.nbytes
 
@@ -139,21 +154,27 @@ class Communication(Staging):
             self._freed_at(addr)
         return addr
 
-    def _shape_of(self, a, role, call):
+    def _shape_of(self, a, role, call, write=False):
         """(address, elements, dtype) of an array or tensor, contiguous, in memory symaddr
-        still serves; torch's tensors first (the common and cheapest case)."""
+        still serves, and writable where the call writes it (write); torch's tensors first
+        (the common and cheapest case)."""
         if type(a) is self._tensor_type:
             if not a.is_contiguous():
                 contiguous(a, call)
             addr = a.data_ptr()
             count = a.numel()
         elif type(a) is HostArray:  # symaddr's own NumPy arrays: the next cheapest
-            if not a.flags.c_contiguous:
+            flags = a.flags
+            if not flags.c_contiguous:
                 contiguous(a, call, role)
+            if write and not flags.writeable:
+                writable(a, call, role)
             addr = a.data_ptr()  # SymaddrError once its registration was freed
             count = _ND_SIZE(a)  # HostArray.size makes a _Count (for Triton) each call
         else:
             contiguous(a, call, role)
+            if write:
+                writable(a, call, role)
             addr = self._address(a, role, call)
             return addr, count_of(a), a.dtype
         if self._lifetimes.pending:
@@ -213,11 +234,13 @@ class Communication(Staging):
         h = self._h
         if not h or self._broken:  # closed, or broken by a Triton team kernel's failure
             self._open()
-        s, n_send, dtype = self._shape_of(send, "send", call)
+        writes = not root_only or self.rank == index_of(root)  # recv (a non-root's is not)
         if recv is None or recv is send:
+            s, n_send, dtype = self._shape_of(send, "send", call, writes)
             recv, r, n_recv = send, s, n_send
         else:
-            r, n_recv, recv_dtype = self._shape_of(recv, "recv", call)
+            s, n_send, dtype = self._shape_of(send, "send", call)
+            r, n_recv, recv_dtype = self._shape_of(recv, "recv", call, writes)
             if recv_dtype != dtype:
                 kinds = ["a torch tensor" if is_torch(a) else "a NumPy array" for a in (send, recv)]
                 raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass %s" % (
@@ -315,6 +338,7 @@ class Communication(Staging):
         self._open()
         contiguous(dst, name, "dst")
         contiguous(src, name, "src")
+        writable(dst, name, "dst")
         target = self._rank_arg(target, name, "target")
         if dst.dtype != src.dtype and str(dst.dtype).replace("torch.", "") != str(
                 src.dtype).replace("torch.", ""):  # a copy of bytes would reinterpret them

@@ -398,6 +398,54 @@ def test_skipped_call_found():
     vctx.close()
 
 
+def test_read_only_recv():
+    """A read-only recv, in-place send or get's dst (np.frombuffer of bytes, or a view whose
+    writeable flag is off) is refused with INVALID_ARG and left unwritten, as NumPy's own ufuncs
+    refuse it; before, the collective wrote it: the bytes object, immutable to Python, read
+    the sum. A read-only send, and a non-root's recv that reduce and gather ignore, pass."""
+    a, _ = ctx.allocate_symmetric(4, np.int32)
+    y, _ = ctx.allocate_symmetric(4, np.int32)
+    a[:] = rank + 1
+    y[:] = 0
+    frozen = bytes(16)
+    ro = np.zeros(4, np.int32)
+    ro.flags.writeable = False
+    ro_sym, ro_a = y.view(), a.view()
+    ro_sym.flags.writeable = False
+    ro_a.flags.writeable = False
+    ro_g = np.zeros(size, np.int32)
+    ro_g.flags.writeable = False
+    ctx.barrier()
+    for what, fn in (("staged recv over bytes", lambda: ctx.allreduce(
+                         a, np.frombuffer(frozen, np.int32))),
+                     ("staged recv read-only", lambda: ctx.allgather(a[:1], ro_g)),
+                     ("symmetric recv read-only", lambda: ctx.allreduce(a, ro_sym)),
+                     ("in place, read-only", lambda: ctx.allreduce(ro_a)),
+                     ("get into read-only", lambda: ctx.get(ro, a, (rank + 1) % size)),
+                     ("put to a read-only dst", lambda: ctx.put(ro_sym, a, (rank + 1) % size))):
+        try:
+            fn()
+            raise AssertionError("%s passed" % what)
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and "read-only" in str(e),
+                  "%s: %s" % (what, e))
+    ctx.barrier()
+    check(frozen == bytes(16) and not ro.any() and not ro_g.any() and not y.any() and
+          np.all(a == rank + 1), "a refused call wrote: %r %s %s %s %s" % (frozen, ro, ro_g, y,
+                                                                          a))
+    out = np.zeros(4, np.int32)
+    ctx.allreduce(ro_a, out)  # a read-only send is read only
+    check(np.all(out == size * (size + 1) // 2), "read-only send: %s" % out)
+    got = np.zeros(4 * size, np.int32) if rank == 0 else np.zeros(0, np.int32)
+    ignored = np.zeros(4 * size, np.int32)
+    ignored.flags.writeable = False
+    ctx.gather(a, got if rank == 0 else ignored, root=0)  # a non-root's recv is not written
+    if rank == 0:
+        check(np.array_equal(got, np.repeat(np.arange(1, size + 1), 4)), "gather: %s" % got)
+    ctx.free(a)
+    ctx.free(y)
+
+
 def test_two_threads_staged():
     """Thread A's staged collective is past its C call, copying its result out of the
     context's workspace, when thread B enters another staged collective (forced here: A's
@@ -457,5 +505,6 @@ cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
 cases.run("two threads in staged collectives", test_two_threads_staged)
+cases.run("read-only buffers are not written", test_read_only_recv)
 ctx.close()
 sys.exit(cases.finish())

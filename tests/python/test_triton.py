@@ -1554,6 +1554,14 @@ def test_triton_refused_buffers():
     if ON_GPU:
         refusals.append(("allreduce, out on the host", "SYMADDR_ERR_INVALID_ARG",
                          lambda: tc.allreduce(ctx, xs, torch.zeros(n))))
+    else:  # NumPy's read-only mark (torch's tensors have none): the kernel wrote it before
+        frozen = _plain(size * n, "float32")
+        frozen.flags.writeable = False
+        refusals += [("allreduce, out read-only (%s)" % algo, "SYMADDR_ERR_INVALID_ARG",
+                      lambda algo=algo: tc.allreduce(ctx, xs, frozen[:n], algo=algo))
+                     for algo in ("lamport", "oneshot")]
+        refusals.append(("allgather, out read-only", "SYMADDR_ERR_INVALID_ARG",
+                         lambda: tc.allgather(ctx, xs, frozen)))
     passed, other = [], []
     for what, status, call in refusals:
         try:
@@ -1569,6 +1577,7 @@ def test_triton_refused_buffers():
           "%s; refused otherwise: %s" % (passed, other))
     check(np.all(host(guard) == -7.0), "the refused calls wrote into plain memory: %s"
           % host(guard)[:8])
+    check(ON_GPU or not frozen.any(), "a refused call wrote a read-only out: %s" % frozen[:8])
     if not ON_GPU:  # the torch tensors' fast path of the check, on tensors' methods alone
         class Tensor:
             def __init__(self, at, n, dtype="f32", device=0, contiguous=True):

@@ -18,6 +18,7 @@ from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
 from symaddr._comm import nbytes_of as _nbytes
 from symaddr._comm import not_split as _not_split
+from symaddr._comm import writable as _writable
 from symaddr._lib import SymaddrError as _SymaddrError
 from symaddr._lib import error as _err
 from symaddr._lib import index_of as _index_of
@@ -208,6 +209,7 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
                     in_place and at == to):
                 return out
     _contiguous(out, call, "out")  # the rest, and each refusal's message
+    _writable(out, call, "out")
     torch_x = _is_torch(x)
     if torch_x != _is_torch(out) or (torch_x and x.device != out.device):
         def kind(a):
