@@ -199,10 +199,15 @@ def numpy_dtype(dtype):
                                "ml_dtypes on NumPy (pip install ml_dtypes), or a torch dtype")
         return np.dtype(ml_dtypes.bfloat16)
     try:
-        return np.dtype(dtype)
+        dt = np.dtype(dtype)
     except TypeError as e:
         raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "%r is not a dtype (%s)" %
                            (dtype, e))
+    if dt.hasobject:  # an array over memory it did not fill would follow its bytes as pointers
+        raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "dtype %s holds Python objects, "
+                           "whose pointers mean nothing in memory another process or an "
+                           "earlier allocation wrote: pass a numeric dtype" % (dt,))
+    return dt
 
 
 _np_dtypes = {}

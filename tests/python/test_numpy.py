@@ -255,6 +255,15 @@ def test_errors_raise():
     except sa.SymaddrError as e:
         check(e.name == "SYMADDR_ERR_INVALID_ARG" and "rendezvous" in str(e),
               "register_symm_mem: %s" % e)
+    for dtype in (object, "i8,O"):  # an array of pointers over memory it did not fill: its
+        for make in (lambda: ctx.allocate_symmetric(3, dtype),  # repr crashed the interpreter
+                     lambda: ctx.empty_local(3, dtype)):
+            try:
+                make()
+                raise AssertionError("an array of %s passed" % dtype)
+            except sa.SymaddrError as e:
+                check(e.name == "SYMADDR_ERR_INVALID_ARG" and "Python objects" in str(e),
+                      "%s: %s" % (dtype, e))
     other = sa.Context(backend="cpu", timeout_ms=np.int64(ctx.timeout_ms + 1))  # refused before
     check(other.timeout_ms == ctx.timeout_ms + 1, "timeout_ms=np.int64: %r" % other.timeout_ms)
     other.close()
