@@ -8,7 +8,7 @@ import weakref
 from typing import Any, Sequence, Tuple, Union
 
 from . import _arrays
-from ._lib import STATUS, SymaddrError, choice
+from ._lib import STATUS, SymaddrError
 from ._lib import error as _err
 from ._lifetime import Life, Registration
 from ._maps import AddressMap
@@ -87,9 +87,9 @@ class Memory:
         it with free()."""
         h = self._open()
         shape = _arrays.shape_tuple(shape)
-        kind = self._lib.abi["provider"].get(provider)
+        kind = self._lib.abi["provider"].get(provider) if isinstance(provider, str) else None
         if kind is None:
-            choice("provider", provider, self._lib.abi["provider"])
+            raise self._not_allocating(provider, "is not a symaddr provider")
         nbytes = self._nbytes(shape, dtype)
         lt = self._lifetimes
         if lt.local:
@@ -99,7 +99,11 @@ class Memory:
         prov = self._providers.get(kind)
         if prov is None:
             prov = ctypes.c_void_p()
-            self._check(self._lib.symaddr_provider_get(h, kind, ctypes.byref(prov)))
+            st = self._lib.symaddr_provider_get(h, kind, ctypes.byref(prov))
+            if st == STATUS["SYMADDR_ERR_INVALID_ARG"]:  # a provider of imports
+                raise self._not_allocating(provider, "cannot allocate (import_() and "
+                                           "register() make its maps)")
+            self._check(st)
             self._providers[kind] = prov
         # out-parameters of the context's own (its collective calls are one thread's at a time)
         out_ptr, out_map = self._out
@@ -126,6 +130,18 @@ class Memory:
         self._by_base[addr] = reg
         self._known.clear()
         return a, reg.amap
+
+    def _not_allocating(self, provider, why):
+        """INVALID_ARG for allocate_symmetric's provider, naming those that allocate: the
+        library's providers that symaddr_provider_get does not refuse as INVALID_ARG."""
+        can = []
+        for name, kind in self._lib.abi["provider"].items():
+            p = ctypes.c_void_p()
+            if self._lib.symaddr_provider_get(self._h, kind, ctypes.byref(p)) != \
+                    STATUS["SYMADDR_ERR_INVALID_ARG"]:
+                can.append('"%s"' % name)
+        return _err("SYMADDR_ERR_INVALID_ARG", "allocate_symmetric: provider %r %s: pass one "
+                    "of %s" % (provider, why, ", ".join(can)))
 
     def _release_allocation(self, reg):
         self._freed.pop(reg.base, None)

@@ -255,6 +255,14 @@ def test_errors_raise():
     except sa.SymaddrError as e:
         check(e.name == "SYMADDR_ERR_INVALID_ARG" and "rendezvous" in str(e),
               "register_symm_mem: %s" % e)
+    for provider in ("import", "foreign", "nccl", None, []):  # C's names, or TypeError
+        try:
+            ctx.allocate_symmetric(3, np.int32, provider=provider)
+            raise AssertionError("provider %r passed" % (provider,))
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and '"heap", "ipc"' in str(e) and
+                  "import," not in str(e) and "SYMADDR_PROVIDER" not in str(e),
+                  "provider %r: %s" % (provider, e))
     for dtype in (object, "i8,O"):  # an array of pointers over memory it did not fill: its
         for make in (lambda: ctx.allocate_symmetric(3, dtype),  # repr crashed the interpreter
                      lambda: ctx.empty_local(3, dtype)):
