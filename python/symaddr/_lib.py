@@ -97,7 +97,7 @@ def int_range(ctype):
 
 def choice(kind, value, table):
     """table[value], or a SymaddrError naming the allowed values."""
-    if value in table:
+    if isinstance(value, str) and value in table:  # (a list would raise TypeError)
         return table[value]
     raise error("SYMADDR_ERR_INVALID_ARG", "%r is not a symaddr %s: use one of %s" % (
         value, kind, ", ".join(sorted(table, key=str))))

@@ -1372,6 +1372,7 @@ def test_python_mistakes():
     raises(lambda: sa.Context(heap_size=1 << 20), "SYMADDR_ERR_INVALID_ARG", "heap_bytes",
            "timeout_ms")
     raises(lambda: sa.Context(backend="gpu"), "SYMADDR_ERR_INVALID_ARG", "cpu", "cuda")
+    raises(lambda: sa.Context(backend=["cpu"]), "SYMADDR_ERR_INVALID_ARG", "cpu", "cuda")
     # the library's own refusal of a failed init, read without a context
     raises(lambda: sa.Context(backend=ctx.backend, timeout_ms=0), "SYMADDR_ERR_INVALID_ARG",
            "timeout_ms must be > 0")
