@@ -1555,7 +1555,18 @@ def test_triton_refused_buffers():
     if ON_GPU:
         refusals.append(("allreduce, out on the host", "SYMADDR_ERR_INVALID_ARG",
                          lambda: tc.allreduce(ctx, xs, torch.zeros(n))))
-    else:  # NumPy's read-only mark (torch's tensors have none): the kernel wrote it before
+    else:  # views a byte off their elements (on a GPU their loads fault): launched before
+        bytes_x, bytes_out = x.view(np.uint8), guard.view(np.uint8)
+        odd_x = bytes_x[1:1 + 4 * n].view(np.float32)
+        odd_out = bytes_out[1:1 + 4 * n].view(np.float32)
+        refusals += [("allreduce, x a byte off (%s)" % algo, "SYMADDR_ERR_INVALID_ARG",
+                      lambda algo=algo: tc.allreduce(ctx, odd_x, algo=algo))
+                     for algo in ("lamport", "oneshot")]
+        refusals += [("allreduce, out a byte off", "SYMADDR_ERR_INVALID_ARG",
+                      lambda: tc.allreduce(ctx, xs, odd_out)),
+                     ("allgather, x a byte off", "SYMADDR_ERR_INVALID_ARG",
+                      lambda: tc.allgather(ctx, odd_x, guard[:size * n]))]
+        # NumPy's read-only mark (torch's tensors have none): the kernel wrote it before
         frozen = _plain(size * n, "float32")
         frozen.flags.writeable = False
         refusals += [("allreduce, out read-only (%s)" % algo, "SYMADDR_ERR_INVALID_ARG",

@@ -199,14 +199,15 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: block=%r: pass a power of two of at most %d"
                    % (call, block, BLOCK_MAX))
     if out is None:  # x's shape where out is x's size (allreduce, alltoall, broadcast)
+        _aligned(_address(x, call, "x"), _itemsize(x), call, "x")
         out = _empty_like(x, n_out)
         return out.reshape(x.shape) if n_out == _count(x) else out
     if type(out) is type(x) and type(x).__name__ == "Tensor":  # torch's, on a GPU: cheapest
         if out.is_contiguous() and out.dtype == x.dtype and out.get_device() == x.get_device() \
                 and out.numel() == n_out:
             at, to, size = x.data_ptr(), out.data_ptr(), x.element_size()
-            if not (at < to + n_out * size and to < at + x.numel() * size) or (
-                    in_place and at == to):
+            if (not (at < to + n_out * size and to < at + x.numel() * size) or (
+                    in_place and at == to)) and not (at | to) % size:
                 return out
     _contiguous(out, call, "out")  # the rest, and each refusal's message
     _writable(out, call, "out")
@@ -223,12 +224,22 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out has %d elements, x %d: it takes out of "
                    "%d" % (call, _count(out), _count(x), n_out))
     at, to = _address(x, call, "x"), _address(out, call, "out")
+    _aligned(at, _itemsize(x), call, "x")
+    _aligned(to, _itemsize(out), call, "out")
     if at < to + _nbytes(out) and to < at + _nbytes(x) and not (in_place and at == to):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out overlaps x, %s" % (call, (
             "not at x's first element (a program would overwrite a tile another has not "
             "sent yet): pass out = x, or memory apart from x") if in_place else (
             "which the peers read until the kernel's last barrier: pass another out" + hint)))
     return out
+
+
+def _aligned(addr, size, call, role):
+    """INVALID_ARG where an argument is not aligned to its elements (a byte-offset view): a
+    kernel's loads of it fault on a GPU ("misaligned address"), as the C collectives say."""
+    if addr % size:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s at 0x%x is not aligned to its %d-byte "
+                   "elements; pass element-aligned memory" % (call, role, addr, size))
 
 
 def _peer_bases(ctx, call, a, role, why):
