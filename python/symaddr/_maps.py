@@ -4,6 +4,7 @@ import collections
 import ctypes
 
 from ._lib import error as _err
+from ._lib import index_of
 
 
 # A plain namedtuple (not a subclass): Triton's compiler reads the field names from the class's
@@ -99,14 +100,17 @@ class AddressMap:
         A kernel that stores to an unreachable peer writes to address 0 + offset: test this
         first, or use symaddr.triton.reachable in the kernel."""
         m = self._m()
-        if not 0 <= rank < m.world_size:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "rank %d is not in 0..%d" % (
+        r = index_of(rank)
+        if r is None or not 0 <= r < m.world_size:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "reachable: rank %r is not in 0..%d" % (
                 rank, m.world_size - 1))
-        return ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))[rank] != 0
+        return ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))[r] != 0
 
     def check_reachable(self, ranks) -> None:
-        """Raise SYMADDR_ERR_UNREACHABLE unless every rank of ranks is reachable."""
-        far = [r for r in ranks if not self.reachable(r)]
+        """Raise SYMADDR_ERR_UNREACHABLE unless every rank of ranks (or the one rank) is
+        reachable."""
+        far = [r for r in ([ranks] if index_of(ranks) is not None else ranks)
+               if not self.reachable(r)]
         if far:
             raise _err("SYMADDR_ERR_UNREACHABLE", "ranks %s are on another node of rank %d: "
                        "their peer_bases entries are 0; reach them with put/get or the "

@@ -7,10 +7,20 @@ from typing import Any, Optional, Sequence
 
 from ._arrays import address, is_torch
 from ._comm import contiguous, nbytes_of
-from ._lib import STATUS, SymaddrError
+from ._lib import STATUS, SymaddrError, index_of
 from ._lib import error as _err
 from ._lifetime import Life, Registration
 from ._maps import AddressMap, SymmetricBuffer
+
+
+def _word(v, role, what):
+    """v as the unsigned 64-bit int that register passes to C (an int or NumPy's), else
+    INVALID_ARG: ctypes would wrap -1 to 2^64 - 1 (a peer address a kernel then follows)."""
+    w = index_of(v)
+    if w is None or not 0 <= w < 1 << 64:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "register: %s=%r: pass %s, an int from 0 to "
+                   "2^64 - 1" % (role, v, what))
+    return w
 
 
 class Registrations:
@@ -92,14 +102,18 @@ class Registrations:
         library releases the registration."""
         h = self._open()
         torch_kind, owner = is_torch(ptr), ptr
-        ptr = address(ptr, "register", "ptr")
-        peers = [int(p) for p in peer_ptrs]
+        ptr = _word(address(ptr, "register", "ptr"), "ptr", "an address")
+        nbytes = _word(nbytes, "nbytes", "a count of bytes")
+        peers = [_word(p, "peer_ptrs[%d]" % i, "an address (0: unreachable)")
+                 for i, p in enumerate(peer_ptrs)]
         if len(peers) != self.size:
             raise _err("SYMADDR_ERR_INVALID_ARG", "peer_ptrs has %d entries, the context %d "
                        "ranks" % (len(peers), self.size))
+        cap = self._lib.abi["capability"]
         if caps is None:
-            cap = self._lib.abi["capability"]
             caps = cap["load_store"] | cap["atomics"]
+        caps = _word(caps, "caps", "a sum of capability bits (%s)" % ", ".join(
+            "%s=%d" % kv for kv in cap.items()))
         if self._lifetimes.pending or self._lifetimes.local:
             self._lifetimes.reap()
         table = (ctypes.c_uint64 * self.size)(*peers)

@@ -294,6 +294,39 @@ def test_errors_raise():
         raise AssertionError("a table of the wrong length passed")
     except sa.SymaddrError as e:
         check("entries" in str(e), "table refusal: %s" % e)
+    # values ctypes wrapped (a peer address -1 was registered as 2^64 - 1, caps -1 as every
+    # capability, nbytes -1 reported as 18446744073709551615) or refused with its own errors
+    local = ctx.empty_local(16, np.int32)
+    addr = local.__array_interface__["data"][0]
+    peers = comm.allgather(addr)
+    others = [p if r == rank else -1 for r, p in enumerate(peers)]
+    for what, fn in (("a peer -1", lambda: ctx.register(local, 64, others)),
+                     ("a peer past 2^64", lambda: ctx.register(local, 64, [
+                         p if r == rank else 1 << 64 for r, p in enumerate(peers)])),
+                     ("a peer 1.5", lambda: ctx.register(local, 64, [
+                         p if r == rank else 1.5 for r, p in enumerate(peers)])),
+                     ("nbytes -1", lambda: ctx.register(local, -1, peers)),
+                     ("nbytes 1.5", lambda: ctx.register(local, 1.5, peers)),
+                     ("caps -1", lambda: ctx.register(local, 64, peers, caps=-1)),
+                     ("caps 'load'", lambda: ctx.register(local, 64, peers, caps="load")),
+                     ("ptr -4096", lambda: ctx.register(-4096, 64, peers))):
+        try:
+            fn().unregister()
+            raise AssertionError("register with %s passed" % what)
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and e.args[0].startswith("register: "),
+                  "%s: %s" % (what, e))
+    fmap = ctx.register(local, np.int64(64), [np.uint64(p) for p in peers])  # NumPy's ints
+    check(fmap.reachable(np.int64(rank)) and fmap.allocation_bytes == 64, "NumPy's ints")
+    fmap.check_reachable(rank)  # one rank (it raised TypeError)
+    try:
+        fmap.reachable("0")
+        raise AssertionError("reachable('0') passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_INVALID_ARG", "reachable('0'): %s" % e)
+    fmap.unregister()
+    del fmap
+    ctx.free_local(local)
     # something that is not an array, to every call that takes one: INVALID_ARG naming the
     # call, never an AttributeError from inside the package
     calls = {"get_symmetric_address_map": lambda v: ctx.get_symmetric_address_map(v),
