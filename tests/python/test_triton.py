@@ -1591,16 +1591,17 @@ def test_triton_refused_buffers():
           % host(guard)[:8])
     check(ON_GPU or not frozen.any(), "a refused call wrote a read-only out: %s" % frozen[:8])
     if not ON_GPU:  # the torch tensors' fast path of the check, on tensors' methods alone
-        class Tensor:
-            def __init__(self, at, n, dtype="f32", device=0, contiguous=True):
+        class Tensor:  # device: (its type, its index), as torch.device has them
+            def __init__(self, at, n, dtype="f32", device=("cuda", 0), contiguous=True):
                 self.at, self.n, self.dtype, self.device = at, n, dtype, device
                 self.contiguous = contiguous
+                self.is_cpu, self.is_cuda = device[0] == "cpu", device[0] == "cuda"
 
             def is_contiguous(self):
                 return self.contiguous
 
-            def get_device(self):
-                return self.device
+            def get_device(self):  # torch's: -1 for every device but CUDA's
+                return self.device[1] if self.is_cuda else -1
 
             def numel(self):
                 return self.n
@@ -1621,12 +1622,20 @@ def test_triton_refused_buffers():
                 ("ending in x", Tensor(4096 - 36, 10), 10, False, False),
                 ("short", Tensor(8192, 9), 10, False, False),
                 ("another dtype", Tensor(8192, 10, "f16"), 10, False, False),
-                ("another device", Tensor(8192, 10, device=1), 10, False, False),
-                ("strided", Tensor(8192, 10, contiguous=False), 10, False, False)):
+                ("another device", Tensor(8192, 10, device=("cuda", 1)), 10, False, False),
+                ("on the host", Tensor(8192, 10, device=("cpu", -1)), 10, False, False),
+                ("strided", Tensor(8192, 10, contiguous=False), 10, False, False),
+                ("x and out on the host", Tensor(8192, 10, device=("cpu", -1)), 10, False,
+                 True),
+                # meta's get_device() is the host's -1: taken before, then the launch failed
+                ("on meta, x on the host", Tensor(8192, 10, device=("meta", -1)), 10, False,
+                 False)):
+            x_of = Tensor(4096, 10, device=("cpu", -1)) if "x and out on" in what or \
+                "x on the host" in what else t
             try:
-                check(tc._checked(ctx, "c", t, o, n_out, 1024, in_place) is o and fits,
+                check(tc._checked(ctx, "c", x_of, o, n_out, 1024, in_place) is o and fits,
                       "the fast path took out %s" % what)
-            except sa.SymaddrError:
+            except (sa.SymaddrError, AttributeError):  # the slow path asks for more
                 check(not fits, "the fast path refused out %s" % what)
     tc.allreduce(ctx, xs, xs, algo="lamport")  # in place: no peer reads x
     settle()

@@ -204,7 +204,7 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
         return out.reshape(x.shape) if n_out == _count(x) else out
     if type(out) is type(x) and type(x).__name__ == "Tensor":  # torch's, on a GPU: cheapest
         if out.is_contiguous() and out.dtype == x.dtype and out.get_device() == x.get_device() \
-                and out.numel() == n_out:
+                and out.is_cpu == x.is_cpu and out.numel() == n_out:  # (meta's device is -1)
             at, to, size = x.data_ptr(), out.data_ptr(), x.element_size()
             if (not (at < to + n_out * size and to < at + x.numel() * size) or (
                     in_place and at == to)) and not (at | to) % size:
