@@ -196,10 +196,6 @@ class Communication(Staging):
                 self._known[addr] = hit
         return hit
 
-    def _registered(self, addr):
-        """Whether addr lies in a registration of this context (symaddr_lookup)."""
-        return self._lookup(addr)[0] == 0
-
     def _row(self, name):
         """The library's row of a collective, as _collective uses it (made once)."""
         row = self._rows.get(name)
@@ -258,7 +254,8 @@ class Communication(Staging):
         if avg and not str(dtype).replace("torch.", "").startswith(("float", "bfloat")):
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: op=\"avg\" takes floating-point data, "
                        "not %s; reduce with \"sum\" and divide as you need" % (call, dtype))
-        if not self._registered(s):
+        known = self._known  # whether s lies in a registration (symaddr_lookup), inline
+        if (known.get(s) or self._lookup(s))[0] != 0:
             raise _err("SYMADDR_ERR_NOT_FOUND", "%s: send is not symmetric memory of this "
                        "context: make it with ctx.allocate_symmetric(shape, dtype) (a view at "
                        "any offset will do) or register it with ctx.import_(array); recv may "
@@ -268,7 +265,7 @@ class Communication(Staging):
         where = self._files.get(code_obj)
         if where is None:
             where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
-        staged = r != s and not self._registered(r)
+        staged = r != s and (known.get(r) or self._lookup(r))[0] != 0
         if staged:  # every rank stages the same calls: validation compares the places
             if is_torch(recv) != is_torch(send) or (is_torch(recv) and
                                                     recv.device != send.device):
