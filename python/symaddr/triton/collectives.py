@@ -112,7 +112,9 @@ def _grid(ctx, n, block):
     ranks on one H200: a 2 MiB call took 64 programs, the calls after it read wrong data).
     The block grows from `block` to BLOCK_MAX first, then the rounds. Plain integers
     (triton.cdiv and next_power_of_2 are jit functions: a few us a call from Python)."""
-    n, block = max(n, 1), _index_of(block)  # checked by _checked: NumPy's integers too
+    n = max(n, 1)
+    if type(block) is not int:  # checked by _checked: NumPy's integers too
+        block = _index_of(block)
     cap = team_programs(ctx, _cdiv(n, block))
     block = max(block, min(BLOCK_MAX, 1 << (_cdiv(n, cap) - 1).bit_length()))
     programs = min(_cdiv(n, block), cap)
@@ -194,7 +196,7 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
     otherwise: a kernel would write past out. Each rank checks its own arguments, so a rank
     refused makes no call, and its peers fail at the kernel's first wait, as for a skipped
     call."""
-    b = _index_of(block)
+    b = block if type(block) is int else _index_of(block)
     if b is None or not 0 < b <= BLOCK_MAX or b & (b - 1):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: block=%r: pass a power of two of at most %d"
                    % (call, block, BLOCK_MAX))
@@ -203,8 +205,9 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
         out = _empty_like(x, n_out)
         return out.reshape(x.shape) if n_out == _count(x) else out
     if type(out) is type(x) and type(x).__name__ == "Tensor":  # torch's, on a GPU: cheapest
-        if out.is_contiguous() and out.dtype == x.dtype and out.get_device() == x.get_device() \
-                and out.is_cpu == x.is_cpu and out.numel() == n_out:  # (meta's device is -1)
+        dev = x.get_device()  # -1 off CUDA: meta's too
+        if out.is_contiguous() and out.dtype == x.dtype and out.get_device() == dev and (
+                dev >= 0 or out.is_cpu and x.is_cpu) and out.numel() == n_out:
             at, to, size = x.data_ptr(), out.data_ptr(), x.element_size()
             if (not (at < to + n_out * size and to < at + x.numel() * size) or (
                     in_place and at == to)) and not (at | to) % size:
@@ -302,10 +305,12 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     call = "symaddr.triton.collectives.allreduce"
     _contiguous(x, call, "x")
     n = _count(x)
-    try:
-        plan = ctx._calls.get((n, x.dtype, op, algo))
-    except TypeError:  # an op or algo that cannot be a key: refused below
-        plan = None
+    plan = None
+    if algo == "auto" or algo == "lamport":
+        try:
+            plan = ctx._calls.get((n, x.dtype, op, algo))
+        except TypeError:  # an op that cannot be a key: refused below
+            pass
     if plan is not None:  # a Lamport call of this count, dtype, op and algo went before
         out = _checked(ctx, call, x, out, n, block, in_place=True, hint=_LAMPORT_HINT)
         grid, rounds, ident, tail = plan
