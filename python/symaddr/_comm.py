@@ -123,10 +123,14 @@ class Communication(Staging):
         """The raw stream symaddr takes: a torch.cuda.Stream, a raw handle (an int), or None
         (torch's current stream) for CUDA tensors; none for host memory."""
         if self.backend == "cpu":
+            if stream is not None:  # refused here as on a GPU, though it goes nowhere
+                self._stream_handle(stream)
             return None  # host memory: the calls complete on return
-        if type(stream) is int:
+        if type(stream) is int and 0 <= stream < 1 << 64:
             return stream
         if a is not None and not (is_torch(a) and a.is_cuda):
+            if stream is not None:
+                self._stream_handle(stream)
             return None
         if stream is None:
             raw = self._raw_stream
@@ -141,10 +145,18 @@ class Communication(Staging):
             if raw:
                 return raw(torch.cuda.current_device())
             stream = torch.cuda.current_stream()
+        return self._stream_handle(stream)
+
+    @staticmethod
+    def _stream_handle(stream):
+        """A stream's raw handle: a torch.cuda.Stream's, or an int of 0 to 2^64 - 1 (NumPy's
+        too; ctypes would wrap -1), else INVALID_ARG."""
         handle = getattr(stream, "cuda_stream", None)
         if handle is None:
+            handle = index_of(stream)
+        if handle is None or not 0 <= handle < 1 << 64:
             raise _err("SYMADDR_ERR_INVALID_ARG", "stream=%r is neither a torch.cuda.Stream nor "
-                       "a raw stream handle (an int)" % (stream,))
+                       "a raw stream handle (an int, 0 to 2^64 - 1)" % (stream,))
         return handle
 
     def _address(self, a, what, name):
@@ -322,8 +334,7 @@ class Communication(Staging):
     def barrier(self, stream: Any = None) -> None:
         """Every rank of the context waits for the others (on the stream, on a GPU)."""
         h = self._open()
-        self._check(self._lib.symaddr_barrier(
-            h, None if self.backend == "cpu" else self._stream_of(None, stream)))
+        self._check(self._lib.symaddr_barrier(h, self._stream_of(None, stream)))
         if self.validating:
             self._check_tables()
         if self._team is not None and self.backend == "cpu":
@@ -366,8 +377,7 @@ class Communication(Staging):
         """Wait for the stream's symaddr work (and report a failure any rank met, and in
         validation mode an access a kernel made that validation refused)."""
         h = self._open()
-        self._check(self._lib.symaddr_stream_sync(
-            h, None if self.backend == "cpu" else self._stream_of(None, stream)))
+        self._check(self._lib.symaddr_stream_sync(h, self._stream_of(None, stream)))
         if self.validating:
             self._check_tables()
         if self._team is not None:

@@ -255,6 +255,23 @@ def test_errors_raise():
     except sa.SymaddrError as e:
         check(e.name == "SYMADDR_ERR_INVALID_ARG" and "rendezvous" in str(e),
               "register_symm_mem: %s" % e)
+    # a stream that is no stream: passed over silently on the cpu backend (and a raw handle
+    # -1 went to C as 2^64 - 1 on a GPU); the same refusal on every backend
+    for stream in ("s", -1, 1 << 64, 1.5):
+        for what, fn in (("allreduce", lambda: ctx.allreduce(a, np.zeros(16, np.float32),
+                                                             stream=stream)),
+                         ("barrier", lambda: ctx.barrier(stream=stream)),
+                         ("sync", lambda: ctx.sync(stream=stream)),
+                         ("put", lambda: ctx.put(a, np.zeros(16, np.float32), rank,
+                                                 stream=stream))):
+            try:
+                fn()
+                raise AssertionError("%s with stream=%r passed" % (what, stream))
+            except sa.SymaddrError as e:
+                check(e.name == "SYMADDR_ERR_INVALID_ARG" and "stream=" in str(e),
+                      "%s, stream=%r: %s" % (what, stream, e))
+    ctx.barrier(stream=0)
+    ctx.sync(stream=np.uint64(0))
     for provider in ("import", "foreign", "nccl", None, []):  # C's names, or TypeError
         try:
             ctx.allocate_symmetric(3, np.int32, provider=provider)
