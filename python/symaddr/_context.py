@@ -68,7 +68,14 @@ class Context(Memory, Registrations, Validation, Communication):
                 setattr(cfg, k, v)
             except TypeError as e:
                 raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%r: %s" % (k, v, e))
-        comm = comm or MPI.COMM_WORLD
+        if comm is None:
+            comm = MPI.COMM_WORLD
+        elif not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "Context(comm=%r): %s" % (comm, (
+                "this rank is not in the communicator (a Split with MPI.UNDEFINED): make the "
+                "Context on its ranks alone" if isinstance(comm, MPI.Comm) and
+                comm == MPI.COMM_NULL else "pass an mpi4py intracommunicator that this rank "
+                "is in (MPI.COMM_WORLD, or one of comm.Split or comm.Create)")))
         h = ctypes.c_void_p()
         self._check(self._lib.symaddr_init(ctypes.c_void_p(MPI._handleof(comm)),
                                            ctypes.byref(cfg), ctypes.byref(h)))

@@ -289,6 +289,22 @@ def test_errors_raise():
             except sa.SymaddrError as e:
                 check(e.name == "SYMADDR_ERR_INVALID_ARG" and "Python objects" in str(e),
                       "%s: %s" % (dtype, e))
+    # comm: MPI.COMM_NULL (a Split with MPI.UNDEFINED) was taken as COMM_WORLD (falsy), so the
+    # ranks outside a sub-communicator joined a context of the whole world; a Group made
+    # symaddr_init crash in MPI_Comm_idup (SIGSEGV); a str raised mpi4py's TypeError
+    sub = comm.Split(0 if rank % 2 == 0 else MPI.UNDEFINED, rank)
+    for what, bad in (("COMM_NULL", MPI.COMM_NULL), ("a group", comm.Get_group()),
+                      ("a str", "world")) + ((("off the Split", sub),) if rank % 2 else ()):
+        try:
+            sa.Context(comm=bad, backend="cpu").close()
+            raise AssertionError("Context(comm=%s) passed" % what)
+        except sa.SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and "comm" in str(e), "%s: %s" % (what, e))
+    if rank % 2 == 0:  # the Split's own ranks make their context
+        with sa.Context(comm=sub, backend="cpu") as on_sub:
+            check(on_sub.size == (size + 1) // 2 and on_sub.rank == rank // 2,
+                  "a context of the Split: rank %d of %d" % (on_sub.rank, on_sub.size))
+        sub.Free()
     other = sa.Context(backend="cpu", timeout_ms=np.int64(ctx.timeout_ms + 1))  # refused before
     check(other.timeout_ms == ctx.timeout_ms + 1, "timeout_ms=np.int64: %r" % other.timeout_ms)
     other.close()
