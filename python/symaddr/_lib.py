@@ -130,8 +130,11 @@ def default_timeout_ms():
 
 
 def validating(value):
-    """Whether a SYMADDR_VALIDATE value turns validation on (as libsymaddr reads it: 1, yes,
-    true, on, or args; unset or 0, no, false, off: off)."""
+    """Whether a SYMADDR_VALIDATE value or a validate setting turns validation on (as
+    libsymaddr reads them: 1, yes, true, on, or args, and the setting's ints, 2 for args;
+    unset or 0, no, false, off: off)."""
+    if isinstance(value, bool) or index_of(value) is not None:  # symaddr_config_t.validate
+        return value != 0
     return str(value or "0").strip().lower() in ("1", "yes", "true", "on", "args")
 
 

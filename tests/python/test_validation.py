@@ -242,12 +242,33 @@ def test_freed_table():
     drop(src)
 
 
+def test_args_mode():
+    """Context(validate=2), SYMADDR_VALIDATE_ARGS, the C field's value for "args": a validating
+    context like validate=1 (the library compares the calls' arguments, this package raises
+    the kernels' refusals). Before, the package read the int 2 as off: the refused store of
+    test_heap_bases_for_ipc was never raised."""
+    with sa.Context(backend=ctx.backend, validate=2) as vctx:
+        check(vctx.validating, "validate=2: not validating")
+        x, _ = vctx.allocate_symmetric(N, F32)
+        set_(x, mine(rank))
+        vctx.barrier()
+        k_iris_store[(1,)](x, N, -7.0, rank, right, vctx.heap_bases, BLOCK=BLOCK)
+        refused(vctx.barrier, "SYMADDR_ERR_OUT_OF_BOUNDS")
+        vctx.barrier()
+        check(np.array_equal(H(x), mine(rank)), "no store landed: %s" % H(x)[:3])
+        vctx.free(x)
+    for value, on in ((0, False), (1, True), (True, True), (False, False)):
+        with sa.Context(backend=ctx.backend, validate=value) as c:
+            check(c.validating == on, "validate=%r: validating %s" % (value, c.validating))
+
+
 for name, fn in (("correct kernels are not refused", test_correct_kernels),
                  ("heap_bases for an ipc tensor", test_heap_bases_for_ipc),
                  ("another allocation's table", test_other_allocations_table),
                  ("a view past its allocation; a rank out of range",
                   test_past_the_end_and_bad_rank),
-                 ("a freed allocation's table", test_freed_table)):
+                 ("a freed allocation's table", test_freed_table),
+                 ("validate=2 (args) validates", test_args_mode)):
     cases.run(name, fn)
 ctx.close()
 sys.exit(cases.finish())
