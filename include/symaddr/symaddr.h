@@ -308,13 +308,14 @@ SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
  * @param ctx_p the new context
  * Every SYMADDR_* variable is parsed strictly: a value that does not parse is refused with a
  * message naming the variable, never replaced by a default.
- * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL, a
- *         setting is out of range or cfg->size is not this symaddr's sizeof(symaddr_config_t);
- * SYMADDR_ERR_INVALID_SIZE for a heap larger than the memory; SYMADDR_ERR_TIMEOUT when a rank does
- * not reach symaddr_init within the timeout; SYMADDR_ERR_UNSUPPORTED if the requested backend is
- * not built or has no device; SYMADDR_ERR_MPI if MPI is not initialised or an MPI call failed;
- *         SYMADDR_ERR_BACKEND / SYMADDR_ERR_NO_MEMORY when the heap cannot be set up;
- *         SYMADDR_ERR_PEER when another rank failed. @p ctx_p is written only on success.
+ * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p is NULL, @p comm is MPI_COMM_NULL or
+ *         an intercommunicator, a setting is out of range or cfg->size is not this symaddr's
+ * sizeof(symaddr_config_t); SYMADDR_ERR_INVALID_SIZE for a heap larger than the memory;
+ * SYMADDR_ERR_TIMEOUT when a rank does not reach symaddr_init within the timeout;
+ * SYMADDR_ERR_UNSUPPORTED if the requested backend is not built or has no device; SYMADDR_ERR_MPI
+ * if MPI is not initialised or an MPI call failed; SYMADDR_ERR_BACKEND / SYMADDR_ERR_NO_MEMORY when
+ * the heap cannot be set up; SYMADDR_ERR_PEER when another rank failed. @p ctx_p is written only on
+ * success.
  */
 SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
                                           symaddr_context_t **ctx_p);

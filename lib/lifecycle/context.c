@@ -344,6 +344,11 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     MPI_Finalized(&finalized);
     if (!initialized || finalized)
         return init_refused(cfg, SYMADDR_ERR_MPI, "call MPI_Init before symaddr_init");
+    int inter = 0; /* MPI_Comm_split_type of an intercommunicator crashed Open MPI */
+    if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return init_refused(cfg, SYMADDR_ERR_INVALID_ARG,
+                            "comm is an intercommunicator; pass an intracommunicator (one "
+                            "MPI_Intercomm_merge makes of it)");
     ctx = calloc(1, sizeof(*ctx));
     if (!ctx)
         return SYMADDR_ERR_NO_MEMORY;

@@ -738,6 +738,28 @@ static void test_config_contract(void *u)
     T_CHECK(symaddr_config_var(-1, &name, NULL, NULL) == 0);
 }
 
+/* An intercommunicator (the halves of the world joined by MPI_Intercomm_create) is refused on
+ * every rank with INVALID_ARG, and the reason says what to pass; before, symaddr_init crashed
+ * inside MPI_Comm_split_type (SIGSEGV). */
+static void test_intercomm_refused(void *u)
+{
+    (void)u;
+    if (t_size < 2) {
+        printf("# SKIP test_intercomm_refused: needs 2 ranks\n");
+        return;
+    }
+    MPI_Comm half, inter;
+    MPI_Comm_split(MPI_COMM_WORLD, t_rank % 2, t_rank, &half);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, t_rank % 2 ? 0 : 1, 17, &inter);
+    symaddr_context_t *ctx = NULL;
+    T_STATUS(NULL, symaddr_init(inter, NULL, &ctx), SYMADDR_ERR_INVALID_ARG);
+    T_CHECK(ctx == NULL);
+    T_CHECK(strstr(symaddr_last_error(NULL), "intercommunicator") != NULL, "%s",
+            symaddr_last_error(NULL));
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&half);
+}
+
 /* ---- settings the ranks must share -------------------------------------------------------------
  * One rank differs in one setting that changes what ranks exchange: symaddr_init refuses on
  * every rank with MISMATCH, and rank 0's refusal names the variable (each of these returned OK
@@ -896,6 +918,7 @@ int main(int argc, char **argv)
     T_RUN(test_threads, NULL);
     T_RUN(test_heap_past_memory, NULL);
     T_RUN(test_config_contract, NULL);
+    T_RUN(test_intercomm_refused, NULL);
     T_RUN(test_settings_must_agree, NULL);
     T_RUN(test_skipped_call, NULL);
     T_RUN(test_long_timeout, NULL);
