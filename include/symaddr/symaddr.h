@@ -328,6 +328,7 @@ SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t 
  * recorded since the last call (a team kernel of yours, a collective on a stream) is told to
  * the other nodes here: finalize returns it, or SYMADDR_ERR_BROKEN, on every rank, without
  * waiting out the timeout. Plain memory from symaddr_mem_alloc that was not freed is freed.
+ * Call it before MPI_Finalize: it makes MPI calls, which MPI refuses after MPI_Finalize.
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG if @p ctx_p or *ctx_p is NULL, or another thread
  *         is in a call on the context; SYMADDR_ERR_TIMEOUT when a peer did not reach finalize
  *         within the timeout (the context is released all the same), and on that late peer

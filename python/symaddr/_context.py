@@ -144,6 +144,12 @@ class Context(Memory, Registrations, Validation, Communication):
         finalizes when the interpreter exits."""
         if not self._h:
             return
+        from mpi4py import MPI
+        if MPI.Is_finalized():  # its MPI calls would abort the job
+            self._h = None
+            raise _err("SYMADDR_ERR_MPI", "close: MPI was finalized first: close every "
+                       "symaddr.Context before MPI.Finalize() (a with block does); this one "
+                       "is left as it is until the process ends")
         self._lifetimes.reap_local()
         h, self._h = self._h, None
         self._team, self._plans = None, {}

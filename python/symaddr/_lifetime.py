@@ -123,6 +123,9 @@ class Lifetimes:
         from mpi4py import MPI
         if self.broken:
             raise SymaddrError(STATUS["SYMADDR_ERR_BROKEN"], self.broken)
+        if MPI.Is_finalized():  # mpi4py's call would abort the job
+            raise SymaddrError(STATUS["SYMADDR_ERR_MPI"], "MPI was finalized first: close "
+                               "every symaddr.Context before MPI.Finalize()")
         send, recv = array.array("i", flags), array.array("i", flags)
         req = self.comm.Iallreduce(send, recv, op=MPI.MIN)
         start = time.monotonic()
@@ -237,6 +240,9 @@ def finalize_at_exit(finalize):
 
 
 def _finalize_left():
+    from mpi4py import MPI
+    if MPI.Is_finalized():  # the program finalized MPI itself: finalize would abort the job
+        _at_exit.clear()
     while _at_exit:
         try:
             _at_exit.pop()()
