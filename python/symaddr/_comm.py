@@ -84,7 +84,6 @@ class Communication(Staging):
         self._tensor_type = torch.Tensor if torch is not None else ()
         self._dtypes = {}  # the array's dtype -> symaddr_dtype_t
         self._ops = {}  # an op's name -> what _op says of it
-        self._null_stream = None if self.backend == "cpu" else False
         self._raw_stream = None  # torch._C._cuda_getCurrentRawStream, once looked up
 
     def _dtype_of(self, a):
@@ -118,46 +117,6 @@ class Communication(Staging):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %r is not a reduction op: use one of %s, "
                    "\"avg\" (floating-point dtypes), or mpi4py's MPI.SUM, MPI.PROD, MPI.MAX, "
                    "MPI.MIN" % (what, op, ", ".join('"%s"' % k for k in sorted(table))))
-
-    def _stream_of(self, a, stream):
-        """The raw stream symaddr takes: a torch.cuda.Stream, a raw handle (an int), or None
-        (torch's current stream) for CUDA tensors; none for host memory."""
-        if self.backend == "cpu":
-            if stream is not None:  # refused here as on a GPU, though it goes nowhere
-                self._stream_handle(stream)
-            return None  # host memory: the calls complete on return
-        if type(stream) is int and 0 <= stream < 1 << 64:
-            return stream
-        if a is not None and not (is_torch(a) and a.is_cuda):
-            if stream is not None:
-                self._stream_handle(stream)
-            return None
-        if stream is None:
-            raw = self._raw_stream
-            if raw is None:  # torch's current raw stream, without a Stream object
-                import torch
-                raw = self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", False)
-            if a is not None and raw:  # a CUDA tensor: no is_available(), no device object
-                return raw(a.get_device())
-            import torch
-            if not torch.cuda.is_available():
-                return None
-            if raw:
-                return raw(torch.cuda.current_device())
-            stream = torch.cuda.current_stream()
-        return self._stream_handle(stream)
-
-    @staticmethod
-    def _stream_handle(stream):
-        """A stream's raw handle: a torch.cuda.Stream's, or an int of 0 to 2^64 - 1 (NumPy's
-        too; ctypes would wrap -1), else INVALID_ARG."""
-        handle = getattr(stream, "cuda_stream", None)
-        if handle is None:
-            handle = index_of(stream)
-        if handle is None or not 0 <= handle < 1 << 64:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "stream=%r is neither a torch.cuda.Stream nor "
-                       "a raw stream handle (an int, 0 to 2^64 - 1)" % (stream,))
-        return handle
 
     def _address(self, a, what, name):
         """a's address, refused when a is not an array or lies in freed memory."""

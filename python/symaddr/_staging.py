@@ -1,14 +1,17 @@
 # SPDX-License-Identifier: MIT
-"""Staged receive buffers: a collective whose recv is not symmetric memory writes the
-context's own symmetric workspace, and recv is copied from it on the collective's stream
-(a base class of Communication)."""
+"""Streams and staged receive buffers: the raw stream a call takes, and the workspace a
+collective whose recv is not symmetric memory writes, recv then copied from it on the
+collective's stream (a base class of Communication)."""
 import ctypes
 
 from ._arrays import is_torch
+from ._lib import error as _err
+from ._lib import index_of
 
 
 class Staging:
-    """The context's staging workspace: grown collectively, copied out on a stream."""
+    """A call's stream, and the context's staging workspace: grown collectively, copied out
+    on a stream."""
 
     def _workspace(self, nbytes):
         """The context's symmetric workspace for staged receive buffers, at least nbytes
@@ -29,6 +32,46 @@ class Staging:
         self._known.clear()
         self._stage = (ptr.value, size, prov)
         return ptr.value
+
+    def _stream_of(self, a, stream):
+        """The raw stream symaddr takes: a torch.cuda.Stream, a raw handle (an int), or None
+        (torch's current stream) for CUDA tensors; none for host memory."""
+        if self.backend == "cpu":
+            if stream is not None:  # refused here as on a GPU, though it goes nowhere
+                self._stream_handle(stream)
+            return None  # host memory: the calls complete on return
+        if type(stream) is int and 0 <= stream < 1 << 64:
+            return stream
+        if a is not None and not (is_torch(a) and a.is_cuda):
+            if stream is not None:
+                self._stream_handle(stream)
+            return None
+        if stream is None:
+            raw = self._raw_stream
+            if raw is None:  # torch's current raw stream, without a Stream object
+                import torch
+                raw = self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", False)
+            if a is not None and raw:  # a CUDA tensor: no is_available(), no device object
+                return raw(a.get_device())
+            import torch
+            if not torch.cuda.is_available():
+                return None
+            if raw:
+                return raw(torch.cuda.current_device())
+            stream = torch.cuda.current_stream()
+        return self._stream_handle(stream)
+
+    @staticmethod
+    def _stream_handle(stream):
+        """A stream's raw handle: a torch.cuda.Stream's, or an int of 0 to 2^64 - 1 (NumPy's
+        too; ctypes would wrap -1), else INVALID_ARG."""
+        handle = getattr(stream, "cuda_stream", None)
+        if handle is None:
+            handle = index_of(stream)
+        if handle is None or not 0 <= handle < 1 << 64:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "stream=%r is neither a torch.cuda.Stream nor "
+                       "a raw stream handle (an int, 0 to 2^64 - 1)" % (stream,))
+        return handle
 
     def _torch_stream(self, handle, device):
         """torch's Stream of a raw handle, the stream itself: 0 is the legacy default stream.

@@ -12,16 +12,10 @@ import triton
 import triton.language as tl
 
 from symaddr._arrays import HostArray
-from symaddr._arrays import address as _address
-from symaddr._arrays import is_torch as _is_torch
 from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
-from symaddr._comm import nbytes_of as _nbytes
-from symaddr._comm import not_split as _not_split
-from symaddr._comm import writable as _writable
-from symaddr._lib import SymaddrError as _SymaddrError
-from symaddr._lib import error as _err
 from symaddr._lib import index_of as _index_of
+from symaddr.triton._checks import BLOCK_MAX, _checked, _itemsize, _parts, _peer_bases
 from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allgather,
                                  team_allreduce_lamport, team_allreduce_oneshot,
                                  team_allreduce_twoshot, team_alltoall, team_begin,
@@ -102,9 +96,6 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-BLOCK_MAX = 8192  # the elements of a program's tile at most (they live in registers)
-
-
 def _grid(ctx, n, block):
     """(programs,), their block and the tiles each takes (rounds) for n elements: at most
     team_programs(ctx) programs, because a barrier waits for the same program of every peer,
@@ -178,105 +169,12 @@ def _op(op):
     return None if op == "sum" else op
 
 
-def _empty_like(x, count):
-    import sys
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(x, torch.Tensor):
-        return torch.empty(count, dtype=x.dtype, device=x.device)
-    import numpy as np
-    return np.empty(count, dtype=x.dtype).view(HostArray)
-
-
-def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
-    """out, after it was checked against x (contiguous already) as the kernel indexes them
-    (flat, from their first element): an array or tensor, contiguous, of x's dtype and device,
-    of exactly n_out elements and apart from x (a barrier kernel's peers read x until its last
-    barrier; in_place: out may be x itself; hint: what to pass instead). out None: a new
-    array (of x's shape where it has x's size). SYMADDR_ERR_INVALID_ARG before any launch
-    otherwise: a kernel would write past out. Each rank checks its own arguments, so a rank
-    refused makes no call, and its peers fail at the kernel's first wait, as for a skipped
-    call."""
-    b = block if type(block) is int else _index_of(block)
-    if b is None or not 0 < b <= BLOCK_MAX or b & (b - 1):
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: block=%r: pass a power of two of at most %d"
-                   % (call, block, BLOCK_MAX))
-    if out is None:  # x's shape where out is x's size (allreduce, alltoall, broadcast)
-        _aligned(_address(x, call, "x"), _itemsize(x), call, "x")
-        out = _empty_like(x, n_out)
-        return out.reshape(x.shape) if n_out == _count(x) else out
-    if type(out) is type(x) and type(x).__name__ == "Tensor":  # torch's, on a GPU: cheapest
-        dev = x.get_device()  # -1 off CUDA: meta's too
-        if out.is_contiguous() and out.dtype == x.dtype and out.get_device() == dev and (
-                dev >= 0 or out.is_cpu and x.is_cpu) and out.numel() == n_out:
-            at, to, size = x.data_ptr(), out.data_ptr(), x.element_size()
-            if (not (at < to + n_out * size and to < at + x.numel() * size) or (
-                    in_place and at == to)) and not (at | to) % size:
-                return out
-    _contiguous(out, call, "out")  # the rest, and each refusal's message
-    _writable(out, call, "out")
-    torch_x = _is_torch(x)
-    if torch_x != _is_torch(out) or (torch_x and x.device != out.device):
-        def kind(a):
-            return "a torch tensor on %s" % a.device if _is_torch(a) else "a NumPy array"
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is %s, out %s: pass out of x's kind and "
-                   "device" % (call, kind(x), kind(out)))
-    if out.dtype != x.dtype:
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is %s, out %s: pass out of x's dtype"
-                   % (call, x.dtype, out.dtype))
-    if _count(out) != n_out:
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out has %d elements, x %d: it takes out of "
-                   "%d" % (call, _count(out), _count(x), n_out))
-    at, to = _address(x, call, "x"), _address(out, call, "out")
-    _aligned(at, _itemsize(x), call, "x")
-    _aligned(to, _itemsize(out), call, "out")
-    if at < to + _nbytes(out) and to < at + _nbytes(x) and not (in_place and at == to):
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out overlaps x, %s" % (call, (
-            "not at x's first element (a program would overwrite a tile another has not "
-            "sent yet): pass out = x, or memory apart from x") if in_place else (
-            "which the peers read until the kernel's last barrier: pass another out" + hint)))
-    return out
-
-
-def _aligned(addr, size, call, role):
-    """INVALID_ARG where an argument is not aligned to its elements (a byte-offset view): a
-    kernel's loads of it fault on a GPU ("misaligned address"), as the C collectives say."""
-    if addr % size:
-        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s at 0x%x is not aligned to its %d-byte "
-                   "elements; pass element-aligned memory" % (call, role, addr, size))
-
-
-def _peer_bases(ctx, call, a, role, why):
-    """The peer_bases of a's registration; a not symmetric: SYMADDR_ERR_NOT_FOUND naming the
-    call and the argument."""
-    try:
-        return ctx.get_symmetric_address_map(a).peer_bases
-    except _SymaddrError as e:
-        if e.name != "SYMADDR_ERR_NOT_FOUND":
-            raise
-        raise _err("SYMADDR_ERR_NOT_FOUND", "%s: %s is not symmetric memory of this context "
-                   "(%s): allocate it with ctx.allocate_symmetric(), or register it with "
-                   "ctx.import_()" % (call, role, why)) from None
-
-
-def _parts(ctx, call, x):
-    """x's elements over the context's size: a rank's part (reduce_scatter, alltoall)."""
-    n = _count(x)
-    if n % ctx.size:
-        raise _not_split(call, n, ctx.size)
-    return n // ctx.size
-
-
 def _arg(a):
     """a as a kernel argument: a plain NumPy array as a view that Triton's interpreter takes
     (symaddr's HostArray); tensors and symaddr's arrays as they are."""
     if HostArray is not None and type(a).__name__ == "ndarray":
         return a.view(HostArray)
     return a
-
-
-def _itemsize(x):
-    size = getattr(x.dtype, "itemsize", None)  # NumPy's
-    return size if size is not None else x.element_size()
 
 
 def _lamport_fits(x, n):
