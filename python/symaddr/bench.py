@@ -36,15 +36,17 @@ import symaddr
 
 def _alloc(ctx, a):
     import numpy as np
-    lib, kind = ctx._lib, ctx._lib.abi["provider"][a.provider]
-    prov = ctypes.c_void_p()
-    ctx._check(lib.symaddr_provider_get(ctx._h, kind, ctypes.byref(prov)))
-    ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
     n = a.bytes // 4
     dtype = np.float32
     if ctx.backend != "cpu":
         import torch
         dtype = torch.float32
+    t, _ = ctx.allocate_symmetric((n,), dtype, provider=a.provider)  # a provider refused here
+    ctx.free(t)
+    lib, kind = ctx._lib, ctx._lib.abi["provider"][a.provider]
+    prov = ctypes.c_void_p()
+    ctx._check(lib.symaddr_provider_get(ctx._h, kind, ctypes.byref(prov)))
+    ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
 
     def c_pairs():
         for _ in range(a.iters):
@@ -288,42 +290,75 @@ _BENCHES = {"alloc": (_alloc, 200, 0), "put": (_put, 20, 1 << 30),
             "fused": ("_fused", 20, 0), "launch": ("_launch", 2000, 0)}
 
 
+def _count(text):
+    """argparse's type of a count: an int > 0 (a round of 0 calls timed nothing, and -5
+    printed negative times as a goal met)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v <= 0:
+        raise argparse.ArgumentTypeError("%r: pass an integer > 0" % text)
+    return v
+
+
+def _bytes4(text):
+    """--bytes of alloc: a count of whole f32 elements (the Python side allocates bytes / 4
+    of them; the C side the bytes)."""
+    v = _count(text)
+    if v % 4:
+        raise argparse.ArgumentTypeError("%r: pass a multiple of 4 (f32 elements)" % text)
+    return v
+
+
+def _counts(text):
+    """A comma-separated list of counts (--m, --nk)."""
+    return [_count(v) for v in text.split(",")]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m symaddr.bench",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("what", nargs="?", default="alloc", choices=list(_BENCHES))
-    ap.add_argument("--iters", type=int, default=None,
+    ap.add_argument("--iters", type=_count, default=None,
                     help="calls per round (alloc 200, put 20, allreduce and triton 200, "
                     "fused 20, launch 2000)")
-    ap.add_argument("--rounds", type=int, default=5, help="rounds of each, alternately")
-    ap.add_argument("--bytes", type=int, default=4096, help="alloc: bytes per allocation")
+    ap.add_argument("--rounds", type=_count, default=5, help="rounds of each, alternately")
+    ap.add_argument("--bytes", type=_bytes4, default=4096, help="alloc: bytes per allocation")
     ap.add_argument("--provider", default="ipc", help="alloc: ipc, heap or vmm")
     ap.add_argument("--profile", action="store_true", help="alloc: profile Python on rank 0")
     ap.add_argument("--backend", default="auto", help="symaddr backend (default auto)")
     ap.add_argument("--example", default=None,
                     help="put: a file holding a put_kernel of the seed's signature (default: "
                     "the package's, symaddr.triton.p0); fused: examples/triton_fused.py")
-    ap.add_argument("--dtype", default="float32", help="triton: float32, bfloat16 or float16")
-    ap.add_argument("--m", default="1,16,64,128", help="fused: tokens (M), comma-separated")
-    ap.add_argument("--nk", default="4096,8192", help="fused: N = K, comma-separated")
-    ap.add_argument("--min-bytes", type=int, default=None,
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
+                    help="triton: float32, bfloat16 or float16")
+    ap.add_argument("--m", type=_counts, default=[1, 16, 64, 128],
+                    help="fused: tokens (M), comma-separated")
+    ap.add_argument("--nk", type=_counts, default=[4096, 8192],
+                    help="fused: N = K, comma-separated")
+    ap.add_argument("--min-bytes", type=_count, default=None,
                     help="put: smallest size (64 MiB); triton: smallest size (8 bytes, or "
                     "one element a rank if that is more)")
-    ap.add_argument("--max-bytes", type=int, default=None,
+    ap.add_argument("--max-bytes", type=_count, default=None,
                     help="put: largest size (1 GiB); allreduce, triton: (1 MiB)")
     a = ap.parse_args(argv)
-    a.m, a.nk = ([int(v) for v in getattr(a, k).split(",")] for k in ("m", "nk"))
     run, iters, max_bytes = _BENCHES[a.what]
     if isinstance(run, str):
         from . import _bench_triton
         run = getattr(_bench_triton, run)
     a.iters, a.max_bytes = a.iters or iters, a.max_bytes or max_bytes
-    ctx = symaddr.Context(backend=a.backend)
+    try:  # a refused setting (backend, provider) ends the run with the library's message
+        ctx = symaddr.Context(backend=a.backend)
+    except symaddr.SymaddrError as e:
+        raise SystemExit("symaddr.bench %s: %s" % (a.what, e))
     try:
         if a.what != "alloc" and ctx.backend == "cpu":
             raise SystemExit("symaddr.bench %s: needs a GPU backend and torch (this context "
                              "runs on the cpu backend)" % a.what)
         run(ctx, a)
+    except symaddr.SymaddrError as e:
+        raise SystemExit("symaddr.bench %s: %s" % (a.what, e))
     finally:
         ctx.close()
 

@@ -554,6 +554,32 @@ def test_two_threads_staged():
     short.close()
 
 
+def test_bench_arguments():
+    """python -m symaddr.bench refuses what it cannot time: a count of 0 or less (--iters -5
+    printed negative times as a goal met, --rounds 0 inf), bytes that are no whole f32
+    elements, a provider or backend the library refuses (a KeyError's or SymaddrError's
+    traceback before), each with its message and no traceback; a short run still prints."""
+    import contextlib
+    import io
+    from symaddr import bench
+    for argv, words in ((["alloc", "--iters", "-5"], None), (["alloc", "--rounds", "0"], None),
+                        (["alloc", "--bytes", "6"], None), (["fused", "--m", "1,x"], None),
+                        (["alloc", "--provider", "nccl"], ["symaddr.bench alloc:", "provider"]),
+                        (["alloc", "--provider", "import"], ["cannot allocate", '"ipc"']),
+                        (["alloc", "--backend", "gpu"], ["symaddr.bench alloc:", "backend"])):
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                bench.main(argv)
+            raise AssertionError("symaddr.bench %s ran" % " ".join(argv))
+        except SystemExit as e:
+            check(e.code == 2 if words is None else all(w in str(e.code) for w in words),
+                  "symaddr.bench %s: %r" % (" ".join(argv), e.code))
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.main(["alloc", "--iters", "2", "--rounds", "1"])
+    check(rank != 0 or "2 pairs x 1 rounds" in out.getvalue(), "the table: %r" % out.getvalue())
+
+
 cases.run("version", test_version)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
@@ -563,5 +589,6 @@ cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
 cases.run("two threads in staged collectives", test_two_threads_staged)
 cases.run("read-only buffers are not written", test_read_only_recv)
+cases.run("python -m symaddr.bench's arguments", test_bench_arguments)
 ctx.close()
 sys.exit(cases.finish())
