@@ -132,12 +132,14 @@ class Memory:
         return a, reg.amap
 
     def _not_allocating(self, provider, why):
-        """INVALID_ARG for allocate_symmetric's provider, naming those that allocate here:
-        the library's providers that symaddr_provider_get gives on this backend."""
+        """INVALID_ARG for allocate_symmetric's provider, naming those that allocate: the
+        library's providers that symaddr_provider_get does not refuse as INVALID_ARG (vmm on
+        the cpu backend is one: its own refusal, UNSUPPORTED, says why)."""
         can = []
         for name, kind in self._lib.abi["provider"].items():
             p = ctypes.c_void_p()
-            if self._lib.symaddr_provider_get(self._h, kind, ctypes.byref(p)) == 0:
+            if self._lib.symaddr_provider_get(self._h, kind, ctypes.byref(p)) != \
+                    STATUS["SYMADDR_ERR_INVALID_ARG"]:
                 can.append('"%s"' % name)
         return _err("SYMADDR_ERR_INVALID_ARG", "allocate_symmetric: provider %r %s: pass one "
                     "of %s" % (provider, why, ", ".join(can)))
