@@ -12,7 +12,7 @@ from ._comm import Communication, add_collectives
 from ._memory import Memory
 from ._registrations import Registrations
 from ._validation import Validation
-from ._lib import STATUS, SymaddrError, choice, index_of, int_range, load
+from ._lib import STATUS, SymaddrError, choice, index_of, int_of, int_range, load
 from ._lib import error as _err
 from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
@@ -186,11 +186,11 @@ class Context(Memory, Registrations, Validation, Communication):
         """Bound this rank's later waits on its peers by timeout_ms (> 0): the host calls
         that start after it, the lifetime agreements, and the Team's kernels (the Team is
         remade with it). Local, not collective: set the same value on every rank."""
-        hi = int_range(self._lib.symaddr_timeout_set.argtypes[1])[1]  # its prototype's type
-        ms = index_of(timeout_ms)
-        if ms is None or not 0 <= ms <= hi:  # ctypes would wrap -5
+        ctype = self._lib.symaddr_timeout_set.argtypes[1]  # its prototype's type
+        ms = int_of(timeout_ms, ctype)
+        if ms is None:  # ctypes would wrap -5
             raise _err("SYMADDR_ERR_INVALID_ARG", "set_timeout: timeout_ms=%r: pass an int of "
-                       "milliseconds, 1 to %d" % (timeout_ms, hi))
+                       "milliseconds, 1 to %d" % (timeout_ms, int_range(ctype)[1]))
         timeout_ms = ms
         self._check(self._lib.symaddr_timeout_set(self._h, timeout_ms))
         self.timeout_ms = timeout_ms

@@ -117,6 +117,16 @@ def index_of(v):
         return None
 
 
+def int_of(v, ctype):
+    """v as an int that the integer ctypes type ctype holds as it is (index_of's ints, within
+    int_range(ctype)), else None: ctypes would wrap -1 to the largest value."""
+    i = index_of(v)
+    if i is None:
+        return None
+    lo, hi = int_range(ctype)
+    return i if lo <= i <= hi else None
+
+
 def default_timeout_ms():
     """The timeout a context gets without a timeout_ms setting: $SYMADDR_TIMEOUT_MS, else the
     library's default."""

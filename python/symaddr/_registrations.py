@@ -7,7 +7,7 @@ from typing import Any, Optional, Sequence
 
 from ._arrays import address, is_torch
 from ._comm import contiguous, nbytes_of
-from ._lib import STATUS, SymaddrError, index_of
+from ._lib import STATUS, SymaddrError, int_of
 from ._lib import error as _err
 from ._lifetime import Life, Registration
 from ._maps import AddressMap, SymmetricBuffer
@@ -16,8 +16,8 @@ from ._maps import AddressMap, SymmetricBuffer
 def _word(v, role, what):
     """v as the unsigned 64-bit int that register passes to C (an int or NumPy's), else
     INVALID_ARG: ctypes would wrap -1 to 2^64 - 1 (a peer address a kernel then follows)."""
-    w = index_of(v)
-    if w is None or not 0 <= w < 1 << 64:
+    w = int_of(v, ctypes.c_uint64)
+    if w is None:
         raise _err("SYMADDR_ERR_INVALID_ARG", "register: %s=%r: pass %s, an int from 0 to "
                    "2^64 - 1" % (role, v, what))
     return w

@@ -6,7 +6,7 @@ import ctypes
 
 from ._arrays import is_torch
 from ._lib import error as _err
-from ._lib import index_of
+from ._lib import int_of
 
 
 class Staging:
@@ -67,8 +67,8 @@ class Staging:
         too; ctypes would wrap -1), else INVALID_ARG."""
         handle = getattr(stream, "cuda_stream", None)
         if handle is None:
-            handle = index_of(stream)
-        if handle is None or not 0 <= handle < 1 << 64:
+            handle = int_of(stream, ctypes.c_void_p)
+        if handle is None:
             raise _err("SYMADDR_ERR_INVALID_ARG", "stream=%r is neither a torch.cuda.Stream nor "
                        "a raw stream handle (an int, 0 to 2^64 - 1)" % (stream,))
         return handle
