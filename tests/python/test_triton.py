@@ -1589,7 +1589,8 @@ def test_triton_refused_buffers():
           "%s; refused otherwise: %s" % (passed, other))
     check(np.all(host(guard) == -7.0), "the refused calls wrote into plain memory: %s"
           % host(guard)[:8])
-    check(ON_GPU or not frozen.any(), "a refused call wrote a read-only out: %s" % frozen[:8])
+    if not ON_GPU:  # a read-only out: NumPy's arrays alone have the flag
+        check(not frozen.any(), "a refused call wrote a read-only out: %s" % frozen[:8])
     if not ON_GPU:  # the torch tensors' fast path of the check, on tensors' methods alone
         class Tensor:  # device: (its type, its index), as torch.device has them
             def __init__(self, at, n, dtype="f32", device=("cuda", 0), contiguous=True):
