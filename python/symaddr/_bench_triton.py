@@ -238,17 +238,20 @@ def _launch(ctx, a):
     out = torch.empty(n, device="cuda")
     gathered = torch.empty(n * ctx.size, device="cuda")
     team = ctx.team()
-    tc.allreduce(ctx, x, out, algo="lamport")  # compiles and keeps the kernel
-    ident = tc.call_ident("allreduce", n, x.dtype, "sum")
-    args = (team, x, out, n, ident, ctx.size, n, None)
+    tc.allreduce(ctx, x, out, algo="lamport")  # compiles and keeps the kernel, and its plan
+    # the arguments the host function passes, from the plan it keeps (not a copy of them that
+    # the kernel's signature could leave behind)
+    grid, rounds, ident, tail = ctx._calls[(n, x.dtype, "sum", "lamport")]
+    args = (team, x, out, n, rounds, ident) + tail
+    grid3 = grid + (1,) * (3 - len(grid))
     kept = [k for k in ctx._plans.values()]
     if len(kept) != 1:
         raise SystemExit("symaddr.bench launch: %d kept kernels, want 1" % len(kept))
     device = torch.cuda.current_device()
     calls = [("symaddr.triton.collectives.allreduce (lamport)",
               lambda: tc.allreduce(ctx, x, out, algo="lamport")),
-             ("its kernel through Triton's JIT", lambda: tc._lamport_kernel[(1,)](*args)),
-             ("its kept kernel: CompiledKernel[grid]", lambda: kept[0][(1, 1, 1)](
+             ("its kernel through Triton's JIT", lambda: tc._lamport_kernel[grid](*args)),
+             ("its kept kernel: CompiledKernel[grid]", lambda: kept[0][grid3](
                  *args, stream=torch._C._cuda_getCurrentRawStream(device))),
              ("Context.allreduce (the C call)", lambda: ctx.allreduce(x, out)),
              # the barrier kernels' host functions look up x's map and table each call
