@@ -1668,6 +1668,31 @@ def test_deprecated_names():
     ctx.free(a)
 
 
+def test_interpreter_loop_bound():
+    """Where Triton 3.6's interpreter runs the kernels and NumPy refuses int() of a 1-element
+    array (2.4 on; here the suite makes the pinned NumPy's warning of it an error), a kernel
+    whose loop bound is an argument raises TypeError: symaddr.triton warns, saying what to
+    do (symaddr's own kernels, run by the cases above, loop without it)."""
+    import warnings
+    try:
+        int(np.array([1]))
+        refuses = False
+    except Exception:  # noqa: BLE001  (TypeError, or the DeprecationWarning made an error)
+        refuses = True
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always", RuntimeWarning)
+        said = st._interpreter_index_check()
+    told = [str(w.message) for w in got if "numpy<2.4" in str(w.message)]
+    if ON_GPU or not refuses:
+        check(not said and not told, "warned where kernels compile or NumPy converts: %s" % told)
+    elif tuple(int(v) for v in triton.__version__.split(".")[:2]) <= (3, 6):
+        check(said and len(told) == 1 and "triton-lang/triton#9171" in told[0],
+              "no warning under Triton %s's interpreter and a NumPy that refuses: %s"
+              % (triton.__version__, [str(w.message) for w in got]))
+    else:
+        return "SKIP: Triton %s, which may have the fix" % triton.__version__
+
+
 for name, fn in (("abi: constants from the library, which match its headers", test_abi),
                  ("the seed's put_kernel", test_seed_put_kernel),
                  ("explicit form: store, load, put, get, translate; 4 dtypes", test_explicit_form),
@@ -1707,6 +1732,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("Triton collectives refuse buffers they would write past or misread",
                   test_triton_refused_buffers),
                  ("deprecated names", test_deprecated_names),
+                 ("Triton's interpreter and a NumPy that refuses a loop bound's int(): a warning",
+                  test_interpreter_loop_bound),
                  ("the package: docstrings, help, py.typed", test_package)):
     cases.run(name, fn)
 ctx.close()

@@ -39,6 +39,41 @@ import triton.language as tl
 from .._lib import load as _load
 from .._lib import validating as _validating
 
+
+
+def _interpreter_index_check() -> bool:
+    """Warns (and returns True) where Triton's interpreter is on, takes a loop bound that is a
+    kernel argument as int() of a 1-element array (Triton 3.6 and before) and NumPy refuses
+    that (2.4 on): such a kernel raises TypeError "only 0-dimensional arrays can be converted
+    to Python scalars" (triton-lang/triton#9171). symaddr's own kernels loop without it."""
+    try:
+        if not triton.knobs.runtime.interpret:
+            return False
+        import inspect
+
+        import numpy as np
+        from triton.runtime import interpreter
+        if "int(self.handle.data))" not in inspect.getsource(interpreter._patch_lang_tensor):
+            return False
+    except Exception:  # noqa: BLE001  (a Triton without these: nothing to say)
+        return False
+    try:
+        int(np.array([1]))
+        return False
+    except Exception:  # noqa: BLE001  (TypeError, or the DeprecationWarning made an error)
+        pass
+    import warnings
+    warnings.warn(
+        "symaddr.triton: Triton %s's interpreter (TRITON_INTERPRET=1) takes a loop bound that "
+        "is a kernel argument (range(0, n)) as int() of a 1-element array, which NumPy %s "
+        "refuses: such a kernel raises TypeError('only 0-dimensional arrays can be converted "
+        "to Python scalars') (triton-lang/triton#9171). symaddr's kernels loop without it; "
+        "for kernels of your own, use numpy<2.4 with the interpreter, or a Triton with that "
+        "fix" % (triton.__version__, np.__version__), RuntimeWarning, stacklevel=3)
+    return True
+
+
+_interpreter_index_check()
 _abi = _load().abi
 _status, _hdr = _abi["status"], _abi["table_header"]
 OK = tl.constexpr(_status["SYMADDR_OK"])

@@ -29,7 +29,11 @@ def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
                     N_RANKS: tl.constexpr, BLOCK: tl.constexpr, OP: tl.constexpr,
                     TWO_SHOT: tl.constexpr):
     first = team_begin(team)
-    for r in range(0, rounds):  # a tile a round, each a call of the sync area (see _grid)
+    # A tile a round, each a call of the sync area (see _grid). A while loop, not range(0,
+    # rounds): Triton 3.6's interpreter takes a runtime bound's index as int() of a 1-element
+    # array, which NumPy 2.4 refuses (TypeError; triton-lang/triton#9171)
+    r = 0
+    while r < rounds:
         tile = tl.program_id(0) + r * tl.num_programs(0)
         call = first + r
         if TWO_SHOT:
@@ -38,6 +42,7 @@ def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
         else:
             offs = tile * BLOCK + tl.arange(0, BLOCK)
             team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP, ident)
+        r += 1
     team_end(team, first + rounds - 1)
 
 
@@ -59,10 +64,12 @@ def _lamport_kernel(team, x, out, n: tl.int32, rounds: tl.int32, ident: tl.int64
                     ROUNDS: tl.constexpr):
     call = team_begin(team)
     if ROUNDS:  # more tiles than programs: a tile a round, each a call (_lamport_grid)
-        for r in range(0, rounds):
+        r = 0
+        while r < rounds:  # not range(0, rounds): see _allreduce_body
             at = r * tl.num_programs(0) * BLOCK
             team_allreduce_lamport(team, call + r, x + at, out + at, n - at, N_RANKS, BLOCK,
                                    OP, ident)
+            r += 1
         team_end(team, call + rounds - 1)
     else:  # one tile a program, without the loop: on an H200 the loop cost 0.3-1 us replayed
         team_allreduce_lamport(team, call, x, out, n, N_RANKS, BLOCK, OP, ident)
@@ -72,7 +79,8 @@ def _lamport_kernel(team, x, out, n: tl.int32, rounds: tl.int32, ident: tl.int64
 def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS: tl.constexpr,
                BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
     first = team_begin(team)
-    for r in range(0, rounds):  # a tile a round, each a call of the sync area (see _grid)
+    r = 0
+    while r < rounds:  # a tile a round (see _grid); not range(0, rounds): see _allreduce_body
         call = first + r
         offs = (tl.program_id(0) + r * tl.num_programs(0)) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < count
@@ -84,6 +92,7 @@ def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS
             team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
         else:
             team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS, ident)
+        r += 1
     team_end(team, first + rounds - 1)
 
 
