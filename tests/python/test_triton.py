@@ -1042,11 +1042,11 @@ def test_triton_lamport():
         plain = _plain(n + 1, dtype)
         xs = plain[1:]
         fill(xs, every[rank])
-        if dtype == "float32":  # all ones: a NaN, from the last rank only
-            raw = host(xs).view(np.uint32) if not ON_GPU else None
-            if ON_GPU and rank == size - 1:
+        if dtype == "float32" and rank == size - 1:  # all ones: a NaN, from the last rank only
+            if ARRAYS == "torch":  # a CUDA tensor, or a CPU one on the cpu backend
                 xs[2:3].view(torch.int32).fill_(-1)
-            elif rank == size - 1:
+            else:
+                raw = host(xs).view(np.uint32)
                 raw[2] = 0xFFFFFFFF
                 xs[2] = raw.view(np.float32)[2]
         settle()
@@ -1110,9 +1110,10 @@ def test_triton_lamport():
 
 
 def _plain(n, dtype):
-    """n elements of plain memory (not symmetric): a torch CUDA tensor or a NumPy array."""
-    if ON_GPU:
-        return torch.zeros(n, dtype=DTYPES[dtype], device="cuda")
+    """n elements of plain memory (not symmetric), as the arrays of the run: a torch tensor (on
+    the GPU, or the cpu backend's host) or a NumPy array."""
+    if ARRAYS == "torch":
+        return torch.zeros(n, dtype=DTYPES[dtype], device="cuda" if ON_GPU else "cpu")
     return np.zeros(n, DTYPES[dtype])
 
 
@@ -1555,7 +1556,8 @@ def test_triton_refused_buffers():
     if ON_GPU:
         refusals.append(("allreduce, out on the host", "SYMADDR_ERR_INVALID_ARG",
                          lambda: tc.allreduce(ctx, xs, torch.zeros(n))))
-    else:  # views a byte off their elements (on a GPU their loads fault): launched before
+    elif ARRAYS == "numpy":  # views a byte off their elements (torch makes none; on a GPU
+        # their loads fault): launched before
         bytes_x, bytes_out = x.view(np.uint8), guard.view(np.uint8)
         odd_x = bytes_x[1:1 + 4 * n].view(np.float32)
         odd_out = bytes_out[1:1 + 4 * n].view(np.float32)
@@ -1589,7 +1591,7 @@ def test_triton_refused_buffers():
           "%s; refused otherwise: %s" % (passed, other))
     check(np.all(host(guard) == -7.0), "the refused calls wrote into plain memory: %s"
           % host(guard)[:8])
-    if not ON_GPU:  # a read-only out: NumPy's arrays alone have the flag
+    if not ON_GPU and ARRAYS == "numpy":  # a read-only out: NumPy's arrays alone have the flag
         check(not frozen.any(), "a refused call wrote a read-only out: %s" % frozen[:8])
     if not ON_GPU:  # the torch tensors' fast path of the check, on tensors' methods alone
         class Tensor:  # device: (its type, its index), as torch.device has them
