@@ -400,9 +400,12 @@ for op in sorted({k[0] for k in runs}):
 PY
         ;;
     pack)
-        # The device tool brings back at most 8 files: everything in one archive.
-        (cd "$OUT" && tar czf results.tgz --exclude results.tgz . && find . -type f ! -name \
-            results.tgz -delete) ;;
+        # The device tool brings back at most 8 files: everything in one archive, written
+        # outside $OUT first (tar of a folder it writes into fails: "file changed as we read
+        # it", and the files stayed, too many to come back)
+        tgz=$(mktemp --suffix=.tgz)
+        (cd "$OUT" && tar czf "$tgz" . && find . -mindepth 1 -delete && mv "$tgz" results.tgz) ||
+            rc=1 ;;
     info)
         mpiexec -n 8 $B/tools/symaddr-info 2>&1 | tee "$OUT/info.txt" ;;
     onegpu)
