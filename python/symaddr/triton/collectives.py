@@ -145,9 +145,9 @@ def _launch(ctx, kernel, grid, key, args, num_warps=4):
     one) fits every call of one key (the tensors' dtypes and the constexprs, and the device:
     Triton launches on the current one), so after a key's first launch through Triton's JIT
     the kernel it compiled is started directly (CompiledKernel[grid], on the current device's
-    current stream): on one H200, 8.5 and 12.9 µs of host time a launch at 2 and 8 ranks,
-    where Triton's JIT took 14.8 and 22.9 (python -m symaddr.bench launch). Under the
-    interpreter, and for key None, every call goes through the JIT."""
+    current stream), about a third of the host time of a launch through Triton's JIT (python
+    -m symaddr.bench launch; doc/performance.md). Under the interpreter, and for key None,
+    every call goes through the JIT."""
     ctx._open()  # a closed or broken context launches nothing (its failed calls raised)
     if ctx.backend == "cpu" or key is None:
         kernel[grid](*args, num_warps=num_warps)
