@@ -333,7 +333,9 @@ SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t 
  *         is in a call on the context; SYMADDR_ERR_TIMEOUT when a peer did not reach finalize
  *         within the timeout (the context is released all the same), and on that late peer
  *         too once it comes (as for allocations and frees: no rank returns OK from a finalize
- *         its peers gave up on); a node's failure first seen here, as said above.
+ *         its peers gave up on); a node's failure first seen here, as said above;
+ *         SYMADDR_ERR_MPI if MPI was finalized first (nothing is released and *ctx_p is left
+ *         as it was: the process's end releases it).
  */
 SYMADDR_API symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p);
 

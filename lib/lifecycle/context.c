@@ -464,6 +464,13 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
     if (!ctx_p || !*ctx_p)
         return SYMADDR_ERR_INVALID_ARG;
     ctx = *ctx_p;
+    int finalized = 0; /* the teardown's MPI calls would make MPI abort the job */
+    MPI_Finalized(&finalized);
+    if (finalized)
+        return symaddr_set_error(ctx, SYMADDR_ERR_MPI,
+                                 "symaddr_finalize: MPI was finalized first: call "
+                                 "symaddr_finalize before MPI_Finalize; this context is left "
+                                 "as it is until the process ends");
     if (__atomic_exchange_n(&ctx->core.busy, 1, __ATOMIC_ACQUIRE))
         return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
                                  "symaddr_finalize: another thread is in a call on this "
