@@ -40,7 +40,6 @@ from .._lib import load as _load
 from .._lib import validating as _validating
 
 
-
 def _interpreter_index_check() -> bool:
     """Warns (and returns True) where Triton's interpreter is on, takes a loop bound that is a
     kernel argument as int() of a 1-element array (Triton 3.6 and before) and NumPy refuses
