@@ -79,3 +79,14 @@ class Cases:
 def check(cond, what):
     if not cond:
         raise AssertionError(what)
+
+
+def refused(what, fn, words=(), name="SYMADDR_ERR_INVALID_ARG"):
+    """fn() raises symaddr's SymaddrError name on this rank, its message holding every word."""
+    from symaddr import SymaddrError  # here, not at the top: test_harness runs without symaddr
+    try:
+        fn()
+    except SymaddrError as e:
+        check(e.name == name and all(w in str(e) for w in words), "%s: %s" % (what, e))
+        return
+    raise AssertionError("%s passed, want %s" % (what, name))

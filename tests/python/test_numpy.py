@@ -19,22 +19,12 @@ import numpy as np  # noqa: E402
 faulthandler.dump_traceback_later(240, exit=True)
 
 import symaddr as sa  # noqa: E402
-from mpi_cases import Cases, check  # noqa: E402
+from mpi_cases import Cases, check, refused  # noqa: E402
 
 comm = MPI.COMM_WORLD
 rank, size = comm.Get_rank(), comm.Get_size()
 cases = Cases(comm)
 N = 1001  # odd
-
-
-def refused(what, fn, words=(), name="SYMADDR_ERR_INVALID_ARG"):
-    """fn() raises SymaddrError name on this rank, its message holding every word."""
-    try:
-        fn()
-    except sa.SymaddrError as e:
-        check(e.name == name and all(w in str(e) for w in words), "%s: %s" % (what, e))
-        return
-    raise AssertionError("%s passed" % what)
 
 
 def mpi_allreduce(a, op):
