@@ -372,6 +372,34 @@ def main():
                   "examples/triton_fused.py (2 dtypes) compile for sm_90%s"
                   % (": " + "; ".join(failed_builds) if failed_builds else ""),
                   not failed_builds))
+    vectors = {}
+    for name, fn, extra, consts in (
+            ("two-shot", tc._allreduce_kernel, {"out_pb": "*i64", "n": "i32"},
+             {"OP": None, "TWO_SHOT": True}),
+            ("one-shot", tc._allreduce_kernel, {"out_pb": "*i64", "n": "i32"},
+             {"OP": None, "TWO_SHOT": False}),
+            ("all-gather", tc._move_kernel, {"count": "i32", "root": "i32"},
+             {"KIND": "allgather", "OP": None})):
+        sig = dict({"team": team_sig, "x": "*fp32", "x_pb": "*i64", "out": "*fp32"}, **extra)
+        sig.update({"rounds": "i32", "ident": "i64", "N_RANKS": "constexpr",
+                    "BLOCK": "constexpr"}, **{k: "constexpr" for k in consts})
+        names = list(sig)
+        # as Triton's JIT specialises a call of 16-byte-aligned tensors and a count of a
+        # multiple of 16 (the benchmark's sizes)
+        attrs = {(names.index(a),): [["tt.divisibility", 16]]
+                 for a in ("x", "x_pb", "out", "out_pb", "n", "count") if a in sig}
+        code = triton.compile(ASTSource(fn=fn, signature=sig, attrs=attrs, constexprs=dict(
+            consts, N_RANKS=8, BLOCK=2048)), target=GPUTarget("cuda", 90, 32),
+            options={"num_warps": 4}).asm["ptx"]
+        vectors[name] = (len(re.findall(r"ld\.global\.v4\.b32", code)),
+                         len(re.findall(r"st\.global\.v4\.b32", code)))
+    # 2048 elements of 128 threads: 4 vectors a thread from each of 8 ranks (the two-shot
+    # also stores 4 into each of 8 ranks; the others store locally)
+    cases.append(("the large calls' kernels load from the peers in 16-byte vectors where the "
+                  "tables allow it (v4 loads, v4 stores): %s" % ", ".join(
+                      "%s %s" % kv for kv in vectors.items()),
+                  vectors["two-shot"] == (32, 32) and vectors["one-shot"][0] == 32
+                  and vectors["all-gather"][0] == 32))
     from symaddr.triton import collectives as tc
     (wrong, seen), (wrong2, seen2) = epochs_read_once(tc), epochs_read_once(fused)
     wrong += wrong2

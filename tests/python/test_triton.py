@@ -36,6 +36,7 @@ import triton.language as tl  # noqa: E402
 import symaddr.triton as st  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
 from symaddr.triton import collectives as tc  # noqa: E402
+from symaddr.triton._peers import aligned  # noqa: E402
 from symaddr.triton.team import (MAX_BLOCKS, STATUS_AT, call_ident, team_barrier,  # noqa: E402
                                  team_begin, team_end, team_fail)
 from triton_put import put_kernel  # noqa: E402  (the example's kernel, as the seed writes it)
@@ -993,6 +994,61 @@ def test_triton_collectives_in_rounds():
     ctx.free(x)
 
 
+@triton.jit
+def k_aligned(out, pb, rank, N_RANKS: tl.constexpr):
+    tl.store(out, aligned(pb, rank, N_RANKS).to(tl.int32))
+
+
+def test_triton_unaligned_tables():
+    """The collectives over imports at 1 + 2 * rank and 2 + 2 * rank elements into plain
+    allocations, whose ranks' copies differ by 8 bytes a rank: the blocks find those tables
+    unaligned (aligned(): False where there are two ranks; True for an allocation's table) and
+    load and store element by element, since a 16-byte vector there would be misaligned on a
+    GPU; exact against a sequential computation."""
+    n = 2 * size + 5
+    every = [np.arange(size * n) * 7 + 1000 * r for r in range(size)]
+    total = sum(every)
+    xw, xv = plain_local(size * n, 1 + 2 * rank)
+    ow, ov = plain_local(size * n, 2 + 2 * rank)
+    xmap, omap = ctx.import_(xv), ctx.import_(ov)
+    a, amap = alloc((size * n,), "float32")
+    flags, _ = alloc((3,), "int32")
+    fill(xv, every[rank].astype(np.float32))
+    settle()
+    for i, m in enumerate((xmap, omap, amap)):
+        k_aligned[(1,)](flags[i:], m.peer_bases, rank, N_RANKS=size)
+    settle()
+    check(list(host(flags)) == [size == 1, size == 1, True], "aligned(): imports %s, an "
+          "allocation %s" % (list(host(flags))[:2], host(flags)[2]))
+    plain = _plain(size * n, "float32")
+    calls = {
+        "two-shot": (lambda: tc.allreduce(ctx, xv, ov, algo="twoshot"), total),
+        "one-shot": (lambda: tc.allreduce(ctx, xv, plain, algo="oneshot"), total),
+        "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xv, plain[:n]),
+                           total[rank * n:(rank + 1) * n]),
+        "all-gather": (lambda: tc.allgather(ctx, xv[:n], plain),
+                       np.concatenate([e[:n] for e in every])),
+        "all-to-all": (lambda: tc.alltoall(ctx, xv, plain),
+                       np.concatenate([e[rank * n:(rank + 1) * n] for e in every])),
+        "broadcast": (lambda: tc.broadcast(ctx, xv[:n], plain[:n], root=size - 1),
+                      every[size - 1][:n]),
+    }
+    for name, (call, wanted) in calls.items():
+        out = call()
+        settle()
+        got = host(ov if name == "two-shot" else out)
+        check(np.array_equal(got, wanted.astype(np.float32)), "%s over unaligned tables: %d "
+              "of %d wrong" % (name, int((got != wanted).sum()), got.size))
+    settle()
+    xmap.unregister()
+    omap.unregister()
+    for arr in (a, flags):
+        ctx.free(arr)
+    if not ON_GPU:
+        ctx.free_local(xw)
+        ctx.free_local(ow)
+
+
 def test_triton_small_identity():
     """A Triton collective whose identity (call_ident) is below 2**31, which Triton passes as
     an i32: the blocks widen it (the kernel failed to compile, "Scalar 1099511627776 is out
@@ -1704,6 +1760,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_kept_kernels),
                  ("Triton collectives in rounds of tiles, at most team_programs' programs",
                   test_triton_collectives_in_rounds),
+                 ("Triton collectives over tables whose ranks' copies are not 16-byte "
+                  "aligned alike", test_triton_unaligned_tables),
                  ("a Triton collective whose identity Triton passes as an i32",
                   test_triton_small_identity),
                  ("call_ident's cache: by value and type", test_call_ident_cache),

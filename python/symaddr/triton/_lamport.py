@@ -6,10 +6,12 @@ import triton
 import triton.language as tl
 
 from . import translate
+from ._peers import _combine, _wide
+from ._peers import lanes as _lanes
 from ._signals import _now_ns
 from .team import (_BROKEN, _MAX_PROGRAMS, _MISMATCH, _SLOT, _SLOT_WORDS, _STRIDE, _TIMEOUT,
-                   _TOO_MANY, FLAGS_AT, _block_word, _combine, _in_peers, _lanes, _narrow,
-                   _wide, team_fail, team_failed)
+                   _TOO_MANY, FLAGS_AT, _block_word, _in_peers, _narrow, team_fail,
+                   team_failed)
 
 
 @triton.jit

@@ -29,21 +29,21 @@ def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
                     N_RANKS: tl.constexpr, BLOCK: tl.constexpr, OP: tl.constexpr,
                     TWO_SHOT: tl.constexpr):
     first = team_begin(team)
-    # A tile a round, each a call of the sync area (see _grid). A while loop, not range(0,
-    # rounds): Triton 3.6's interpreter takes a runtime bound's index as int() of a 1-element
-    # array, which NumPy 2.4 refuses (TypeError; triton-lang/triton#9171)
-    r = 0
-    while r < rounds:
-        tile = tl.program_id(0) + r * tl.num_programs(0)
-        call = first + r
-        if TWO_SHOT:
-            team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS, BLOCK,
-                                   OP, ident)
-        else:
-            offs = tile * BLOCK + tl.arange(0, BLOCK)
-            team_allreduce_oneshot(team, call, x, x_pb, out, offs, offs < n, N_RANKS, OP, ident)
-        r += 1
-    team_end(team, first + rounds - 1)
+    if TWO_SHOT:  # the program's tiles in one call (the block loops over them)
+        team_allreduce_twoshot(team, first, x, x_pb, out, out_pb, tl.program_id(0), n, N_RANKS,
+                               BLOCK, OP, ident, rounds)
+        team_end(team, first)
+    else:
+        # A tile a round, each a call of the sync area (see _grid). A while loop, not
+        # range(0, rounds): Triton 3.6's interpreter takes a runtime bound's index as int() of
+        # a 1-element array, which NumPy 2.4 refuses (TypeError; triton-lang/triton#9171)
+        r = 0
+        while r < rounds:
+            offs = (tl.program_id(0) + r * tl.num_programs(0)) * BLOCK + tl.arange(0, BLOCK)
+            team_allreduce_oneshot(team, first + r, x, x_pb, out, offs, offs < n, N_RANKS, OP,
+                                   ident)
+            r += 1
+        team_end(team, first + rounds - 1)
 
 
 # Each kernel twice: Triton's JIT specialises the runtime arguments (a pointer's alignment lets

@@ -31,8 +31,9 @@ import triton
 import triton.language as tl
 
 from . import translate
-from . import load as remote_load
 from .._lib import load as _load
+from ._peers import _gather, _reduce, aligned, peer_load, peer_store
+from ._peers import lanes as _lanes
 from ._signals import _CLOCK, _now_ns
 
 _status = _load().abi["status"]
@@ -166,17 +167,6 @@ def team_barrier(team, call, phase: tl.constexpr, N_RANKS: tl.constexpr):
 
 
 @triton.jit
-def _lanes(N_RANKS: tl.constexpr):
-    """0 .. N_RANKS - 1 rounded up to a power of two (a block's length), one lane a rank."""
-    tl.static_assert(N_RANKS <= 1024, "symaddr.triton.team: at most 1024 ranks a node")
-    P: tl.constexpr = (1 if N_RANKS <= 1 else 2 if N_RANKS <= 2 else 4 if N_RANKS <= 4 else
-                       8 if N_RANKS <= 8 else 16 if N_RANKS <= 16 else 32 if N_RANKS <= 32
-                       else 64 if N_RANKS <= 64 else 128 if N_RANKS <= 128 else
-                       256 if N_RANKS <= 256 else 512 if N_RANKS <= 512 else 1024)
-    return tl.arange(0, P)
-
-
-@triton.jit
 def _in_peers(team, p, ranks, live):
     """p (in this rank's sync area) in the sync area of each live lane's rank: translate for
     a block of ranks, whose lanes past the team read no table entry."""
@@ -259,16 +249,6 @@ def _block_word(ident, KIND: tl.constexpr, OP: tl.constexpr):
 # order too (symaddr_allreduce's one-shot and two-shot).
 
 @triton.jit
-def _combine(acc, v, OP: tl.constexpr):
-    if OP == "max":
-        return tl.maximum(acc, v)
-    elif OP == "min":
-        return tl.minimum(acc, v)
-    else:
-        return acc + v
-
-
-@triton.jit
 def _narrow(acc, dtype: tl.constexpr):
     """acc (f32 for floating point) in the output's dtype, rounded to nearest even as the C
     collectives round. Triton's interpreter truncates f32 to bf16, so there the rounding is
@@ -283,21 +263,13 @@ def _narrow(acc, dtype: tl.constexpr):
 
 
 @triton.jit
-def _wide(v):
-    """v as it accumulates: f32 for floating point, its own type otherwise."""
-    if v.dtype.is_floating():
-        return v.to(tl.float32)
-    else:
-        return v
-
-
-@triton.jit
 def team_reduce_tile(x, x_pb, offs, mask, team, N_RANKS: tl.constexpr, OP: tl.constexpr = None):
     """The reduction over every rank of its x[offs] (x symmetric, x_pb its table), in rank
     order, wide (f32 for floating point)."""
-    acc = _wide(remote_load(x + offs, 0, x_pb, team.rank, mask=mask))
-    for r in tl.static_range(1, N_RANKS):
-        acc = _combine(acc, _wide(remote_load(x + offs, r, x_pb, team.rank, mask=mask)), OP)
+    if aligned(x_pb, team.rank, N_RANKS):  # the loads in vectors (symaddr.triton._peers)
+        acc = _reduce(x, x_pb, offs, mask, team, N_RANKS, OP, True)
+    else:
+        acc = _reduce(x, x_pb, offs, mask, team, N_RANKS, OP, False)
     return acc
 
 
@@ -316,30 +288,40 @@ def team_allreduce_oneshot(team, call, x, x_pb, out, offs, mask, N_RANKS: tl.con
 
 
 @triton.jit
-def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: tl.constexpr,
-                           BLOCK: tl.constexpr, OP: tl.constexpr = None, ident=0):
-    """out (symmetric, n elements) = the reduction of every rank's x: each rank reduces its
-    part (n / N_RANKS, rounded up to a multiple of 16) into its out, a barrier, then loads
-    every rank's part; tile is this program's BLOCK-element tile of a part (twoshot_part(n,
-    N_RANKS) elements). A part of a multiple of 16 elements keeps every rank's part as aligned
-    as out and x, so the loads are vectors (on an H200 the 64 MiB two-shot took 10x the C
-    one's time with a part of n / 8)."""
-    chunk = tl.cdiv(n, N_RANKS * _PART) * _PART
-    offs = tile * BLOCK + tl.arange(0, BLOCK)
-    ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 2, OP), True)
-    if ok:
+def _twoshot_tiles(team, x, x_pb, out, out_pb, tile, rounds, chunk, n, N_RANKS: tl.constexpr,
+                   BLOCK: tl.constexpr, OP: tl.constexpr, HINT: tl.constexpr):
+    k = 0
+    while k < rounds:  # not range(0, rounds): see symaddr.triton.collectives._allreduce_body
+        offs = (tile + k * tl.num_programs(0)) * BLOCK + tl.arange(0, BLOCK)
         mine = team.rank * chunk + offs
         m = (offs < chunk) & (mine < n)
-        acc = team_reduce_tile(x, x_pb, mine, m, team, N_RANKS, OP)
-        tl.store(out + mine, _narrow(acc, out.dtype.element_ty), mask=m)
-        ok = team_barrier(team, call, 2, N_RANKS)
+        v = _narrow(_reduce(x, x_pb, mine, m, team, N_RANKS, OP, HINT), out.dtype.element_ty)
+        for j in tl.static_range(N_RANKS):  # from this rank's own on, to spread the stores
+            peer_store(out + mine, v, (team.rank + j) % N_RANKS, out_pb, team.rank, m, HINT)
+        k += 1
+
+
+@triton.jit
+def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: tl.constexpr,
+                           BLOCK: tl.constexpr, OP: tl.constexpr = None, ident=0, rounds=1):
+    """out (symmetric, n elements) = the reduction of every rank's x (symmetric, apart from
+    out), as the C two-shot: between two barriers, each rank reduces its part of n (loads
+    from every rank) and stores it into every rank's out. The part is twoshot_part(n,
+    N_RANKS) elements, a multiple of 16, so every rank's part is as aligned as x and out (in
+    vectors where the tables allow: symaddr.triton._peers); this program takes its tiles tile, tile +
+    num_programs(0), ... (rounds of them, BLOCK elements each) in the one call. A rank moves
+    16 parts of n/N_RANKS at 8 ranks (reads 8, writes 8), where a reduce into its own out, a
+    barrier and a gather by loads (this block's earlier form) moved 25."""
+    chunk = tl.cdiv(n, N_RANKS * _PART) * _PART
+    ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 2, OP), True)
     if ok:
-        for r in tl.static_range(N_RANKS):
-            theirs = r * chunk + offs
-            m = (offs < chunk) & (theirs < n)
-            v = remote_load(out + theirs, r, out_pb, team.rank, mask=m)
-            tl.store(out + theirs, v, mask=m)
-        ok = team_barrier(team, call, 3, N_RANKS)
+        if aligned(x_pb, team.rank, N_RANKS) & aligned(out_pb, team.rank, N_RANKS):
+            _twoshot_tiles(team, x, x_pb, out, out_pb, tile, rounds, chunk, n, N_RANKS, BLOCK,
+                           OP, True)
+        else:
+            _twoshot_tiles(team, x, x_pb, out, out_pb, tile, rounds, chunk, n, N_RANKS, BLOCK,
+                           OP, False)
+        ok = team_barrier(team, call, 2, N_RANKS)
     return ok
 
 
@@ -362,9 +344,10 @@ def team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.cons
     """out[r * count + offs] (any memory) = rank r's x[offs] (symmetric), every r."""
     ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 4, None), True)
     if ok:
-        for r in tl.static_range(N_RANKS):
-            v = remote_load(x + offs, r, x_pb, team.rank, mask=mask)
-            tl.store(out + r * count + offs, v, mask=mask)
+        if aligned(x_pb, team.rank, N_RANKS):  # the loads in vectors (symaddr.triton._peers)
+            _gather(x + offs, x_pb, out + offs, count, mask, team, N_RANKS, True)
+        else:
+            _gather(x + offs, x_pb, out + offs, count, mask, team, N_RANKS, False)
         ok = team_barrier(team, call, 2, N_RANKS)
     return ok
 
@@ -375,9 +358,11 @@ def team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.const
     """out[r * count + offs] (any memory) = rank r's x[rank * count + offs] (symmetric)."""
     ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 5, None), True)
     if ok:
-        for r in tl.static_range(N_RANKS):
-            v = remote_load(x + team.rank * count + offs, r, x_pb, team.rank, mask=mask)
-            tl.store(out + r * count + offs, v, mask=mask)
+        src = x + team.rank * count + offs
+        if aligned(x_pb, team.rank, N_RANKS):
+            _gather(src, x_pb, out + offs, count, mask, team, N_RANKS, True)
+        else:
+            _gather(src, x_pb, out + offs, count, mask, team, N_RANKS, False)
         ok = team_barrier(team, call, 2, N_RANKS)
     return ok
 
@@ -389,7 +374,11 @@ def team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS: tl.const
     word = _block_word(ident, 6, None) + root  # root: in the word where ident is 0 too
     ok = _team_barrier(team, call, 1, N_RANKS, word, True)
     if ok:
-        tl.store(out + offs, remote_load(x + offs, root, x_pb, team.rank, mask=mask), mask=mask)
+        if aligned(x_pb, team.rank, N_RANKS):
+            v = peer_load(x + offs, root, x_pb, team.rank, mask, True)
+        else:
+            v = peer_load(x + offs, root, x_pb, team.rank, mask, False)
+        tl.store(out + offs, v, mask=mask)
         ok = team_barrier(team, call, 2, N_RANKS)
     return ok
 
