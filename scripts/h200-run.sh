@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python torch pybench iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python torch pybench soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -185,6 +185,15 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
             done
         done
         grep -v "^\[" "$OUT/pybench.txt" | tail -80 ;;
+    soak)
+        # scripts/triton-soak.py: random Triton collectives (torch CUDA tensors, compiled)
+        # against a sequential computation for SOAK_S seconds (60) at PY_RANKS ranks (MPS on).
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+        for n in ${PY_RANKS:-2 8}; do
+            SYMADDR_BACKEND=cuda timeout $((${SOAK_S:-60} + 120)) mpiexec -n $n python3 \
+                scripts/triton-soak.py ${SOAK_S:-60} --array torch >>"$OUT/soak.txt" 2>&1 || rc=1
+            grep -E "wrong" "$OUT/soak.txt" | tail -3
+        done ;;
     iris)
         # ROCm/iris's own device-function unit tests through tests/iris (IRIS_TESTS: their
         # folder, carried; PY_RANKS ranks on one GPU, MPS on).

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Random calls of symaddr.triton.collectives against a sequential computation, for a given
+time: the two-shot and one-shot allreduce, reduce-scatter, all-gather, all-to-all and
+broadcast; f32, f16, bf16 and int32; sum, max, min; odd counts, views at odd offsets, x and
+out from the heap or ipc provider, tiles of 16 to 1024 elements and 1 to 4 programs (so that
+calls take several rounds). Every rank draws the same calls (one seed); each checks its result
+exactly (floating point: the data are small integers, the reference rounded once to the
+dtype). Prints the rank-calls and the wrong elements; exit status 1 if any was wrong.
+
+    PYTHONPATH=python TRITON_INTERPRET=1 mpiexec -n 3 python3 scripts/triton-soak.py 60
+    SYMADDR_BACKEND=cuda mpiexec -n 8 python3 scripts/triton-soak.py 120 --array torch
+"""
+import argparse
+import sys
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+import symaddr
+import symaddr.triton.collectives as tc
+
+ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+ap.add_argument("seconds", type=float, help="how long rank 0 keeps drawing calls")
+ap.add_argument("--array", choices=("numpy", "torch"), default="numpy",
+                help="numpy (cpu backend) or torch (the context's device)")
+ap.add_argument("--seed", type=int, default=1234)
+a = ap.parse_args()
+comm = MPI.COMM_WORLD
+ctx = symaddr.Context()
+rank, size = ctx.rank, ctx.size
+rng = np.random.default_rng(a.seed)  # the same draws on every rank
+if a.array == "torch":
+    import torch
+
+    def dtype_of(name):
+        return getattr(torch, name)
+
+    def put(dst, values):
+        dst.copy_(torch.tensor(values, dtype=torch.float64).to(dst.dtype))
+
+    def host(t, dtype=None):
+        if dtype is not None:  # a reference, rounded once to dtype
+            t = torch.tensor(t, dtype=torch.float64).to(dtype)
+        return t.double().cpu().numpy()
+else:
+    import ml_dtypes  # NumPy's bfloat16
+
+    def dtype_of(name):
+        return np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
+
+    def put(dst, values):
+        dst[:] = np.asarray(values).astype(dst.dtype)
+
+    def host(t, dtype=None):
+        return np.asarray(t if dtype is None else np.asarray(t).astype(dtype), np.float64)
+
+real_programs = tc.team_programs
+calls = wrong = 0
+start = time.time()
+while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
+    name = str(rng.choice(["float32", "int32", "float16", "bfloat16"]))
+    dtype = dtype_of(name)
+    n = max(size, int(rng.integers(1, 3000)) // size * size)
+    off = int(rng.integers(0, 5))
+    providers = [str(p) for p in rng.choice(["heap", "ipc"], 2)]
+    block, cap = int(2 ** rng.integers(4, 11)), int(rng.integers(1, 5))
+    kind = str(rng.choice(["twoshot", "oneshot", "reduce_scatter", "allgather", "alltoall",
+                           "broadcast"]))
+    op = str(rng.choice(["sum", "max", "min"])) if kind in ("oneshot", "reduce_scatter") else "sum"
+    root = int(rng.integers(0, size))
+    every = np.stack([np.arange(n) % 97 + 3 * q - 40 for q in range(size)]).astype(np.float64)
+    x, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[0])
+    xs, o, c = x[off:], None, n // size
+    put(xs, every[rank])
+    reduced = {"sum": every.sum(0), "max": every.max(0), "min": every.min(0)}[op]
+    tc.team_programs = lambda ctx_, tiles, per_sm=1: max(1, min(int(tiles), cap,
+                                                                real_programs(ctx_, tiles, per_sm)))
+    try:
+        if kind == "twoshot":
+            o, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[1])
+            got = tc.allreduce(ctx, xs, o[off:], algo="twoshot", block=block)
+            want = reduced
+        elif kind == "oneshot":
+            got, want = tc.allreduce(ctx, xs, op=op, algo="oneshot", block=block), reduced
+        elif kind == "reduce_scatter":
+            got = tc.reduce_scatter(ctx, xs, op=op, block=block)
+            want = reduced[rank * c:(rank + 1) * c]
+        elif kind == "allgather":
+            got, want = tc.allgather(ctx, xs, block=block), every.reshape(-1)
+        elif kind == "alltoall":
+            got = tc.alltoall(ctx, xs, block=block)
+            want = every[:, rank * c:(rank + 1) * c].reshape(-1)
+        else:
+            got, want = tc.broadcast(ctx, xs, root=root, block=block), every[root]
+        ctx.barrier()  # the results complete (stream-ordered on a GPU)
+        if a.array == "torch" and torch.cuda.is_available():
+            torch.cuda.synchronize()
+        bad = int((host(got) != host(want, dtype)).sum())
+    finally:
+        tc.team_programs = real_programs
+    if bad:
+        print("rank %d: %s %s n=%d offset=%d block=%d programs<=%d op=%s providers=%s: %d "
+              "wrong" % (rank, kind, name, n, off, block, cap, op, providers, bad), flush=True)
+    wrong, calls = wrong + bad, calls + 1
+    for arr in (x, o):
+        if arr is not None:
+            ctx.free(arr)
+calls, wrong = comm.reduce(calls, root=0), comm.reduce(wrong, root=0)
+if rank == 0:
+    print("triton-soak: %d ranks, %s, %.0f s: %d rank-calls, %d wrong elements"
+          % (size, a.array, time.time() - start, calls, wrong), flush=True)
+ctx.close()
+sys.exit(1 if comm.bcast(wrong if rank == 0 else None) else 0)
