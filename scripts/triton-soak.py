@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Random calls of symaddr.triton.collectives against a sequential computation, for a given
-time: the two-shot and one-shot allreduce, reduce-scatter, all-gather, all-to-all and
+time: the two-shot (in place or not) and one-shot allreduce, reduce-scatter, all-gather, all-to-all and
 broadcast; f32, f16, bf16 and int32; sum, max, min; odd counts, views at odd offsets, x and
 out from the heap or ipc provider, tiles of 16 to 1024 elements and 1 to 4 programs (so that
 calls take several rounds). Every rank draws the same calls (one seed); each checks its result
@@ -78,9 +78,11 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
     tc.team_programs = lambda ctx_, tiles, per_sm=1: max(1, min(int(tiles), cap,
                                                                 real_programs(ctx_, tiles, per_sm)))
     try:
-        if kind == "twoshot":
-            o, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[1])
-            got = tc.allreduce(ctx, xs, o[off:], algo="twoshot", block=block)
+        if kind == "twoshot":  # into another allocation, or in place
+            if rng.random() < 0.5:
+                o, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[1])
+            got = tc.allreduce(ctx, xs, xs if o is None else o[off:], algo="twoshot",
+                               block=block)
             want = reduced
         elif kind == "oneshot":
             got, want = tc.allreduce(ctx, xs, op=op, algo="oneshot", block=block), reduced

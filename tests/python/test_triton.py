@@ -874,6 +874,18 @@ def test_triton_collectives():
                 rank * n:(rank + 1) * n]), "%s reduce-scatter max" % dtype)
             for a in (out2, ref):
                 ctx.free(a)
+            # in place (out = x), and "auto" in place past the Lamport's reach (int32): the
+            # two-shot (refused before, as the one-shot refuses out = x)
+            ip, _ = alloc((size * n + 1,), dtype, provider="ipc")
+            for algo in ("twoshot",) + (("auto",) if dtype == "int32" else ()):
+                ips = ip[1:]
+                fill(ips, every[rank] if dtype != "int32" else every[rank].astype(np.int32))
+                settle()
+                got = tc.allreduce(ctx, ips, ips, algo=algo)
+                settle()
+                check(got is ips and np.array_equal(host(ips), want(reference(
+                    every, "sum", dtype), dtype)), "%s two-shot in place (%s)" % (dtype, algo))
+            ctx.free(ip)
         part = xs[:n]
         g = tc.allgather(ctx, part)
         settle()
@@ -957,6 +969,9 @@ def test_triton_collectives_in_rounds():
     o, _ = alloc((size * count,), "int32")  # symmetric: the two-shot's out
     xs, plain = x[1:], _plain(size * count, "int32")
     fill(xs, every[rank])
+    ipa, _ = alloc((size * count + 3,), "int32", provider="heap")
+    ip = ipa[3:]
+    fill(ip, every[rank])
     nl = 7 * 256 + 5  # the Lamport's: 8 tiles of 1 KiB, from and into plain memory
     lx, lout = _plain(nl + 1, "float32")[1:], _plain(nl, "float32")
     fill(lx, every[rank][:nl].astype(np.float32))
@@ -964,6 +979,7 @@ def test_triton_collectives_in_rounds():
     calls = {
         "one-shot": (lambda: tc.allreduce(ctx, xs, plain, algo="oneshot"), total),
         "two-shot": (lambda: tc.allreduce(ctx, xs, o, algo="twoshot"), total),
+        "two-shot in place": (lambda: tc.allreduce(ctx, ip, ip, algo="twoshot"), total),
         "Lamport": (lambda: tc.allreduce(ctx, lx, lout, algo="lamport"),
                     total[:nl].astype(np.float32)),
         "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xs, plain[:count]),
@@ -990,8 +1006,8 @@ def test_triton_collectives_in_rounds():
     finally:
         for k, v in real.items():
             setattr(tc, k, v)
-    ctx.free(o)
-    ctx.free(x)
+    for a in (o, x, ipa):
+        ctx.free(a)
 
 
 @triton.jit
@@ -1638,6 +1654,8 @@ def test_triton_refused_buffers():
         settle()
     check(not passed and not other, "passed, where they write past or misread their buffers: "
           "%s; refused otherwise: %s" % (passed, other))
+    refused("the one-shot in place", lambda: tc.allreduce(ctx, xs, xs, algo="oneshot"),
+            ['out = x itself: algo="twoshot", or "lamport"'], "SYMADDR_ERR_INVALID_ARG")
     check(np.all(host(guard) == -7.0), "the refused calls wrote into plain memory: %s"
           % host(guard)[:8])
     if not ON_GPU and ARRAYS == "numpy":  # a read-only out: NumPy's arrays alone have the flag

@@ -12,6 +12,7 @@ import triton
 import triton.language as tl
 
 from symaddr._arrays import HostArray
+from symaddr._arrays import address as _address
 from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
 from symaddr._lib import index_of as _index_of
@@ -207,8 +208,10 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out any memory (out may
     be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
     provider), out any memory apart from x (default a new array), two barriers; "twoshot": x
-    and out symmetric (any provider, apart); "auto" (the default): "lamport" where it takes
-    x, else "oneshot". Returns out."""
+    and out symmetric (any provider; out = x, in place, or apart from it), two barriers, each
+    element read and written twice a rank where the one-shot reads it once from every rank;
+    "auto" (the default): "lamport" where it takes x, else "twoshot" in place (out = x), else
+    "oneshot". Returns out."""
     call = "symaddr.triton.collectives.allreduce"
     _contiguous(x, call, "x")
     n = _count(x)
@@ -228,13 +231,17 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         raise ValueError("algo %r: one of %s" % (algo, ", ".join('"%s"' % a for a in ALGOS)))
     fits, requested = _lamport_fits(x, n), algo
     if algo == "auto":
-        algo = "lamport" if fits else "oneshot"
+        algo = "lamport" if fits else "twoshot" if out is not None and (
+            out is x or _address(out, call, "out") == _address(x, call, "x")) else "oneshot"
     elif algo == "lamport" and not fits:
         raise ValueError("algo \"lamport\" takes 16- or 32-bit floating point of at most %d "
                          "bytes (%d elements of %s here): use \"oneshot\" or \"twoshot\""
                          % (SMALL_BYTES, n, x.dtype))
-    out = _checked(ctx, call, x, out, n, block, in_place=algo == "lamport",  # no peer reads x
-                   hint=_LAMPORT_HINT if fits else "")
+    # in place: the Lamport's peers never read x; the two-shot's read a rank's part of it only
+    # before that rank writes it
+    out = _checked(ctx, call, x, out, n, block, in_place=algo in ("lamport", "twoshot"),
+                   hint=" (out = x itself: algo=\"twoshot\"%s)" % (
+                       ", or \"lamport\"" if fits else ""))
     team = ctx.team()
     ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
     if algo == "lamport":

@@ -304,9 +304,10 @@ def _twoshot_tiles(team, x, x_pb, out, out_pb, tile, rounds, chunk, n, N_RANKS: 
 @triton.jit
 def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: tl.constexpr,
                            BLOCK: tl.constexpr, OP: tl.constexpr = None, ident=0, rounds=1):
-    """out (symmetric, n elements) = the reduction of every rank's x (symmetric, apart from
-    out), as the C two-shot: between two barriers, each rank reduces its part of n (loads
-    from every rank) and stores it into every rank's out. The part is twoshot_part(n,
+    """out (symmetric, n elements; x itself, or apart from it) = the reduction of every rank's
+    x (symmetric), as the C two-shot: between two barriers, each rank reduces its part of n
+    (loads from every rank) and stores it into every rank's out; in place, an element is read
+    and written by its part's rank alone, reads first. The part is twoshot_part(n,
     N_RANKS) elements, a multiple of 16, so every rank's part is as aligned as x and out (in
     vectors where the tables allow: symaddr.triton._peers); this program takes its tiles tile, tile +
     num_programs(0), ... (rounds of them, BLOCK elements each) in the one call. A rank moves
