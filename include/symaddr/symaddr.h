@@ -472,9 +472,11 @@ SYMADDR_API symaddr_status_t symaddr_import(symaddr_context_t *ctx, void *ptr, s
  * this process reaches rank r's copy of the buffer, or 0 when unreachable;
  * host_peer_addrs[rank] must equal @p local_ptr. Collective, so that ranks agree on the size.
  * symaddr never frees or unmaps the memory.
- * @return SYMADDR_OK with *map_p set; SYMADDR_ERR_INVALID_ARG when an argument is NULL or
- *         host_peer_addrs[rank] != local_ptr; SYMADDR_ERR_INVALID_SIZE for 0 bytes;
- *         SYMADDR_ERR_ALREADY_REGISTERED on overlap.
+ * @p caps: SYMADDR_CAP_* bits (SYMADDR_CAP_OWNED is dropped: symaddr never owns the memory).
+ * @return SYMADDR_OK with *map_p set; SYMADDR_ERR_INVALID_ARG when an argument is NULL,
+ *         host_peer_addrs[rank] != local_ptr, or @p caps has a bit that is no SYMADDR_CAP_*;
+ *         SYMADDR_ERR_INVALID_SIZE for 0 bytes; SYMADDR_ERR_ALREADY_REGISTERED on overlap.
+ *         A refusal on one rank fails the call on every rank.
  */
 SYMADDR_API symaddr_status_t symaddr_register_peer_table(symaddr_context_t *ctx, void *local_ptr,
                                                          size_t bytes,

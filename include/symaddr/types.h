@@ -46,6 +46,10 @@ typedef enum symaddr_status {
     (1ull << 5) /**< a peer's stores become visible to a kernel polling this memory while it       \
                      runs, without a kernel boundary: signal waits on it are defined (on AMD       \
                      GPUs only fine-grained memory; NVIDIA GPUs and the cpu: all memory) */
+/** Every capability bit symaddr defines; symaddr_register_peer_table refuses any other. */
+#define SYMADDR_CAP_ALL_                                                                           \
+    (SYMADDR_CAP_LOAD_STORE | SYMADDR_CAP_ATOMICS | SYMADDR_CAP_SYSTEM_ATOMICS |                   \
+     SYMADDR_CAP_OWNED | SYMADDR_CAP_FABRIC | SYMADDR_CAP_COHERENT)
 
 /** Every element type, as X(SUFFIX, name, bytes, C type of its bits): one list feeds the
  *  names, the sizes, the kernels built for each type, the benchmark and the tests. Adding a

@@ -16,6 +16,14 @@ static symaddr_status_t foreign_check(symaddr_context_t *ctx, const symaddr_regi
                                  "%s: host_peer_addrs[%d] is 0x%llx but must equal local_ptr %p",
                                  fn, ctx->core.rank,
                                  (unsigned long long)a->peer_addrs[ctx->core.rank], a->ptr);
+    /* a bit symaddr does not define would mean a capability a later version might */
+    if (a->caps & ~SYMADDR_CAP_ALL_)
+        return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_ARG,
+                                 "%s: caps 0x%llx has bits symaddr does not define (0x%llx): "
+                                 "pass a combination of SYMADDR_CAP_LOAD_STORE, _ATOMICS, "
+                                 "_SYSTEM_ATOMICS, _FABRIC and _COHERENT",
+                                 fn, (unsigned long long)a->caps,
+                                 (unsigned long long)(a->caps & ~SYMADDR_CAP_ALL_));
     return SYMADDR_OK;
 }
 

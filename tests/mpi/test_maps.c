@@ -204,6 +204,19 @@ static void test_shared_window(symaddr_context_t *ctx)
         table[world_of[q]] = (uintptr_t)base;
     }
     MPI_Win_fence(0, win);
+    /* A capability bit symaddr does not define, on every rank and then on the last alone:
+     * refused on every rank, naming the bits (kept in the map before), nothing registered. */
+    for (int who = 0; who < 2; who++) {
+        uint64_t caps = SYMADDR_CAP_LOAD_STORE;
+        if (who == 0 || rank == size - 1)
+            caps |= 1ull << 40;
+        m = NULL;
+        T_STATUS(ctx,
+                 symaddr_register_peer_table(ctx, mine, COUNT * sizeof(uint32_t), table, caps, &m),
+                 SYMADDR_ERR_INVALID_ARG);
+        T_CHECK(m == NULL && strstr(symaddr_last_error(ctx), "(0x10000000000)"), "%s",
+                symaddr_last_error(ctx));
+    }
     T_OK(ctx, symaddr_register_peer_table(ctx, mine, COUNT * sizeof(uint32_t), table,
                                           SYMADDR_CAP_LOAD_STORE, &m));
     check_invariant(m, rank, size);

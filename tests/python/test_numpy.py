@@ -322,6 +322,9 @@ def test_errors_raise():
                      ("caps 'load'", lambda: ctx.register(local, 64, peers, caps="load")),
                      ("ptr -4096", lambda: ctx.register(-4096, 64, peers))):
         refused("register with %s" % what, fn, ["register: "])
+    # a bit that is no capability: refused by the library on every rank (kept before)
+    refused("register with caps 1 << 40", lambda: ctx.register(local, 64, peers, caps=1 << 40),
+            ["does not define (0x10000000000)"])
     fmap = ctx.register(local, np.int64(64), [np.uint64(p) for p in peers])  # NumPy's ints
     check(fmap.reachable(np.int64(rank)) and fmap.allocation_bytes == 64, "NumPy's ints")
     fmap.check_reachable(rank)  # one rank (it raised TypeError)
