@@ -52,11 +52,15 @@ if ARRAYS == "torch":
     import torch
     DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
               "int32": torch.int32}
+    OTHER_DTYPES = {"float64": torch.float64, "int64": torch.int64, "int8": torch.int8,
+                    "complex64": torch.complex64}
 else:
     torch = None
     import ml_dtypes
     DTYPES = {"float32": np.float32, "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
               "int32": np.int32}
+    OTHER_DTYPES = {"float64": np.float64, "int64": np.int64, "int8": np.int8,
+                    "complex64": np.complex64}
 
 ctx = sa.Context(backend=os.environ.get("SYMADDR_BACKEND", "auto"))
 ON_GPU = ctx.backend != "cpu"
@@ -91,7 +95,9 @@ def settle():
 
 
 def alloc(shape, dtype="float32", provider="ipc"):
-    return ctx.allocate_symmetric(shape, DTYPES[dtype], provider=provider)
+    """A symmetric array of one of DTYPES (the cases' loops run over them) or OTHER_DTYPES."""
+    return ctx.allocate_symmetric(shape, DTYPES.get(dtype) or OTHER_DTYPES[dtype],
+                                  provider=provider)
 
 
 def want(values, dtype):
@@ -1010,6 +1016,65 @@ def test_triton_collectives_in_rounds():
         ctx.free(a)
 
 
+def test_triton_wide_dtypes():
+    """The Triton reductions over f64 and int64 keep their own precision, as the C collectives
+    accumulate them: f64 was summed in f32, so 1 + k * 2**-40 from each rank came back as a
+    whole number, returned as OK. Now exact and equal to ctx.allreduce's bit for bit (one-shot,
+    two-shot, reduce-scatter). A reduction over a type without the C collectives' arithmetic
+    (int8) is refused; the moves take it; complex is refused by every host function, where
+    Triton's binder raised KeyError."""
+    n = 2 * size + 3
+    for dtype in ("float64", "int64"):
+        if dtype == "float64":
+            every = [1 + (np.arange(size * n) % 7 + r) * 2.0 ** -40 for r in range(size)]
+        else:
+            every = [np.arange(size * n, dtype=np.int64) * (1 << 33) + r for r in range(size)]
+        total, top = every[0].copy(), np.max(np.stack(every), 0)
+        for v in every[1:]:  # rank order, as the kernels
+            total = total + v
+        x, _ = alloc((size * n + 1,), dtype)
+        xs = x[1:]
+        fill(xs, every[rank])
+        ref, _ = alloc((size * n,), dtype)
+        o2, _ = alloc((size * n,), dtype)
+        settle()
+        ctx.allreduce(xs, ref)
+        settle()
+        got = {}
+        for algo in ("oneshot", "auto"):
+            got[algo] = host(tc.allreduce(ctx, xs, algo=algo))
+            settle()
+        tc.allreduce(ctx, xs, o2, algo="twoshot")
+        settle()
+        got["twoshot"] = host(o2)
+        got["reduce-scatter max"] = host(tc.reduce_scatter(ctx, xs, op="max"))
+        settle()
+        for what, v in got.items():
+            wanted = top[rank * n:(rank + 1) * n] if "max" in what else total
+            check(np.array_equal(v, wanted) and ("max" in what or np.array_equal(v, host(ref))),
+                  "%s %s: %d of %d differ (%s, want %s)" % (
+                      dtype, what, int((v != wanted).sum()), v.size, v[:2] - wanted[:2],
+                      wanted[:2]))
+        for a in (x, ref, o2):
+            ctx.free(a)
+    small, _ = alloc((size * n,), "int8")
+    fill(small, (np.arange(size * n) + rank) % 100)
+    settle()
+    g = tc.allgather(ctx, small[:n])
+    settle()
+    check(np.array_equal(host(g), np.concatenate([(np.arange(n) + r) % 100
+                                                  for r in range(size)])), "int8 all-gather")
+    refused("an int8 allreduce", lambda: tc.allreduce(ctx, small), ["a reduction takes"])
+    refused("an int8 reduce-scatter", lambda: tc.reduce_scatter(ctx, small),
+            ["a reduction takes"])
+    c, _ = alloc((size * n,), "complex64")
+    for name in ("allreduce", "allgather", "alltoall", "broadcast"):
+        refused("a complex64 " + name, lambda f=getattr(tc, name): f(ctx, c),
+                ["symaddr.triton.collectives." + name, "complex64"])
+    for a in (small, c):
+        ctx.free(a)
+
+
 @triton.jit
 def k_aligned(out, pb, rank, N_RANKS: tl.constexpr):
     tl.store(out, aligned(pb, rank, N_RANKS).to(tl.int32))
@@ -1778,6 +1843,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_kept_kernels),
                  ("Triton collectives in rounds of tiles, at most team_programs' programs",
                   test_triton_collectives_in_rounds),
+                 ("Triton reductions over f64 and int64 in their own precision; types "
+                  "refused", test_triton_wide_dtypes),
                  ("Triton collectives over tables whose ranks' copies are not 16-byte "
                   "aligned alike", test_triton_unaligned_tables),
                  ("a Triton collective whose identity Triton passes as an i32",

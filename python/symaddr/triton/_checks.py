@@ -76,6 +76,31 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
     return out
 
 
+def _reducible(ctx, call, x):
+    """INVALID_ARG for a reduction over a dtype the C collectives have no arithmetic for (the
+    library's list): the kernels would reduce in whatever Triton made of it (bool's sum, an
+    int8's wrap)."""
+    name = str(x.dtype).replace("torch.", "")
+    if name not in ctx._lib.dtypes:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is %s; a reduction takes %s (the "
+                   "all-gather, all-to-all and broadcast take any real dtype)"
+                   % (call, x.dtype, ", ".join(sorted(ctx._lib.dtypes))))
+
+
+def _movable(call, x):
+    """INVALID_ARG for a dtype no Triton kernel takes (complex, strings, objects, records),
+    which Triton's binder refused with a KeyError of the dtype's name."""
+    dtype = x.dtype
+    if _is_torch(x):
+        bad = dtype.is_complex
+    else:  # NumPy's kinds; ml_dtypes' bfloat16 and float8 are "V" without fields
+        bad = dtype.kind in "cOUSMm" or (dtype.kind == "V" and dtype.fields is not None)
+    if bad:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x is %s, which Triton's kernels do not "
+                   "take: pass a real dtype (a complex array as its real view, "
+                   "x.view(float dtype))" % (call, dtype))
+
+
 def _aligned(addr, size, call, role):
     """INVALID_ARG where an argument is not aligned to its elements (a byte-offset view): a
     kernel's loads of it fault on a GPU ("misaligned address"), as the C collectives say."""

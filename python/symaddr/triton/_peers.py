@@ -81,8 +81,9 @@ def _combine(acc, v, OP: tl.constexpr):
 
 @triton.jit
 def _wide(v):
-    """v as it accumulates: f32 for floating point, its own type otherwise."""
-    if v.dtype.is_floating():
+    """v as it accumulates, as the C collectives': f32 for 16-bit floating point, its own type
+    otherwise (f64 summed in f32 lost its low bits)."""
+    if v.dtype.is_floating() and v.dtype.primitive_bitwidth < 32:
         return v.to(tl.float32)
     else:
         return v

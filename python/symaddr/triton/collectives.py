@@ -16,7 +16,8 @@ from symaddr._arrays import address as _address
 from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
 from symaddr._lib import index_of as _index_of
-from symaddr.triton._checks import BLOCK_MAX, _checked, _itemsize, _parts, _peer_bases
+from symaddr.triton._checks import (BLOCK_MAX, _checked, _itemsize, _movable, _parts,
+                                    _peer_bases, _reducible)
 from symaddr.triton.team import (LAMPORT_SLOT, MAX_BLOCKS, call_ident, team_allgather,
                                  team_allreduce_lamport, team_allreduce_oneshot,
                                  team_allreduce_twoshot, team_alltoall, team_begin,
@@ -229,6 +230,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         return out
     if algo not in ALGOS:
         raise ValueError("algo %r: one of %s" % (algo, ", ".join('"%s"' % a for a in ALGOS)))
+    _reducible(ctx, call, x)
     fits, requested = _lamport_fits(x, n), algo
     if algo == "auto":
         algo = "lamport" if fits else "twoshot" if out is not None and (
@@ -290,6 +292,7 @@ def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
     x[rank * n / size:] of x (symmetric, n a multiple of the size). One kernel, no host
     barrier. Returns out."""
     call = "symaddr.triton.collectives.reduce_scatter"
+    _reducible(ctx, call, x)
     count = _parts(ctx, call, _contiguous(x, call, "x"))
     return _move(ctx, "reduce_scatter", x, _checked(ctx, call, x, out, count, block), count,
                  op=op, block=block)
@@ -299,6 +302,7 @@ def allgather(ctx, x, out=None, block=1024):
     """out[r * n:(r + 1) * n] (any memory) = rank r's x (symmetric, n elements). One kernel,
     no host barrier. Returns out."""
     call = "symaddr.triton.collectives.allgather"
+    _movable(call, x)
     count = _count(_contiguous(x, call, "x"))
     return _move(ctx, "allgather", x, _checked(ctx, call, x, out, ctx.size * count, block),
                  count, block=block)
@@ -308,6 +312,7 @@ def alltoall(ctx, x, out=None, block=1024):
     """out[r * c:(r + 1) * c] (any memory) = rank r's x[rank * c:(rank + 1) * c] (x symmetric,
     size * c elements). One kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.alltoall"
+    _movable(call, x)
     count = _parts(ctx, call, _contiguous(x, call, "x"))
     return _move(ctx, "alltoall", x, _checked(ctx, call, x, out, _count(x), block), count,
                  block=block)
@@ -316,6 +321,7 @@ def alltoall(ctx, x, out=None, block=1024):
 def broadcast(ctx, x, out=None, root=0, block=1024):
     """out (any memory) = rank root's x (symmetric). One kernel, no host barrier."""
     call = "symaddr.triton.collectives.broadcast"
+    _movable(call, x)
     count = _count(_contiguous(x, call, "x"))
     root = ctx._root(root, call)
     return _move(ctx, "broadcast", x, _checked(ctx, call, x, out, count, block), count,

@@ -243,15 +243,16 @@ def _block_word(ident, KIND: tl.constexpr, OP: tl.constexpr):
 # Each takes ident, the call's identity (call_ident: 0 where the kernel passes none), and its
 # ranks compare it with their kind and op at the first barrier: ranks of another collective,
 # count, dtype, op or root fail the call with MISMATCH before any reads a peer's memory.
-# Reductions (OP "sum", "max", "min"; None is "sum") combine the ranks in rank order from rank
-# 0, accumulating floating point in f32 and rounding once: integers and max/min are exact and
-# equal the C collectives' bit for bit; a float sum equals theirs where their order is rank
-# order too (symaddr_allreduce's one-shot and two-shot).
+# Reductions (OP "sum", "max", "min"; None is "sum") combine the ranks in rank order from rank 0,
+# accumulating 16-bit floating point in f32 and rounding once, other types in their own, as the C
+# collectives do: integers and max/min are exact and equal the C collectives' bit for bit; a
+# float sum equals theirs where their order is rank order too (symaddr_allreduce's one-shot and
+# two-shot).
 
 @triton.jit
 def _narrow(acc, dtype: tl.constexpr):
-    """acc (f32 for floating point) in the output's dtype, rounded to nearest even as the C
-    collectives round. Triton's interpreter truncates f32 to bf16, so there the rounding is
+    """acc (f32 for 16-bit floating point) in the output's dtype, rounded to nearest even as
+    the C collectives round. Triton's interpreter truncates f32 to bf16, so there the rounding is
     done on the bits (a NaN stays a quiet NaN)."""
     if dtype.is_bf16() and _INTERPRETED:
         bits = acc.to(tl.uint32, bitcast=True)
@@ -265,7 +266,7 @@ def _narrow(acc, dtype: tl.constexpr):
 @triton.jit
 def team_reduce_tile(x, x_pb, offs, mask, team, N_RANKS: tl.constexpr, OP: tl.constexpr = None):
     """The reduction over every rank of its x[offs] (x symmetric, x_pb its table), in rank
-    order, wide (f32 for floating point)."""
+    order, wide (f32 for 16-bit floating point)."""
     if aligned(x_pb, team.rank, N_RANKS):  # the loads in vectors (symaddr.triton._peers)
         acc = _reduce(x, x_pb, offs, mask, team, N_RANKS, OP, True)
     else:
