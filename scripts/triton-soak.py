@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Random calls of symaddr.triton.collectives against a sequential computation, for a given
-time: the two-shot (in place or not) and one-shot allreduce, reduce-scatter, all-gather, all-to-all and
-broadcast; f32, f16, bf16 and int32; sum, max, min; odd counts, views at odd offsets, x and
-out from the heap or ipc provider, tiles of 16 to 1024 elements and 1 to 4 programs (so that
-calls take several rounds). Every rank draws the same calls (one seed); each checks its result
-exactly (floating point: the data are small integers, the reference rounded once to the
-dtype). Prints the rank-calls and the wrong elements; exit status 1 if any was wrong.
+time: the two-shot and one-shot allreduce, reduce-scatter, all-gather, all-to-all and broadcast
+(the two-shot, reduce-scatter, all-gather and broadcast in place or not); f32, f64, f16, bf16,
+int32 and int64; sum, max, min; odd counts, views at odd offsets, x and out from the heap or ipc
+provider, tiles of 16 to 1024 elements and 1 to 4 programs (so that calls take several rounds).
+Every rank draws the same calls (one seed); each checks its result exactly (floating point: the
+data are small integers, the reference rounded once to the dtype). Prints the rank-calls and the
+wrong elements; exit status 1 if any was wrong.
 
     PYTHONPATH=python TRITON_INTERPRET=1 mpiexec -n 3 python3 scripts/triton-soak.py 60
     SYMADDR_BACKEND=cuda mpiexec -n 8 python3 scripts/triton-soak.py 120 --array torch
@@ -60,7 +61,7 @@ real_programs = tc.team_programs
 calls = wrong = 0
 start = time.time()
 while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
-    name = str(rng.choice(["float32", "int32", "float16", "bfloat16"]))
+    name = str(rng.choice(["float32", "int32", "float16", "bfloat16", "float64", "int64"]))
     dtype = dtype_of(name)
     n = max(size, int(rng.integers(1, 3000)) // size * size)
     off = int(rng.integers(0, 5))
@@ -70,6 +71,7 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
                            "broadcast"]))
     op = str(rng.choice(["sum", "max", "min"])) if kind in ("oneshot", "reduce_scatter") else "sum"
     root = int(rng.integers(0, size))
+    in_place = bool(rng.random() < 0.5)  # the two-shot, reduce-scatter, all-gather, broadcast
     every = np.stack([np.arange(n) % 97 + 3 * q - 40 for q in range(size)]).astype(np.float64)
     x, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[0])
     xs, o, c = x[off:], None, n // size
@@ -79,23 +81,29 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
                                                                 real_programs(ctx_, tiles, per_sm)))
     try:
         if kind == "twoshot":  # into another allocation, or in place
-            if rng.random() < 0.5:
+            if not in_place:
                 o, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[1])
             got = tc.allreduce(ctx, xs, xs if o is None else o[off:], algo="twoshot",
                                block=block)
             want = reduced
         elif kind == "oneshot":
             got, want = tc.allreduce(ctx, xs, op=op, algo="oneshot", block=block), reduced
-        elif kind == "reduce_scatter":
-            got = tc.reduce_scatter(ctx, xs, op=op, block=block)
+        elif kind == "reduce_scatter":  # into a new array, or in place (x's own part)
+            got = tc.reduce_scatter(ctx, xs, xs[rank * c:(rank + 1) * c] if in_place else None,
+                                    op=op, block=block)
             want = reduced[rank * c:(rank + 1) * c]
+        elif kind == "allgather" and in_place:  # x as this rank's part of out
+            got = tc.allgather(ctx, xs[rank * c:(rank + 1) * c], xs, block=block)
+            want = every[np.arange(size)[:, None], np.arange(size)[:, None] * c +
+                         np.arange(c)].reshape(-1)
         elif kind == "allgather":
             got, want = tc.allgather(ctx, xs, block=block), every.reshape(-1)
         elif kind == "alltoall":
             got = tc.alltoall(ctx, xs, block=block)
             want = every[:, rank * c:(rank + 1) * c].reshape(-1)
         else:
-            got, want = tc.broadcast(ctx, xs, root=root, block=block), every[root]
+            got = tc.broadcast(ctx, xs, xs if in_place else None, root=root, block=block)
+            want = every[root]
         ctx.barrier()  # the results complete (stream-ordered on a GPU)
         if a.array == "torch" and torch.cuda.is_available():
             torch.cuda.synchronize()

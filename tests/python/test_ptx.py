@@ -361,8 +361,8 @@ def main():
     for kind in ("reduce_scatter", "allgather", "alltoall", "broadcast"):
         why = compiles(tc._move_small, {
             "team": team_sig, "x": "*bf16", "x_pb": "*i64", "out": "*bf16", "count": "i32",
-            "root": "i32", "rounds": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
-            "KIND": "constexpr", "OP": "constexpr"},
+            "root": "i32", "rounds": "i32", "ident": "i64", "shift": "i32", "N_RANKS": "constexpr",
+            "BLOCK": "constexpr", "KIND": "constexpr", "OP": "constexpr"},
             {"N_RANKS": 8, "BLOCK": 1024, "KIND": kind, "OP": None})
         if why:
             failed_builds.append("_move_small, %s: %s" % (kind, why))
@@ -381,13 +381,15 @@ def main():
             ("all-gather", tc._move_kernel, {"count": "i32", "root": "i32"},
              {"KIND": "allgather", "OP": None})):
         sig = dict({"team": team_sig, "x": "*fp32", "x_pb": "*i64", "out": "*fp32"}, **extra)
-        sig.update({"rounds": "i32", "ident": "i64", "N_RANKS": "constexpr",
-                    "BLOCK": "constexpr"}, **{k: "constexpr" for k in consts})
+        sig.update({"rounds": "i32", "ident": "i64"}, **({"shift": "i32"} if "count" in sig
+                                                         else {}))
+        sig.update({"N_RANKS": "constexpr", "BLOCK": "constexpr"},
+                   **{k: "constexpr" for k in consts})
         names = list(sig)
         # as Triton's JIT specialises a call of 16-byte-aligned tensors and a count of a
-        # multiple of 16 (the benchmark's sizes)
+        # multiple of 16 (the benchmark's sizes), and the all-gather's shift of 0 (not in place)
         attrs = {(names.index(a),): [["tt.divisibility", 16]]
-                 for a in ("x", "x_pb", "out", "out_pb", "n", "count") if a in sig}
+                 for a in ("x", "x_pb", "out", "out_pb", "n", "count", "shift") if a in sig}
         code = triton.compile(ASTSource(fn=fn, signature=sig, attrs=attrs, constexprs=dict(
             consts, N_RANKS=8, BLOCK=2048)), target=GPUTarget("cuda", 90, 32),
             options={"num_warps": 4}).asm["ptx"]

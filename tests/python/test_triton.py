@@ -975,9 +975,10 @@ def test_triton_collectives_in_rounds():
     o, _ = alloc((size * count,), "int32")  # symmetric: the two-shot's out
     xs, plain = x[1:], _plain(size * count, "int32")
     fill(xs, every[rank])
-    ipa, _ = alloc((size * count + 3,), "int32", provider="heap")
-    ip = ipa[3:]
+    ipa, _ = alloc((2 * size * count + 3,), "int32", provider="heap")
+    ip, bp = ipa[3:3 + size * count], ipa[3 + size * count:]
     fill(ip, every[rank])
+    fill(bp, every[rank])
     nl = 7 * 256 + 5  # the Lamport's: 8 tiles of 1 KiB, from and into plain memory
     lx, lout = _plain(nl + 1, "float32")[1:], _plain(nl, "float32")
     fill(lx, every[rank][:nl].astype(np.float32))
@@ -986,6 +987,8 @@ def test_triton_collectives_in_rounds():
         "one-shot": (lambda: tc.allreduce(ctx, xs, plain, algo="oneshot"), total),
         "two-shot": (lambda: tc.allreduce(ctx, xs, o, algo="twoshot"), total),
         "two-shot in place": (lambda: tc.allreduce(ctx, ip, ip, algo="twoshot"), total),
+        "broadcast in place": (lambda: tc.broadcast(ctx, bp, bp, root=size - 1),
+                               every[size - 1]),
         "Lamport": (lambda: tc.allreduce(ctx, lx, lout, algo="lamport"),
                     total[:nl].astype(np.float32)),
         "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xs, plain[:count]),
@@ -1014,6 +1017,52 @@ def test_triton_collectives_in_rounds():
             setattr(tc, k, v)
     for a in (o, x, ipa):
         ctx.free(a)
+
+
+def test_triton_in_place():
+    """The Triton collectives in place as torch's take them: all_gather_into_tensor's x as
+    this rank's part of out, reduce_scatter_tensor's out as this rank's part of x, broadcast
+    and the two-shot with out = x (all refused before, as out overlapping x). Views at an odd
+    offset, odd counts, f32 and int32, exact against a sequential computation; an out around
+    x that runs past x's allocation, which the peers' parts are read through, refused (the
+    cpu backend, where an array can be made at any address)."""
+    n = 2 * size + 3
+    for dtype in ("float32", "int32"):
+        every = [np.arange(size * n) % 31 + 100 * r for r in range(size)]
+        whole, _ = alloc((size * n + 1,), dtype, provider="heap")
+        w = whole[1:]
+        fill(w[rank * n:(rank + 1) * n], every[rank][:n])  # the other parts: stale
+        fill(w[:rank * n], np.full(rank * n, -5))
+        fill(w[(rank + 1) * n:], np.full((size - rank - 1) * n, -5))
+        settle()
+        got = tc.allgather(ctx, w[rank * n:(rank + 1) * n], w)
+        settle()
+        check(got is w and np.array_equal(host(w), np.concatenate([e[:n] for e in every])),
+              "%s all-gather in place: %s" % (dtype, host(w)[:2 * n]))
+        fill(w, every[rank])
+        settle()
+        part = w[rank * n:(rank + 1) * n]
+        tc.reduce_scatter(ctx, w, part, op="sum")
+        settle()
+        check(np.array_equal(host(part), sum(every)[rank * n:(rank + 1) * n]),
+              "%s reduce-scatter in place" % dtype)
+        fill(w, every[rank])
+        settle()
+        tc.broadcast(ctx, w, w, root=size - 1)
+        settle()
+        check(np.array_equal(host(w), every[size - 1]), "%s broadcast in place" % dtype)
+        ctx.free(whole)
+    if ON_GPU:  # an out around x below: an array at any address (the cpu backend's)
+        return None
+    x, xmap = alloc((5,), "float32")  # exactly x: 20 bytes
+    check(xmap.allocation_bytes == 20, "an ipc allocation of 20 bytes")
+    around, _ = sa._arrays.host_array(xmap.allocation_base - rank * 20, (size * 5,),
+                                      np.float32, None)  # never written: refused first
+    if torch is not None:  # x's kind
+        around = torch.from_numpy(np.asarray(around))
+    refused("an all-gather in place whose out runs past x's allocation",
+            lambda: tc.allgather(ctx, x, around), ["in place", "x's symmetric allocation"])
+    ctx.free(x)
 
 
 def test_triton_wide_dtypes():
@@ -1667,8 +1716,9 @@ def test_triton_refused_buffers():
          lambda: tc.allreduce(ctx, xs, algo="oneshot", block=100)),
         ("allgather, out short", "SYMADDR_ERR_INVALID_ARG",
          lambda: tc.allgather(ctx, xs, guard[:size * n - 1])),
-        ("allgather, out over x", "SYMADDR_ERR_INVALID_ARG",
-         lambda: tc.allgather(ctx, whole[rank * n:(rank + 1) * n], whole)),
+        ("allgather, out over x, x at another rank's part", "SYMADDR_ERR_INVALID_ARG",
+         lambda: tc.allgather(ctx, whole[(rank + 1) % size * n:((rank + 1) % size + 1) * n],
+                              whole)),
         ("reduce_scatter, out short", "SYMADDR_ERR_INVALID_ARG",
          lambda: tc.reduce_scatter(ctx, whole, guard[:n - 1])),
         ("reduce_scatter, a count of no equal parts", "SYMADDR_ERR_INVALID_ARG",
@@ -1748,27 +1798,29 @@ def test_triton_refused_buffers():
                 return 4
 
         t = Tensor(4096, 10)
-        for what, o, n_out, in_place, fits in (
-                ("apart", Tensor(8192, 10), 10, False, True),
-                ("right after x", Tensor(4096 + 40, 10), 10, False, True),
-                ("x itself, in place", t, 10, True, True),
-                ("x itself", t, 10, False, False),
-                ("one element on", Tensor(4100, 10), 10, True, False),
-                ("ending in x", Tensor(4096 - 36, 10), 10, False, False),
-                ("short", Tensor(8192, 9), 10, False, False),
-                ("another dtype", Tensor(8192, 10, "f16"), 10, False, False),
-                ("another device", Tensor(8192, 10, device=("cuda", 1)), 10, False, False),
-                ("on the host", Tensor(8192, 10, device=("cpu", -1)), 10, False, False),
-                ("strided", Tensor(8192, 10, contiguous=False), 10, False, False),
-                ("x and out on the host", Tensor(8192, 10, device=("cpu", -1)), 10, False,
+        for what, o, n_out, x_at, fits in (  # x_at: where x may lie in out (in place)
+                ("apart", Tensor(8192, 10), 10, None, True),
+                ("right after x", Tensor(4096 + 40, 10), 10, None, True),
+                ("x itself, in place", t, 10, 0, True),
+                ("x itself", t, 10, None, False),
+                ("one element on", Tensor(4100, 10), 10, 0, False),
+                ("x at its element 10, in place", Tensor(4096 - 40, 30), 30, 10, True),
+                ("x at its element 9", Tensor(4096 - 36, 30), 30, 10, False),
+                ("ending in x", Tensor(4096 - 36, 10), 10, None, False),
+                ("short", Tensor(8192, 9), 10, None, False),
+                ("another dtype", Tensor(8192, 10, "f16"), 10, None, False),
+                ("another device", Tensor(8192, 10, device=("cuda", 1)), 10, None, False),
+                ("on the host", Tensor(8192, 10, device=("cpu", -1)), 10, None, False),
+                ("strided", Tensor(8192, 10, contiguous=False), 10, None, False),
+                ("x and out on the host", Tensor(8192, 10, device=("cpu", -1)), 10, None,
                  True),
                 # meta's get_device() is the host's -1: taken before, then the launch failed
-                ("on meta, x on the host", Tensor(8192, 10, device=("meta", -1)), 10, False,
+                ("on meta, x on the host", Tensor(8192, 10, device=("meta", -1)), 10, None,
                  False)):
             x_of = Tensor(4096, 10, device=("cpu", -1)) if "x and out on" in what or \
                 "x on the host" in what else t
             try:
-                check(tc._checked(ctx, "c", x_of, o, n_out, 1024, in_place) is o and fits,
+                check(tc._checked(ctx, "c", x_of, o, n_out, 1024, x_at) is o and fits,
                       "the fast path took out %s" % what)
             except (sa.SymaddrError, AttributeError):  # the slow path asks for more
                 check(not fits, "the fast path refused out %s" % what)
@@ -1843,6 +1895,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_kept_kernels),
                  ("Triton collectives in rounds of tiles, at most team_programs' programs",
                   test_triton_collectives_in_rounds),
+                 ("Triton collectives in place: all-gather, reduce-scatter, broadcast",
+                  test_triton_in_place),
                  ("Triton reductions over f64 and int64 in their own precision; types "
                   "refused", test_triton_wide_dtypes),
                  ("Triton collectives over tables whose ranks' copies are not 16-byte "

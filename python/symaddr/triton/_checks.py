@@ -26,11 +26,12 @@ def _empty_like(x, count):
     return np.empty(count, dtype=x.dtype).view(HostArray)
 
 
-def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
+def _checked(ctx, call, x, out, n_out, block, x_at=None, hint=""):
     """out, after it was checked against x (contiguous already) as the kernel indexes them
     (flat, from their first element): an array or tensor, contiguous, of x's dtype and device,
     of exactly n_out elements and apart from x (a barrier kernel's peers read x until its last
-    barrier; in_place: out may be x itself; hint: what to pass instead). out None: a new
+    barrier), or, for a call that works in place, with x at element x_at of out exactly (0:
+    out is x; negative: out lies in x); hint: what to pass instead. out None: a new
     array (of x's shape where it has x's size). SYMADDR_ERR_INVALID_ARG before any launch
     otherwise: a kernel would write past out. Each rank checks its own arguments, so a rank
     refused makes no call, and its peers fail at the kernel's first wait, as for a skipped
@@ -49,7 +50,7 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
                 dev >= 0 or out.is_cpu and x.is_cpu) and out.numel() == n_out:
             at, to, size = x.data_ptr(), out.data_ptr(), x.element_size()
             if (not (at < to + n_out * size and to < at + x.numel() * size) or (
-                    in_place and at == to)) and not (at | to) % size:
+                    x_at is not None and at - to == x_at * size)) and not (at | to) % size:
                 return out
     _contiguous(out, call, "out")  # the rest, and each refusal's message
     _writable(out, call, "out")
@@ -68,10 +69,11 @@ def _checked(ctx, call, x, out, n_out, block, in_place=False, hint=""):
     at, to = _address(x, call, "x"), _address(out, call, "out")
     _aligned(at, _itemsize(x), call, "x")
     _aligned(to, _itemsize(out), call, "out")
-    if at < to + _nbytes(out) and to < at + _nbytes(x) and not (in_place and at == to):
+    if at < to + _nbytes(out) and to < at + _nbytes(x) and not (
+            x_at is not None and at - to == x_at * _itemsize(x)):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out overlaps x, %s" % (call, (
-            "not at x's first element (a program would overwrite a tile another has not "
-            "sent yet): pass out = x, or memory apart from x") if in_place else (
+            "not where the call works in place (a program would overwrite what a peer has "
+            "not read yet): pass %s, or memory apart from x" % hint) if x_at is not None else (
             "which the peers read until the kernel's last barrier: pass another out" + hint)))
     return out
 

@@ -100,7 +100,11 @@ def _reduce(x, x_pb, offs, mask, team, N_RANKS: tl.constexpr, OP: tl.constexpr,
 
 
 @triton.jit
-def _gather(src, x_pb, out, count, mask, team, N_RANKS: tl.constexpr, HINT: tl.constexpr):
-    """out[r * count] = rank r's src, every r (out any memory)."""
+def _gather(src, x_pb, out, count, mask, team, N_RANKS: tl.constexpr, HINT: tl.constexpr,
+            shift=0):
+    """out[r * count] = rank r's src, every r (out any memory); shift: rank r's src lies
+    (r - rank) * shift elements from this rank's (an all-gather in place: count, and this
+    rank's own part is where it stays)."""
     for r in tl.static_range(N_RANKS):
-        tl.store(out + r * count, peer_load(src, r, x_pb, team.rank, mask, HINT), mask=mask)
+        v = peer_load(src + (r - team.rank) * shift, r, x_pb, team.rank, mask, HINT)
+        tl.store(out + r * count, v, mask=mask & ((r != team.rank) | (shift == 0)))

@@ -15,6 +15,7 @@ from symaddr._arrays import HostArray
 from symaddr._arrays import address as _address
 from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
+from symaddr._lib import error as _err
 from symaddr._lib import index_of as _index_of
 from symaddr.triton._checks import (BLOCK_MAX, _checked, _itemsize, _movable, _parts,
                                     _peer_bases, _reducible)
@@ -78,8 +79,9 @@ def _lamport_kernel(team, x, out, n: tl.int32, rounds: tl.int32, ident: tl.int64
         team_end(team, call)
 
 
-def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS: tl.constexpr,
-               BLOCK: tl.constexpr, KIND: tl.constexpr, OP: tl.constexpr):
+def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, shift,
+               N_RANKS: tl.constexpr, BLOCK: tl.constexpr, KIND: tl.constexpr,
+               OP: tl.constexpr):
     first = team_begin(team)
     r = 0
     while r < rounds:  # a tile a round (see _grid); not range(0, rounds): see _allreduce_body
@@ -89,7 +91,7 @@ def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS
         if KIND == "reduce_scatter":
             team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS, OP, ident)
         elif KIND == "allgather":
-            team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
+            team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident, shift)
         elif KIND == "alltoall":
             team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS, ident)
         else:
@@ -100,7 +102,8 @@ def _move_body(team, x, x_pb, out, count, root, rounds, ident: tl.int64, N_RANKS
 
 _move_kernel = triton.jit(_move_body)
 _move_small = triton.jit(
-    do_not_specialize=["x", "x_pb", "out", "count", "root", "rounds", "ident"])(_move_body)
+    do_not_specialize=["x", "x_pb", "out", "count", "root", "rounds", "ident", "shift"])(
+        _move_body)
 
 
 def _cdiv(a, b):
@@ -201,7 +204,6 @@ def _lamport_fits(x, n):
 
 
 ALGOS = ("auto", "lamport", "oneshot", "twoshot")
-_LAMPORT_HINT = " (or algo=\"lamport\", which takes out = x)"
 
 
 def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
@@ -223,7 +225,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         except TypeError:  # an op that cannot be a key: refused below
             pass
     if plan is not None:  # a Lamport call of this count, dtype, op and algo went before
-        out = _checked(ctx, call, x, out, n, block, in_place=True, hint=_LAMPORT_HINT)
+        out = _checked(ctx, call, x, out, n, block, x_at=0, hint="out = x")
         grid, rounds, ident, tail = plan
         args = (ctx.team(), _arg(x), _arg(out), n, rounds, ident) + tail
         _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args)
@@ -241,8 +243,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
                          % (SMALL_BYTES, n, x.dtype))
     # in place: the Lamport's peers never read x; the two-shot's read a rank's part of it only
     # before that rank writes it
-    out = _checked(ctx, call, x, out, n, block, in_place=algo in ("lamport", "twoshot"),
-                   hint=" (out = x itself: algo=\"twoshot\"%s)" % (
+    in_place = algo in ("lamport", "twoshot")
+    out = _checked(ctx, call, x, out, n, block, x_at=0 if in_place else None,
+                   hint="out = x" if in_place else " (out = x itself: algo=\"twoshot\"%s)" % (
                        ", or \"lamport\"" if fits else ""))
     team = ctx.team()
     ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
@@ -272,15 +275,15 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     return out
 
 
-def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
+def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024, shift=0):
     team = ctx.team()
     grid, block, rounds = _grid(ctx, count, block)
     ident = call_ident(kind, count, x.dtype, op, root)
     x_pb = _peer_bases(ctx, "symaddr.triton.collectives." + kind, x, "x", "the peers read it")
-    args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, ctx.size, block, kind,
-            _op(op))
+    args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, shift, ctx.size, block,
+            kind, _op(op))
     if count * _itemsize(x) <= SMALL_BYTES:
-        _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[8:], args,
+        _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[9:], args,
                 _warps(block))
     else:
         _launch(ctx, _move_kernel, grid, None, args, _warps(block))
@@ -289,23 +292,37 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024):
 
 def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
     """out (any memory, n / size elements) = the reduction over ranks of their part
-    x[rank * n / size:] of x (symmetric, n a multiple of the size). One kernel, no host
-    barrier. Returns out."""
+    x[rank * n / size:] of x (symmetric, n a multiple of the size). In place: out is that
+    part of x itself (a rank's part is read only by the rank that writes it, reads first).
+    One kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.reduce_scatter"
     _reducible(ctx, call, x)
     count = _parts(ctx, call, _contiguous(x, call, "x"))
-    return _move(ctx, "reduce_scatter", x, _checked(ctx, call, x, out, count, block), count,
-                 op=op, block=block)
+    out = _checked(ctx, call, x, out, count, block, x_at=-ctx.rank * count,
+                   hint="out = x[rank * n / size:(rank + 1) * n / size]")
+    return _move(ctx, "reduce_scatter", x, out, count, op=op, block=block)
 
 
 def allgather(ctx, x, out=None, block=1024):
-    """out[r * n:(r + 1) * n] (any memory) = rank r's x (symmetric, n elements). One kernel,
-    no host barrier. Returns out."""
+    """out[r * n:(r + 1) * n] (any memory) = rank r's x (symmetric, n elements). In place, x
+    is this rank's part of out on every rank, out[rank * n:(rank + 1) * n], as torch's
+    all_gather_into_tensor takes it (out then symmetric: x's allocation holds it). One
+    kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.allgather"
     _movable(call, x)
     count = _count(_contiguous(x, call, "x"))
-    return _move(ctx, "allgather", x, _checked(ctx, call, x, out, ctx.size * count, block),
-                 count, block=block)
+    hint = "x = out[rank * n:(rank + 1) * n]"
+    out = _checked(ctx, call, x, out, ctx.size * count, block, x_at=ctx.rank * count,
+                   hint=hint)
+    shift = 0
+    if _address(out, call, "out") + ctx.rank * count * _itemsize(x) == _address(x, call, "x"):
+        m = ctx.get_symmetric_address_map(x)  # the peers' parts are read where they lie
+        lo = _address(out, call, "out") - m.allocation_base
+        if lo < 0 or lo + _itemsize(x) * ctx.size * count > m.allocation_bytes:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: in place (%s), out must lie in x's "
+                       "symmetric allocation, which the peers read it through" % (call, hint))
+        shift = count
+    return _move(ctx, "allgather", x, out, count, block=block, shift=shift)
 
 
 def alltoall(ctx, x, out=None, block=1024):
@@ -319,13 +336,14 @@ def alltoall(ctx, x, out=None, block=1024):
 
 
 def broadcast(ctx, x, out=None, root=0, block=1024):
-    """out (any memory) = rank root's x (symmetric). One kernel, no host barrier."""
+    """out (any memory, or x itself: in place, as torch's broadcast) = rank root's x
+    (symmetric). One kernel, no host barrier."""
     call = "symaddr.triton.collectives.broadcast"
     _movable(call, x)
     count = _count(_contiguous(x, call, "x"))
     root = ctx._root(root, call)
-    return _move(ctx, "broadcast", x, _checked(ctx, call, x, out, count, block), count,
-                 root=root, block=block)
+    return _move(ctx, "broadcast", x, _checked(ctx, call, x, out, count, block, x_at=0,
+                                               hint="out = x"), count, root=root, block=block)
 
 
 def oneshot_allreduce(ctx, x, out, block=1024):

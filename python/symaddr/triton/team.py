@@ -305,14 +305,14 @@ def _twoshot_tiles(team, x, x_pb, out, out_pb, tile, rounds, chunk, n, N_RANKS: 
 @triton.jit
 def team_allreduce_twoshot(team, call, x, x_pb, out, out_pb, tile, n, N_RANKS: tl.constexpr,
                            BLOCK: tl.constexpr, OP: tl.constexpr = None, ident=0, rounds=1):
-    """out (symmetric, n elements; x itself, or apart from it) = the reduction of every rank's
-    x (symmetric), as the C two-shot: between two barriers, each rank reduces its part of n
-    (loads from every rank) and stores it into every rank's out; in place, an element is read
-    and written by its part's rank alone, reads first. The part is twoshot_part(n,
-    N_RANKS) elements, a multiple of 16, so every rank's part is as aligned as x and out (in
-    vectors where the tables allow: symaddr.triton._peers); this program takes its tiles tile, tile +
-    num_programs(0), ... (rounds of them, BLOCK elements each) in the one call. A rank moves
-    16 parts of n/N_RANKS at 8 ranks (reads 8, writes 8), where a reduce into its own out, a
+    """out (symmetric, n elements; x itself, or apart from it) = the reduction of every rank's x
+    (symmetric), as the C two-shot: between two barriers, each rank reduces its part of n (loads
+    from every rank) and stores it into every rank's out; in place, an element is read and
+    written by its part's rank alone, reads first. The part is twoshot_part(n, N_RANKS)
+    elements, a multiple of 16, so every rank's part is as aligned as x and out (in vectors
+    where the tables allow: symaddr.triton._peers); this program takes its tiles tile, tile +
+    num_programs(0), ... (rounds of them, BLOCK elements each) in the one call. A rank moves 16
+    parts of n/N_RANKS at 8 ranks (reads 8, writes 8), where a reduce into its own out, a
     barrier and a gather by loads (this block's earlier form) moved 25."""
     chunk = tl.cdiv(n, N_RANKS * _PART) * _PART
     ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 2, OP), True)
@@ -342,14 +342,16 @@ def team_reduce_scatter(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl
 
 @triton.jit
 def team_allgather(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.constexpr,
-                   ident=0):
-    """out[r * count + offs] (any memory) = rank r's x[offs] (symmetric), every r."""
+                   ident=0, shift=0):
+    """out[r * count + offs] (any memory) = rank r's x[offs] (symmetric), every r. In place,
+    x is this rank's part of out (out[rank * count:], in x's allocation) on every rank and
+    shift is count: rank r's x is read where it lies, at r's part."""
     ok = _team_barrier(team, call, 1, N_RANKS, _block_word(ident, 4, None), True)
     if ok:
         if aligned(x_pb, team.rank, N_RANKS):  # the loads in vectors (symaddr.triton._peers)
-            _gather(x + offs, x_pb, out + offs, count, mask, team, N_RANKS, True)
+            _gather(x + offs, x_pb, out + offs, count, mask, team, N_RANKS, True, shift)
         else:
-            _gather(x + offs, x_pb, out + offs, count, mask, team, N_RANKS, False)
+            _gather(x + offs, x_pb, out + offs, count, mask, team, N_RANKS, False, shift)
         ok = team_barrier(team, call, 2, N_RANKS)
     return ok
 
@@ -372,7 +374,7 @@ def team_alltoall(team, call, x, x_pb, out, count, offs, mask, N_RANKS: tl.const
 @triton.jit
 def team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS: tl.constexpr,
                    ident=0):
-    """out[offs] (any memory) = rank root's x[offs] (symmetric)."""
+    """out[offs] (any memory; x itself too) = rank root's x[offs] (symmetric)."""
     word = _block_word(ident, 6, None) + root  # root: in the word where ident is 0 too
     ok = _team_barrier(team, call, 1, N_RANKS, word, True)
     if ok:
@@ -380,7 +382,9 @@ def team_broadcast(team, call, x, x_pb, out, root, offs, mask, N_RANKS: tl.const
             v = peer_load(x + offs, root, x_pb, team.rank, mask, True)
         else:
             v = peer_load(x + offs, root, x_pb, team.rank, mask, False)
-        tl.store(out + offs, v, mask=mask)
+        # in place the root keeps its x as it is, which its peers read meanwhile
+        same = out.to(tl.int64) == x.to(tl.int64)
+        tl.store(out + offs, v, mask=mask & ((team.rank != root) | (not same)))
         ok = team_barrier(team, call, 2, N_RANKS)
     return ok
 
