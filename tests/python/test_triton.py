@@ -1711,7 +1711,10 @@ def test_triton_refused_buffers():
         ("one-shot, x plain", "SYMADDR_ERR_NOT_FOUND",
          lambda: tc.allreduce(ctx, guard[:n], algo="oneshot")),
         ("allreduce, out a list", "SYMADDR_ERR_INVALID_ARG",
-         lambda: tc.allreduce(ctx, xs, [0.0] * n)),
+         lambda: tc.allreduce(ctx, xs, [0.0] * n))] + [
+        ("%s, x a list" % name, "SYMADDR_ERR_INVALID_ARG",
+         lambda f=getattr(tc, name): f(ctx, [1.0] * size * 2))
+        for name in ("allreduce", "reduce_scatter", "allgather", "alltoall", "broadcast")] + [
         ("allreduce, block 100", "SYMADDR_ERR_INVALID_ARG",
          lambda: tc.allreduce(ctx, xs, algo="oneshot", block=100)),
         ("allgather, out short", "SYMADDR_ERR_INVALID_ARG",

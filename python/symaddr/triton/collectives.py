@@ -296,8 +296,8 @@ def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
     part of x itself (a rank's part is read only by the rank that writes it, reads first).
     One kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.reduce_scatter"
-    _reducible(ctx, call, x)
     count = _parts(ctx, call, _contiguous(x, call, "x"))
+    _reducible(ctx, call, x)
     out = _checked(ctx, call, x, out, count, block, x_at=-ctx.rank * count,
                    hint="out = x[rank * n / size:(rank + 1) * n / size]")
     return _move(ctx, "reduce_scatter", x, out, count, op=op, block=block)
@@ -309,8 +309,8 @@ def allgather(ctx, x, out=None, block=1024):
     all_gather_into_tensor takes it (out then symmetric: x's allocation holds it). One
     kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.allgather"
-    _movable(call, x)
     count = _count(_contiguous(x, call, "x"))
+    _movable(call, x)
     hint = "x = out[rank * n:(rank + 1) * n]"
     out = _checked(ctx, call, x, out, ctx.size * count, block, x_at=ctx.rank * count,
                    hint=hint)
@@ -329,8 +329,8 @@ def alltoall(ctx, x, out=None, block=1024):
     """out[r * c:(r + 1) * c] (any memory) = rank r's x[rank * c:(rank + 1) * c] (x symmetric,
     size * c elements). One kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.alltoall"
-    _movable(call, x)
     count = _parts(ctx, call, _contiguous(x, call, "x"))
+    _movable(call, x)
     return _move(ctx, "alltoall", x, _checked(ctx, call, x, out, _count(x), block), count,
                  block=block)
 
@@ -339,8 +339,8 @@ def broadcast(ctx, x, out=None, root=0, block=1024):
     """out (any memory, or x itself: in place, as torch's broadcast) = rank root's x
     (symmetric). One kernel, no host barrier."""
     call = "symaddr.triton.collectives.broadcast"
-    _movable(call, x)
     count = _count(_contiguous(x, call, "x"))
+    _movable(call, x)
     root = ctx._root(root, call)
     return _move(ctx, "broadcast", x, _checked(ctx, call, x, out, count, block, x_at=0,
                                                hint="out = x"), count, root=root, block=block)
