@@ -1019,6 +1019,39 @@ def test_triton_collectives_in_rounds():
         ctx.free(a)
 
 
+def test_triton_ops():
+    """The Triton reductions take their op as Context's collectives do: "sum", "max", "min" or
+    mpi4py's MPI.SUM, MPI.MAX, MPI.MIN (which raised ValueError before), one call whichever
+    form a rank passes (the identity hashes the name: "sum" on one rank and MPI.SUM on another
+    agree); another op or algo raises SYMADDR_ERR_INVALID_ARG naming the call, where
+    ValueError was raised."""
+    n = 2 * size + 1
+    every = [np.arange(size * n) % 13 + 10 * r for r in range(size)]
+    x, _ = alloc((size * n,), "int32")
+    fill(x, every[rank])
+    settle()
+    for op, mpi_op, ref in (("sum", MPI.SUM, sum(every)), ("max", MPI.MAX, np.max(every, 0)),
+                            ("min", MPI.MIN, np.min(every, 0))):
+        mine = op if rank % 2 else mpi_op  # both forms in one call
+        for algo in ("oneshot", "auto"):
+            got = host(tc.allreduce(ctx, x, op=mine, algo=algo))
+            settle()
+            check(np.array_equal(got, ref), "%s (%s) %s: %s" % (op, mine, algo, got[:4]))
+        got = host(tc.reduce_scatter(ctx, x, op=mine))
+        settle()
+        check(np.array_equal(got, ref[rank * n:(rank + 1) * n]), "reduce_scatter %s" % op)
+    f, _ = alloc((64,), "float32")
+    for what, fn in (("op \"prod\"", lambda: tc.allreduce(ctx, x, op="prod")),
+                     ("op MPI.PROD", lambda: tc.allreduce(ctx, x, op=MPI.PROD)),
+                     ("op \"avg\" (Lamport's size)", lambda: tc.allreduce(ctx, f, op="avg")),
+                     ("op None", lambda: tc.reduce_scatter(ctx, x, op=None)),
+                     ("algo \"ring\"", lambda: tc.allreduce(ctx, x, algo="ring")),
+                     ("algo a list", lambda: tc.allreduce(ctx, x, algo=["auto"]))):
+        refused(what, fn, ["symaddr.triton.collectives."])
+    for a in (x, f):
+        ctx.free(a)
+
+
 def test_triton_in_place():
     """The Triton collectives in place as torch's take them: all_gather_into_tensor's x as
     this rank's part of out, reduce_scatter_tensor's out as this rank's part of x, broadcast
@@ -1288,11 +1321,8 @@ def test_triton_lamport():
                 check(e.name == "SYMADDR_ERR_INVALID_ARG", str(e))
     for bad, why in ((_plain(64 * 1024 // 4 + 1, "float32"), "65536 bytes"),
                      (_plain(8, "int32"), "floating point")):
-        try:
-            tc.allreduce(ctx, bad, algo="lamport")
-            raise AssertionError("lamport took %s" % why)
-        except ValueError as e:
-            check("oneshot" in str(e) and "twoshot" in str(e), str(e))
+        refused("lamport of %s" % why, lambda b=bad: tc.allreduce(ctx, b, algo="lamport"),
+                ["symaddr.triton.collectives.allreduce", "oneshot", "twoshot"])
 
 
 def _plain(n, dtype):
@@ -1898,6 +1928,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_kept_kernels),
                  ("Triton collectives in rounds of tiles, at most team_programs' programs",
                   test_triton_collectives_in_rounds),
+                 ("Triton reductions' ops: names and mpi4py's, others refused",
+                  test_triton_ops),
                  ("Triton collectives in place: all-gather, reduce-scatter, broadcast",
                   test_triton_in_place),
                  ("Triton reductions over f64 and int64 in their own precision; types "

@@ -13,6 +13,7 @@ import triton.language as tl
 
 from symaddr._arrays import HostArray
 from symaddr._arrays import address as _address
+from symaddr._comm import _mpi_ops
 from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
 from symaddr._lib import error as _err
@@ -176,11 +177,25 @@ except ImportError:  # a Triton without it: every call through the JIT
     _CompiledKernel = ()
 
 
-def _op(op):
-    if op not in ("sum", "max", "min"):
-        raise ValueError("op %r: symaddr.triton.collectives takes \"sum\", \"max\" or \"min\""
-                         % (op,))
-    return None if op == "sum" else op
+_OPS = ("sum", "max", "min")
+
+
+def _op_name(op, call):
+    """op ("sum", "max", "min", or mpi4py's MPI.SUM, MPI.MAX, MPI.MIN, as Context's
+    collectives take them) by its name, which the call's identity hashes: ranks that pass
+    "sum" and MPI.SUM make one call."""
+    if type(op) is str and op in _OPS:
+        return op
+    for mpi_op, name in _mpi_ops():
+        if not isinstance(op, str) and op == mpi_op and name in _OPS:
+            return name
+    raise _err("SYMADDR_ERR_INVALID_ARG", "%s: op %r: pass \"sum\", \"max\" or \"min\" (or "
+               "mpi4py's MPI.SUM, MPI.MAX, MPI.MIN)" % (call, op))
+
+
+def _op(name):
+    """The blocks' OP of an op's name: None for the sum."""
+    return None if name == "sum" else name
 
 
 def _arg(a):
@@ -218,12 +233,10 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     call = "symaddr.triton.collectives.allreduce"
     _contiguous(x, call, "x")
     n = _count(x)
+    op = _op_name(op, call)
     plan = None
-    if algo == "auto" or algo == "lamport":
-        try:
-            plan = ctx._calls.get((n, x.dtype, op, algo))
-        except TypeError:  # an op that cannot be a key: refused below
-            pass
+    if algo == "auto" or algo == "lamport":  # (an algo that is no key is not one of them)
+        plan = ctx._calls.get((n, x.dtype, op, algo))
     if plan is not None:  # a Lamport call of this count, dtype, op and algo went before
         out = _checked(ctx, call, x, out, n, block, x_at=0, hint="out = x")
         grid, rounds, ident, tail = plan
@@ -231,16 +244,17 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args)
         return out
     if algo not in ALGOS:
-        raise ValueError("algo %r: one of %s" % (algo, ", ".join('"%s"' % a for a in ALGOS)))
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo %r: pass one of %s" % (
+            call, algo, ", ".join('"%s"' % a for a in ALGOS)))
     _reducible(ctx, call, x)
     fits, requested = _lamport_fits(x, n), algo
     if algo == "auto":
         algo = "lamport" if fits else "twoshot" if out is not None and (
             out is x or _address(out, call, "out") == _address(x, call, "x")) else "oneshot"
     elif algo == "lamport" and not fits:
-        raise ValueError("algo \"lamport\" takes 16- or 32-bit floating point of at most %d "
-                         "bytes (%d elements of %s here): use \"oneshot\" or \"twoshot\""
-                         % (SMALL_BYTES, n, x.dtype))
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo \"lamport\" takes 16- or 32-bit "
+                   "floating point of at most %d bytes (%d elements of %s here): use "
+                   "\"oneshot\" or \"twoshot\"" % (call, SMALL_BYTES, n, x.dtype))
     # in place: the Lamport's peers never read x; the two-shot's read a rank's part of it only
     # before that rank writes it
     in_place = algo in ("lamport", "twoshot")
@@ -298,6 +312,7 @@ def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
     call = "symaddr.triton.collectives.reduce_scatter"
     count = _parts(ctx, call, _contiguous(x, call, "x"))
     _reducible(ctx, call, x)
+    op = _op_name(op, call)
     out = _checked(ctx, call, x, out, count, block, x_at=-ctx.rank * count,
                    hint="out = x[rank * n / size:(rank + 1) * n / size]")
     return _move(ctx, "reduce_scatter", x, out, count, op=op, block=block)
