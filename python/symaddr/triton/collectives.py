@@ -222,7 +222,8 @@ ALGOS = ("auto", "lamport", "oneshot", "twoshot")
 
 
 def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
-    """out = the reduction over ranks of x, in one kernel with no host barrier. algo
+    """out = the reduction over ranks of x (op "sum", "max", "min", or mpi4py's MPI.SUM,
+    MPI.MAX, MPI.MIN), in one kernel with no host barrier. algo
     "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out any memory (out may
     be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
     provider), out any memory apart from x (default a new array), two barriers; "twoshot": x
@@ -305,8 +306,8 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024, shift=0):
 
 
 def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
-    """out (any memory, n / size elements) = the reduction over ranks of their part
-    x[rank * n / size:] of x (symmetric, n a multiple of the size). In place: out is that
+    """out (any memory, n / size elements) = the reduction over ranks (op as allreduce's) of
+    their part x[rank * n / size:] of x (symmetric, n a multiple of the size). In place: out is that
     part of x itself (a rank's part is read only by the rank that writes it, reads first).
     One kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.reduce_scatter"
