@@ -1405,7 +1405,8 @@ def _skip_one(dtype):
 
 def test_triton_identity_mismatch():
     """Ranks that disagree on a Triton collective (the last rank passes another count, op,
-    collective, root, algorithm or dtype): every rank's next host call raises MISMATCH, as
+    collective, root, algorithm or dtype, or works in place where the others do not): every
+    rank's next host call raises MISMATCH, as
     the C collectives do without validation; before, each of these returned OK with another
     call's data, or the wrong op over the right data."""
     if size < 2:
@@ -1426,6 +1427,11 @@ def test_triton_identity_mismatch():
                                                         algo="lamport"),
         "Lamport op": lambda c, x, y, o: tc.allreduce(c, y[:n], op="min" if odd else "sum"),
         "dtype": lambda c, x, y, o: tc.allreduce(c, y[:n] if odd else x[:n]),
+        # in place on one rank and apart on the others: each would miss the other's part
+        "two-shot in place or apart": lambda c, x, y, o: tc.allreduce(
+            c, x[:n], x[:n] if odd else o[:n], algo="twoshot"),
+        "all-gather in place or apart": lambda c, x, y, o: tc.allgather(
+            c, o[rank * n:(rank + 1) * n], o) if odd else tc.allgather(c, x[:n]),
     }
     wrong = []
     for name, launch in cases.items():
@@ -1945,7 +1951,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_stream_of_calls),
                  ("a rank that skips a Triton collective", test_triton_skipped_call),
                  ("ranks that pass another count, op, collective, root, algorithm or dtype "
-                  "to a Triton collective", test_triton_identity_mismatch),
+                  "to a Triton collective, or work in place where the others do not",
+                  test_triton_identity_mismatch),
                  ("team_fail after a peer's MISMATCH passes MISMATCH on",
                   test_team_fail_passes_on_mismatch),
                  ("a team kernel with more programs than MAX_BLOCKS", test_team_grid_too_large),

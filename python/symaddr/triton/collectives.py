@@ -263,7 +263,12 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
                    hint="out = x" if in_place else " (out = x itself: algo=\"twoshot\"%s)" % (
                        ", or \"lamport\"" if fits else ""))
     team = ctx.team()
-    ident = call_ident("allreduce", n, x.dtype, op)  # the kernel adds the algorithm
+    # the kernel adds the algorithm; a two-shot in place writes the peers' x, one apart their
+    # out: ranks that differ would each miss the other's part, so they make different calls
+    kind = "allreduce"
+    if algo == "twoshot" and _address(out, call, "out") == _address(x, call, "x"):
+        kind = "allreduce in place"
+    ident = call_ident(kind, n, x.dtype, op)
     if algo == "lamport":
         block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
         grid, rounds = _lamport_grid(ctx, n, block)
@@ -293,7 +298,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
 def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024, shift=0):
     team = ctx.team()
     grid, block, rounds = _grid(ctx, count, block)
-    ident = call_ident(kind, count, x.dtype, op, root)
+    # in place, an all-gather reads a peer's part where that peer's own lies: ranks that
+    # differ would read each other's wrong parts, so they make different calls
+    ident = call_ident(kind + (" in place" if shift else ""), count, x.dtype, op, root)
     x_pb = _peer_bases(ctx, "symaddr.triton.collectives." + kind, x, "x", "the peers read it")
     args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, shift, ctx.size, block,
             kind, _op(op))
