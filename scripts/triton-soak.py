@@ -77,8 +77,8 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
     xs, o, c = x[off:], None, n // size
     put(xs, every[rank])
     reduced = {"sum": every.sum(0), "max": every.max(0), "min": every.min(0)}[op]
-    tc.team_programs = lambda ctx_, tiles, per_sm=1: max(1, min(int(tiles), cap,
-                                                                real_programs(ctx_, tiles, per_sm)))
+    tc.team_programs = lambda ctx_, tiles, per_sm=1: max(
+        1, min(int(tiles), cap, real_programs(ctx_, tiles, per_sm)))
     try:
         if kind == "twoshot":  # into another allocation, or in place
             if not in_place:

@@ -314,8 +314,8 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024, shift=0):
 
 def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
     """out (any memory, n / size elements) = the reduction over ranks (op as allreduce's) of
-    their part x[rank * n / size:] of x (symmetric, n a multiple of the size). In place: out is that
-    part of x itself (a rank's part is read only by the rank that writes it, reads first).
+    their part x[rank * n / size:] of x (symmetric, n a multiple of the size). In place: out is
+    that part of x itself (a rank's part is read only by the rank that writes it, reads first).
     One kernel, no host barrier. Returns out."""
     call = "symaddr.triton.collectives.reduce_scatter"
     count = _parts(ctx, call, _contiguous(x, call, "x"))
