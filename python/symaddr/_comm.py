@@ -61,13 +61,17 @@ def count_of(a):
     return a.numel() if is_torch(a) else int(a.size)
 
 
-def _mpi_ops():
-    """mpi4py's reduction ops and symaddr's names for them (where mpi4py is loaded; its ops
-    compare with == but do not hash)."""
+def mpi_op_name(op):
+    """symaddr's name of an mpi4py reduction op (MPI.SUM: "sum", PROD, MAX, MIN), else None
+    (also where mpi4py is not loaded; its ops compare with == but do not hash)."""
     mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is None:
-        return ()
-    return ((mpi.SUM, "sum"), (mpi.PROD, "prod"), (mpi.MAX, "max"), (mpi.MIN, "min"))
+    if mpi is None or isinstance(op, str):
+        return None
+    for mpi_op, name in ((mpi.SUM, "sum"), (mpi.PROD, "prod"), (mpi.MAX, "max"),
+                         (mpi.MIN, "min")):
+        if op == mpi_op:
+            return name
+    return None
 
 
 class Communication(Staging):
@@ -110,10 +114,9 @@ class Communication(Staging):
         if op == "avg":
             hit = self._ops[op] = table["sum"], True
             return hit
-        if not isinstance(op, str):
-            for mpi_op, name in _mpi_ops():
-                if op == mpi_op:
-                    return table[name], False
+        name = mpi_op_name(op)
+        if name is not None:
+            return table[name], False
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %r is not a reduction op: use one of %s, "
                    "\"avg\" (floating-point dtypes), or mpi4py's MPI.SUM, MPI.PROD, MPI.MAX, "
                    "MPI.MIN" % (what, op, ", ".join('"%s"' % k for k in sorted(table))))

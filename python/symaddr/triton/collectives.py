@@ -13,7 +13,7 @@ import triton.language as tl
 
 from symaddr._arrays import HostArray
 from symaddr._arrays import address as _address
-from symaddr._comm import _mpi_ops
+from symaddr._comm import mpi_op_name as _mpi_op_name
 from symaddr._comm import contiguous as _contiguous
 from symaddr._comm import count_of as _count
 from symaddr._lib import error as _err
@@ -184,11 +184,9 @@ def _op_name(op, call):
     """op ("sum", "max", "min", or mpi4py's MPI.SUM, MPI.MAX, MPI.MIN, as Context's
     collectives take them) by its name, which the call's identity hashes: ranks that pass
     "sum" and MPI.SUM make one call."""
-    if type(op) is str and op in _OPS:
-        return op
-    for mpi_op, name in _mpi_ops():
-        if not isinstance(op, str) and op == mpi_op and name in _OPS:
-            return name
+    name = op if type(op) is str else _mpi_op_name(op)
+    if name in _OPS:
+        return name
     raise _err("SYMADDR_ERR_INVALID_ARG", "%s: op %r: pass \"sum\", \"max\" or \"min\" (or "
                "mpi4py's MPI.SUM, MPI.MAX, MPI.MIN)" % (call, op))
 
@@ -249,9 +247,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
             call, algo, ", ".join('"%s"' % a for a in ALGOS)))
     _reducible(ctx, call, x)
     fits, requested = _lamport_fits(x, n), algo
+    same = out is not None and (out is x or _address(out, call, "out") == _address(x, call, "x"))
     if algo == "auto":
-        algo = "lamport" if fits else "twoshot" if out is not None and (
-            out is x or _address(out, call, "out") == _address(x, call, "x")) else "oneshot"
+        algo = "lamport" if fits else "twoshot" if same else "oneshot"
     elif algo == "lamport" and not fits:
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo \"lamport\" takes 16- or 32-bit "
                    "floating point of at most %d bytes (%d elements of %s here): use "
@@ -265,10 +263,8 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     team = ctx.team()
     # the kernel adds the algorithm; a two-shot in place writes the peers' x, one apart their
     # out: ranks that differ would each miss the other's part, so they make different calls
-    kind = "allreduce"
-    if algo == "twoshot" and _address(out, call, "out") == _address(x, call, "x"):
-        kind = "allreduce in place"
-    ident = call_ident(kind, n, x.dtype, op)
+    ident = call_ident("allreduce in place" if algo == "twoshot" and same else "allreduce", n,
+                       x.dtype, op)
     if algo == "lamport":
         block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
         grid, rounds = _lamport_grid(ctx, n, block)
@@ -337,10 +333,10 @@ def allgather(ctx, x, out=None, block=1024):
     hint = "x = out[rank * n:(rank + 1) * n]"
     out = _checked(ctx, call, x, out, ctx.size * count, block, x_at=ctx.rank * count,
                    hint=hint)
-    shift = 0
-    if _address(out, call, "out") + ctx.rank * count * _itemsize(x) == _address(x, call, "x"):
+    shift, to = 0, _address(out, call, "out")
+    if to + ctx.rank * count * _itemsize(x) == _address(x, call, "x"):
         m = ctx.get_symmetric_address_map(x)  # the peers' parts are read where they lie
-        lo = _address(out, call, "out") - m.allocation_base
+        lo = to - m.allocation_base
         if lo < 0 or lo + _itemsize(x) * ctx.size * count > m.allocation_bytes:
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: in place (%s), out must lie in x's "
                        "symmetric allocation, which the peers read it through" % (call, hint))
