@@ -8,11 +8,11 @@ neighbour's dst through dst's address map, then checks what its left neighbour p
                                                          # no GPU: Triton's interpreter
 
 Without torch (the cpu backend), the same kernel runs on NumPy arrays over symaddr's shared
-memory. Prints "put: ok" on every rank, or exits 1."""
+memory. Prints "put: ok" on every rank; every rank exits 1 if any rank read a wrong element."""
 import os
 import sys
 
-from mpi4py import MPI  # noqa: F401  (initialises MPI before symaddr)
+from mpi4py import MPI  # first: initialises MPI before symaddr
 import triton
 
 import symaddr
@@ -57,7 +57,8 @@ def main():
     provider.close()
     print("put: %s (rank %d, %d elements from rank %d, %d wrong)" % (
         "ok" if bad == 0 else "FAILED", rank, N, left, bad), flush=True)
-    return 1 if bad else 0
+    # every rank exits 1 when any rank read a wrong element, so mpiexec's status is the run's
+    return 1 if MPI.COMM_WORLD.allreduce(bad) else 0
 
 
 if __name__ == "__main__":
