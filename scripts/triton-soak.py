@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Random calls of symaddr.triton.collectives against a sequential computation, for a given
-time: the two-shot and one-shot allreduce, reduce-scatter, all-gather, all-to-all and broadcast
-(the two-shot, reduce-scatter, all-gather and broadcast in place or not); f32, f64, f16, bf16,
+time: the Lamport, two-shot, one-shot and "auto" allreduce, reduce-scatter, all-gather,
+all-to-all and broadcast (the Lamport, two-shot, reduce-scatter, all-gather and broadcast in
+place or not; the Lamport's x and out symmetric or plain memory); f32, f64, f16, bf16,
 int32 and int64; sum, max, min; odd counts, views at odd offsets, x and out from the heap or ipc
 provider, tiles of 16 to 1024 elements and 1 to 4 programs (so that calls take several rounds).
 Every rank draws the same calls (one seed); each checks its result exactly (floating point: the
@@ -45,6 +46,9 @@ if a.array == "torch":
         if dtype is not None:  # a reference, rounded once to dtype
             t = torch.tensor(t, dtype=torch.float64).to(dtype)
         return t.double().cpu().numpy()
+
+    def plain(n, dtype):  # memory no provider made, on the context's device
+        return torch.empty(n, dtype=dtype, device="cpu" if ctx.backend == "cpu" else ctx.device)
 else:
     import ml_dtypes  # NumPy's bfloat16
 
@@ -57,6 +61,9 @@ else:
     def host(t, dtype=None):
         return np.asarray(t if dtype is None else np.asarray(t).astype(dtype), np.float64)
 
+    def plain(n, dtype):  # memory no provider made
+        return np.empty(n, dtype)
+
 real_programs = tc.team_programs
 calls = wrong = 0
 start = time.time()
@@ -67,11 +74,16 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
     off = int(rng.integers(0, 5))
     providers = [str(p) for p in rng.choice(["heap", "ipc"], 2)]
     block, cap = int(2 ** rng.integers(4, 11)), int(rng.integers(1, 5))
-    kind = str(rng.choice(["twoshot", "oneshot", "reduce_scatter", "allgather", "alltoall",
-                           "broadcast"]))
-    op = str(rng.choice(["sum", "max", "min"])) if kind in ("oneshot", "reduce_scatter") else "sum"
+    kind = str(rng.choice(["lamport", "auto", "twoshot", "oneshot", "reduce_scatter",
+                           "allgather", "alltoall", "broadcast"]))
+    if kind == "lamport" and name not in ("float32", "float16", "bfloat16"):
+        name, dtype = "float32", dtype_of("float32")  # the Lamport's dtypes
+    if kind in ("lamport", "auto") and rng.random() < 0.5:
+        n = (8, 1000, 2048)[int(rng.integers(0, 3))] // size * size  # repeated: kept plans
+    reducing = ("lamport", "auto", "oneshot", "reduce_scatter")
+    op = str(rng.choice(["sum", "max", "min"])) if kind in reducing else "sum"
     root = int(rng.integers(0, size))
-    in_place = bool(rng.random() < 0.5)  # the two-shot, reduce-scatter, all-gather, broadcast
+    in_place = bool(rng.random() < 0.5)  # every kind but the one-shot and all-to-all
     every = np.stack([np.arange(n) % 97 + 3 * q - 40 for q in range(size)]).astype(np.float64)
     x, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[0])
     xs, o, c = x[off:], None, n // size
@@ -80,7 +92,16 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
     tc.team_programs = lambda ctx_, tiles, per_sm=1: max(
         1, min(int(tiles), cap, real_programs(ctx_, tiles, per_sm)))
     try:
-        if kind == "twoshot":  # into another allocation, or in place
+        if kind == "lamport":  # x and out symmetric or plain memory; out = x or apart
+            if rng.random() < 0.5:
+                xs = plain(n, dtype)
+                put(xs, every[rank])
+            out = xs if in_place else plain(n, dtype) if rng.random() < 0.5 else None
+            got, want = tc.allreduce(ctx, xs, out, op=op, algo="lamport"), reduced
+        elif kind == "auto":  # x symmetric (the one-shot's and two-shot's), in place or not
+            got = tc.allreduce(ctx, xs, xs if in_place else None, op=op, block=block)
+            want = reduced
+        elif kind == "twoshot":  # into another allocation, or in place
             if not in_place:
                 o, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[1])
             got = tc.allreduce(ctx, xs, xs if o is None else o[off:], algo="twoshot",
