@@ -79,7 +79,7 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
     if kind == "lamport" and name not in ("float32", "float16", "bfloat16"):
         name, dtype = "float32", dtype_of("float32")  # the Lamport's dtypes
     if kind in ("lamport", "auto") and rng.random() < 0.5:
-        n = (8, 1000, 2048)[int(rng.integers(0, 3))] // size * size  # repeated: kept plans
+        n = max(size, (8, 1000, 2048)[int(rng.integers(0, 3))] // size * size)  # kept plans
     reducing = ("lamport", "auto", "oneshot", "reduce_scatter")
     op = str(rng.choice(["sum", "max", "min"])) if kind in reducing else "sum"
     root = int(rng.integers(0, size))
