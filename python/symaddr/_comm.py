@@ -217,8 +217,7 @@ class Communication(Staging):
                     call, *((kinds[0], kinds[1], "recv of send's kind") if kinds[0] != kinds[1]
                             else (dtype, recv_dtype, "one dtype"))))
         if n_send * per_recv != n_recv * per_send:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; it "
-                       "wants %d:%d" % (call, n_send, n_recv, per_send, per_recv))
+            raise self._shapes(call, n_send, n_recv, per_send, per_recv, recv is send)
         if n_send % per_send:
             raise not_split(call, n_send, per_send)
         code = self._dtypes.get(dtype)
@@ -280,6 +279,20 @@ class Communication(Staging):
             else:
                 recv /= self.size
         return recv
+
+    def _shapes(self, call, n_send, n_recv, per_send, per_recv, none):
+        """INVALID_ARG for a send and recv whose element counts the collective's row refuses
+        (none: recv was None or send itself, the in-place form of a call of one shape)."""
+        rule = ("recv must hold the context's size (%d) times send's elements: %d" % (
+            self.size, n_send * self.size) if per_recv > per_send else
+            "send must hold the context's size (%d) times recv's elements: %d" % (
+                self.size, n_recv * self.size) if per_send > per_recv else
+            "send and recv must hold the same number")
+        why = ("; recv=None (or recv=send) is the in-place form of a call whose send and recv "
+               "have one shape only: pass a recv of that size, off the root too" if none and
+               per_send != per_recv else "")
+        return _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; %s%s"
+                    % (call, n_send, n_recv, rule, why))
 
     def _two_threads(self, call):
         """What a staged call that found another thread's staged call in progress raises: the
@@ -380,10 +393,14 @@ def add_collectives(cls, lib):
         ops = (" op: \"sum\", \"prod\", \"max\", \"min\", \"avg\" (floating point: the sum "
                "divided by the size), or mpi4py's MPI.SUM, MPI.PROD, MPI.MAX, MPI.MIN."
                if reduces else "")
-        fn.__doc__ = ("%s (%s). send and recv are symmetric memory of this context (arrays "
-                      "of allocate_symmetric, views at any offset, imports).%s stream: a "
-                      "torch.cuda.Stream or a raw handle (an int); None: torch's current "
-                      "stream. Returns recv." % (c["doc"], shape, ops))
+        fn.__doc__ = ("%s (%s). send is symmetric memory of this context (an array of "
+                      "allocate_symmetric, a view at any offset, an import); recv any "
+                      "contiguous array or tensor on the context's device, staged through "
+                      "the context's workspace where it is not symmetric (every rank passes "
+                      "a recv of the same kind%s).%s stream: a torch.cuda.Stream or a raw "
+                      "handle (an int); None: torch's current stream. Returns recv." % (
+                          c["doc"], shape, "; off the root a staged one is left alone" if
+                          flags & bits["root_only"] else "", ops))
         fn.__qualname__ = cls.__name__ + "." + name
         fn.__module__ = "symaddr"
         setattr(cls, name, fn)

@@ -229,6 +229,18 @@ def test_errors_raise():
     ctx.barrier()
     check(np.all(a == left), "put to np.int32(%d): %s" % (right, a[:4]))
     refused("put to target True", lambda: ctx.put(a, got, True), ["not a rank"])  # rank 1
+    # element counts a row refuses, said as the rule (was "it wants 1:3"); recv=None is no
+    # in-place form of gather, whose recv holds size * count (MPI's idiom off the root)
+    refused("gather, recv=None", lambda: ctx.gather(a, None, root=0),
+            ["Context.gather", "recv must hold the context's size (%d) times send's elements: "
+             "%d" % (size, 16 * size), "recv=None", "off the root too"])
+    refused("allgather into 15", lambda: ctx.allgather(a, got[:15]),
+            ["send has 16 elements and recv 15", "times send's elements: %d" % (16 * size)])
+    refused("reduce_scatter of 16 into 16", lambda: ctx.reduce_scatter(a, got),
+            ["send must hold the context's size (%d) times recv's elements: %d"
+             % (size, 16 * size)])
+    refused("allreduce into 15", lambda: ctx.allreduce(a, got[:15]),
+            ["send has 16 elements and recv 15; send and recv must hold the same number"])
     ctx.set_timeout(np.int64(ctx.timeout_ms))  # refused before
     ctx.barrier()
     for bad in (-5, 1.5, "a", 1 << 40, True):  # ctypes wrapped -5 to 49 days, and 2**40 to 0
