@@ -186,13 +186,16 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
         done
         grep -v "^\[" "$OUT/pybench.txt" | tail -80 ;;
     soak)
-        # scripts/triton-soak.py: random Triton collectives (torch CUDA tensors, compiled)
-        # against a sequential computation for SOAK_S seconds (60) at PY_RANKS ranks (MPS on).
+        # scripts/triton-soak.py and host-soak.py (SOAKS: either): random Triton and host
+        # collectives from Python (torch CUDA tensors, compiled) against a sequential
+        # computation for SOAK_S seconds (60) each at PY_RANKS ranks (MPS on).
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
         for n in ${PY_RANKS:-2 8}; do
-            SYMADDR_BACKEND=cuda timeout $((${SOAK_S:-60} + 120)) mpiexec -n $n python3 \
-                scripts/triton-soak.py ${SOAK_S:-60} --array torch >>"$OUT/soak.txt" 2>&1 || rc=1
-            grep -E "wrong" "$OUT/soak.txt" | tail -3
+            for soak in ${SOAKS:-triton-soak host-soak}; do
+                SYMADDR_BACKEND=cuda timeout $((${SOAK_S:-60} + 120)) mpiexec -n $n python3 \
+                    scripts/$soak.py ${SOAK_S:-60} --array torch >>"$OUT/soak.txt" 2>&1 || rc=1
+                grep -E "wrong" "$OUT/soak.txt" | tail -3
+            done
         done ;;
     iris)
         # ROCm/iris's own device-function unit tests through tests/iris (IRIS_TESTS: their

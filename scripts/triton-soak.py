@@ -13,61 +13,19 @@ wrong elements; exit status 1 if any was wrong.
     PYTHONPATH=python TRITON_INTERPRET=1 mpiexec -n 3 python3 scripts/triton-soak.py 60
     SYMADDR_BACKEND=cuda mpiexec -n 8 python3 scripts/triton-soak.py 120 --array torch
 """
-import argparse
-import sys
-import time
-
 import numpy as np
-from mpi4py import MPI
 
-import symaddr
 import symaddr.triton.collectives as tc
+import _soak as soak
 
-ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-ap.add_argument("seconds", type=float, help="how long rank 0 keeps drawing calls")
-ap.add_argument("--array", choices=("numpy", "torch"), default="numpy",
-                help="numpy (cpu backend) or torch (the context's device)")
-ap.add_argument("--seed", type=int, default=1234)
-a = ap.parse_args()
-comm = MPI.COMM_WORLD
-ctx = symaddr.Context()
-rank, size = ctx.rank, ctx.size
-rng = np.random.default_rng(a.seed)  # the same draws on every rank
+run = soak.start(__doc__, 1234)
+a, ctx, rank, size, rng = run.args, run.ctx, run.rank, run.size, run.rng
+dtype_of, put, host, plain = run.dtype_of, run.put, run.host, run.plain
 if a.array == "torch":
     import torch
-
-    def dtype_of(name):
-        return getattr(torch, name)
-
-    def put(dst, values):
-        dst.copy_(torch.tensor(values, dtype=torch.float64).to(dst.dtype))
-
-    def host(t, dtype=None):
-        if dtype is not None:  # a reference, rounded once to dtype
-            t = torch.tensor(t, dtype=torch.float64).to(dtype)
-        return t.double().cpu().numpy()
-
-    def plain(n, dtype):  # memory no provider made, on the context's device
-        return torch.empty(n, dtype=dtype, device="cpu" if ctx.backend == "cpu" else ctx.device)
-else:
-    import ml_dtypes  # NumPy's bfloat16
-
-    def dtype_of(name):
-        return np.dtype(ml_dtypes.bfloat16 if name == "bfloat16" else name)
-
-    def put(dst, values):
-        dst[:] = np.asarray(values).astype(dst.dtype)
-
-    def host(t, dtype=None):
-        return np.asarray(t if dtype is None else np.asarray(t).astype(dtype), np.float64)
-
-    def plain(n, dtype):  # memory no provider made
-        return np.empty(n, dtype)
-
 real_programs = tc.team_programs
 calls = wrong = 0
-start = time.time()
-while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
+while soak.running(run):
     name = str(rng.choice(["float32", "int32", "float16", "bfloat16", "float64", "int64"]))
     dtype = dtype_of(name)
     n = max(size, int(rng.integers(1, 3000)) // size * size)
@@ -128,7 +86,7 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
         ctx.barrier()  # the results complete (stream-ordered on a GPU)
         if a.array == "torch" and torch.cuda.is_available():
             torch.cuda.synchronize()
-        bad = int((host(got) != host(want, dtype)).sum())
+        bad = int((host(got) != run.rounded(want, dtype)).sum())
     finally:
         tc.team_programs = real_programs
     if bad:
@@ -138,9 +96,4 @@ while comm.bcast(time.time() - start < a.seconds if rank == 0 else None):
     for arr in (x, o):
         if arr is not None:
             ctx.free(arr)
-calls, wrong = comm.reduce(calls, root=0), comm.reduce(wrong, root=0)
-if rank == 0:
-    print("triton-soak: %d ranks, %s, %.0f s: %d rank-calls, %d wrong elements"
-          % (size, a.array, time.time() - start, calls, wrong), flush=True)
-ctx.close()
-sys.exit(1 if comm.bcast(wrong if rank == 0 else None) else 0)
+soak.finish(run, "triton-soak", calls, wrong)
