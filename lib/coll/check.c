@@ -15,6 +15,8 @@ typedef struct coll_buf {
     size_t bytes;                 /* the call reaches from ptr */
     const uint64_t *pb, *host_pb; /* its table, in device and host memory */
     uint64_t table;               /* which table: the same number on every rank */
+    uint64_t shift; /* this rank's shift of the table (symaddr_backing_t.offset): its bytes'
+                     * offsets from its own entry less this are the same on every rank */
 } coll_buf_t;
 
 /* b->ptr is symmetric memory of this context, element-aligned, b->bytes in bounds and mapped on
@@ -57,6 +59,7 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const symaddr_coll_ca
     /* the heap's allocations share its table; any other registration has its own, numbered
      * by the collective call that made it */
     b->table = r->backing == &ctx->heap.backing ? UINT64_MAX : r->serial;
+    b->shift = r->backing ? r->backing->offset : 0;
     return SYMADDR_OK;
 }
 
@@ -288,8 +291,8 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
         st = overlap_rule(ctx, row, call->send, call->recv, bytes, total);
     uint64_t offsets[2] = {0, 0};
     if (st == SYMADDR_OK) {
-        offsets[0] = (uint64_t)(uintptr_t)call->send - send.host_pb[ctx->core.rank];
-        offsets[1] = (uint64_t)(uintptr_t)call->recv - recv.host_pb[ctx->core.rank];
+        offsets[0] = (uint64_t)(uintptr_t)call->send - send.host_pb[ctx->core.rank] - send.shift;
+        offsets[1] = (uint64_t)(uintptr_t)call->recv - recv.host_pb[ctx->core.rank] - recv.shift;
     }
     if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root, offsets,
                                        &call->site)) != SYMADDR_OK)
@@ -304,6 +307,8 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
     d->vec = (bits & 15) == 0;
     d->send_table = send.table;
     d->recv_table = recv.table;
+    d->send_shift = send.shift;
+    d->recv_shift = recv.shift;
     /* desc_init's identity holds the kind, dtype and op; a user's call adds its root */
     d->ident |= (uint64_t)(uint32_t)root << 32;
     return SYMADDR_OK;

@@ -123,14 +123,12 @@ void *symaddr_coll_stage_out(symaddr_context_t *ctx, const void *dev, size_t byt
 symaddr_status_t symaddr_coll_settle(symaddr_context_t *ctx, const symaddr_coll_desc_t *d,
                                      symaddr_status_t st, void *stream, const char *fn);
 symaddr_status_t symaddr_coll_mpi_fits(symaddr_context_t *ctx, size_t bytes, const char *fn);
-symaddr_status_t symaddr_coll_node_bcast(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
-                                         size_t count, symaddr_dtype_t dt, int root, void *stream);
+symaddr_status_t symaddr_coll_node_bcast(symaddr_context_t *ctx, const symaddr_coll_desc_t *of,
+                                         size_t count, void *stream);
 symaddr_status_t symaddr_coll_leaders_combine(symaddr_context_t *ctx, void *recv, size_t count,
                                               symaddr_dtype_t dt, symaddr_redop_t op, bool keep);
-symaddr_status_t symaddr_coll_leaders_allreduce(symaddr_context_t *ctx, void *recv,
-                                                const uint64_t *pb, size_t count,
-                                                symaddr_dtype_t dt, symaddr_redop_t op,
-                                                void *stream);
+symaddr_status_t symaddr_coll_leaders_allreduce(symaddr_context_t *ctx,
+                                                const symaddr_coll_desc_t *of, void *stream);
 symaddr_status_t symaddr_coll_leaders_allgather(symaddr_context_t *ctx, void *recv, size_t bytes);
 symaddr_status_t symaddr_coll_leaders_broadcast(symaddr_context_t *ctx, void *recv, size_t bytes,
                                                 int has_root);

@@ -63,18 +63,19 @@ symaddr_status_t symaddr_coll_mpi_fits(symaddr_context_t *ctx, size_t bytes, con
                              fn, bytes);
 }
 
-/* Node broadcast of count elements of recv from node rank root (in place), on stream. */
-symaddr_status_t symaddr_coll_node_bcast(symaddr_context_t *ctx, void *recv, const uint64_t *pb,
-                                         size_t count, symaddr_dtype_t dt, int root, void *stream)
+/* Node broadcast of count elements of the call of's recv (of its dtype) from node rank 0, in
+ * place, on stream: recv with its table and that table's shift, which the broadcast's kernel
+ * needs to reach node rank 0's recv where that rank passed it. */
+symaddr_status_t symaddr_coll_node_bcast(symaddr_context_t *ctx, const symaddr_coll_desc_t *of,
+                                         size_t count, void *stream)
 {
     symaddr_coll_desc_t d;
-    symaddr_coll_desc_init(ctx, &d, SYMADDR_COLL_BROADCAST, count, dt, SYMADDR_SUM,
-                           count * symaddr_dtype_size(dt));
-    d.send = recv;
-    d.send_pb = pb;
-    d.recv = recv;
-    d.recv_pb = pb;
-    d.root = root;
+    symaddr_coll_desc_init(ctx, &d, SYMADDR_COLL_BROADCAST, count, of->dtype, SYMADDR_SUM,
+                           count * symaddr_dtype_size(of->dtype));
+    d.send = d.recv = of->recv;
+    d.send_pb = d.recv_pb = of->recv_pb;
+    d.send_shift = d.recv_shift = of->recv_shift;
+    d.root = 0;
     d.vec = 0;
     return symaddr_coll_launch(ctx, &d, stream);
 }
@@ -105,17 +106,15 @@ symaddr_status_t symaddr_coll_leaders_combine(symaddr_context_t *ctx, void *recv
 
 /* recv holds each node's result; leaders combine them, then every node broadcasts the total from
  * its leader. */
-symaddr_status_t symaddr_coll_leaders_allreduce(symaddr_context_t *ctx, void *recv,
-                                                const uint64_t *pb, size_t count,
-                                                symaddr_dtype_t dt, symaddr_redop_t op,
-                                                void *stream)
+symaddr_status_t symaddr_coll_leaders_allreduce(symaddr_context_t *ctx,
+                                                const symaddr_coll_desc_t *of, void *stream)
 {
     symaddr_status_t st = SYMADDR_OK;
     if (ctx->coll.leaders != MPI_COMM_NULL)
-        st = symaddr_coll_leaders_combine(ctx, recv, count, dt, op, true);
+        st = symaddr_coll_leaders_combine(ctx, of->recv, of->count, of->dtype, of->op, true);
     st = symaddr_agree_status(&ctx->core, st, "symaddr_allreduce (between nodes)");
     if (st == SYMADDR_OK)
-        st = symaddr_coll_node_bcast(ctx, recv, pb, count, dt, 0, stream);
+        st = symaddr_coll_node_bcast(ctx, of, of->count, stream);
     return st;
 }
 

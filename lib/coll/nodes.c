@@ -13,9 +13,7 @@ symaddr_status_t symaddr_coll_allreduce_nodes(symaddr_context_t *ctx, const syma
 {
     symaddr_status_t st = symaddr_coll_settle(ctx, d, symaddr_coll_launch(ctx, d, stream), stream,
                                               "symaddr_allreduce");
-    return st == SYMADDR_OK ? symaddr_coll_leaders_allreduce(ctx, d->recv, d->recv_pb, d->count,
-                                                             d->dtype, d->op, stream)
-                            : st;
+    return st == SYMADDR_OK ? symaddr_coll_leaders_allreduce(ctx, d, stream) : st;
 }
 
 /* Between nodes: every rank's block in turn is allreduced, a chunk at a time, into the sync
@@ -68,8 +66,7 @@ symaddr_status_t symaddr_coll_allgather_nodes(symaddr_context_t *ctx, const syma
         st = symaddr_coll_leaders_allgather(ctx, d->recv, bytes);
     st = symaddr_agree_status(&ctx->core, st, fn);
     return st == SYMADDR_OK
-               ? symaddr_coll_node_bcast(ctx, d->recv, d->recv_pb,
-                                         d->count * (size_t)ctx->core.size, d->dtype, 0, stream)
+               ? symaddr_coll_node_bcast(ctx, d, d->count * (size_t)ctx->core.size, stream)
                : st;
 }
 
@@ -87,7 +84,7 @@ symaddr_status_t symaddr_coll_broadcast_nodes(symaddr_context_t *ctx, const syma
         st = symaddr_coll_leaders_broadcast(ctx, d->recv, bytes, d->root >= 0);
     st = symaddr_agree_status(&ctx->core, st, fn);
     if (st == SYMADDR_OK && d->root < 0)
-        st = symaddr_coll_node_bcast(ctx, d->recv, d->recv_pb, d->count, d->dtype, 0, stream);
+        st = symaddr_coll_node_bcast(ctx, d, d->count, stream);
     return st;
 }
 
@@ -141,7 +138,7 @@ symaddr_status_t symaddr_coll_reduce_nodes(symaddr_context_t *ctx, const symaddr
         st = symaddr_coll_leaders_combine(ctx, d->recv, d->count, d->dtype, d->op, d->root >= 0);
     st = symaddr_agree_status(&ctx->core, st, fn);
     if (st == SYMADDR_OK && d->root > 0) /* the root's node: from its leader to the root */
-        st = symaddr_coll_node_bcast(ctx, d->recv, d->recv_pb, d->count, d->dtype, 0, stream);
+        st = symaddr_coll_node_bcast(ctx, d, d->count, stream);
     return st;
 }
 

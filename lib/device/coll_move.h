@@ -16,9 +16,9 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
     char *recv = (char *)d.recv;
     size_t t = symaddr_grid_thread(), nt = symaddr_grid_threads();
     if (d.kind == SYMADDR_COLL_GATHER)
-        coll_publish(d, call, recv, d.recv_pb, d.recv_table);
+        coll_publish(d, call, recv, d.recv_pb, d.recv_table, d.recv_shift);
     else if (d.kind == SYMADDR_COLL_BROADCAST || d.kind == SYMADDR_COLL_SCATTER)
-        coll_publish(d, call, send, d.send_pb, d.send_table);
+        coll_publish(d, call, send, d.send_pb, d.send_table, d.send_shift);
     if (!coll_barrier_first(d, call, broken))
         goto finish;
     switch (d.kind) {
@@ -27,7 +27,7 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
                                      bytes);
         break;
     case SYMADDR_COLL_BROADCAST: { /* loads from the root's send, where it passed it */
-        const char *from = coll_published(d, call, d.root, d.send_pb, d.send_table);
+        const char *from = coll_published(d, call, d.root, d.send_pb, d.send_table, d.send_shift);
         if (from && from != recv)
             symaddr_copy_bytes_(recv, from, bytes, t, nt);
         break;
@@ -41,13 +41,13 @@ __global__ void k_move(symaddr_coll_desc_t d, size_t bytes)
         }
         break;
     case SYMADDR_COLL_GATHER: { /* stores into the root's recv, where it passed it */
-        char *to = coll_published(d, call, d.root, d.recv_pb, d.recv_table);
+        char *to = coll_published(d, call, d.root, d.recv_pb, d.recv_table, d.recv_shift);
         if (to && to + bytes * (size_t)d.team.rank != send) /* the root's own block in place */
             symaddr_copy_bytes_(to + bytes * (size_t)d.team.rank, send, bytes, t, nt);
         break;
     }
     case SYMADDR_COLL_SCATTER: { /* loads from the root's send, where it passed it */
-        const char *from = coll_published(d, call, d.root, d.send_pb, d.send_table);
+        const char *from = coll_published(d, call, d.root, d.send_pb, d.send_table, d.send_shift);
         if (from && from + bytes * (size_t)d.team.rank != recv)
             symaddr_copy_bytes_(recv, from + bytes * (size_t)d.team.rank, bytes, t, nt);
         break;

@@ -132,12 +132,12 @@ template <int DT, int OP> __global__ void k_reduce(symaddr_coll_desc_t d)
     const T *src[COLL_MAX_NODE];
     T *recv = (T *)d.recv;
     int vec = d.vec;
-    coll_publish(d, call, d.send, d.send_pb, d.send_table);
+    coll_publish(d, call, d.send, d.send_pb, d.send_table, d.send_shift);
     if (!coll_barrier_first(d, call, broken))
         goto finish;
     if (d.team.node_rank == d.root) {
         for (int q = 0; q < d.team.node_size; q++) {
-            src[q] = (const T *)coll_published(d, call, q, d.send_pb, d.send_table);
+            src[q] = (const T *)coll_published(d, call, q, d.send_pb, d.send_table, d.send_shift);
             if (!src[q])
                 goto done;
             vec = vec && ((uintptr_t)src[q] & 15) == 0;

@@ -79,8 +79,9 @@ typedef struct symaddr_coll_desc {
     size_t ident_offset;
     uint64_t ident;
     uint64_t send_table, recv_table;
-    size_t count; /* elements: total (allreduce), per rank (others) */
-    int root;     /* node rank of the root (broadcast, reduce, gather, scatter); -1: another node */
+    uint64_t send_shift, recv_shift; /* the tables' shift on this rank (an import's view) */
+    size_t count;                    /* elements: total (allreduce), per rank (others) */
+    int root; /* node rank of the root (broadcast, reduce, gather, scatter); -1: another node */
     int root_rank; /* the root's rank in the context (the host's steps between nodes) */
     /* The node group the kernel runs over, as symaddr_team_get gives it to users' kernels;
      * allgather and alltoall place blocks by rank in the context's communicator. */

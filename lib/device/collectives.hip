@@ -39,12 +39,13 @@
 
 /* Rooted collectives reach a peer's buffer where that peer passed it, as MPI's do: a rank need
  * not pass the root's offset (MPI ignores a non-root's recv of gather). Before barrier 1 every
- * rank publishes, in its block's row of its sync area, the buffer its peers reach (its offset in
- * its table) with the call's epoch and identity; after it a rank reads the row of each peer it
- * reaches. A row of another call, another collective, root, dtype, op or count, or of a buffer
- * in another table fails the call with MISMATCH on every rank: no rank returns OK, and nothing
- * is written outside the root's recv (ranks that matched the root may have stored their blocks
- * into it). */
+ * rank publishes, in its block's row of its sync area, the buffer its peers reach (its offset from
+ * the registered pointer, which means one byte on every rank: an import's table is shifted by
+ * each rank's own view, symaddr_backing_t.offset) with the call's epoch and identity; after it a
+ * rank reads the row of each peer it reaches. A row of another call, another collective, root,
+ * dtype, op or count, or of a buffer in another table fails the call with MISMATCH on every rank:
+ * no rank returns OK, and nothing is written outside the root's recv (ranks that matched the root
+ * may have stored their blocks into it). */
 SYMADDR_DEVFN uint64_t *coll_args_row(const symaddr_coll_desc_t &d)
 {
     return (uint64_t *)((char *)d.team.sync + d.args_offset) +
@@ -52,7 +53,7 @@ SYMADDR_DEVFN uint64_t *coll_args_row(const symaddr_coll_desc_t &d)
 }
 
 SYMADDR_DEVFN void coll_publish(const symaddr_coll_desc_t &d, const symaddr_team_call_t &c,
-                                const void *p, const uint64_t *pb, uint64_t table)
+                                const void *p, const uint64_t *pb, uint64_t table, uint64_t shift)
 {
     if (symaddr_block_thread() == 0) { /* the barrier orders thread 0's stores */
         volatile uint64_t *w = coll_args_row(d);
@@ -60,14 +61,14 @@ SYMADDR_DEVFN void coll_publish(const symaddr_coll_desc_t &d, const symaddr_team
         w[1] = d.ident;
         w[2] = d.count;
         w[3] = table;
-        w[4] = (uint64_t)(uintptr_t)p - pb[d.team.rank];
+        w[4] = (uint64_t)(uintptr_t)p - pb[d.team.rank] - shift; /* from the registered pointer */
     }
 }
 
-/* Node rank q's published buffer, as this rank reaches it through table pb (number table); NULL
- * where the rows do not match (the call failed). */
+/* Node rank q's published buffer, as this rank reaches it through table pb (number table,
+ * shifted by shift on this rank); NULL where the rows do not match (the call failed). */
 SYMADDR_DEVFN char *coll_published(const symaddr_coll_desc_t &d, const symaddr_team_call_t &c,
-                                   int q, const uint64_t *pb, uint64_t table)
+                                   int q, const uint64_t *pb, uint64_t table, uint64_t shift)
 {
     const volatile uint64_t *w =
         (const volatile uint64_t *)symaddr_team_peer(&d.team, coll_args_row(d), d.team.sync_pb, q);
@@ -75,7 +76,7 @@ SYMADDR_DEVFN char *coll_published(const symaddr_coll_desc_t &d, const symaddr_t
         symaddr_team_fail(&d.team, SYMADDR_ERR_MISMATCH);
         return NULL;
     }
-    return (char *)(uintptr_t)(pb[d.team.node_ranks[q]] + w[4]);
+    return (char *)(uintptr_t)(pb[d.team.node_ranks[q]] + shift + w[4]);
 }
 
 /* Every barrier-based collective checks that its node peers are in the same call, before any

@@ -253,6 +253,7 @@ symaddr_status_t symaddr_backing_open(symaddr_context_t *ctx, symaddr_backing_t 
     mine.handle.fd = -1;
     mine.root = (uint64_t)(uintptr_t)m->root;
     mine.offset = offset;
+    m->offset = offset;
     m->peers = calloc((size_t)ctx->core.size, sizeof(*m->peers));
     m->host_table = calloc((size_t)ctx->core.size + 1, sizeof(uint64_t));
     all = calloc((size_t)b->node_size, sizeof(*all));

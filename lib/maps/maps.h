@@ -33,7 +33,12 @@ typedef struct symaddr_backing {
     symaddr_peer_root_t **peers; /* world_size entries; NULL for self and other nodes */
     uint64_t *dev_table;         /* peer_bases, then the validation error flag */
     uint64_t *host_table;
-    uint64_t caps;                 /* SYMADDR_CAP_* of the memory itself (before OWNED, FABRIC) */
+    uint64_t caps; /* SYMADDR_CAP_* of the memory itself (before OWNED, FABRIC) */
+    /* Where this rank's registered pointer lies in root (an import's view; 0 for allocations):
+     * open_peers shifts every peer's entry by it, so that views map to views, and a byte's
+     * offset from a rank's own entry is its offset from the registered pointer plus this rank's
+     * own shift. What ranks compare or publish is the offset from the registered pointer. */
+    size_t offset;
     size_t asked;                  /* the allocation's size as its caller asked (retention) */
     struct symaddr_backing *older; /* next in the context's retained list */
 } symaddr_backing_t;

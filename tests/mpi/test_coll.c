@@ -817,6 +817,106 @@ static void test_rooted_offsets(void *u)
     free(want);
 }
 
+/* Imports at interior offsets that differ per rank: an import's table is shifted by each rank's
+ * offset, so a rank's byte offset from its own table entry is not its peers'. Every collective
+ * over them is exact, with and without validation (before: broadcast, scatter, gather and reduce
+ * returned OK with the root's data shifted by the difference of the ranks' offsets, and
+ * validation refused a correct allreduce over them with MISMATCH). */
+static void test_rooted_imports(void *u)
+{
+    const size_t n = 37, all = n * (size_t)t_size, lead = 64;
+    int32_t *mine = malloc(all * 4), *want = malloc(all * 4), *got = malloc(all * 4);
+    (void)u;
+    for (size_t i = 0; i < all; i++)
+        mine[i] = t_rank * 1000 + (int)i;
+    /* one node, then (3 ranks or more) simulated nodes of 2 ranks, whose steps between nodes
+     * broadcast a node's result from its leader's recv */
+    for (int layout = 0; layout < (t_size > 2 ? 4 : 2); layout++) {
+        int validate = layout % 2;
+        symaddr_config_t cfg;
+        symaddr_config_default(&cfg);
+        cfg.validate = validate ? SYMADDR_VALIDATE_ON : SYMADDR_VALIDATE_OFF;
+        cfg.node_size = layout / 2 ? 2 : 0;
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        char *raw_s, *raw_r;
+        symaddr_map_t *ms, *mr;
+        T_OK(ctx, symaddr_mem_alloc(ctx, (lead + all) * 4, (void **)&raw_s));
+        T_OK(ctx, symaddr_mem_alloc(ctx, (lead + all) * 4, (void **)&raw_r));
+        int32_t *s = (int32_t *)raw_s + (1 + 2 * t_rank) % lead;
+        int32_t *r = (int32_t *)raw_r + (3 + t_rank) % lead;
+        T_OK(ctx, symaddr_import(ctx, s, all * 4, &ms));
+        T_OK(ctx, symaddr_import(ctx, r, all * 4, &mr));
+        for (int root = 0; root<t_size; root += t_size> 1 ? t_size - 1 : 1) {
+            for (int k = 0; k < 6; k++) {
+                static const char *const names[] = {"broadcast", "scatter",   "gather",
+                                                    "reduce",    "allreduce", "allgather"};
+                symaddr_status_t st;
+                int writes = (k != 2 && k != 3) || t_rank == root;
+                size_t got_n = k == 2 || k == 5 ? all : n;
+                T_OK(ctx, symaddr_memcpy(ctx, s, mine, all * 4));
+                for (size_t i = 0; i < all; i++)
+                    got[i] = -7;
+                T_OK(ctx, symaddr_memcpy(ctx, r, got, all * 4));
+                MPI_Barrier(MPI_COMM_WORLD);
+                switch (k) {
+                case 0:
+                    memcpy(want, mine, n * 4);
+                    MPI_Bcast(want, (int)n, MPI_INT32_T, root, MPI_COMM_WORLD);
+                    st = symaddr_broadcast(ctx, s, r, n, SYMADDR_INT32, root, NULL);
+                    break;
+                case 1:
+                    MPI_Scatter(mine, (int)n, MPI_INT32_T, want, (int)n, MPI_INT32_T, root,
+                                MPI_COMM_WORLD);
+                    st = symaddr_scatter(ctx, s, r, n, SYMADDR_INT32, root, NULL);
+                    break;
+                case 2:
+                    MPI_Gather(mine, (int)n, MPI_INT32_T, want, (int)n, MPI_INT32_T, root,
+                               MPI_COMM_WORLD);
+                    st = symaddr_gather(ctx, s, r, n, SYMADDR_INT32, root, NULL);
+                    break;
+                case 3:
+                    MPI_Reduce(mine, want, (int)n, MPI_INT32_T, MPI_SUM, root, MPI_COMM_WORLD);
+                    st = symaddr_reduce(ctx, s, r, n, SYMADDR_INT32, SYMADDR_SUM, root, NULL);
+                    break;
+                case 4:
+                    MPI_Allreduce(mine, want, (int)n, MPI_INT32_T, MPI_SUM, MPI_COMM_WORLD);
+                    st = symaddr_allreduce(ctx, s, r, n, SYMADDR_INT32, SYMADDR_SUM, NULL);
+                    break;
+                default:
+                    MPI_Allgather(mine, (int)n, MPI_INT32_T, want, (int)n, MPI_INT32_T,
+                                  MPI_COMM_WORLD);
+                    st = symaddr_allgather(ctx, s, r, n, SYMADDR_INT32, NULL);
+                    break;
+                }
+                if (st == SYMADDR_OK)
+                    st = symaddr_stream_sync(ctx, NULL);
+                T_CHECK(st == SYMADDR_OK,
+                        "%s from/to root %d over imports at other offsets%s%s: %s", names[k], root,
+                        validate ? " (validation)" : "", cfg.node_size ? " (nodes of 2)" : "",
+                        symaddr_last_error(ctx));
+                T_OK(ctx, symaddr_memcpy(ctx, got, r, all * 4));
+                long bad = 0;
+                for (size_t i = 0; i < all; i++)
+                    bad += writes && i < got_n ? got[i] != want[i] : k != 3 && got[i] != -7;
+                T_CHECK(bad == 0,
+                        "%s, root %d%s%s: rank %d's recv exact and the rest untouched "
+                        "(%ld wrong; element 0 %d, want %d)",
+                        names[k], root, validate ? " (validation)" : "",
+                        cfg.node_size ? " (nodes of 2)" : "", t_rank, bad, got[0],
+                        writes ? want[0] : -7);
+            }
+        }
+        T_OK(ctx, symaddr_unregister(ctx, ms));
+        T_OK(ctx, symaddr_unregister(ctx, mr));
+        T_OK(ctx, symaddr_mem_free(ctx, raw_s));
+        T_OK(ctx, symaddr_mem_free(ctx, raw_r));
+        T_OK(ctx, symaddr_finalize(&ctx));
+    }
+    free(mine);
+    free(want);
+    free(got);
+}
+
 /* send from the heap, recv from an import, and the reverse with ipc. */
 static void test_mixed_providers(void *u)
 {
@@ -1372,6 +1472,7 @@ int main(int argc, char **argv)
     T_RUN(test_others, NULL);
     T_RUN(test_in_place_forms, NULL);
     T_RUN(test_rooted_offsets, NULL);
+    T_RUN(test_rooted_imports, NULL);
     T_RUN(test_mixed_providers, NULL);
     T_RUN(test_two_nodes, NULL);
     T_RUN(test_node_failure_agrees, NULL);
