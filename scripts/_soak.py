@@ -29,6 +29,24 @@ def start(doc, seed):
                                  began=time.time(), **vars(arrays(args.array, ctx)))
 
 
+def symmetric(run, n, dtype, provider):
+    """n elements of symmetric memory and what frees them: an allocation of provider, or
+    ("import") plain memory imported at an interior offset that differs per rank."""
+    ctx = run.ctx
+    if provider != "import":
+        arr, _ = ctx.allocate_symmetric((n,), dtype, provider=provider)
+        return arr, lambda: ctx.free(arr)
+    lead, local = 1 + 2 * ctx.rank, ctx.backend == "cpu"  # the cpu backend shares its own
+    whole = ctx.empty_local((n + lead,), dtype) if local else run.plain(n + lead, dtype)
+    imported = ctx.import_(whole[lead:])
+
+    def release():
+        imported.unregister()
+        if local:
+            ctx.free_local(whole)
+    return whole[lead:], release
+
+
 def running(run):
     """Whether to draw another call: rank 0's time is not up (every rank asks, in step)."""
     return run.comm.bcast(time.time() - run.began < run.args.seconds if run.rank == 0

@@ -4,8 +4,9 @@
 for a given time: every collective the library lists (read from its table, the reference
 made from the row's shape: reduces, send_all, recv_all, rooted, root_only), every dtype, op
 ("sum", "prod", "max", "min", "avg", mpi4py's ops), root, odd counts and offsets; send from
-the heap or ipc provider; recv another symmetric allocation, plain memory (staged through the
-context's workspace) or the in-place form. Every rank draws the same calls (one seed); each
+the heap or ipc provider or an import (at an interior offset that differs per rank); recv
+another such symmetric array, plain memory (staged through the context's workspace) or the
+in-place form. Every rank draws the same calls (one seed); each
 checks its result exactly (the data are small integers, the reference rounded once to the
 dtype), and that nothing outside recv changed: send out of place, the bytes around recv,
 recv off the root where the row writes the root's alone. Prints the rank-calls and the
@@ -30,6 +31,8 @@ dtype_of, put, host, plain, rounded, divided = (run.dtype_of, run.put, run.host,
                                                 run.rounded, run.divided)
 if a.array == "torch":
     import torch
+
+
 mpi_ops = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
 reduce_of = {"sum": np.sum, "avg": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 calls = wrong = 0
@@ -60,13 +63,13 @@ while soak.running(run):
     if row["send_all"] and row["recv_all"]:
         form = form if form != "in place" else "plain"  # no in-place form
     off, pad = int(rng.integers(0, 5)), int(rng.integers(1, 4))
-    mem = [str(p) for p in rng.choice(["heap", "ipc"], 2)]
+    mem = [str(p) for p in rng.choice(["heap", "ipc", "import"], 2)]
     mpi_op = rng.random() < 0.25 and op in mpi_ops
-    x, _ = ctx.allocate_symmetric((max(n_send, n_recv) + off + pad,), dtype, provider=mem[0])
+    x, free_x = soak.symmetric(run, max(n_send, n_recv) + off + pad, dtype, mem[0])
     put(x, np.full(x.shape[0], 5))
     send = x[off:off + n_send]
     put(send, every[rank])
-    r = store = None
+    store, free_r = None, None
     if form == "in place":  # the row's in-place form: recv and send one array
         if row["recv_all"]:
             recv = x[off:off + n_recv]
@@ -79,8 +82,7 @@ while soak.running(run):
             recv = send
     else:
         if form == "symmetric":
-            r, _ = ctx.allocate_symmetric((n_recv + off + pad,), dtype, provider=mem[1])
-            store = r
+            store, free_r = soak.symmetric(run, n_recv + off + pad, dtype, mem[1])
         else:
             store = plain(n_recv + off + pad, dtype)
         put(store, np.full(store.shape[0], 7))
@@ -110,9 +112,10 @@ while soak.running(run):
     if bad:
         print("rank %d: %s %s c=%d offset=%d %s root=%d, recv %s, send %s: %d wrong" % (
             rank, name, dname, c, off, ("op=%s%s" % (op, " (MPI's)" * mpi_op)) if
-            row["reduces"] else "", root, form, mem[0], bad), flush=True)
+            row["reduces"] else "", root, form if form != "symmetric" else mem[1], mem[0], bad),
+            flush=True)
     wrong, calls = wrong + bad, calls + 1
-    for arr in (x, r):
-        if arr is not None:
-            ctx.free(arr)
+    for free in (free_x, free_r):
+        if free is not None:
+            free()
 soak.finish(run, "host-soak", calls, wrong)

@@ -5,7 +5,7 @@ time: the Lamport, two-shot, one-shot and "auto" allreduce, reduce-scatter, all-
 all-to-all and broadcast (the Lamport, two-shot, reduce-scatter, all-gather and broadcast in
 place or not; the Lamport's x and out symmetric or plain memory); f32, f64, f16, bf16,
 int32 and int64; sum, max, min; odd counts, views at odd offsets, x and out from the heap or ipc
-provider, tiles of 16 to 1024 elements and 1 to 4 programs (so that calls take several rounds).
+provider or imports (at an interior offset that differs per rank), tiles of 16 to 1024 elements and 1 to 4 programs (so that calls take several rounds).
 Every rank draws the same calls (one seed); each checks its result exactly (floating point: the
 data are small integers, the reference rounded once to the dtype). Prints the rank-calls and the
 wrong elements; exit status 1 if any was wrong.
@@ -30,7 +30,7 @@ while soak.running(run):
     dtype = dtype_of(name)
     n = max(size, int(rng.integers(1, 3000)) // size * size)
     off = int(rng.integers(0, 5))
-    providers = [str(p) for p in rng.choice(["heap", "ipc"], 2)]
+    providers = [str(p) for p in rng.choice(["heap", "ipc", "import"], 2)]
     block, cap = int(2 ** rng.integers(4, 11)), int(rng.integers(1, 5))
     kind = str(rng.choice(["lamport", "auto", "twoshot", "oneshot", "reduce_scatter",
                            "allgather", "alltoall", "broadcast"]))
@@ -43,8 +43,8 @@ while soak.running(run):
     root = int(rng.integers(0, size))
     in_place = bool(rng.random() < 0.5)  # every kind but the one-shot and all-to-all
     every = np.stack([np.arange(n) % 97 + 3 * q - 40 for q in range(size)]).astype(np.float64)
-    x, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[0])
-    xs, o, c = x[off:], None, n // size
+    x, free_x = soak.symmetric(run, n + off, dtype, providers[0])
+    xs, o, free_o, c = x[off:], None, None, n // size
     put(xs, every[rank])
     reduced = {"sum": every.sum(0), "max": every.max(0), "min": every.min(0)}[op]
     tc.team_programs = lambda ctx_, tiles, per_sm=1: max(
@@ -61,7 +61,7 @@ while soak.running(run):
             want = reduced
         elif kind == "twoshot":  # into another allocation, or in place
             if not in_place:
-                o, _ = ctx.allocate_symmetric((n + off,), dtype, provider=providers[1])
+                o, free_o = soak.symmetric(run, n + off, dtype, providers[1])
             got = tc.allreduce(ctx, xs, xs if o is None else o[off:], algo="twoshot",
                                block=block)
             want = reduced
@@ -93,7 +93,7 @@ while soak.running(run):
         print("rank %d: %s %s n=%d offset=%d block=%d programs<=%d op=%s providers=%s: %d "
               "wrong" % (rank, kind, name, n, off, block, cap, op, providers, bad), flush=True)
     wrong, calls = wrong + bad, calls + 1
-    for arr in (x, o):
-        if arr is not None:
-            ctx.free(arr)
+    for free in (free_x, free_o):
+        if free is not None:
+            free()
 soak.finish(run, "triton-soak", calls, wrong)
