@@ -228,7 +228,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     and out symmetric (any provider; out = x, in place, or apart from it), two barriers, each
     element read and written twice a rank where the one-shot reads it once from every rank;
     "auto" (the default): "lamport" where it takes x, else "twoshot" in place (out = x), else
-    "oneshot". Returns out."""
+    "oneshot" (which a rank takes whatever memory its out is, so that ranks passing different
+    kinds of out make one call). From about 1 MiB an out-of-place call with a symmetric out is
+    faster as "twoshot" (on one H200, 8 ranks, 64 MiB: 308 against 1317 us). Returns out."""
     call = "symaddr.triton.collectives.allreduce"
     _contiguous(x, call, "x")
     n = _count(x)
