@@ -6,11 +6,11 @@ made from the row's shape: reduces, send_all, recv_all, rooted, root_only), ever
 ("sum", "prod", "max", "min", "avg", mpi4py's ops), root, odd counts and offsets; send from
 the heap or ipc provider or an import (at an interior offset that differs per rank); recv
 another such symmetric array, plain memory (staged through the context's workspace) or the
-in-place form. Every rank draws the same calls (one seed); each
-checks its result exactly (the data are small integers, the reference rounded once to the
-dtype), and that nothing outside recv changed: send out of place, the bytes around recv,
-recv off the root where the row writes the root's alone. Prints the rank-calls and the
-wrong elements; exit status 1 if any was wrong.
+in-place form. Every rank draws the same calls (one seed); each checks its result exactly (the
+data are small integers, the reference rounded once to the dtype), and that nothing outside
+recv changed: send out of place, the bytes around recv, recv off the root where the row writes
+the root's alone. Prints the rank-calls and the wrong elements; exit status 1 if any was
+wrong.
 
     PYTHONPATH=python mpiexec -n 3 python3 scripts/host-soak.py 60
     SYMADDR_BACKEND=cuda mpiexec -n 8 python3 scripts/host-soak.py 120 --array torch
@@ -31,8 +31,6 @@ dtype_of, put, host, plain, rounded, divided = (run.dtype_of, run.put, run.host,
                                                 run.rounded, run.divided)
 if a.array == "torch":
     import torch
-
-
 mpi_ops = {"sum": MPI.SUM, "prod": MPI.PROD, "max": MPI.MAX, "min": MPI.MIN}
 reduce_of = {"sum": np.sum, "avg": np.sum, "prod": np.prod, "max": np.max, "min": np.min}
 calls = wrong = 0
