@@ -1017,6 +1017,14 @@ def test_triton_collectives_in_rounds():
             setattr(tc, k, v)
     for a in (o, x, ipa):
         ctx.free(a)
+    # ranks on one GPU under an MPS partition (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE): the device
+    # reports the client's share, so only overlapping shares divide it (8 ranks at 12% took
+    # 2 programs each on an H200, a sixteenth of the room each had)
+    from symaddr.triton.team import mps_sharing
+    shares = {(8, None): 8, (8, "12"): 1, (8, "12.5"): 1, (8, "25"): 2, (3, "50"): 2,
+              (8, "100"): 8, (8, "0"): 8, (8, "lots"): 8, (1, "10"): 1}
+    got = {k: mps_sharing(*k) for k in shares}
+    check(got == shares, "mps_sharing: %s, want %s" % (got, shares))
 
 
 def test_triton_ops():

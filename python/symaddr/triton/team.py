@@ -26,6 +26,8 @@ ranks' blocks disagree on the call: team_fail), and the context's next host call
 breaks the context, as the C team kernels do."""
 import functools
 import hashlib
+import math
+import os
 
 import triton
 import triton.language as tl
@@ -101,8 +103,9 @@ def _ident(kind, count, dtype, op, root, *types):
 def team_programs(ctx, tiles, per_sm=1):
     """The programs a team kernel of `tiles` tiles launches (it loops over the rest): at most
     MAX_BLOCKS, and on a GPU at most per_sm a multiprocessor shared among the ranks that share
-    the GPU, so that every program of every rank is resident at once (a program waiting at a
-    barrier for a peer's program that cannot be scheduled would wait until the timeout)."""
+    the GPU (mps_sharing), so that every program of every rank is resident at once (a program
+    waiting at a barrier for a peer's program that cannot be scheduled would wait until the
+    timeout)."""
     cap = MAX_BLOCKS
     if ctx.backend != "cpu":
         key = (ctx.device, ctx.node_size, per_sm)
@@ -110,9 +113,24 @@ def team_programs(ctx, tiles, per_sm=1):
         if cap is None:  # asked once: a small collective's host time counts
             import torch
             sms = torch.cuda.get_device_properties(ctx.device).multi_processor_count
-            sharing = -(-ctx.node_size // max(1, torch.cuda.device_count()))
+            sharing = mps_sharing(-(-ctx.node_size // max(1, torch.cuda.device_count())),
+                                  os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"))
             cap = _caps[key] = min(MAX_BLOCKS, max(1, per_sm * sms // sharing))
     return max(1, min(int(tiles), cap))
+
+
+def mps_sharing(ranks, percentage):
+    """How many of the ranks on one GPU share a multiprocessor's room for team kernels: all of
+    them, or under an MPS partition (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, a client's cap on the
+    multiprocessors it occupies, which the device's multiprocessor count then reports) as many
+    as the ranks' caps overlap: 8 ranks at 12.5% do not, so each takes its cap alone."""
+    try:
+        share = float(percentage)
+    except (TypeError, ValueError):  # unset, or not a number: MPS takes no partition
+        return ranks
+    if not 0 < share < 100:
+        return ranks
+    return max(1, min(ranks, math.ceil(ranks * share / 100 - 1e-9)))
 
 
 _caps = {}  # (device, node size, per_sm) -> team_programs' bound
