@@ -5,7 +5,8 @@ time: the Lamport, two-shot, one-shot and "auto" allreduce, reduce-scatter, all-
 all-to-all and broadcast (the Lamport, two-shot, reduce-scatter, all-gather and broadcast in
 place or not; the Lamport's x and out symmetric or plain memory); f32, f64, f16, bf16,
 int32 and int64; sum, max, min; odd counts, views at odd offsets, x and out from the heap or ipc
-provider or imports (at an interior offset that differs per rank), tiles of 16 to 1024 elements and 1 to 4 programs (so that calls take several rounds).
+provider or imports (at an interior offset that differs per rank), tiles of 16 to 1024 elements
+and 1 to 4 programs (so that calls take several rounds).
 Every rank draws the same calls (one seed); each checks its result exactly (floating point: the
 data are small integers, the reference rounded once to the dtype). Prints the rank-calls and the
 wrong elements; exit status 1 if any was wrong.
