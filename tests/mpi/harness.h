@@ -18,6 +18,7 @@
 
 static int t_rank, t_size, t_fails, t_checks, t_skipped_case;
 static int t_passed, t_failed, t_skipped;
+static int t_thread_level = MPI_THREAD_SINGLE; /* what MPI provided */
 static char t_skip_reason[256];
 
 static inline void t_fail(const char *file, int line, const char *fmt, ...)
@@ -107,6 +108,14 @@ static inline void t_run(const char *name, void (*fn)(void *), void *arg)
 static inline void t_init(int *argc, char ***argv)
 {
     MPI_Init(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &t_size);
+}
+
+/* For a test whose threads call MPI at once; t_thread_level says what MPI gave. */
+static inline void t_init_thread(int *argc, char ***argv, int required)
+{
+    MPI_Init_thread(argc, argv, required, &t_thread_level);
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t_size);
 }

@@ -123,10 +123,7 @@ static void test_churn_vmm(symaddr_context_t *ctx) { churn(ctx, SYMADDR_PROVIDER
 
 int main(int argc, char **argv)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &t_size);
+    t_init_thread(&argc, &argv, MPI_THREAD_FUNNELED);
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, NULL);
     if (t_rank == 0)
         printf("# backend %s, %d ranks\n", symaddr_backend_name(symaddr_backend(ctx)), t_size);
