@@ -1043,12 +1043,11 @@ static void test_node_failure_agrees(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-/* The mismatch tests' context (cfg with a 5 s timeout), and a (rank * 1000 + i) and b (-7) of
- * cap int32 each; h is a host buffer of cap. */
+/* The mismatch tests' context (cfg, its calls under a 5 s timeout, its setup under the long
+ * one), and a (rank * 1000 + i) and b (-7) of cap int32 each; h is a host buffer of cap. */
 static symaddr_context_t *mismatch_begin(symaddr_config_t *cfg, size_t cap, int32_t **a_p,
                                          int32_t **b_p, int32_t **h_p)
 {
-    cfg->timeout_ms = 5000;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, cfg);
     symaddr_provider_t *ipc;
     symaddr_map_t *m;
@@ -1062,6 +1061,7 @@ static symaddr_context_t *mismatch_begin(symaddr_config_t *cfg, size_t cap, int3
     for (size_t i = 0; i < cap; i++)
         h[i] = -7;
     T_OK(ctx, symaddr_memcpy(ctx, *b_p, h, cap * 4));
+    T_OK(ctx, symaddr_timeout_set(ctx, 5000));
     MPI_Barrier(MPI_COMM_WORLD);
     *h_p = h;
     return ctx;
@@ -1367,9 +1367,9 @@ static void test_timeout(void *u)
     fix_t f;
     (void)u;
     symaddr_config_default(&cfg);
-    cfg.timeout_ms = 2000;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
     fix_init(&f, ctx);
+    T_OK(ctx, symaddr_timeout_set(ctx, 2000)); /* the barrier's; the setup's was the long one */
     int timed_out = 0, any_timed_out = 0;
     if (t_rank != 0) {
         double t0 = MPI_Wtime();

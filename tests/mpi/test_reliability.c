@@ -242,8 +242,7 @@ static void test_late_retained(void *u)
         symaddr_provider_t *prov;
         symaddr_map_t *map;
         void *p = NULL;
-        symaddr_config_default(&cfg);
-        cfg.timeout_ms = 1000; /* the late call's; the late rank comes 3 s after its peers */
+        symaddr_config_default(&cfg); /* the setup's deadline; the late call's is set below */
         MPI_Barrier(MPI_COMM_WORLD);
         if (!T_INIT_OK(&cfg, &ctx))
             return;
@@ -252,6 +251,8 @@ static void test_late_retained(void *u)
         T_OK(ctx, symaddr_symmetric_free(prov, p)); /* retained */
         if (freeing)
             T_OK(ctx, symaddr_symmetric_alloc(prov, 4099, &p, &map)); /* taken back */
+        /* the late call's: the late rank comes 3 s after its peers */
+        T_OK(ctx, symaddr_timeout_set(ctx, 1000));
         MPI_Barrier(MPI_COMM_WORLD);
         bool late = t_rank == t_size - 1;
         if (late)
@@ -382,10 +383,10 @@ static void test_ll_one_deadline(void *u)
         return;
     }
     symaddr_config_default(&cfg);
-    cfg.timeout_ms = 1500;
     cfg.allreduce_algo = SYMADDR_ALLREDUCE_LL;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
     int32_t *a = t_alloc_i32(ctx, 64, t_rank);
+    T_OK(ctx, symaddr_timeout_set(ctx, 1500)); /* the LL call's; the setup's was the long one */
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank != 0) { /* rank 0 stays away */
         double t0 = MPI_Wtime();
@@ -640,17 +641,19 @@ static void test_held_in_exchange(void *u)
         return;
     }
     symaddr_config_default(&cfg);
-    cfg.timeout_ms = 1000;
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
     check_exchange(ctx);
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
-    /* Held past the exchange's deadline, back within the agreement's. */
+    /* Held past the exchange's deadline (1 s), back within the agreement's. The exchanges
+     * around it run under the setup's long deadline. */
+    T_OK(ctx, symaddr_timeout_set(ctx, 1000));
     held_ms = 1500;
     symaddr_bootstrap_fd_hook = hold_once;
     symaddr_status_t st = symaddr_symmetric_alloc(ipc, 4096, &p, &m);
     symaddr_bootstrap_fd_hook = NULL;
     T_CHECK(st == SYMADDR_ERR_TIMEOUT, "allocate with rank 1 held returned %s (%s)",
             symaddr_strerror(st), symaddr_last_error(ctx));
+    T_OK(ctx, symaddr_timeout_set(ctx, T_INIT_TIMEOUT_MS));
     for (int i = 0; i < 3; i++)
         check_exchange(ctx);
     T_OK(ctx, symaddr_finalize(&ctx));

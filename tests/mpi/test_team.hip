@@ -252,8 +252,7 @@ static void test_barrier_stopped_signaller(void *unused)
     symaddr_context_t *ctx;
     symaddr_team_t team;
     int *passed, mine = -1, *all = (int *)malloc(sizeof(int) * (size_t)t_size);
-    symaddr_config_default(&cfg);
-    cfg.timeout_ms = 1000;
+    symaddr_config_default(&cfg); /* the setup's deadline; the kernel's is set below */
     if (!T_INIT_OK(&cfg, &ctx))
         return; /* no context to use */
     T_OK(ctx, symaddr_team_get(ctx, &team));
@@ -266,6 +265,8 @@ static void test_barrier_stopped_signaller(void *unused)
     T_OK(ctx, symaddr_mem_alloc(ctx, sizeof(int), (void **)&passed));
     T_OK(ctx, symaddr_memcpy(ctx, passed, &mine, sizeof(int)));
     T_OK(ctx, symaddr_barrier(ctx, NULL));
+    T_OK(ctx, symaddr_timeout_set(ctx, 1000));
+    T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
     T_OK(ctx, SYMADDR_LAUNCH(half_signalled_kernel, 1, 128, NULL, team, passed));
     symaddr_status_t st = symaddr_stream_sync(ctx, NULL);
     T_CHECK(st == SYMADDR_OK, "node rank %d: %s after a barrier node rank 0 passed", team.node_rank,
@@ -275,6 +276,7 @@ static void test_barrier_stopped_signaller(void *unused)
     for (int r = 0; r < t_size; r++)
         T_CHECK(all[r] == 1, "rank %d: the barrier returned %d, and node rank 0's returned %d", r,
                 all[r], all[0]);
+    T_OK(ctx, symaddr_timeout_set(ctx, T_INIT_TIMEOUT_MS));
     T_OK(ctx, symaddr_barrier(ctx, NULL)); /* and the context goes on */
     T_OK(ctx, symaddr_stream_sync(ctx, NULL));
     symaddr_mem_free(ctx, passed);
@@ -319,12 +321,14 @@ static void test_lamport_partial_chunk(void *unused)
         symaddr_context_t *ctx;
         symaddr_team_t team;
         symaddr_config_default(&cfg);
-        cfg.timeout_ms = 1500; /* each call's: the ranks left the last round at their own times */
         MPI_Barrier(MPI_COMM_WORLD);
         if (!T_INIT_OK(&cfg, &ctx))
             return; /* no context to use */
-        T_OK(ctx, symaddr_team_get(ctx, &team));
         T_OK(ctx, symaddr_barrier(ctx, NULL));
+        /* the take's deadline (the setup's is the long one): the ranks left the last round at
+         * their own times */
+        T_OK(ctx, symaddr_timeout_set(ctx, 1500));
+        T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
         T_OK(ctx, SYMADDR_LAUNCH(partial_chunk_kernel, 1, 32, NULL, team, missing));
         symaddr_status_t st = symaddr_stream_sync(ctx, NULL);
         T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN,
@@ -347,8 +351,7 @@ static void test_grid_barrier_timeout(void *unused)
     symaddr_map_t *m;
     uint32_t *buf;
     unsigned long long *wrong;
-    symaddr_config_default(&cfg);
-    cfg.timeout_ms = 1500;
+    symaddr_config_default(&cfg); /* the setup's deadline; the kernel's is set below */
     if (!T_INIT_OK(&cfg, &ctx))
         return; /* no context to use */
     T_OK(ctx, symaddr_team_get(ctx, &team));
@@ -363,6 +366,8 @@ static void test_grid_barrier_timeout(void *unused)
                                       (void **)&buf, &m));
     T_OK(ctx, symaddr_mem_alloc(ctx, sizeof(*wrong), (void **)&wrong));
     T_OK(ctx, symaddr_barrier(ctx, NULL));
+    T_OK(ctx, symaddr_timeout_set(ctx, 1500));
+    T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
     double t0 = MPI_Wtime();
     if (team.node_rank != 0)
         T_OK(ctx,
@@ -456,8 +461,7 @@ static void test_team_skipped(void *unused)
     symaddr_provider_t *prov;
     symaddr_map_t *mx, *mo;
     float *x, *out;
-    symaddr_config_default(&cfg);
-    cfg.timeout_ms = 1500; /* the skipped barrier's wait, and the allreduce's after it */
+    symaddr_config_default(&cfg); /* the setup's deadline; the steps' is set below */
     MPI_Barrier(MPI_COMM_WORLD);
     if (!T_INIT_OK(&cfg, &ctx))
         return;
@@ -470,6 +474,9 @@ static void test_team_skipped(void *unused)
     T_OK(ctx, symaddr_symmetric_alloc(prov, n * sizeof(float), (void **)&out, &mo));
     upload(x, 0, n);
     T_OK(ctx, symaddr_barrier(ctx, NULL));
+    /* the skipped barrier's wait, and the allreduce's after it */
+    T_OK(ctx, symaddr_timeout_set(ctx, 1500));
+    T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
     symaddr_status_t st = SYMADDR_OK;
     if (t_rank != t_size - 1) {
         (void)SYMADDR_LAUNCH(team_barrier_kernel, 1, 32, NULL, team);
