@@ -202,7 +202,19 @@ class Context(Memory, Registrations, Validation, Communication):
     def team(self) -> Team:
         """The context's Team (symaddr.triton.team): made by the first call, which is
         collective (every rank calls it, as any collective; the host functions of
-        symaddr.triton.collectives call it for you), then kept."""
+        symaddr.triton.collectives call it for you), then kept. A context of more than one
+        node (real hosts, or node_size / SYMADDR_NODE_SIZE) has none: SYMADDR_ERR_UNREACHABLE,
+        on every rank."""
+        if self._team is None and self.node_size != self.size:
+            # its kernels store into every rank's sync area: an entry 0 is address 0 + offset
+            self._open()
+            raise _err("SYMADDR_ERR_UNREACHABLE", "Context.team: this context's %d ranks are on "
+                       "more than one node (rank %d's has %d; real hosts, or node_size / "
+                       "SYMADDR_NODE_SIZE), and a team's kernels (symaddr.triton.collectives, "
+                       "the fused kernels) reach every rank's memory by loads and stores: use "
+                       "the Context's host collectives (ctx.allreduce, ...), which go through "
+                       "MPI across nodes, or a Context over one node's ranks (comm=)"
+                       % (self.size, self.rank, self.node_size))
         if self._team is None:
             from .triton.team import sync_words
             import numpy as np

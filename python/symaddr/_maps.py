@@ -35,6 +35,7 @@ class AddressMap:
         # launch asks for it each call: on the cpu backend 1.9 us to make); dropped when the
         # registration ends (Registration.end), so that it never keeps freed memory reached
         self._table = None
+        self._far = None  # the ranks whose entry is 0, once asked (the table never changes)
 
     def _m(self):
         self._life.check()
@@ -105,6 +106,15 @@ class AddressMap:
             raise _err("SYMADDR_ERR_INVALID_ARG", "reachable: rank %r is not in 0..%d" % (
                 rank, m.world_size - 1))
         return ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))[r] != 0
+
+    def _unreachable(self):
+        """The ranks whose peer_bases entry is 0, as a tuple (kept: a collective asks it each
+        call)."""
+        m = self._m()
+        if self._far is None:
+            table = ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))
+            self._far = tuple(r for r in range(m.world_size) if table[r] == 0)
+        return self._far
 
     def check_reachable(self, ranks) -> None:
         """Raise SYMADDR_ERR_UNREACHABLE unless every rank of ranks (or the one rank) is

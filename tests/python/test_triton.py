@@ -1567,6 +1567,60 @@ def test_unreachable_peers():
         far.free(a)
 
 
+def test_unreachable_collectives():
+    """The Triton collectives over memory that some rank does not reach raise UNREACHABLE on
+    every rank, as the host collectives do: a foreign table whose other entries are 0, and a
+    context of nodes of one rank (node_size=1), whose Team is refused. Before, their kernels
+    stored to address 0 + offset: SIGSEGV under the interpreter (a foreign table at 2 ranks,
+    SYMADDR_NODE_SIZE=2 at 4). Both contexts work on after it."""
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    n = 8 * size
+    whole, view = plain_local(n + 3, 1 + rank)
+    fill(view, data(rank, n + 3, "float32"))
+    addr = view.data_ptr() if hasattr(view, "data_ptr") else view.ctypes.data
+    fmap = ctx.register_tensor(view, [addr if r == rank else 0 for r in range(size)])
+    far_ranks = ", ".join(str(r) for r in range(size) if r != rank)
+
+    def unreachable(what, fn, role="x"):
+        refused(what, fn, ("%s is not mapped on rank" % role, far_ranks),
+                "SYMADDR_ERR_UNREACHABLE")
+
+    unreachable("one-shot allreduce", lambda: tc.allreduce(ctx, view, algo="oneshot"))
+    unreachable("two-shot allreduce in place", lambda: tc.allreduce(ctx, view, view,
+                                                                    algo="twoshot"), "out")
+    unreachable("allgather", lambda: tc.allgather(ctx, view[:N]))
+    unreachable("reduce_scatter", lambda: tc.reduce_scatter(ctx, view[:n]))
+    unreachable("alltoall", lambda: tc.alltoall(ctx, view[:n]))
+    unreachable("broadcast", lambda: tc.broadcast(ctx, view[:N], root=size - 1))
+    y, _ = alloc((N,))
+    fill(y, data(rank, N, "float32"))
+    out = tc.allreduce(ctx, y, algo="oneshot")
+    if ON_GPU:
+        torch.cuda.synchronize()
+    check(np.array_equal(host(out), sum(data(r, N, "float32") for r in range(size))),
+          "the context's next Triton allreduce")
+    ctx.free(y)
+    fmap.unregister()
+    with sa.Context(backend=ctx.backend, node_size=1) as far:
+        a, _ = far.allocate_symmetric((N,), DTYPES["float32"])
+        b, _ = far.allocate_symmetric((N,), DTYPES["float32"])
+        fill(a, data(rank, N, "float32"))
+        words = ("Context.team", "more than one node", "host collectives")
+        refused("the Team of nodes of one rank", far.team, words, "SYMADDR_ERR_UNREACHABLE")
+        refused("a Triton allreduce there", lambda: tc.allreduce(far, a), words,
+                "SYMADDR_ERR_UNREACHABLE")
+        refused("a Triton allgather there", lambda: tc.allgather(far, a), words,
+                "SYMADDR_ERR_UNREACHABLE")
+        far.allreduce(a, b)
+        if ON_GPU:
+            far.sync()
+        check(np.array_equal(host(b), sum(data(r, N, "float32") for r in range(size))),
+              "the host allreduce across the nodes")
+        far.free(a)
+        far.free(b)
+
+
 def test_address_maps():
     """The seed's map fields for every provider, views resolving to their root, zero-copy
     tables, and get_symmetric_address_map from any view."""
@@ -1965,6 +2019,7 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_team_fail_passes_on_mismatch),
                  ("a team kernel with more programs than MAX_BLOCKS", test_team_grid_too_large),
                  ("unreachable peers (simulated nodes)", test_unreachable_peers),
+                 ("collectives over unreachable memory", test_unreachable_collectives),
                  ("address maps of every provider, zero-copy", test_address_maps),
                  ("put, get, copy, put_signal: one order in every form; the 0.x order warns",
                   test_one_order),

@@ -113,15 +113,25 @@ def _aligned(addr, size, call, role):
 
 def _peer_bases(ctx, call, a, role, why):
     """The peer_bases of a's registration; a not symmetric: SYMADDR_ERR_NOT_FOUND naming the
-    call and the argument."""
+    call and the argument; a registration some rank's copy of which this rank does not reach
+    (a foreign table with 0 entries): SYMADDR_ERR_UNREACHABLE, as the host collectives say."""
     try:
-        return ctx.get_symmetric_address_map(a).peer_bases
+        amap = ctx.get_symmetric_address_map(a)
     except _SymaddrError as e:
         if e.name != "SYMADDR_ERR_NOT_FOUND":
             raise
         raise _err("SYMADDR_ERR_NOT_FOUND", "%s: %s is not symmetric memory of this context "
                    "(%s): allocate it with ctx.allocate_symmetric(), or register it with "
                    "ctx.import_()" % (call, role, why)) from None
+    far = amap._unreachable()
+    if far:  # the kernel would store to address 0 + offset
+        raise _err("SYMADDR_ERR_UNREACHABLE", "%s: %s is not mapped on rank%s %s here (%s "
+                   "peer_bases entr%s 0): register it with every rank's address, or pass "
+                   "memory every rank reaches (ctx.allocate_symmetric(), ctx.import_())" % (
+                       call, role, "s" if len(far) > 1 else "",
+                       ", ".join(map(str, far)), "their" if len(far) > 1 else "its",
+                       "ies are" if len(far) > 1 else "y is"))
+    return amap.peer_bases
 
 
 def _parts(ctx, call, x):
