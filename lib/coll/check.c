@@ -94,16 +94,26 @@ static const char *where_text(const coll_where_t *w, char *buf, size_t n)
     return buf;
 }
 
+/* Text for a registration's table number (coll_buf_t.table). */
+static const char *table_text(uint64_t table, char *buf, size_t n)
+{
+    if (table == UINT64_MAX)
+        snprintf(buf, n, "the heap");
+    else
+        snprintf(buf, n, "the registration of collective call %llu", (unsigned long long)table);
+    return buf;
+}
+
 /* In validation mode every rank learns whether the others passed the same arguments and
- * whether any rank's arguments were bad; all then return the same status. Without it a bad
+ * whether any rank's arguments were bad; all then return the same status. where: send's and
+ * recv's offsets in their registrations, then their tables (coll_buf_t.table). Without it a bad
  * argument fails on its rank alone, and the peers time out. With SYMADDR_VALIDATE=1 the ranks
  * also compare where they made the call: two calls of one collective and count that a skipped
  * call would pair carry nothing else that tells them apart. */
 symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
                                           symaddr_coll_kind_t kind, size_t count,
                                           symaddr_dtype_t dt, int op, int root,
-                                          const uint64_t offsets[2],
-                                          const symaddr_coll_site_t *site)
+                                          const uint64_t where[4], const symaddr_coll_site_t *site)
 {
     if (!ctx->core.cfg.validate)
         return local;
@@ -111,7 +121,7 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
     symaddr_status_t st = symaddr_agree_status(&ctx->core, local, row->name);
     if (st != SYMADDR_OK)
         return st;
-    enum { WORDS = 7 };
+    enum { WORDS = 9 };
     typedef struct {
         uint64_t w[WORDS];
         coll_where_t at;
@@ -119,10 +129,11 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
     /* a rooted collective's kernels reach the peers' buffers where those ranks passed them
      * (coll_publish), so there the offsets may differ */
     bool at_own = symaddr_coll_has(row, SYMADDR_COLLECTIVE_ROOTED);
+    bool send_reached = !at_own && row->peers & SYMADDR_COLL_PEER_SEND;
+    bool recv_reached = !at_own && row->peers & SYMADDR_COLL_PEER_RECV;
     match_t mine = {.w = {(uint64_t)row->algos[0].kind, count, (uint64_t)dt, (uint64_t)op,
-                          (uint64_t)root,
-                          !at_own && row->peers & SYMADDR_COLL_PEER_SEND ? offsets[0] : 0,
-                          !at_own && row->peers & SYMADDR_COLL_PEER_RECV ? offsets[1] : 0}};
+                          (uint64_t)root, send_reached ? where[0] : 0, recv_reached ? where[1] : 0,
+                          send_reached ? where[2] : 0, recv_reached ? where[3] : 0}};
     if (ctx->core.cfg.validate == SYMADDR_VALIDATE_ON)
         where_of(site, &mine.at);
     match_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
@@ -172,6 +183,15 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                 "different places on purpose, set SYMADDR_VALIDATE=args to compare the "
                 "arguments only",
                 row->name, r, where_text(at, a, sizeof(a)), where_text(at0, b, sizeof(b)));
+        else if (memcmp(theirs + 7, first + 7, 2 * sizeof(uint64_t)) != 0)
+            st = symaddr_set_error(
+                ctx, SYMADDR_ERR_MISMATCH,
+                "%s: rank %d passed %s in %s, rank 0 in %s; kernels reach a peer's %s in the "
+                "registration this rank passed, so every rank must pass the same allocation",
+                row->name, r, theirs[7] != first[7] ? "send" : "recv",
+                table_text(theirs[7] != first[7] ? theirs[7] : theirs[8], a, sizeof(a)),
+                table_text(theirs[7] != first[7] ? first[7] : first[8], b, sizeof(b)),
+                theirs[7] != first[7] ? "send" : "recv");
     }
     free(all);
     return st;
@@ -289,12 +309,14 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
         st = sym_buffer(ctx, call, &recv, &bits);
     if (st == SYMADDR_OK)
         st = overlap_rule(ctx, row, call->send, call->recv, bytes, total);
-    uint64_t offsets[2] = {0, 0};
+    uint64_t where[4] = {0, 0, 0, 0};
     if (st == SYMADDR_OK) {
-        offsets[0] = (uint64_t)(uintptr_t)call->send - send.host_pb[ctx->core.rank] - send.shift;
-        offsets[1] = (uint64_t)(uintptr_t)call->recv - recv.host_pb[ctx->core.rank] - recv.shift;
+        where[0] = (uint64_t)(uintptr_t)call->send - send.host_pb[ctx->core.rank] - send.shift;
+        where[1] = (uint64_t)(uintptr_t)call->recv - recv.host_pb[ctx->core.rank] - recv.shift;
+        where[2] = send.table;
+        where[3] = recv.table;
     }
-    if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root, offsets,
+    if ((st = symaddr_coll_check_match(ctx, st, kind, call->count, call->dtype, op, root, where,
                                        &call->site)) != SYMADDR_OK)
         return st;
     symaddr_coll_desc_init(ctx, d, kind, call->count, call->dtype, op, work);

@@ -78,8 +78,7 @@ symaddr_coll_site_t symaddr_coll_site_take(void);
 symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status_t local,
                                           symaddr_coll_kind_t kind, size_t count,
                                           symaddr_dtype_t dt, int op, int root,
-                                          const uint64_t offsets[2],
-                                          const symaddr_coll_site_t *site);
+                                          const uint64_t where[4], const symaddr_coll_site_t *site);
 /* A call's arguments: its collective, what the caller passed and where. */
 typedef struct symaddr_coll_call {
     const symaddr_coll_row_t *row;

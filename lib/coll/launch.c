@@ -291,9 +291,9 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream,
     symaddr_coll_desc_t d;
     symaddr_status_t st;
     ctx->core.coll_call = 1;
-    static const uint64_t no_offsets[2] = {0, 0};
+    static const uint64_t nowhere[4] = {0, 0, 0, 0};
     if ((st = symaddr_coll_check_match(ctx, SYMADDR_OK, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, 0,
-                                       0, no_offsets, site)) != SYMADDR_OK)
+                                       0, nowhere, site)) != SYMADDR_OK)
         return st;
     symaddr_coll_desc_init(ctx, &d, SYMADDR_COLL_BARRIER, 0, SYMADDR_INT32, SYMADDR_SUM, 0);
     if (!symaddr_multi_node(ctx))

@@ -1358,6 +1358,60 @@ static void test_validate_mismatch(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* Ranks that pass different allocations at the same offset, where kernels reach the peers'
+ * copy: validation refuses the call on every rank, naming both registrations. It compared the
+ * offsets only: a two-shot allreduce whose rank 1 passed another allocation as send returned OK
+ * on every rank, with that allocation's peer copies in the sums. The same allocation on every
+ * rank stays OK and exact. */
+static void test_validate_other_allocation(void *u)
+{
+    symaddr_config_t cfg;
+    fix_t f;
+    symaddr_map_t *m;
+    char *c;
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks: the ranks' buffers differ");
+        return;
+    }
+    symaddr_config_default(&cfg);
+    cfg.validate = 1;
+    cfg.allreduce_algo = SYMADDR_ALLREDUCE_TWOSHOT; /* its peers load send where it lies */
+    symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+    fix_init(&f, ctx);
+    const size_t n = 1001;
+    T_OK(ctx, symaddr_symmetric_alloc(f.ipc, n * sizeof(int32_t), (void **)&c, &m));
+    int32_t *h = (int32_t *)f.h_in;
+    for (size_t i = 0; i < n; i++)
+        h[i] = t_rank * 1000 + (int)i;
+    T_OK(ctx, symaddr_memcpy(ctx, f.a, h, n * sizeof(int32_t)));
+    T_OK(ctx, symaddr_memcpy(ctx, c, h, n * sizeof(int32_t)));
+    T_STATUS(
+        ctx,
+        symaddr_allreduce(ctx, t_rank == 1 ? c : f.a, f.b, n, SYMADDR_INT32, SYMADDR_SUM, NULL),
+        SYMADDR_ERR_MISMATCH);
+    T_CHECK(strstr(symaddr_last_error(ctx), "passed send in the registration of collective") !=
+                    NULL &&
+                strstr(symaddr_last_error(ctx), "same allocation") != NULL,
+            "message: %s", symaddr_last_error(ctx));
+    /* recv: the all-gather's peers store into it */
+    T_STATUS(ctx, symaddr_allgather(ctx, f.a, t_rank == 1 ? c : f.b, 1, SYMADDR_INT32, NULL),
+             SYMADDR_ERR_MISMATCH);
+    T_CHECK(strstr(symaddr_last_error(ctx), "passed recv in") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+    T_OK(ctx, symaddr_allreduce(ctx, f.a, f.b, n, SYMADDR_INT32, SYMADDR_SUM, NULL));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    int32_t *got = (int32_t *)f.h_out;
+    T_OK(ctx, symaddr_memcpy(ctx, got, f.b, n * sizeof(int32_t)));
+    long wrong = 0;
+    for (size_t i = 0; i < n; i++)
+        wrong += got[i] != 1000 * t_size * (t_size - 1) / 2 + t_size * (int)i;
+    T_CHECK(wrong == 0, "the allreduce over one allocation after the refusals: %ld wrong", wrong);
+    T_OK(ctx, symaddr_symmetric_free(f.ipc, c));
+    fix_fini(&f);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
 /* A rank that never arrives: the others get an error, not a hang, within the timeout: the
  * first to give up returns TIMEOUT and tells the rest, which return TIMEOUT or BROKEN. From
  * then on the context is broken on every rank, the absent one included. */
@@ -1481,6 +1535,7 @@ int main(int argc, char **argv)
     T_RUN(test_back_to_back, NULL);
     T_RUN(test_bad_arguments, NULL);
     T_RUN(test_validate_mismatch, NULL);
+    T_RUN(test_validate_other_allocation, NULL);
     T_RUN(test_timeout, NULL);
     T_RUN(test_algo_config, NULL);
     return t_finish();
