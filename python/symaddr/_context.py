@@ -92,6 +92,7 @@ class Context(Memory, Registrations, Validation, Communication):
         self.backend = self._lib.symaddr_backend_name(self._lib.symaddr_backend(self._h)).decode()
         self.device = self._lib.symaddr_device(self._h)  # the GPU's ordinal; -1 on the cpu
         self._heap_bases = None
+        self._maps_made = 0  # AddressMap._serial's count
         self._team = None
         self._plans = {}  # symaddr.triton.collectives' compiled kernels over this Team
         self._calls = {}  # and what their Lamport calls compute once per count, dtype and op

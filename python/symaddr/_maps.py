@@ -30,6 +30,10 @@ class AddressMap:
                        "%d of %d: use the symaddr package of the library it loads"
                        % (m.local_rank, m.world_size, ctx.rank, ctx.size))
         self._ctx, self._addr, self._s, self._torch = ctx, addr, m, torch_kind
+        # its number among the context's registrations, the same on every rank (they are made
+        # collectively, in one order): the Triton collectives' identity holds it
+        ctx._maps_made += 1
+        self._serial = ctx._maps_made
         self._reg, self._life = reg, reg.life
         # peer_bases, made at its first use and kept while the registration lives (a kernel
         # launch asks for it each call: on the cpu backend 1.9 us to make); dropped when the

@@ -114,8 +114,10 @@ class Validation:
                 why = ("a program id past symaddr.triton.team.MAX_BLOCKS (%d): launch at most "
                        "that many programs and loop over the tiles" % MAX_BLOCKS)
             elif st == STATUS["SYMADDR_ERR_MISMATCH"]:
-                why = ("ranks called another collective, count, dtype, op or root (the call "
-                       "identities of a team block differed): pass the same on every rank")
+                why = ("ranks called another collective, count, dtype, op or root, or passed "
+                       "a buffer the peers reach (x, a two-shot's out) in another allocation "
+                       "or at another offset of it (the call identities of a team block "
+                       "differed): pass the same on every rank")
             self._broken = ("a Triton team kernel failed on this rank or a peer (%s): the "
                             "context is broken; create a new Context" % why)
             raise SymaddrError(st, self._broken)

@@ -1413,10 +1413,11 @@ def _skip_one(dtype):
 
 def test_triton_identity_mismatch():
     """Ranks that disagree on a Triton collective (the last rank passes another count, op,
-    collective, root, algorithm or dtype, or works in place where the others do not): every
-    rank's next host call raises MISMATCH, as
-    the C collectives do without validation; before, each of these returned OK with another
-    call's data, or the wrong op over the right data."""
+    collective, root, algorithm or dtype, works in place where the others do not, or passes a
+    buffer the peers reach in another allocation or at another offset): every rank's next host
+    call raises MISMATCH, as the C collectives do without validation; before, each of these
+    returned OK with another call's data, the wrong op over the right data, or (the buffers)
+    another allocation's data, in validation mode too."""
     if size < 2:
         return "SKIP: needs 2 ranks"
     n, odd = 5, rank == size - 1
@@ -1440,6 +1441,17 @@ def test_triton_identity_mismatch():
             c, x[:n], x[:n] if odd else o[:n], algo="twoshot"),
         "all-gather in place or apart": lambda c, x, y, o: tc.allgather(
             c, o[rank * n:(rank + 1) * n], o) if odd else tc.allgather(c, x[:n]),
+        "x in another allocation": lambda c, x, y, o: tc.allreduce(c, (o if odd else x)[:n],
+                                                                   algo="oneshot"),
+        "x at another offset": lambda c, x, y, o: tc.allreduce(c, x[odd:n + odd],
+                                                               algo="oneshot"),
+        "two-shot out in another allocation": lambda c, x, y, o: tc.allreduce(
+            c, x[:n], x[n:2 * n] if odd else o[:n], algo="twoshot"),
+        "all-gather x in another allocation": lambda c, x, y, o: tc.allgather(
+            c, (o if odd else x)[:n]),
+        "broadcast x at another offset": lambda c, x, y, o: tc.broadcast(c, x[odd:n + odd]),
+        "all-to-all x in another allocation": lambda c, x, y, o: tc.alltoall(
+            c, o if odd else x),
     }
     wrong = []
     for name, launch in cases.items():
@@ -2013,7 +2025,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_stream_of_calls),
                  ("a rank that skips a Triton collective", test_triton_skipped_call),
                  ("ranks that pass another count, op, collective, root, algorithm or dtype "
-                  "to a Triton collective, or work in place where the others do not",
+                  "to a Triton collective, work in place where the others do not, or pass a "
+                  "buffer elsewhere",
                   test_triton_identity_mismatch),
                  ("team_fail after a peer's MISMATCH passes MISMATCH on",
                   test_team_fail_passes_on_mismatch),

@@ -111,10 +111,12 @@ def _aligned(addr, size, call, role):
                    "elements; pass element-aligned memory" % (call, role, addr, size))
 
 
-def _peer_bases(ctx, call, a, role, why):
+def _peer_bases(ctx, call, a, role, why, where=None):
     """The peer_bases of a's registration; a not symmetric: SYMADDR_ERR_NOT_FOUND naming the
     call and the argument; a registration some rank's copy of which this rank does not reach
-    (a foreign table with 0 entries): SYMADDR_ERR_UNREACHABLE, as the host collectives say."""
+    (a foreign table with 0 entries): SYMADDR_ERR_UNREACHABLE, as the host collectives say.
+    Appends to the list where which registration a is (its number, the same on every rank)
+    and a's byte in it, for the call's identity: the peers reach a there."""
     try:
         amap = ctx.get_symmetric_address_map(a)
     except _SymaddrError as e:
@@ -131,6 +133,8 @@ def _peer_bases(ctx, call, a, role, why):
                        call, role, "s" if len(far) > 1 else "",
                        ", ".join(map(str, far)), "their" if len(far) > 1 else "its",
                        "ies are" if len(far) > 1 else "y is"))
+    if where is not None:
+        where += (amap._serial, _address(a, call, role) - amap._s.range_base)
     return amap.peer_bases
 
 

@@ -263,26 +263,28 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
                    hint="out = x" if in_place else " (out = x itself: algo=\"twoshot\"%s)" % (
                        ", or \"lamport\"" if fits else ""))
     team = ctx.team()
-    # the kernel adds the algorithm; a two-shot in place writes the peers' x, one apart their
-    # out: ranks that differ would each miss the other's part, so they make different calls
-    ident = call_ident("allreduce in place" if algo == "twoshot" and same else "allreduce", n,
-                       x.dtype, op)
     if algo == "lamport":
         block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
         grid, rounds = _lamport_grid(ctx, n, block)
         tail = (ctx.size, block, _op(op), rounds > 1)  # the constexprs
+        ident = call_ident("allreduce", n, x.dtype, op)  # x and out are each rank's own
         args = (team, _arg(x), _arg(out), n, rounds, ident) + tail
         _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args)
         if len(ctx._calls) > 4096:  # a program's few counts, or many: then start over
             ctx._calls.clear()
         ctx._calls[(n, x.dtype, op, requested)] = (grid, rounds, ident, tail)
         return out
-    two = algo == "twoshot"
+    two, where = algo == "twoshot", []
     out_pb = (_peer_bases(ctx, call, out, "out", "the two-shot's peers read their part of "
-                          "the result from it") if two else team.sync_pb)
+                          "the result from it", where) if two else team.sync_pb)
     grid, block, rounds = _grid(ctx, twoshot_part(n, ctx.size) if two else n, block)
     x_pb = _peer_bases(ctx, call, x, "x", "the peers read it" + (
-        "; algo=\"lamport\" takes any memory" if fits else ""))
+        "; algo=\"lamport\" takes any memory" if fits else ""), where)
+    # the kernel adds the algorithm; a two-shot in place writes the peers' x, one apart their
+    # out: ranks that differ would each miss the other's part, so they make different calls;
+    # so do ranks whose x (or two-shot out) is another registration, or elsewhere in it
+    ident = call_ident("allreduce in place" if two and same else "allreduce", n, x.dtype, op,
+                       where=where)
     args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident, ctx.size, block, _op(op),
             two)
     if n * _itemsize(x) <= SMALL_BYTES:
@@ -296,10 +298,16 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
 def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024, shift=0):
     team = ctx.team()
     grid, block, rounds = _grid(ctx, count, block)
+    where = []
+    x_pb = _peer_bases(ctx, "symaddr.triton.collectives." + kind, x, "x", "the peers read it",
+                       where)
+    if shift:  # x is this rank's part of out: where out starts agrees
+        where[1] -= ctx.rank * shift * _itemsize(x)
     # in place, an all-gather reads a peer's part where that peer's own lies: ranks that
-    # differ would read each other's wrong parts, so they make different calls
-    ident = call_ident(kind + (" in place" if shift else ""), count, x.dtype, op, root)
-    x_pb = _peer_bases(ctx, "symaddr.triton.collectives." + kind, x, "x", "the peers read it")
+    # differ would read each other's wrong parts, so they make different calls; so do ranks
+    # whose x is another registration, or elsewhere in it
+    ident = call_ident(kind + (" in place" if shift else ""), count, x.dtype, op, root,
+                       where=where)
     args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, shift, ctx.size, block,
             kind, _op(op))
     if count * _itemsize(x) <= SMALL_BYTES:

@@ -79,24 +79,27 @@ def sync_words(size):
     return 1 + MAX_BLOCKS + 2 * MAX_BLOCKS * size + 3 * size * MAX_BLOCKS * (1 + LAMPORT_SLOT // 8)
 
 
-def call_ident(kind, count, dtype, op=None, root=0):
+def call_ident(kind, count, dtype, op=None, root=0, where=()):
     """The identity of a collective call as the team's blocks take it (their ident argument):
-    a hash of kind, count, dtype, op and root, the same on every rank that passes the same
-    values. The blocks' ranks compare it, with the block's own kind and op, before they touch
+    a hash of kind, count, dtype, op and root (and where: integers that must agree too, as
+    symaddr.triton.collectives passes which registration each buffer the peers reach is and
+    where in it), the same on every rank that passes the same values. The blocks' ranks compare it, with the block's own kind and op, before they touch
     a peer's memory: ranks that disagree fail the call with SYMADDR_ERR_MISMATCH rather than
     return another call's data. symaddr.triton.collectives passes it; a kernel of your own
     passes it too, or 0, which still compares the blocks' kinds and ops."""
+    where = tuple(where)
     try:  # a hash a call otherwise: a program's few shapes are looked up, by value and type
-        return _ident(kind, count, dtype, op, root, type(kind), type(dtype), type(op))
+        return _ident(kind, count, dtype, op, root, where, type(kind), type(dtype), type(op))
     except TypeError:  # an argument that cannot be a key (an unhashable dtype)
-        return _ident.__wrapped__(kind, count, dtype, op, root)
+        return _ident.__wrapped__(kind, count, dtype, op, root, where)
 
 
 @functools.lru_cache(maxsize=256)
-def _ident(kind, count, dtype, op, root, *types):
+def _ident(kind, count, dtype, op, root, where, *types):
     """call_ident's hash; types only key the cache: values of two types that compare equal
     (NumPy's dtype and its scalar type) may print differently."""
-    text = repr((str(kind), int(count), str(dtype), str(op), int(root))).encode()
+    key = (str(kind), int(count), str(dtype), str(op), int(root))
+    text = repr(key + (tuple(int(w) for w in where),) if where else key).encode()
     return int.from_bytes(hashlib.blake2b(text, digest_size=5).digest(), "little")
 
 
