@@ -656,15 +656,18 @@ SYMADDR_API symaddr_status_t symaddr_map_check(symaddr_context_t *ctx, const sym
  * registration on every rank (the heap's allocations count as one), else every rank of the
  * node gets SYMADDR_ERR_MISMATCH and the context breaks, and a rooted collective never writes
  * outside the root's recv. Rooted calls also compare collective, root, count, dtype and op in
- * their kernel, with the same result. Every rank must call the same collectives in the
- * same order with the same count, dtype, op and root; validation mode
+ * their kernel, with the same result; every other collective's kernel compares the collective,
+ * count, dtype and op, and which registration and offset each buffer it reaches on a peer is
+ * (so ranks passing another allocation, or another offset, get SYMADDR_ERR_MISMATCH on every
+ * rank of the node rather than another buffer's data). Every rank must call the same
+ * collectives in the same order with the same count, dtype, op and root; validation mode
  * (symaddr_config_t.validate) checks that, and that every buffer the kernels reach on a peer is
  * the same allocation or registration (the heap's allocations count as one) at the same offset
  * on every rank, and returns SYMADDR_ERR_MISMATCH on every rank. Calls pair by their order, as
  * MPI's and NCCL's do: a rank that skips a call pairs its next one with the call the others made
- * instead. Where both have the same collective, count, dtype, op and root, only where the program
- * made them tells them apart: without validation they return OK with each other's data, and the
- * others' next call times out. With SYMADDR_VALIDATE_ON each rank also sends where it made the
+ * instead. Where both have the same collective, count, dtype, op, root and buffers, only where the
+ * program made them tells them apart: without validation they return OK with each other's data, and
+ * the others' next call times out. With SYMADDR_VALIDATE_ON each rank also sends where it made the
  * call: the source file and line, which this header's macros pass for every collective and barrier
  * call of a C or C++ program (symaddr_call_site_set), and a binding passes with
  * symaddr_collective_run_at. Two ranks whose calls name the same file (its last 43 characters) at

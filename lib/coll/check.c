@@ -104,6 +104,21 @@ static const char *table_text(uint64_t table, char *buf, size_t n)
     return buf;
 }
 
+/* 32 bits of the buffers a non-rooted collective's kernels reach on its peers (where, as
+ * check_match takes it), the same on every rank that passes the same ones. */
+static uint32_t buffers_hash(const symaddr_coll_row_t *row, const uint64_t where[4])
+{
+    uint64_t h = 0x243f6a8885a308d3ull;
+    for (int b = 0; b < 2; b++)
+        if (row->peers & (b ? SYMADDR_COLL_PEER_RECV : SYMADDR_COLL_PEER_SEND)) {
+            for (int i = b; i < 4; i += 2) {
+                h = (h ^ where[i]) * 0x9e3779b97f4a7c15ull;
+                h ^= h >> 31;
+            }
+        }
+    return (uint32_t)(h ^ h >> 32);
+}
+
 /* In validation mode every rank learns whether the others passed the same arguments and
  * whether any rank's arguments were bad; all then return the same status. where: send's and
  * recv's offsets in their registrations, then their tables (coll_buf_t.table). Without it a bad
@@ -333,5 +348,12 @@ symaddr_status_t symaddr_coll_begin(symaddr_context_t *ctx, const symaddr_coll_c
     d->recv_shift = recv.shift;
     /* desc_init's identity holds the kind, dtype and op; a user's call adds its root */
     d->ident |= (uint64_t)(uint32_t)root << 32;
+    /* Every other collective's kernels reach a peer's send or recv at this rank's offset in
+     * this rank's registration: those join the identity the node's ranks compare, so that
+     * ranks passing other allocations, or other offsets, fail with MISMATCH rather than read
+     * or write the wrong memory (validation mode names them). The rooted ones compare theirs
+     * where they publish them. */
+    if (!symaddr_coll_has(row, SYMADDR_COLLECTIVE_ROOTED))
+        d->ident ^= (uint64_t)buffers_hash(row, where) << 32;
     return SYMADDR_OK;
 }

@@ -181,14 +181,16 @@ symaddr_status_t symaddr_coll_status(symaddr_context_t *ctx)
     symaddr_core_break(&ctx->core, st);
     if (st == SYMADDR_ERR_MISMATCH)
         return symaddr_set_error(ctx, st,
-                                 "the ranks of the node disagreed on a rooted collective (its "
-                                 "kind, root, count, dtype or op, or the allocation of the "
-                                 "buffer peers reach: the root's recv of gather, the send of "
+                                 "the ranks of the node disagreed on a collective call: its "
+                                 "kind, root, count, dtype or op, or a buffer peers reach (a "
+                                 "rooted collective's: the root's recv of gather, the send of "
                                  "scatter, broadcast and reduce, which any rank may pass at any "
-                                 "offset but in the same allocation or registration); nothing "
-                                 "was written outside the root's recv, which may hold the "
-                                 "blocks of ranks that matched it. The context is broken on "
-                                 "every rank: finalize it");
+                                 "offset but in the same allocation or registration; any other "
+                                 "collective's send and recv, which every rank passes in the "
+                                 "same allocation at the same offset; SYMADDR_VALIDATE=1 names "
+                                 "the argument). A rooted collective wrote nothing outside the "
+                                 "root's recv, which may hold the blocks of ranks that matched "
+                                 "it. The context is broken on every rank: finalize it");
     if (st == SYMADDR_ERR_TIMEOUT)
         return symaddr_set_error(ctx, st,
                                  "a collective waited more than %u ms for a rank of its node: a "

@@ -1412,6 +1412,67 @@ static void test_validate_other_allocation(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* The same without validation: the buffers the kernels reach on the peers join the call's
+ * identity, which the node's ranks compare in the kernel, so ranks passing another allocation
+ * or another offset fail with MISMATCH on every rank. Before, the two-shot returned OK with
+ * the other allocation's peer copies in its sums (one-shot, LL and Lamport stage send and
+ * were exact; they refuse it now too, as the contract says). */
+static void test_other_allocation(void *u)
+{
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks: the ranks' buffers differ");
+        return;
+    }
+    static const symaddr_allreduce_algo_t algos[] = {
+        SYMADDR_ALLREDUCE_TWOSHOT, SYMADDR_ALLREDUCE_ONESHOT, SYMADDR_ALLREDUCE_LL,
+        SYMADDR_ALLREDUCE_TWOSHOT_GET, SYMADDR_ALLREDUCE_TWOSHOT_COPY};
+    const size_t n = 1001;
+    for (int k = 0; k < (int)(sizeof(algos) / sizeof(algos[0])) + 2; k++) {
+        symaddr_config_t cfg;
+        fix_t f;
+        symaddr_map_t *m;
+        char *c;
+        symaddr_config_default(&cfg);
+        cfg.validate = 0;
+        cfg.allreduce_algo = k < 5 ? algos[k] : SYMADDR_ALLREDUCE_TWOSHOT;
+        symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
+        fix_init(&f, ctx);
+        T_OK(ctx, symaddr_symmetric_alloc(f.ipc, n * sizeof(int32_t) + 64, (void **)&c, &m));
+        int32_t *h = (int32_t *)f.h_in;
+        for (size_t i = 0; i < n; i++)
+            h[i] = t_rank * 1000 + (int)i;
+        T_OK(ctx, symaddr_memcpy(ctx, f.a, h, n * sizeof(int32_t)));
+        T_OK(ctx, symaddr_memcpy(ctx, c, h, n * sizeof(int32_t)));
+        int other = t_rank == 1;
+        const char *what;
+        symaddr_status_t st;
+        if (k < 5) { /* send in another allocation */
+            what = "allreduce, send in another allocation";
+            st = symaddr_allreduce(ctx, other ? c : f.a, f.b, n, SYMADDR_INT32, SYMADDR_SUM, NULL);
+        } else if (k == 5) { /* send at another offset of the same allocation */
+            what = "allreduce, send at another offset";
+            st = symaddr_allreduce(ctx, f.a + (other ? 64 : 0), f.b, n, SYMADDR_INT32, SYMADDR_SUM,
+                                   NULL);
+        } else { /* recv in another allocation: the all-gather's peers store into it */
+            what = "allgather, recv in another allocation";
+            st = symaddr_allgather(ctx, f.a, other ? c : f.b, 1, SYMADDR_INT32, NULL);
+        }
+        if (st == SYMADDR_OK) /* on a GPU the kernel's verdict comes with the stream */
+            st = symaddr_stream_sync(ctx, NULL);
+        T_CHECK(st == SYMADDR_ERR_MISMATCH || st == SYMADDR_ERR_BROKEN,
+                "%s (allreduce algorithm %d): %s", what, (int)cfg.allreduce_algo,
+                symaddr_strerror(st));
+        /* broken for every later call: the ranks may have paired nothing else */
+        T_STATUS(ctx, symaddr_allreduce(ctx, f.a, f.b, n, SYMADDR_INT32, SYMADDR_SUM, NULL),
+                 SYMADDR_ERR_BROKEN);
+        free(f.h_in); /* the allocations go with the broken context */
+        free(f.h_out);
+        free(f.h_ref);
+        symaddr_finalize(&ctx);
+    }
+}
+
 /* A rank that never arrives: the others get an error, not a hang, within the timeout: the
  * first to give up returns TIMEOUT and tells the rest, which return TIMEOUT or BROKEN. From
  * then on the context is broken on every rank, the absent one included. */
@@ -1536,6 +1597,7 @@ int main(int argc, char **argv)
     T_RUN(test_bad_arguments, NULL);
     T_RUN(test_validate_mismatch, NULL);
     T_RUN(test_validate_other_allocation, NULL);
+    T_RUN(test_other_allocation, NULL);
     T_RUN(test_timeout, NULL);
     T_RUN(test_algo_config, NULL);
     return t_finish();
