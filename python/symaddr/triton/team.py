@@ -83,10 +83,11 @@ def call_ident(kind, count, dtype, op=None, root=0, where=()):
     """The identity of a collective call as the team's blocks take it (their ident argument):
     a hash of kind, count, dtype, op and root (and where: integers that must agree too, as
     symaddr.triton.collectives passes which registration each buffer the peers reach is and
-    where in it), the same on every rank that passes the same values. The blocks' ranks compare it, with the block's own kind and op, before they touch
-    a peer's memory: ranks that disagree fail the call with SYMADDR_ERR_MISMATCH rather than
-    return another call's data. symaddr.triton.collectives passes it; a kernel of your own
-    passes it too, or 0, which still compares the blocks' kinds and ops."""
+    where in it), the same on every rank that passes the same values. The blocks' ranks
+    compare it, with the block's own kind and op, before they touch a peer's memory: ranks
+    that disagree fail the call with SYMADDR_ERR_MISMATCH rather than return another call's
+    data. symaddr.triton.collectives passes it; a kernel of your own passes it too, or 0,
+    which still compares the blocks' kinds and ops."""
     where = tuple(where)
     try:  # a hash a call otherwise: a program's few shapes are looked up, by value and type
         return _ident(kind, count, dtype, op, root, where, type(kind), type(dtype), type(op))
