@@ -1358,7 +1358,22 @@ static void test_validate_mismatch(void *u)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
-/* Ranks that pass different allocations at the same offset, where kernels reach the peers'
+/* The other-allocation tests' data: f->a and a new ipc allocation (returned) of n int32 each
+ * hold rank * 1000 + i. */
+static char *other_allocation(fix_t *f, size_t n)
+{
+    symaddr_map_t *m;
+    char *c = NULL;
+    T_OK(f->ctx, symaddr_symmetric_alloc(f->ipc, n * sizeof(int32_t), (void **)&c, &m));
+    int32_t *h = (int32_t *)f->h_in;
+    for (size_t i = 0; i < n; i++)
+        h[i] = t_rank * 1000 + (int)i;
+    T_OK(f->ctx, symaddr_memcpy(f->ctx, f->a, h, n * sizeof(int32_t)));
+    T_OK(f->ctx, symaddr_memcpy(f->ctx, c, h, n * sizeof(int32_t)));
+    return c;
+}
+
+/* Ranks that pass different allocations at the same offset, where kernels reach the peers
  * copy: validation refuses the call on every rank, naming both registrations. It compared the
  * offsets only: a two-shot allreduce whose rank 1 passed another allocation as send returned OK
  * on every rank, with that allocation's peer copies in the sums. The same allocation on every
@@ -1367,8 +1382,6 @@ static void test_validate_other_allocation(void *u)
 {
     symaddr_config_t cfg;
     fix_t f;
-    symaddr_map_t *m;
-    char *c;
     (void)u;
     if (t_size < 2) {
         T_SKIP("needs 2 ranks: the ranks' buffers differ");
@@ -1380,12 +1393,7 @@ static void test_validate_other_allocation(void *u)
     symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
     fix_init(&f, ctx);
     const size_t n = 1001;
-    T_OK(ctx, symaddr_symmetric_alloc(f.ipc, n * sizeof(int32_t), (void **)&c, &m));
-    int32_t *h = (int32_t *)f.h_in;
-    for (size_t i = 0; i < n; i++)
-        h[i] = t_rank * 1000 + (int)i;
-    T_OK(ctx, symaddr_memcpy(ctx, f.a, h, n * sizeof(int32_t)));
-    T_OK(ctx, symaddr_memcpy(ctx, c, h, n * sizeof(int32_t)));
+    char *c = other_allocation(&f, n);
     T_STATUS(
         ctx,
         symaddr_allreduce(ctx, t_rank == 1 ? c : f.a, f.b, n, SYMADDR_INT32, SYMADDR_SUM, NULL),
@@ -1431,19 +1439,12 @@ static void test_other_allocation(void *u)
     for (int k = 0; k < (int)(sizeof(algos) / sizeof(algos[0])) + 2; k++) {
         symaddr_config_t cfg;
         fix_t f;
-        symaddr_map_t *m;
-        char *c;
         symaddr_config_default(&cfg);
         cfg.validate = 0;
         cfg.allreduce_algo = k < 5 ? algos[k] : SYMADDR_ALLREDUCE_TWOSHOT;
         symaddr_context_t *ctx = t_context(MPI_COMM_WORLD, &cfg);
         fix_init(&f, ctx);
-        T_OK(ctx, symaddr_symmetric_alloc(f.ipc, n * sizeof(int32_t) + 64, (void **)&c, &m));
-        int32_t *h = (int32_t *)f.h_in;
-        for (size_t i = 0; i < n; i++)
-            h[i] = t_rank * 1000 + (int)i;
-        T_OK(ctx, symaddr_memcpy(ctx, f.a, h, n * sizeof(int32_t)));
-        T_OK(ctx, symaddr_memcpy(ctx, c, h, n * sizeof(int32_t)));
+        char *c = other_allocation(&f, n);
         int other = t_rank == 1;
         const char *what;
         symaddr_status_t st;

@@ -447,7 +447,7 @@ static void test_threads(void *unused)
     /* Rank 0's thread enters the allocation before the others are let in; 3 s did not cover
      * that on a loaded 2-core machine at 8 ranks (the allocation timed out on every rank), so
      * the race runs under the suite's long timeout and only the step after it under 3 s. */
-    cfg.timeout_ms = 60000;
+    cfg.timeout_ms = T_INIT_TIMEOUT_MS;
     symaddr_context_t *ctx;
     if (!T_INIT_OK(&cfg, &ctx))
         return;
