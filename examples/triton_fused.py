@@ -28,9 +28,8 @@ import triton.language as tl
 
 import symaddr
 from symaddr.triton import collectives as tc
-from symaddr.triton import translate
-from symaddr.triton.team import (team_barrier, team_begin, team_end, team_programs,
-                                 team_reduce_tile)
+from symaddr.triton.team import (team_aligned, team_barrier, team_begin, team_end,
+                                 team_programs, team_reduce_tile, team_translate)
 
 
 @triton.jit
@@ -109,16 +108,43 @@ def gemm_allreduce_kernel(team, a, b, partial, partial_pb, out, M, N, K,
 
 @triton.jit
 def _gathered_times_b(a, a_pb, team, b, out, rm, rn, M, N, K, N_RANKS: tl.constexpr,
-                      BK: tl.constexpr):
+                      BK: tl.constexpr, ALIGNED: tl.constexpr):
     """out[rm, rn] = rows rm of every rank's a (M x K, symmetric) stacked in rank order, read
     where they lie (row r is rank r // M's row r % M), @ b[:, rn] (K x N): the tile of b is
-    read once for the rows of every rank."""
+    read once for the rows of every rank. ALIGNED: a_pb is team_aligned (the rows load in
+    16-byte vectors; translated plainly, one element an instruction, this GEMM ran at half
+    the unfused pair's speed)."""
     inside = rm < N_RANKS * M
     src = tl.where(inside, rm // M, team.rank)  # a masked row reads nothing: any valid rank
-    rows = translate(a + tl.where(inside, rm % M, 0) * K, src, a_pb, team.rank)  # once a row
+    rows = team_translate(a + tl.where(inside, rm % M, 0) * K, src, a_pb, team, ALIGNED)
     acc = _gemm_tile(rows, inside, b, rn, N, K, BK)
     tl.store(out + rm[:, None] * N + rn[None, :], acc.to(out.dtype.element_ty),
              mask=inside[:, None] & (rn[None, :] < N))
+
+
+@triton.jit
+def _allgather_gemm(team, call, a, a_pb, b, out, M, N, K, N_RANKS: tl.constexpr,
+                    BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                    ALIGNED: tl.constexpr):
+    """allgather_gemm_kernel's tiles: this rank's rows first, then the rest."""
+    tiles_n = tl.cdiv(N, BN)
+    tiles = tl.cdiv(N_RANKS * M, BM) * tiles_n
+    lo = team.rank * M  # this rank's rows of the gathered input: [lo, lo + M)
+    for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
+        row0 = (t // tiles_n) * BM
+        if (row0 >= lo) & (tl.minimum(row0 + BM, N_RANKS * M) <= lo + M):
+            _gathered_times_b(a, a_pb, team, b, out, row0 + tl.arange(0, BM),
+                              (t % tiles_n) * BN + tl.arange(0, BN), M, N, K, N_RANKS, BK,
+                              ALIGNED)
+    if N_RANKS > 1:  # (one rank: every tile was its own)
+        if team_barrier(team, call, 1, N_RANKS):  # every rank's a is ready
+            for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
+                row0 = (t // tiles_n) * BM
+                if (row0 < lo) | (tl.minimum(row0 + BM, N_RANKS * M) > lo + M):
+                    _gathered_times_b(a, a_pb, team, b, out, row0 + tl.arange(0, BM),
+                                      (t % tiles_n) * BN + tl.arange(0, BN), M, N, K, N_RANKS,
+                                      BK, ALIGNED)
+            team_barrier(team, call, 2, N_RANKS)  # no rank still reads a
 
 
 @triton.jit
@@ -130,22 +156,10 @@ def allgather_gemm_kernel(team, a, a_pb, b, out, M, N, K, N_RANKS: tl.constexpr,
     time reading) is read once. Tiles of this rank's rows alone come first, with no wait; the
     rest once every rank's a is ready. Each program takes every num_programs-th tile."""
     call = team_begin(team)
-    tiles_n = tl.cdiv(N, BN)
-    tiles = tl.cdiv(N_RANKS * M, BM) * tiles_n
-    lo = team.rank * M  # this rank's rows of the gathered input: [lo, lo + M)
-    for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
-        row0 = (t // tiles_n) * BM
-        if (row0 >= lo) & (tl.minimum(row0 + BM, N_RANKS * M) <= lo + M):
-            _gathered_times_b(a, a_pb, team, b, out, row0 + tl.arange(0, BM),
-                              (t % tiles_n) * BN + tl.arange(0, BN), M, N, K, N_RANKS, BK)
-    if N_RANKS > 1:  # (one rank: every tile was its own)
-        if team_barrier(team, call, 1, N_RANKS):  # every rank's a is ready
-            for t in range(tl.program_id(0), tiles, tl.num_programs(0)):
-                row0 = (t // tiles_n) * BM
-                if (row0 < lo) | (tl.minimum(row0 + BM, N_RANKS * M) > lo + M):
-                    _gathered_times_b(a, a_pb, team, b, out, row0 + tl.arange(0, BM),
-                                      (t % tiles_n) * BN + tl.arange(0, BN), M, N, K, N_RANKS, BK)
-            team_barrier(team, call, 2, N_RANKS)  # no rank still reads a
+    if team_aligned(a_pb, team, N_RANKS):
+        _allgather_gemm(team, call, a, a_pb, b, out, M, N, K, N_RANKS, BM, BN, BK, True)
+    else:
+        _allgather_gemm(team, call, a, a_pb, b, out, M, N, K, N_RANKS, BM, BN, BK, False)
     team_end(team, call)
 
 

@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python torch pybench soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python wheel torch pybench soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -139,16 +139,19 @@ for s in $steps; do
             SYMADDR_BACKEND=cuda mpiexec -n $n python3 examples/triton_fused.py 2>&1 |
                 tee -a "$OUT/python-fused.txt" | sort | uniq -c | head -3
         done
-        { python3 -m pip install -q --no-index --no-deps --target /tmp/whl-site .whl/*.whl &&
-          PYTHONPATH=/tmp/whl-site python3 -m pip install -q --no-build-isolation --no-deps \
-              --target /tmp/symaddr-site . ; } >"$OUT/python-wheel.log" 2>&1 || rc=1
-        (cd /tmp && env -u SYMADDR_LIB PYTHONPATH=/tmp/symaddr-site python3 -c 'import symaddr
-print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_path())') 2>&1 |
-            tee -a "$OUT/python-wheel.log"
+        "$0" wheel || rc=1
         for what in "2 put" "2 allreduce" "8 allreduce" "8 alloc --profile"; do
             set -- $what
             n=$1; shift; mpiexec -n $n python3 -m symaddr.bench "$@" 2>&1 | tee -a "$OUT/python-bench.txt"
         done ;;
+    wheel)
+        # pip install . into a folder (meson-python from .whl/), then import it from elsewhere.
+        { python3 -m pip install -q --no-index --no-deps --target /tmp/whl-site .whl/*.whl &&
+          PYTHONPATH=/tmp/whl-site python3 -m pip install -v --no-build-isolation --no-deps \
+              --target /tmp/symaddr-site . ; } >"$OUT/python-wheel.log" 2>&1 || rc=1
+        (cd /tmp && env -u SYMADDR_LIB -u PYTHONPATH PYTHONPATH=/tmp/symaddr-site python3 -c 'import symaddr
+print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_path())') 2>&1 |
+            tee -a "$OUT/python-wheel.log" ;;
     torch)
         # test_torch.py and test_triton.py (torch CUDA tensors, compiled) at PY_RANKS ranks on one
         # GPU (MPS on). TREE=dir runs them from a copy of the tree (a base's python/ beside this

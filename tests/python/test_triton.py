@@ -37,8 +37,8 @@ import symaddr.triton as st  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
 from symaddr.triton import collectives as tc  # noqa: E402
 from symaddr.triton._peers import aligned  # noqa: E402
-from symaddr.triton.team import (MAX_BLOCKS, STATUS_AT, call_ident, team_barrier,  # noqa: E402
-                                 team_begin, team_end, team_fail)
+from symaddr.triton.team import (MAX_BLOCKS, STATUS_AT, call_ident, team_aligned,  # noqa: E402
+                                 team_barrier, team_begin, team_end, team_fail, team_translate)
 from triton_put import put_kernel  # noqa: E402  (the example's kernel, as the seed writes it)
 
 comm = MPI.COMM_WORLD
@@ -1170,12 +1170,27 @@ def k_aligned(out, pb, rank, N_RANKS: tl.constexpr):
     tl.store(out, aligned(pb, rank, N_RANKS).to(tl.int32))
 
 
+@triton.jit
+def k_team_translate(team, x, x_pb, out, n, N_RANKS: tl.constexpr, BLOCK: tl.constexpr):
+    """out[r * n:(r + 1) * n] = rank r's x[:n] for every r, loaded through team_translate with
+    team_aligned's answer (a user's fused kernel's peer loads)."""
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    for r in tl.static_range(N_RANKS):
+        if team_aligned(x_pb, team, N_RANKS):
+            v = tl.load(team_translate(x + offs, r, x_pb, team, True), mask=m)
+        else:
+            v = tl.load(team_translate(x + offs, r, x_pb, team, False), mask=m)
+        tl.store(out + r * n + offs, v, mask=m)
+
+
 def test_triton_unaligned_tables():
     """The collectives over imports at 1 + 2 * rank and 2 + 2 * rank elements into plain
     allocations, whose ranks' copies differ by 8 bytes a rank: the blocks find those tables
     unaligned (aligned(): False where there are two ranks; True for an allocation's table) and
     load and store element by element, since a 16-byte vector there would be misaligned on a
-    GPU; exact against a sequential computation."""
+    GPU; exact against a sequential computation. team_translate, as team_aligned leads it,
+    over either table, exact."""
     n = 2 * size + 5
     every = [np.arange(size * n) * 7 + 1000 * r for r in range(size)]
     total = sum(every)
@@ -1191,6 +1206,17 @@ def test_triton_unaligned_tables():
     settle()
     check(list(host(flags)) == [size == 1, size == 1, True], "aligned(): imports %s, an "
           "allocation %s" % (list(host(flags))[:2], host(flags)[2]))
+    fill(a, every[rank].astype(np.float32))
+    settle()
+    team = ctx.team()
+    for name, x, m in (("an import", xv, xmap), ("an allocation", a, amap)):
+        got, _ = alloc((size * n,), "float32")
+        k_team_translate[(1,)](team, x, m.peer_bases, got, n, N_RANKS=size, BLOCK=64)
+        settle()
+        wanted = np.concatenate([e[:n] for e in every]).astype(np.float32)
+        check(np.array_equal(host(got), wanted), "team_translate over %s's table: %d of %d "
+              "wrong" % (name, int((host(got) != wanted).sum()), wanted.size))
+        ctx.free(got)
     plain = _plain(size * n, "float32")
     calls = {
         "two-shot": (lambda: tc.allreduce(ctx, xv, ov, algo="twoshot"), total),

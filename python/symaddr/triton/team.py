@@ -32,9 +32,9 @@ import os
 import triton
 import triton.language as tl
 
-from . import translate
+from . import VALIDATE, translate
 from .._lib import load as _load
-from ._peers import _gather, _reduce, aligned, peer_load, peer_store
+from ._peers import _gather, _moved, _reduce, aligned, peer_load, peer_store
 from ._peers import lanes as _lanes
 from ._signals import _CLOCK, _now_ns
 
@@ -283,6 +283,28 @@ def _narrow(acc, dtype: tl.constexpr):
         return tl.where((bits & 0x7FFFFFFF) > 0x7F800000, nan, even).to(dtype, bitcast=True)
     else:
         return acc.to(dtype)
+
+
+@triton.jit
+def team_aligned(x_pb, team, N_RANKS: tl.constexpr):
+    """Whether every rank's copy under the table x_pb lies a multiple of 16 bytes from this
+    rank's (every provider's allocations; an import at per-rank offsets may not): then
+    team_translate(..., ALIGNED=True) keeps a pointer's alignment. One load of the table."""
+    return aligned(x_pb, team.rank, N_RANKS)
+
+
+@triton.jit
+def team_translate(ptr, r, x_pb, team, ALIGNED: tl.constexpr):
+    """Rank r's copy of ptr (x_pb its table; r may be a block, one rank a pointer), as
+    symaddr.triton.translate. ALIGNED (a table team_aligned found so) tells Triton that the
+    difference is a multiple of 16 bytes, so loads through the pointer vectorise as far as
+    ptr's own alignment allows (a plain translation loads one element an instruction).
+    Validation mode checks the translation, as translate does."""
+    if VALIDATE or not ALIGNED:
+        p = translate(ptr, r, x_pb, team.rank)
+    else:
+        p = _moved(ptr, r, x_pb, team.rank)
+    return p
 
 
 @triton.jit
