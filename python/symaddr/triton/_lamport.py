@@ -30,19 +30,27 @@ def _lamport_word(v):
 
 
 @triton.jit
-def _all(b, rank):
-    """Whether b (one value a thread) holds in every thread of the program: a reduction over
-    a vector with an element in every thread, which crosses the warps (rank, a runtime value,
-    keeps the compiler from folding it into b)."""
-    lanes = tl.arange(0, 1024)
-    return tl.min(tl.where(lanes < rank + 1024, b.to(tl.int32), 1), 0) != 0
+def _or(a, b):
+    return a | b
 
 
 @triton.jit
-def _any(b, rank):
-    """Whether b (one value a thread) holds in some thread of the program (as _all)."""
-    lanes = tl.arange(0, 1024)
-    return tl.max(tl.where(lanes < rank + 1024, b.to(tl.int32), 0), 0) != 0
+def _poll(tile, inside, ids, live, idw, flags, call, start, team):
+    """One look at what team_allreduce_lamport waits for: (got, seen, state). got: the words
+    (0: not arrived), seen: the identity words, and state, the same in every thread: bit 0
+    some word or identity has not arrived, bit 1 late past the timeout or the team failed,
+    bit 2 a peer is in a barrier of this call (another collective). Every thread's part goes
+    into one block-wide reduction: the warps poll their own copies of the small vectors and
+    read their own clocks, and must leave the loop at the same turn (the reductions after
+    it cross the warps; on an H200, words emptied under a warp still waiting), which four
+    reductions a poll did before, each two of the block's barriers."""
+    got = tl.load(tile, mask=inside, other=1, volatile=True)
+    seen = tl.load(ids, mask=live, other=idw, volatile=True)
+    phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
+    late = ((_now_ns() - start > team.timeout_ns) | team_failed(team)).to(tl.int32)
+    row = (seen == 0).to(tl.int32) | (((phase > 0) & (phase < _STRIDE)).to(tl.int32) << 2)
+    word = (got == 0).to(tl.int32) | row[:, None] | (late << 1)
+    return got, seen, tl.reduce(word, None, _or)
 
 
 @triton.jit
@@ -117,26 +125,14 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
         ids = _lamport_id(team, b, ranks, N_RANKS)
         tile = rows[:, None] + j[None, :]
         inside = live[:, None] & mask[None, :]
-        got = tl.load(tile, mask=inside, other=1, volatile=True)
-        seen = tl.load(ids, mask=live, other=idw, volatile=True)
-        here = _all((tl.min(tl.min((got != 0).to(tl.int32), 1), 0) != 0) &
-                    (tl.min(seen, 0) != 0), team.rank)
         start = _now_ns()
-        late = False
-        other = False
-        # every warp leaves the loop at the same turn: each polls its own copy of the small
-        # vectors (seen, the flags) and reads its own clock, and the loop and what follows it
-        # meet at the block's barriers (its reductions), which warps that left at different
-        # turns would pair wrongly (on an H200: words emptied under a warp still waiting)
-        while (not here) & (not late) & (not other):
-            got = tl.load(tile, mask=inside, other=1, volatile=True)
-            seen = tl.load(ids, mask=live, other=idw, volatile=True)
-            here = _all((tl.min(tl.min((got != 0).to(tl.int32), 1), 0) != 0) &
-                        (tl.min(seen, 0) != 0), team.rank)
-            late = _any((_now_ns() - start > team.timeout_ns) | team_failed(team), team.rank)
-            phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
-            other = _any(tl.max(((phase > 0) & (phase < _STRIDE)).to(tl.int32), 0) != 0,
-                         team.rank)
+        got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team)
+        if (state & 1) == 0:  # every word here at the first look: nothing else matters
+            state = tl.zeros((), tl.int32)
+        while state == 1:  # not here, not late, no other collective
+            got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team)
+        other = (state & 4) != 0
+        here = (state & 1) == 0
         if other:
             code = tl.full((), _MISMATCH, tl.int32)
         elif not here:
