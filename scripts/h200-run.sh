@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python wheel torch pybench soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python wheel torch pybench pyab soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -188,6 +188,53 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
             done
         done
         grep -v "^\[" "$OUT/pybench.txt" | tail -80 ;;
+    pyab)
+        # A/B of the Python package: BASE_TAR's python/ (a git archive) against the tree's, both
+        # on the tree's library, python -m symaddr.bench $PYAB (default "triton --max-bytes
+        # 65536") at PY_RANKS ranks (8) on one GPU (MPS on), base and tree in turn twice;
+        # pyab.txt, and per size the tree's best over the base's for each column.
+        [ -n "${BASE_TAR:-}" ] || { echo "pyab: BASE_TAR=<git archive of the base> first"; exit 1; }
+        rm -rf $BASE/python && mkdir -p $BASE && tar -xf "$BASE_TAR" -C $BASE python || exit 1
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONUNBUFFERED=1 SYMADDR_BACKEND=cuda
+        for n in ${PY_RANKS:-8}; do
+            for v in base tree base tree; do
+                py=$PWD/python
+                [ $v = base ] && py=$BASE/python
+                echo "== $n $v" >>"$OUT/pyab.txt"
+                PYTHONPATH=$py timeout ${PYBENCH_TIMEOUT:-240} mpiexec -n $n python3 -m \
+                    symaddr.bench ${PYAB:-triton --max-bytes 65536} >>"$OUT/pyab.txt" 2>&1 || rc=1
+            done
+        done
+        python3 - "$OUT/pyab.txt" <<'PY'
+import sys
+runs, head = {}, None
+for line in open(sys.argv[1]):
+    f = line.split()
+    if line.startswith("=="):
+        cur = runs.setdefault((f[1], f[2]), [])
+        cur.append({})
+    elif line.startswith("#") and "bytes" in f:  # names of two words: one
+        head = line.replace("C ar", "C_ar").replace("C ag", "C_ag").split()[2:]
+    elif f and f[0].isdigit() and head:
+        cur[-1][int(f[0])] = f[1:]
+for n in sorted({k[0] for k in runs}):
+    base, tree = runs.get((n, "base"), []), runs.get((n, "tree"), [])
+    if not base or not tree or not all(base + tree):
+        print(f"pyab {n} ranks: a run printed no table (see pyab.txt)")
+        continue
+    for i, col in enumerate(head):
+        def best(t, s):
+            v = [float(r[s][i]) for r in t if s in r and r[s][i] not in ("-",)]
+            return min(v) if v else None
+        sizes = sorted(base[0])
+        ratios = [(best(tree, s), best(base, s)) for s in sizes]
+        if col in ("bw2", "bwag", "wrong") or not any(b and t for t, b in ratios):
+            continue
+        print(f"pyab {n} ranks {col}: tree/base at {sizes[0]}-{sizes[-1]} B:",
+              " ".join(f"{t / b:.3f}" if t and b else "-" for t, b in ratios))
+    print(f"pyab {n} ranks: wrong", sum(int(r[s][-1]) for r in base + tree for s in r))
+PY
+        ;;
     soak)
         # scripts/triton-soak.py and host-soak.py (SOAKS: either): random Triton and host
         # collectives from Python (torch CUDA tensors, compiled) against a sequential

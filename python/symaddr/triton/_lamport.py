@@ -39,11 +39,12 @@ def _poll(tile, inside, ids, live, idw, flags, call, start, team):
     """One look at what team_allreduce_lamport waits for: (got, seen, state). got: the words
     (0: not arrived), seen: the identity words, and state, the same in every thread: bit 0
     some word or identity has not arrived, bit 1 late past the timeout or the team failed,
-    bit 2 a peer is in a barrier of this call (another collective). Every thread's part goes
-    into one block-wide reduction: the warps poll their own copies of the small vectors and
-    read their own clocks, and must leave the loop at the same turn (the reductions after
-    it cross the warps; on an H200, words emptied under a warp still waiting), which four
-    reductions a poll did before, each two of the block's barriers."""
+    bit 2 a peer is in a barrier of this call (another collective). The warps poll their own
+    copies of the small vectors and read their own clocks, yet must leave the loop at the
+    same turn (the reductions after it cross the warps; on an H200, words were emptied under
+    a warp still waiting): every thread's part goes into one block-wide reduction, whose
+    result every thread reads, rather than one reduction for each part (two of the block's
+    barriers each)."""
     got = tl.load(tile, mask=inside, other=1, volatile=True)
     seen = tl.load(ids, mask=live, other=idw, volatile=True)
     phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
