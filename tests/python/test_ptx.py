@@ -263,6 +263,23 @@ def epochs_read_once(module):
     return wrong, seen
 
 
+def interpreted_combines(modules):
+    """The calls of tl.reduce and tl.associative_scan in the modules' sources: Triton's
+    interpreter (CI's) runs their combine function an element at a time in Python, where it
+    hands tl.max, tl.min and tl.sum to NumPy (the Lamport poll's OR in 5be7d3e doubled the
+    interpreter's time of the Lamport cases at 8 ranks, 29 s to 57 s)."""
+    import ast
+    import inspect
+    found = []
+    for module in modules:
+        for node in ast.walk(ast.parse(inspect.getsource(module))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("reduce", "associative_scan")
+                    and getattr(node.func.value, "id", None) == "tl"):
+                found.append("%s:%d tl.%s" % (module.__name__, node.lineno, node.func.attr))
+    return found
+
+
 def main():
     passed = failed = 0
     validated = st.VALIDATE
@@ -438,6 +455,16 @@ def main():
     from symaddr.triton import collectives as tc
     (wrong, seen), (wrong2, seen2) = epochs_read_once(tc), epochs_read_once(fused)
     wrong += wrong2
+    import pkgutil
+    import symaddr.triton as package
+    modules = [importlib.import_module("symaddr.triton." + m.name)
+               for m in pkgutil.iter_modules(package.__path__)] + [package, fused]
+    combines = interpreted_combines(modules)
+    cases.append(("the kernels of symaddr.triton (%d modules) and examples/triton_fused.py "
+                  "reduce with tl.max, tl.min and tl.sum, which Triton's interpreter hands to "
+                  "NumPy, not with a combine function of their own%s"
+                  % (len(modules) - 1, ": " + ", ".join(combines) if combines else ""),
+                  not combines and len(modules) > 5))
     cases.append(("every team kernel of symaddr.triton.collectives (%d) and "
                   "examples/triton_fused.py (%d) reads its epoch once: one team_begin, outside "
                   "any loop%s" % (seen, seen2, ": " + "; ".join(wrong) if wrong else ""),

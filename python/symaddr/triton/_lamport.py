@@ -30,28 +30,28 @@ def _lamport_word(v):
 
 
 @triton.jit
-def _or(a, b):
-    return a | b
-
-
-@triton.jit
-def _poll(tile, inside, ids, live, idw, flags, call, start, team):
+def _poll(tile, inside, ids, live, idw, flags, call, start, team, FIRST: tl.constexpr):
     """One look at what team_allreduce_lamport waits for: (got, seen, state). got: the words
-    (0: not arrived), seen: the identity words, and state, the same in every thread: bit 0
-    some word or identity has not arrived, bit 1 late past the timeout or the team failed,
-    bit 2 a peer is in a barrier of this call (another collective). The warps poll their own
-    copies of the small vectors and read their own clocks, yet must leave the loop at the
-    same turn (the reductions after it cross the warps; on an H200, words were emptied under
-    a warp still waiting): every thread's part goes into one block-wide reduction, whose
-    result every thread reads, rather than one reduction for each part (two of the block's
-    barriers each)."""
+    (0: not arrived), seen: the identity words, and state, the same in every thread: 0 every
+    word and identity here; 1 some not here yet; 2 some not here and late past the timeout
+    (or the team failed); 4 a peer is in a barrier of this call (another collective). FIRST:
+    the arrivals alone (where every word is here at the first look, nothing else matters).
+    The warps poll their own copies of the small vectors and read their own clocks, yet must
+    leave the loop at the same turn (the reductions after it cross the warps; on an H200,
+    words were emptied under a warp still waiting): every thread's part goes into one
+    block-wide maximum, whose result every thread reads, rather than one reduction for each
+    part (two of the block's barriers each). A maximum, not an OR of bits, as NumPy reduces
+    it under Triton's interpreter, which runs a combine function of its own an element at
+    a time."""
     got = tl.load(tile, mask=inside, other=1, volatile=True)
     seen = tl.load(ids, mask=live, other=idw, volatile=True)
-    phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
-    late = ((_now_ns() - start > team.timeout_ns) | team_failed(team)).to(tl.int32)
-    row = (seen == 0).to(tl.int32) | (((phase > 0) & (phase < _STRIDE)).to(tl.int32) << 2)
-    word = (got == 0).to(tl.int32) | row[:, None] | (late << 1)
-    return got, seen, tl.reduce(word, None, _or)
+    word = ((got == 0) | (seen == 0)[:, None]).to(tl.int32)
+    if not FIRST:
+        late = (_now_ns() - start > team.timeout_ns) | team_failed(team)
+        phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
+        other = ((phase > 0) & (phase < _STRIDE)).to(tl.int32)
+        word = tl.maximum(word * (1 + late.to(tl.int32)), other[:, None] * 4)
+    return got, seen, tl.max(word)
 
 
 @triton.jit
@@ -127,13 +127,12 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
         tile = rows[:, None] + j[None, :]
         inside = live[:, None] & mask[None, :]
         start = _now_ns()
-        got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team)
-        if (state & 1) == 0:  # every word here at the first look: nothing else matters
-            state = tl.zeros((), tl.int32)
+        got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team, True)
         while state == 1:  # not here, not late, no other collective
-            got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team)
-        other = (state & 4) != 0
-        here = (state & 1) == 0
+            got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team,
+                                     False)
+        other = state >= 4
+        here = state == 0
         if other:
             code = tl.full((), _MISMATCH, tl.int32)
         elif not here:
