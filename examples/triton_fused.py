@@ -112,8 +112,8 @@ def _gathered_times_b(a, a_pb, team, b, out, rm, rn, M, N, K, N_RANKS: tl.conste
     """out[rm, rn] = rows rm of every rank's a (M x K, symmetric) stacked in rank order, read
     where they lie (row r is rank r // M's row r % M), @ b[:, rn] (K x N): the tile of b is
     read once for the rows of every rank. ALIGNED: a_pb is team_aligned (the rows load in
-    16-byte vectors; translated plainly, one element an instruction, this GEMM ran at half
-    the unfused pair's speed)."""
+    16-byte vectors; translated plainly, one element an instruction, this GEMM ran at as
+    little as half the unfused pair's speed)."""
     inside = rm < N_RANKS * M
     src = tl.where(inside, rm // M, team.rank)  # a masked row reads nothing: any valid rank
     rows = team_translate(a + tl.where(inside, rm % M, 0) * K, src, a_pb, team, ALIGNED)

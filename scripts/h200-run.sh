@@ -232,7 +232,8 @@ for n in sorted({k[0] for k in runs}):
             continue
         print(f"pyab {n} ranks {col}: tree/base at {sizes[0]}-{sizes[-1]} B:",
               " ".join(f"{t / b:.3f}" if t and b else "-" for t, b in ratios))
-    print(f"pyab {n} ranks: wrong", sum(int(r[s][-1]) for r in base + tree for s in r))
+    if head[-1] == "wrong":  # (the fused bench's counts are per output: see pyab.txt)
+        print(f"pyab {n} ranks: wrong", sum(int(r[s][-1]) for r in base + tree for s in r))
 PY
         ;;
     soak)
