@@ -17,6 +17,10 @@ timeout 3600 mpirun -np 2 --oversubscribe --tag-output \
 count() { { grep -a "^\[1,$1\]<stdout>:$2:" "$out" || true; } | tail -1 | awk '{print $NF}'; }
 ok0=$(count 0 Ok) fail0=$(count 0 Fail) skip0=$(count 0 Skipped) tout0=$(count 0 Timeout)
 ok1=$(count 1 Ok) fail1=$(count 1 Fail) skip1=$(count 1 Skipped)
+# PyPI's meson (1.9) prints only the counts that are not 0, and Ok and Fail (Debian 12's 1.0
+# prints every count): a summary printed without a count has 0 of it
+if [ -n "$ok0" ]; then skip0=${skip0:-0} tout0=${tout0:-0}; fi
+if [ -n "$ok1" ]; then skip1=${skip1:-0}; fi
 echo "outer rank 0: Ok ${ok0:-?} Fail ${fail0:-?} Skipped ${skip0:-?} Timeout ${tout0:-?}"
 echo "outer rank 1: Ok ${ok1:-?} Fail ${fail1:-?} Skipped ${skip1:-?}"
 echo "tests in the unit and mpi suites: $total; mpirun exit status $rc"
