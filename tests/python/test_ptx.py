@@ -205,6 +205,22 @@ def k_fused(sync, sync_pb, rank, timeout_ns, a, a_pb, b, out, M, N, K, eps,
                               BN, BK, True)
 
 
+def fused_signature(dt):
+    """k_fused's signature with a, b and out of Triton type dt ("fp32", "bf16")."""
+    return dict(TEAM_SIG, a="*" + dt, a_pb="*i64", b="*" + dt, out="*" + dt, M="i32", N="i32",
+                K="i32", eps="fp32", N_RANKS="constexpr", BM="constexpr", BN="constexpr",
+                BK="constexpr", KIND="constexpr")
+
+
+def lamport_signature(dt):
+    """symaddr.triton.collectives._lamport_kernel's signature with x and out of Triton type
+    dt, the Team a tuple argument."""
+    from symaddr._maps import Team as TeamOf
+    return {"team": TeamOf(*TEAM_SIG.values()), "x": "*" + dt, "out": "*" + dt, "n": "i32",
+            "rounds": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
+            "OP": "constexpr", "ROUNDS": "constexpr"}
+
+
 def compiles(fn, signature, constexprs):
     """None, or why Triton could not compile fn for sm_90."""
     try:
@@ -338,11 +354,9 @@ def main():
     # barriers in the kernel, before
     from symaddr._maps import Team as TeamOf
     from symaddr.triton import collectives as tc
-    code = triton.compile(ASTSource(fn=tc._lamport_kernel, signature={
-        "team": TeamOf(*TEAM_SIG.values()), "x": "*fp32", "out": "*fp32", "n": "i32",
-        "rounds": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
-        "OP": "constexpr", "ROUNDS": "constexpr"}, constexprs={
-            "N_RANKS": 8, "BLOCK": 256, "OP": None, "ROUNDS": False}),
+    code = triton.compile(ASTSource(fn=tc._lamport_kernel, signature=lamport_signature("fp32"),
+                                    constexprs={"N_RANKS": 8, "BLOCK": 256, "OP": None,
+                                                "ROUNDS": False}),
         target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
     barriers = len(re.findall(r"\bbar\.sync\b", code.split(".section")[0]))
     cases.append(("the Triton Lamport one-shot polls in one block-wide reduction: %d block "
@@ -365,10 +379,7 @@ def main():
                                          % (kind, dt, ident, why))
     for dt in ("fp32", "bf16"):
         for kind, what in enumerate(("allreduce+RMSNorm", "GEMM+allreduce", "all-gather+GEMM")):
-            sig = dict(TEAM_SIG, a="*" + dt, a_pb="*i64", b="*" + dt, out="*" + dt, M="i32",
-                       N="i32", K="i32", eps="fp32", N_RANKS="constexpr", BM="constexpr",
-                       BN="constexpr", BK="constexpr", KIND="constexpr")
-            why = compiles(k_fused, sig, {"N_RANKS": 8, "BM": 16, "BN": 64, "BK": 32,
+            why = compiles(k_fused, fused_signature(dt), {"N_RANKS": 8, "BM": 16, "BN": 64, "BK": 32,
                                           "KIND": kind})
             if why:
                 failed_builds.append("examples/triton_fused.py %s, %s: %s" % (what, dt, why))
@@ -376,10 +387,8 @@ def main():
     # specialised, the Team a tuple argument)
     team_sig = TeamOf(*TEAM_SIG.values())
     for dt, rounds in (("fp32", False), ("bf16", False), ("fp16", False), ("fp32", True)):
-        why = compiles(tc._lamport_kernel, {
-            "team": team_sig, "x": "*" + dt, "out": "*" + dt, "n": "i32", "rounds": "i32",
-            "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr", "OP": "constexpr",
-            "ROUNDS": "constexpr"}, {"N_RANKS": 8, "BLOCK": 256, "OP": None, "ROUNDS": rounds})
+        why = compiles(tc._lamport_kernel, lamport_signature(dt),
+                       {"N_RANKS": 8, "BLOCK": 256, "OP": None, "ROUNDS": rounds})
         if why:
             failed_builds.append("_lamport_kernel, %s, rounds %s: %s" % (dt, rounds, why))
     for dt, two in (("i32", False), ("fp32", True)):
@@ -438,9 +447,7 @@ def main():
     # team_translate over an aligned table, load as the weight does (16-byte cp.async), not
     # one element an instruction (ld.global.b16: the fused GEMM ran at half the unfused one's
     # speed at M = 64 and 128 on the H100 of 2026-12-05)
-    sig = dict(TEAM_SIG, a="*bf16", a_pb="*i64", b="*bf16", out="*bf16", M="i32", N="i32",
-               K="i32", eps="fp32", N_RANKS="constexpr", BM="constexpr", BN="constexpr",
-               BK="constexpr", KIND="constexpr")
+    sig = fused_signature("bf16")
     names = list(sig)
     code = triton.compile(ASTSource(fn=k_fused, signature=sig, attrs={
         (names.index(a),): [["tt.divisibility", 16]] for a in ("a", "a_pb", "b", "out", "N", "K")},
@@ -452,7 +459,6 @@ def main():
     cases.append(("examples/triton_fused.py's all-gather + GEMM loads its peers' rows in 16-byte "
                   "vectors over an aligned table: %d element loads, %d 16-byte copies"
                   % (scalar, wide), scalar == 0 and wide > 0))
-    from symaddr.triton import collectives as tc
     (wrong, seen), (wrong2, seen2) = epochs_read_once(tc), epochs_read_once(fused)
     wrong += wrong2
     import pkgutil
