@@ -105,13 +105,6 @@ static inline void t_run(const char *name, void (*fn)(void *), void *arg)
 
 #define T_RUN(fn, arg) t_run(#fn, (void (*)(void *))(fn), (arg))
 
-static inline void t_init(int *argc, char ***argv)
-{
-    MPI_Init(argc, argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &t_size);
-}
-
 /* For a test whose threads call MPI at once; t_thread_level says what MPI gave. */
 static inline void t_init_thread(int *argc, char ***argv, int required)
 {
@@ -119,6 +112,8 @@ static inline void t_init_thread(int *argc, char ***argv, int required)
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &t_size);
 }
+
+static inline void t_init(int *argc, char ***argv) { t_init_thread(argc, argv, MPI_THREAD_SINGLE); }
 
 static inline int t_finish(void)
 {

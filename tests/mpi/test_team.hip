@@ -18,6 +18,13 @@ static symaddr_context_t *g_ctx;
 
 static void launched(symaddr_status_t st) { T_OK(g_ctx, st); }
 
+/* ctx's team with a kernel deadline of ms: the team carries the deadline it was got with. */
+static void team_with_timeout(symaddr_context_t *ctx, unsigned ms, symaddr_team_t *team_p)
+{
+    T_OK(ctx, symaddr_timeout_set(ctx, ms));
+    T_OK(ctx, symaddr_team_get(ctx, team_p));
+}
+
 static unsigned grid_blocks(const symaddr_team_t *t)
 {
 #if defined(SYMADDR_KERNELS_CPU)
@@ -265,8 +272,7 @@ static void test_barrier_stopped_signaller(void *unused)
     T_OK(ctx, symaddr_mem_alloc(ctx, sizeof(int), (void **)&passed));
     T_OK(ctx, symaddr_memcpy(ctx, passed, &mine, sizeof(int)));
     T_OK(ctx, symaddr_barrier(ctx, NULL));
-    T_OK(ctx, symaddr_timeout_set(ctx, 1000));
-    T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
+    team_with_timeout(ctx, 1000, &team);
     T_OK(ctx, SYMADDR_LAUNCH(half_signalled_kernel, 1, 128, NULL, team, passed));
     symaddr_status_t st = symaddr_stream_sync(ctx, NULL);
     T_CHECK(st == SYMADDR_OK, "node rank %d: %s after a barrier node rank 0 passed", team.node_rank,
@@ -327,8 +333,7 @@ static void test_lamport_partial_chunk(void *unused)
         T_OK(ctx, symaddr_barrier(ctx, NULL));
         /* the take's deadline (the setup's is the long one): the ranks left the last round at
          * their own times */
-        T_OK(ctx, symaddr_timeout_set(ctx, 1500));
-        T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
+        team_with_timeout(ctx, 1500, &team);
         T_OK(ctx, SYMADDR_LAUNCH(partial_chunk_kernel, 1, 32, NULL, team, missing));
         symaddr_status_t st = symaddr_stream_sync(ctx, NULL);
         T_CHECK(st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN,
@@ -366,8 +371,7 @@ static void test_grid_barrier_timeout(void *unused)
                                       (void **)&buf, &m));
     T_OK(ctx, symaddr_mem_alloc(ctx, sizeof(*wrong), (void **)&wrong));
     T_OK(ctx, symaddr_barrier(ctx, NULL));
-    T_OK(ctx, symaddr_timeout_set(ctx, 1500));
-    T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
+    team_with_timeout(ctx, 1500, &team);
     double t0 = MPI_Wtime();
     if (team.node_rank != 0)
         T_OK(ctx,
@@ -475,8 +479,7 @@ static void test_team_skipped(void *unused)
     upload(x, 0, n);
     T_OK(ctx, symaddr_barrier(ctx, NULL));
     /* the skipped barrier's wait, and the allreduce's after it */
-    T_OK(ctx, symaddr_timeout_set(ctx, 1500));
-    T_OK(ctx, symaddr_team_get(ctx, &team)); /* the team carries the deadline */
+    team_with_timeout(ctx, 1500, &team);
     symaddr_status_t st = SYMADDR_OK;
     if (t_rank != t_size - 1) {
         (void)SYMADDR_LAUNCH(team_barrier_kernel, 1, 32, NULL, team);
