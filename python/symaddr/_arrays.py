@@ -18,10 +18,13 @@ def is_torch(a):
 
 
 def not_an_array(call, role, a):
-    """The error for an argument that should have been an array or tensor."""
-    return SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "%s: %s is a %s, not an array or "
-                        "tensor; pass a NumPy array or a torch tensor" % (call, role,
-                                                                         type(a).__name__))
+    """The error for an argument that should have been an array or tensor, naming its type
+    (int, array.array: "is a array" before; a type the program made, by its name)."""
+    t = type(a)
+    kind = t.__qualname__ if t.__module__ in ("builtins", "__main__") else "%s.%s" % (
+        t.__module__, t.__qualname__)
+    return SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "%s: %s is of type %s, not a NumPy "
+                        "array or a torch tensor: pass one" % (call, role, kind))
 
 
 def address(a, call="this call", role="the array", checked=True):

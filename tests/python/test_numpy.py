@@ -4,6 +4,7 @@
 Exact values from distinct per-rank data (rank + 1), odd sizes and views at odd offsets,
 against mpi4py's own collectives; every failure raises SymaddrError with its status. Prints the
 harness's summary line."""
+import array
 import os
 import sys
 
@@ -352,13 +353,14 @@ def test_errors_raise():
              "register": lambda v: ctx.register(v, 8, [0] * size),
              "allreduce": lambda v: ctx.allreduce(v), "put": lambda v: ctx.put(v, a, rank)}
     for name, call in calls.items():
-        for bad in ("x", [1.0, 2.0], None):
+        for bad, kind in (("x", "str"), ([1.0, 2.0], "list"), (None, "NoneType"),
+                          (array.array("d", [1.0]), "array.array")):
             try:
                 call(bad)
                 raise AssertionError("%s(%r) passed" % (name, bad))
             except sa.SymaddrError as e:
                 check(e.status == sa.STATUS["SYMADDR_ERR_INVALID_ARG"] and name in str(e)
-                      and type(bad).__name__ in str(e),
+                      and "of type %s," % kind in str(e),
                       "%s(%r): want INVALID_ARG naming the call and the type, got %s (%d)"
                       % (name, bad, e, e.status))
     ctx.free(a)

@@ -1910,6 +1910,10 @@ def test_triton_refused_buffers():
           "%s; refused otherwise: %s" % (passed, other))
     refused("the one-shot in place", lambda: tc.allreduce(ctx, xs, xs, algo="oneshot"),
             ['out = x itself: algo="twoshot", or "lamport"'], "SYMADDR_ERR_INVALID_ARG")
+    # out=None makes a plain array, which the two-shot's peers cannot read: it said "out is
+    # not symmetric memory" (NOT_FOUND) of an out the caller never passed
+    refused("the two-shot with out=None", lambda: tc.allreduce(ctx, xs, algo="twoshot"),
+            ["out=None", "pass out=x (in place)"], "SYMADDR_ERR_INVALID_ARG")
     check(np.all(host(guard) == -7.0), "the refused calls wrote into plain memory: %s"
           % host(guard)[:8])
     if not ON_GPU and ARRAYS == "numpy":  # a read-only out: NumPy's arrays alone have the flag

@@ -225,8 +225,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out any memory (out may
     be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
     provider), out any memory apart from x (default a new array), two barriers; "twoshot": x
-    and out symmetric (any provider; out = x, in place, or apart from it), two barriers, each
-    element read and written twice a rank where the one-shot reads it once from every rank;
+    and out symmetric (any provider; out = x, in place, or apart from it; no default), two
+    barriers, each element read and written twice a rank where the one-shot reads it once
+    from every rank;
     "auto" (the default): "lamport" where it takes x, else "twoshot" in place (out = x), else
     "oneshot" (which a rank takes whatever memory its out is, so that ranks passing different
     kinds of out make one call). From about 1 MiB an out-of-place call with a symmetric out is
@@ -252,6 +253,10 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     same = out is not None and (out is x or _address(out, call, "out") == _address(x, call, "x"))
     if algo == "auto":
         algo = "lamport" if fits else "twoshot" if same else "oneshot"
+    elif algo == "twoshot" and out is None:  # a new array would be plain memory
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo=\"twoshot\" writes a symmetric out, "
+                   "which out=None (a new plain array) is not: pass out=x (in place) or a "
+                   "symmetric array apart from x (ctx.allocate_symmetric())" % call)
     elif algo == "lamport" and not fits:
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo \"lamport\" takes 16- or 32-bit "
                    "floating point of at most %d bytes (%d elements of %s here): use "
