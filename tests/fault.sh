@@ -34,6 +34,16 @@ survivors_done() {
             return 1
     done
 }
+# Whether no survivor wrote a line: neither an outcome nor a crash (test_fault says "crashed
+# SIG" before a crash of its own kills it).
+survivors_silent() {
+    local r
+    for r in $(seq 0 $((n - 1))); do
+        case " $victims " in *" $r "*) continue ;; esac
+        [ -s "$dir/rank-$r" ] && return 1
+    done
+    return 0
+}
 # Whether a rank of this test's executable is still running (a launcher that crashed can leave
 # them to exit by themselves; a rerun must not meet their writes).
 ranks_left() {
@@ -77,15 +87,16 @@ run_point() {
 }
 # Open MPI 4.1's mpirun with --enable-recovery died of SIGSEGV once in CI (the free point across
 # hosts, a whole host's ranks killed) and took the survivors with it before they reported. A
-# run whose launcher died of a signal first says nothing of symaddr: it is run again, saying
-# so, at most FAULT_LAUNCHER_TRIES times in all (tests/check-fault-rerun sets it; FAULT_POINTS
-# picks points).
+# run whose launcher ended by a signal's status while no survivor wrote a line (a survivor's
+# own crash writes one) says nothing of symaddr: it is run again, saying so, at most
+# FAULT_LAUNCHER_TRIES times in all (tests/check-fault-rerun sets it; FAULT_POINTS picks
+# points).
 points=${FAULT_POINTS:-$points}
 tries=${FAULT_LAUNCHER_TRIES:-3}
 for at in $points; do
     for try in $(seq "$tries"); do
         run_point
-        if [ "$launcher" = stopped ] || [ "$launcher" -le 128 ] || survivors_done ||
+        if [ "$launcher" = stopped ] || [ "$launcher" -le 128 ] || ! survivors_silent ||
             [ "$try" = "$tries" ]; then
             break
         fi
@@ -105,6 +116,10 @@ for at in $points; do
             tail -n 40 "$dir/log-$at"; fail=$((fail + 1)); continue
         fi
         while read -r what st ms rest; do
+            case $what in crashed)
+                echo "FAIL: killed at $at: rank $r died of signal $st"
+                fail=$((fail + 1)); continue ;;
+            esac
             case $what in setup-*)
                 echo "FAIL: killed at $at: rank $r failed before the point: $what returned $st" \
                      "after $ms ms: $rest"

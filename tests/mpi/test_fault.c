@@ -5,7 +5,8 @@
  * mid- collective (then also a signal wait). Each survivor writes "<what> <status> <milliseconds>"
  * to DIR/rank-N; tests/fault.sh checks the files and that nothing of symaddr's outlives the
  * job. Run as: test_fault DIR POINT. The victims are rank 1, or the ranks SYMADDR_TEST_VICTIMS
- * lists ("2 3": every rank of a host, tests/hosts/suite.sh). */
+ * lists ("2 3": every rank of a host, tests/hosts/suite.sh); SYMADDR_TEST_CRASH names a
+ * survivor that crashes there instead (tests/check-fault-rerun). */
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -48,6 +49,10 @@ static void die_if_victim(void)
 {
     if (g_victim)
         kill(getpid(), SIGKILL);
+    /* a survivor's own crash, which tests/check-fault-rerun makes: fault.sh must fail it */
+    const char *crash = getenv("SYMADDR_TEST_CRASH");
+    if (crash && *crash && atoi(crash) == g_rank)
+        raise(SIGSEGV);
 }
 
 static void on_listen(const struct sockaddr_un *addr, unsigned len, int node_rank)
@@ -66,6 +71,35 @@ static void report(const char *what, symaddr_status_t st)
 {
     fprintf(g_out, "%s %d %.0f\n", what, (int)st, (MPI_Wtime() - g_t0) * 1e3);
     fflush(g_out);
+}
+
+/* A survivor that crashes says so in its file before it dies ("crashed SIG 0"), then the
+ * handler before it (Open MPI's, a sanitizer's) runs: tests/fault.sh runs a step again only
+ * where no survivor wrote anything (its launcher's crash took them), never over a rank's. */
+static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
+static struct sigaction g_before[sizeof(crash_signals) / sizeof(crash_signals[0])];
+
+static void on_crash(int sig)
+{
+    char line[] = "crashed 00 0\n"; /* no stdio in a handler */
+    line[8] = (char)('0' + sig / 10 % 10);
+    line[9] = (char)('0' + sig % 10);
+    ssize_t ignored = write(fileno(g_out), line, sizeof(line) - 1);
+    (void)ignored;
+    for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+        if (crash_signals[i] == sig)
+            sigaction(sig, &g_before[i], NULL);
+    raise(sig); /* delivered to the handler before, or the default, on return */
+}
+
+static void say_crashes(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_crash;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+        sigaction(crash_signals[i], &sa, &g_before[i]);
 }
 
 /* A step before the point failed: say so in the rank's file (tests/fault.sh fails on the
@@ -113,6 +147,9 @@ int main(int argc, char **argv)
     const char *at = argv[2];
     snprintf(path, sizeof(path), "%s/rank-%d", argv[1], g_rank);
     g_out = fopen(path, "w");
+    if (!g_out)
+        return 2;
+    say_crashes();
     symaddr_config_default(&cfg);
     cfg.backend = SYMADDR_BACKEND_CPU;
     cfg.timeout_ms = TIMEOUT_MS;
