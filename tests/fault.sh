@@ -23,11 +23,17 @@ unset XDG_RUNTIME_DIR
 shm_before=$(ls /dev/shm | grep -c symaddr)
 points="init mesh alloc free finalize coll"
 fail=0 pass=0 want=0
+# The ranks that are no victim.
+survivors() {
+    local r
+    for r in $(seq 0 $((n - 1))); do
+        case " $victims " in *" $r "*) ;; *) echo "$r" ;; esac
+    done
+}
 # Whether every survivor wrote its outcome (two lines at coll) or a setup failure.
 survivors_done() {
     local r f
-    for r in $(seq 0 $((n - 1))); do
-        case " $victims " in *" $r "*) continue ;; esac
+    for r in $(survivors); do
         f="$dir/rank-$r"
         grep -q "^setup-" "$f" 2>/dev/null && continue
         [ "$({ wc -l <"$f"; } 2>/dev/null || echo 0)" -ge "$([ "$at" = coll ] && echo 2 || echo 1)" ] ||
@@ -38,21 +44,22 @@ survivors_done() {
 # SIG" before a crash of its own kills it).
 survivors_silent() {
     local r
-    for r in $(seq 0 $((n - 1))); do
-        case " $victims " in *" $r "*) continue ;; esac
+    for r in $(survivors); do
         [ -s "$dir/rank-$r" ] && return 1
     done
     return 0
 }
-# Whether a rank of this test's executable is still running (a launcher that crashed can leave
-# them to exit by themselves; a rerun must not meet their writes).
-ranks_left() {
+# The /proc folders of the processes whose command line holds $1: only this test's count,
+# as other jobs on the machine may run symaddr too.
+procs_of() {
     local p
     for p in /proc/[0-9]*; do
-        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$exe $dir" && return 0
+        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$1" && echo "$p"
     done
-    return 1
 }
+# Whether a rank of this run is still running (a launcher that crashed can leave them to exit
+# by themselves; a rerun must not meet their writes).
+ranks_left() { [ -n "$(procs_of "$exe $dir")" ]; }
 # One run of point $at, watched: sets launcher to "stopped" (it did not exit after every
 # survivor reported) or to its exit status.
 run_point() {
@@ -106,8 +113,7 @@ for at in $points; do
         # its ranks may still be exiting: a rerun must not meet their writes
         for _ in $(seq 100); do ranks_left || break; sleep 0.2; done
     done
-    for r in $(seq 0 $((n - 1))); do
-        case " $victims " in *" $r "*) continue ;; esac
+    for r in $(survivors); do
         want=$((want + 1))
         [ "$at" = coll ] && want=$((want + 1))
         f="$dir/rank-$r"
@@ -116,11 +122,11 @@ for at in $points; do
             tail -n 40 "$dir/log-$at"; fail=$((fail + 1)); continue
         fi
         while read -r what st ms rest; do
-            case $what in crashed)
+            case $what in
+            crashed)
                 echo "FAIL: killed at $at: rank $r died of signal $st"
                 fail=$((fail + 1)); continue ;;
-            esac
-            case $what in setup-*)
+            setup-*)
                 echo "FAIL: killed at $at: rank $r failed before the point: $what returned $st" \
                      "after $ms ms: $rest"
                 fail=$((fail + 1)); continue ;;
@@ -153,8 +159,7 @@ else pass=$((pass + 1)); fi
 # this test's processes count: other jobs on the machine may hold symaddr memory of their own.
 held_by_test() {
     local n=0 p
-    for p in /proc/[0-9]*; do
-        tr '\0' ' ' <"$p/cmdline" 2>/dev/null | grep -qF -- "$exe" || continue
+    for p in $(procs_of "$exe"); do
         n=$((n + $(ls -l "$p/fd" 2>/dev/null | grep -c "memfd:symaddr")))
     done
     echo $n

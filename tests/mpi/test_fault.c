@@ -77,7 +77,8 @@ static void report(const char *what, symaddr_status_t st)
  * handler before it (Open MPI's, a sanitizer's) runs: tests/fault.sh runs a step again only
  * where no survivor wrote anything (its launcher's crash took them), never over a rank's. */
 static const int crash_signals[] = {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL};
-static struct sigaction g_before[sizeof(crash_signals) / sizeof(crash_signals[0])];
+#define N_CRASH_SIGNALS (sizeof(crash_signals) / sizeof(crash_signals[0]))
+static struct sigaction g_before[N_CRASH_SIGNALS];
 
 static void on_crash(int sig)
 {
@@ -86,7 +87,7 @@ static void on_crash(int sig)
     line[9] = (char)('0' + sig % 10);
     ssize_t ignored = write(fileno(g_out), line, sizeof(line) - 1);
     (void)ignored;
-    for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+    for (size_t i = 0; i < N_CRASH_SIGNALS; i++)
         if (crash_signals[i] == sig)
             sigaction(sig, &g_before[i], NULL);
     raise(sig); /* delivered to the handler before, or the default, on return */
@@ -98,7 +99,7 @@ static void say_crashes(void)
     memset(&sa, 0, sizeof(sa));
     sa.sa_handler = on_crash;
     sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+    for (size_t i = 0; i < N_CRASH_SIGNALS; i++)
         sigaction(crash_signals[i], &sa, &g_before[i]);
 }
 

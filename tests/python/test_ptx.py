@@ -212,11 +212,16 @@ def fused_signature(dt):
                 BK="constexpr", KIND="constexpr")
 
 
+def team_signature():
+    """A Team as the host functions pass it, a tuple argument: its fields' Triton types."""
+    from symaddr._maps import Team as TeamOf
+    return TeamOf(*TEAM_SIG.values())
+
+
 def lamport_signature(dt):
     """symaddr.triton.collectives._lamport_kernel's signature with x and out of Triton type
     dt, the Team a tuple argument."""
-    from symaddr._maps import Team as TeamOf
-    return {"team": TeamOf(*TEAM_SIG.values()), "x": "*" + dt, "out": "*" + dt, "n": "i32",
+    return {"team": team_signature(), "x": "*" + dt, "out": "*" + dt, "n": "i32",
             "rounds": "i32", "ident": "i64", "N_RANKS": "constexpr", "BLOCK": "constexpr",
             "OP": "constexpr", "ROUNDS": "constexpr"}
 
@@ -352,7 +357,6 @@ def main():
     # the Lamport one-shot's poll: the words, identities, flags and clock agreed by every warp
     # in one block-wide reduction (_lamport._poll); four reductions a poll, 20 of the block's
     # barriers in the kernel, before
-    from symaddr._maps import Team as TeamOf
     from symaddr.triton import collectives as tc
     code = triton.compile(ASTSource(fn=tc._lamport_kernel, signature=lamport_signature("fp32"),
                                     constexprs={"N_RANKS": 8, "BLOCK": 256, "OP": None,
@@ -379,13 +383,13 @@ def main():
                                          % (kind, dt, ident, why))
     for dt in ("fp32", "bf16"):
         for kind, what in enumerate(("allreduce+RMSNorm", "GEMM+allreduce", "all-gather+GEMM")):
-            why = compiles(k_fused, fused_signature(dt), {"N_RANKS": 8, "BM": 16, "BN": 64, "BK": 32,
-                                          "KIND": kind})
+            why = compiles(k_fused, fused_signature(dt),
+                           {"N_RANKS": 8, "BM": 16, "BN": 64, "BK": 32, "KIND": kind})
             if why:
                 failed_builds.append("examples/triton_fused.py %s, %s: %s" % (what, dt, why))
     # the host functions' own kernels, as they launch small calls (runtime arguments not
     # specialised, the Team a tuple argument)
-    team_sig = TeamOf(*TEAM_SIG.values())
+    team_sig = team_signature()
     for dt, rounds in (("fp32", False), ("bf16", False), ("fp16", False), ("fp32", True)):
         why = compiles(tc._lamport_kernel, lamport_signature(dt),
                        {"N_RANKS": 8, "BLOCK": 256, "OP": None, "ROUNDS": rounds})
