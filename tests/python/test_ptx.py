@@ -354,17 +354,7 @@ def main():
                   "one loop, as the C blocks' thread a peer: the one-shot's release atomics and "
                   "clock reads, 2 ranks %s, 8 ranks %s" % (steps[2], steps[8]),
                   steps[8] == steps[2] and steps[8][0] == 2))
-    # the Lamport one-shot's poll: the words, identities, flags and clock agreed by every warp
-    # in one block-wide reduction (_lamport._poll); four reductions a poll, 20 of the block's
-    # barriers in the kernel, before
     from symaddr.triton import collectives as tc
-    code = triton.compile(ASTSource(fn=tc._lamport_kernel, signature=lamport_signature("fp32"),
-                                    constexprs={"N_RANKS": 8, "BLOCK": 256, "OP": None,
-                                                "ROUNDS": False}),
-        target=GPUTarget("cuda", 90, 32), options={"num_warps": 4}).asm["ptx"]
-    barriers = len(re.findall(r"\bbar\.sync\b", code.split(".section")[0]))
-    cases.append(("the Triton Lamport one-shot polls in one block-wide reduction: %d block "
-                  "barriers in its kernel (8 ranks, f32, 4 warps)" % barriers, barriers <= 8))
     failed_builds = []
     why = compiles(k_every_accessor, SIGNATURE, {"BLOCK": 128})
     if why:

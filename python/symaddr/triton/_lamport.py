@@ -30,28 +30,19 @@ def _lamport_word(v):
 
 
 @triton.jit
-def _poll(tile, inside, ids, live, idw, flags, call, start, team, FIRST: tl.constexpr):
-    """One look at what team_allreduce_lamport waits for: (got, seen, state). got: the words
-    (0: not arrived), seen: the identity words, and state, the same in every thread: 0 every
-    word and identity here; 1 some not here yet; 2 some not here and late past the timeout
-    (or the team failed); 4 a peer is in a barrier of this call (another collective). FIRST:
-    the arrivals alone (where every word is here at the first look, nothing else matters).
-    The warps poll their own copies of the small vectors and read their own clocks, yet must
-    leave the loop at the same turn (the reductions after it cross the warps; on an H200,
-    words were emptied under a warp still waiting): every thread's part goes into one
-    block-wide maximum, whose result every thread reads, rather than one reduction for each
-    part (two of the block's barriers each). A maximum, not an OR of bits, as NumPy reduces
-    it under Triton's interpreter, which runs a combine function of its own an element at
-    a time."""
-    got = tl.load(tile, mask=inside, other=1, volatile=True)
-    seen = tl.load(ids, mask=live, other=idw, volatile=True)
-    word = ((got == 0) | (seen == 0)[:, None]).to(tl.int32)
-    if not FIRST:
-        late = (_now_ns() - start > team.timeout_ns) | team_failed(team)
-        phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
-        other = ((phase > 0) & (phase < _STRIDE)).to(tl.int32)
-        word = tl.maximum(word * (1 + late.to(tl.int32)), other[:, None] * 4)
-    return got, seen, tl.max(word)
+def _all(b, rank):
+    """Whether b (one value a thread) holds in every thread of the program: a reduction over
+    a vector with an element in every thread, which crosses the warps (rank, a runtime value,
+    keeps the compiler from folding it into b)."""
+    lanes = tl.arange(0, 1024)
+    return tl.min(tl.where(lanes < rank + 1024, b.to(tl.int32), 1), 0) != 0
+
+
+@triton.jit
+def _any(b, rank):
+    """Whether b (one value a thread) holds in some thread of the program (as _all)."""
+    lanes = tl.arange(0, 1024)
+    return tl.max(tl.where(lanes < rank + 1024, b.to(tl.int32), 0), 0) != 0
 
 
 @triton.jit
@@ -126,13 +117,26 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
         ids = _lamport_id(team, b, ranks, N_RANKS)
         tile = rows[:, None] + j[None, :]
         inside = live[:, None] & mask[None, :]
+        got = tl.load(tile, mask=inside, other=1, volatile=True)
+        seen = tl.load(ids, mask=live, other=idw, volatile=True)
+        here = _all((tl.min(tl.min((got != 0).to(tl.int32), 1), 0) != 0) &
+                    (tl.min(seen, 0) != 0), team.rank)
         start = _now_ns()
-        got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team, True)
-        while state == 1:  # not here, not late, no other collective
-            got, seen, state = _poll(tile, inside, ids, live, idw, flags, call, start, team,
-                                     False)
-        other = state >= 4
-        here = state == 0
+        late = False
+        other = False
+        # every warp leaves the loop at the same turn: each polls its own copy of the small
+        # vectors (seen, the flags) and reads its own clock, and the loop and what follows it
+        # meet at the block's barriers (its reductions), which warps that left at different
+        # turns would pair wrongly (on an H200: words emptied under a warp still waiting)
+        while (not here) & (not late) & (not other):
+            got = tl.load(tile, mask=inside, other=1, volatile=True)
+            seen = tl.load(ids, mask=live, other=idw, volatile=True)
+            here = _all((tl.min(tl.min((got != 0).to(tl.int32), 1), 0) != 0) &
+                        (tl.min(seen, 0) != 0), team.rank)
+            late = _any((_now_ns() - start > team.timeout_ns) | team_failed(team), team.rank)
+            phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
+            other = _any(tl.max(((phase > 0) & (phase < _STRIDE)).to(tl.int32), 0) != 0,
+                         team.rank)
         if other:
             code = tl.full((), _MISMATCH, tl.int32)
         elif not here:
