@@ -917,41 +917,55 @@ def test_triton_kept_kernels():
     """Every host function of symaddr.triton.collectives called aligned, then on views at odd
     offsets with the same dtypes and sizes: on a GPU the kernel compiled for the first call is
     started directly for the second (its pointers are not specialised), and each kernel was
-    kept; exact against a sequential computation."""
+    kept; exact against a sequential computation. Then the same calls as large ones (more
+    than SMALL_BYTES, here lowered to 0), whose kernels Triton specialises on the pointers'
+    alignment: aligned, at odd offsets, aligned again; on a GPU a kernel compiled for
+    aligned pointers (16-byte loads) that started for the odd offsets faults or reads wrong
+    data, and the kernels kept for both are started directly the third time."""
     n = 3 * size + 2
     every = [np.arange(size * n) * 3 + 1000 * r for r in range(size)]
     total = sum(every)
-    for off in (0, 1):
-        x, _ = alloc((size * n + 1,), "int32")
-        o, _ = alloc((size * n + 1,), "int32")  # symmetric: the two-shot's out
-        plain = _plain(size * size * n + 1, "int32")
-        xs, os_, ps = x[off:off + size * n], o[off:off + size * n], plain[off:]
-        fill(xs, every[rank])
-        settle()
-        calls = {
-            "one-shot": (lambda: tc.allreduce(ctx, xs, ps[:size * n], algo="oneshot"), total),
-            "two-shot": (lambda: tc.allreduce(ctx, xs, os_, algo="twoshot"), total),
-            "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xs, ps[:n]),
-                               total[rank * n:(rank + 1) * n]),
-            "all-gather": (lambda: tc.allgather(ctx, xs[:n], ps[:size * n]),
-                           np.concatenate([e[:n] for e in every])),
-            "all-to-all": (lambda: tc.alltoall(ctx, xs, ps[:size * n]),
-                           np.concatenate([e[rank * n:(rank + 1) * n] for e in every])),
-            "broadcast": (lambda: tc.broadcast(ctx, xs, ps[:size * n], root=size - 1),
-                          every[size - 1]),
-        }
-        for name, (call, wanted) in calls.items():
-            out = call()
-            settle()
-            got = host(os_ if name == "two-shot" else out)
-            check(np.array_equal(got, wanted), "%s at offset %d: %d wrong"
-                  % (name, off, int((got != wanted).sum())))
-        ctx.free(o)
-        ctx.free(x)
+    small = tc.SMALL_BYTES
+    try:
+        for large, off in ((0, 0), (0, 1), (1, 0), (1, 1), (1, 0)):
+            tc.SMALL_BYTES = 0 if large else small
+            _kept_calls(n, every, total, off, large)
+    finally:
+        tc.SMALL_BYTES = small
     if ON_GPU:
         kept = {k[1] for k in ctx._plans}
-        check({tc._allreduce_small, tc._move_small} <= kept, "kernels kept: %s"
-              % sorted(str(k) for k in kept))
+        check({tc._allreduce_small, tc._move_small, tc._allreduce_kernel,
+               tc._move_kernel} <= kept, "kernels kept: %s" % sorted(str(k) for k in kept))
+
+
+def _kept_calls(n, every, total, off, large):
+    """test_triton_kept_kernels' calls at element off of fresh allocations."""
+    x, _ = alloc((size * n + 1,), "int32")
+    o, _ = alloc((size * n + 1,), "int32")  # symmetric: the two-shot's out
+    plain = _plain(size * size * n + 1, "int32")
+    xs, os_, ps = x[off:off + size * n], o[off:off + size * n], plain[off:]
+    fill(xs, every[rank])
+    settle()
+    calls = {
+        "one-shot": (lambda: tc.allreduce(ctx, xs, ps[:size * n], algo="oneshot"), total),
+        "two-shot": (lambda: tc.allreduce(ctx, xs, os_, algo="twoshot"), total),
+        "reduce-scatter": (lambda: tc.reduce_scatter(ctx, xs, ps[:n]),
+                           total[rank * n:(rank + 1) * n]),
+        "all-gather": (lambda: tc.allgather(ctx, xs[:n], ps[:size * n]),
+                       np.concatenate([e[:n] for e in every])),
+        "all-to-all": (lambda: tc.alltoall(ctx, xs, ps[:size * n]),
+                       np.concatenate([e[rank * n:(rank + 1) * n] for e in every])),
+        "broadcast": (lambda: tc.broadcast(ctx, xs, ps[:size * n], root=size - 1),
+                      every[size - 1]),
+    }
+    for name, (call, wanted) in calls.items():
+        out = call()
+        settle()
+        got = host(os_ if name == "two-shot" else out)
+        check(np.array_equal(got, wanted), "%s%s at offset %d: %d wrong" % (
+            name, " (large)" if large else "", off, int((got != wanted).sum())))
+    ctx.free(o)
+    ctx.free(x)
 
 
 def test_triton_collectives_in_rounds():

@@ -144,17 +144,25 @@ def _warps(block):
     return max(4, min(16, block // 512))
 
 
+SPECIALISED = ("specialised",)  # _launch's key of a kernel whose runtime arguments Triton
+# specialises
+
+
 def _launch(ctx, kernel, grid, key, args, num_warps=4):
     """kernel[grid](*args) (args: every parameter in order, the constexprs' values last; its
-    num_warps follows from BLOCK, so a key's kernel keeps its warps). A
-    kernel whose runtime arguments Triton does not specialise (the *_small ones, the Lamport
-    one) fits every call of one key (the tensors' dtypes and the constexprs, and the device:
-    Triton launches on the current one), so after a key's first launch through Triton's JIT
-    the kernel it compiled is started directly (CompiledKernel[grid], on the current device's
-    current stream), about a third of the host time of a launch through Triton's JIT (python
-    -m symaddr.bench launch; doc/performance.md). Under the interpreter, and for key None,
-    every call goes through the JIT."""
+    num_warps follows from BLOCK, so a key's kernel keeps its warps). key: what the kernel
+    Triton compiles for one call depends on beyond the device, so that every
+    later call of the key can take it: the tensors' dtypes and the constexprs where Triton
+    specialises no runtime argument (the *_small kernels, the Lamport one), SPECIALISED where
+    it does (the key is then _specialised(args), on NVIDIA GPUs; the device: Triton launches
+    on the current one). After a key's first launch through Triton's JIT the kernel it
+    compiled is started directly (CompiledKernel[grid], on the current device's current
+    stream), about a third of the host time of a launch through Triton's JIT (python -m
+    symaddr.bench launch; doc/performance.md). Under the interpreter, and for key None, every
+    call goes through the JIT."""
     ctx._open()  # a closed or broken context launches nothing (its failed calls raised)
+    if key is SPECIALISED:  # AMD's Triton specialises a tensor's size too: the JIT there
+        key = _specialised(args) if ctx.backend == "cuda" else None
     if ctx.backend == "cpu" or key is None:
         kernel[grid](*args, num_warps=num_warps)
         return
@@ -175,6 +183,25 @@ try:
     from triton.compiler import CompiledKernel as _CompiledKernel
 except ImportError:  # a Triton without it: every call through the JIT
     _CompiledKernel = ()
+
+
+def _specialised(args):
+    """The key of what Triton 3.6's JIT specialises a kernel on among args (native_specialize_
+    impl on NVIDIA GPUs): a tensor's dtype and 16-byte alignment, an integer's type (i32,
+    i64, u64), whether it is 1 and whether 16 divides it; other values (the constexprs) as
+    they are. A kernel compiled for one call fits every call of an equal key (the key tells
+    apart at least what Triton's does)."""
+    key = []
+    for a in args:
+        if type(a) is int:
+            key.append((a == 1, a % 16 == 0, -2**31 <= a < 2**31, a < 2**63))
+        elif isinstance(a, tuple):  # the Team: Triton flattens it
+            key.append(_specialised(a))
+        elif hasattr(a, "data_ptr"):
+            key.append((a.dtype, a.data_ptr() % 16 == 0))
+        else:
+            key.append(a)
+    return tuple(key)
 
 
 _OPS = ("sum", "max", "min")
@@ -296,7 +323,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         _launch(ctx, _allreduce_small, grid, (x.dtype, x_pb.dtype, out.dtype, out_pb.dtype)
                 + args[8:], args, _warps(block))
     else:
-        _launch(ctx, _allreduce_kernel, grid, None, args, _warps(block))
+        _launch(ctx, _allreduce_kernel, grid, SPECIALISED, args, _warps(block))
     return out
 
 
@@ -319,7 +346,7 @@ def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024, shift=0):
         _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[9:], args,
                 _warps(block))
     else:
-        _launch(ctx, _move_kernel, grid, None, args, _warps(block))
+        _launch(ctx, _move_kernel, grid, SPECIALISED, args, _warps(block))
     return out
 
 
