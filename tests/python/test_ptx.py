@@ -301,6 +301,48 @@ def interpreted_combines(modules):
     return found
 
 
+class _Pointer:
+    """A tensor as Triton's specialisation sees it: an address and a dtype."""
+
+    def __init__(self, address, dtype):
+        self.address, self.dtype = address, dtype
+
+    def data_ptr(self):
+        return self.address
+
+    def __repr__(self):
+        return "%s at 0x%x" % (self.dtype, self.address)
+
+
+def specialised_apart():
+    """The pairs of kernel arguments that symaddr.triton.collectives._specialised keys alike
+    while Triton's own JIT specialises them apart (native_specialize_impl, on NVIDIA GPUs):
+    a kernel kept for one would start for the other, compiled for another alignment, type
+    or constant. Integers of every class and tensors of two dtypes at several alignments,
+    alone and inside a Team (a tuple)."""
+    from triton._C.libtriton import native_specialize_impl
+    from triton.backends.nvidia.compiler import CUDABackend
+    from symaddr._maps import Team as TeamOf
+    from symaddr.triton import collectives as tc
+    ints = [0, 1, 2, 3, 15, 16, 17, 32, -1, -16, 2**31 - 16, 2**31 - 1, 2**31, 2**31 + 1,
+            2**32, 2**63 - 16, 2**63, 2**64 - 16]
+    pointers = [_Pointer(a, d) for a in (0, 4, 8, 16, 48, 2**40 + 4, 2**40 + 16)
+                for d in ("torch.float32", "torch.bfloat16")]
+    args = ints + pointers + [TeamOf(_Pointer(16, "torch.int64"), p, r, t)
+                              for p in pointers[:4] for r in (0, 1, 16) for t in (1, 2**40)]
+
+    def triton_of(a):
+        if isinstance(a, tuple):
+            return tuple(triton_of(e) for e in a)
+        return native_specialize_impl(CUDABackend, a, False, True, True)
+    apart = []
+    for i, a in enumerate(args):
+        for b in args[i + 1:]:
+            if tc._specialised((a,)) == tc._specialised((b,)) and triton_of(a) != triton_of(b):
+                apart.append("%r and %r" % (a, b))
+    return apart, len(args)
+
+
 def main():
     passed = failed = 0
     validated = st.VALIDATE
@@ -354,6 +396,11 @@ def main():
                   "one loop, as the C blocks' thread a peer: the one-shot's release atomics and "
                   "clock reads, 2 ranks %s, 8 ranks %s" % (steps[2], steps[8]),
                   steps[8] == steps[2] and steps[8][0] == 2))
+    apart, tried = specialised_apart()
+    cases.append(("symaddr.triton.collectives keys the kernels it keeps for large calls at "
+                  "least as finely as Triton's JIT specialises (%d arguments, every pair)%s"
+                  % (tried, ": keyed alike, specialised apart: " + "; ".join(apart[:3])
+                     if apart else ""), not apart))
     from symaddr.triton import collectives as tc
     failed_builds = []
     why = compiles(k_every_accessor, SIGNATURE, {"BLOCK": 128})
