@@ -1406,9 +1406,10 @@ def test_triton_lamport_back_to_back():
     a GPU, 3 under the interpreter), at 8 B, 32 B and 1 KiB of f32: every call exact and no
     failure. On a GPU, a tile smaller than the program's threads is held by several threads,
     each loading its own copy of a word as it polls; 5be7d3e's poll left the loop on one
-    copy's arrival and checked the identities on another's, and at 8 ranks on an H100 the
-    first 32 B run of `python -m symaddr.bench triton` failed with MISMATCH in 4 runs of 4
-    (each thread's own view must count, as _lamport's _all makes it)."""
+    copy's arrival and checked the identities on another's: at 8 ranks the first 32 B run of
+    `python -m symaddr.bench triton` failed with MISMATCH in 4 runs of 4 on an H100, and this
+    case on every rank on an H200 (each thread's own view must count, as _lamport's _all
+    makes it)."""
     calls = 400 if ON_GPU else 3
     for n in (2, 8, 256):
         x, _ = alloc((n,), "float32")
