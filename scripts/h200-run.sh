@@ -154,8 +154,9 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
             tee -a "$OUT/python-wheel.log" ;;
     torch)
         # test_torch.py and test_triton.py (torch CUDA tensors, compiled) at PY_RANKS ranks on one
-        # GPU (MPS on). TREE=dir runs them from a copy of the tree (a base's python/ beside this
-        # tree's tests: the before side of a regression test).
+        # GPU (MPS on). TREE=dir runs them from a copy of the tree (a base's python/ and
+        # examples/, which test_triton imports, beside this tree's tests/python: the before side
+        # of a regression test).
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONUNBUFFERED=1 SYMADDR_BACKEND=cuda
         t=${TREE:-.}
         for n in ${PY_RANKS:-2 8}; do
