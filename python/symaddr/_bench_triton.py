@@ -14,11 +14,12 @@ def _triton(ctx, a):
     if rank == 0:
         print("# symaddr.bench triton: %d ranks, backend %s, %s, best of %d rounds x %d calls "
               "(us a call, the slowest rank's); C: symaddr_allreduce/symaddr_allgather; "
-              "tri1/triL/tri2: the Triton one-shot (barriers), Lamport one-shot (up to 64 "
-              "KiB) and two-shot allreduce, triag: the Triton all-gather (one kernel each, "
+              "tri1/triL/tri2: the Triton one-shot (barriers), Lamport one-shot (up to %d "
+              "KiB here) and two-shot allreduce, triag: the Triton all-gather (one kernel each, "
               "synchronised on the device); g: replayed from a CUDA graph; bw2, bwag: the "
               "two-shot's and the all-gather's bus bandwidth over the C call's (graph-replayed)"
-              % (size, ctx.backend, a.dtype, a.rounds, a.iters))
+              % (size, ctx.backend, a.dtype, a.rounds, a.iters,
+                 tc._lamport_bytes(size, torch.empty((), dtype=dtype).element_size()) // 1024))
         print("# %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %5s %5s %6s" % (
             "bytes", "C ar", "tri1", "triL", "tri2", "gC ar", "gtri1", "gtriL", "gtri2",
             "C ag", "triag", "gC ag", "gtriag", "bw2", "bwag", "wrong"))
@@ -31,7 +32,7 @@ def _triton(ctx, a):
         gref, _ = ctx.allocate_symmetric((n * size,), dtype)
         one = torch.empty(n, dtype=dtype, device="cuda")
         lam = torch.empty(n, dtype=dtype, device="cuda")
-        lamport = tc._lamport_fits(x, n)
+        lamport = tc._lamport_fits(x, n, size)
         gout = torch.empty(n * size, dtype=dtype, device="cuda")
         # small integers: every sum is exact in bf16 and f16 too
         x.copy_((torch.arange(n, device="cuda") % 7 + rank).to(dtype))
@@ -224,9 +225,11 @@ def _launch(ctx, a):
     """Host time a call (µs, the slowest rank's, best of the rounds) of a small Triton
     collective and of its launch alone: symaddr.triton.collectives' Lamport allreduce (the kept
     kernel started directly), the same kernel launched through Triton's JIT (its binder and
-    cache lookup every call), the kept CompiledKernel alone, Context.allreduce (the C call)
-    on the same buffers (out is plain memory, which the C call stages through symmetric
-    memory), and the one-shot allreduce and all-gather host functions."""
+    cache lookup every call), the kept CompiledKernel alone (through Triton's runner, and its
+    launcher called directly as the host function does where no launch hook is set),
+    Context.allreduce (the C call) on the same buffers (out is plain memory, which the C call
+    stages through symmetric memory), and the one-shot allreduce and all-gather host
+    functions."""
     import time
 
     import torch
@@ -253,11 +256,16 @@ def _launch(ctx, a):
              ("its kernel through Triton's JIT", lambda: tc._lamport_kernel[grid](*args)),
              ("its kept kernel: CompiledKernel[grid]", lambda: kept[0][grid3](
                  *args, stream=torch._C._cuda_getCurrentRawStream(device))),
+             ("its kept kernel's launcher (Triton 3.6's run)", lambda: kept[0].run(
+                 *grid3, torch._C._cuda_getCurrentRawStream(device), kept[0].function,
+                 kept[0].packed_metadata, None, None, None, *args)),
              ("Context.allreduce (the C call)", lambda: ctx.allreduce(x, out)),
              # the barrier kernels' host functions look up x's map and table each call
              ("symaddr.triton.collectives.allreduce (oneshot)",
               lambda: tc.allreduce(ctx, x, out, algo="oneshot")),
              ("symaddr.triton.collectives.allgather", lambda: tc.allgather(ctx, x, gathered))]
+    if not tc._HOOKS:  # another Triton's launcher may take other arguments
+        calls = [c for c in calls if "run)" not in c[0]]
     best = [float("inf")] * len(calls)
     for _ in range(a.rounds):
         for i, (_, call) in enumerate(calls):  # in turn, so a slower spell falls on all

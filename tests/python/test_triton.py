@@ -921,7 +921,9 @@ def test_triton_kept_kernels():
     than SMALL_BYTES, here lowered to 0), whose kernels Triton specialises on the pointers'
     alignment: aligned, at odd offsets, aligned again; on a GPU a kernel compiled for
     aligned pointers (16-byte loads) that started for the odd offsets faults or reads wrong
-    data, and the kernels kept for both are started directly the third time."""
+    data, and the kernels kept for both are started directly the third time. On a GPU a
+    launch hook of Triton's (a profiler's) sees a kept kernel's launches, each with its
+    name, though without one they skip Triton's runner."""
     n = 3 * size + 2
     every = [np.arange(size * n) * 3 + 1000 * r for r in range(size)]
     total = sum(every)
@@ -936,6 +938,25 @@ def test_triton_kept_kernels():
         kept = {k[1] for k in ctx._plans}
         check({tc._allreduce_small, tc._move_small, tc._allreduce_kernel,
                tc._move_kernel} <= kept, "kernels kept: %s" % sorted(str(k) for k in kept))
+        from triton import knobs
+        names = []
+
+        def hook(metadata):
+            names.append(metadata.get()["name"])
+        x, _ = alloc((size * n,), "float32")
+        fill(x, every[rank].astype(np.float32))
+        out = _plain(size * n, "float32")
+        tc.allreduce(ctx, x, out)  # compiled and kept before the hook
+        knobs.runtime.launch_enter_hook.add(hook)
+        try:
+            for _ in range(3):
+                tc.allreduce(ctx, x, out)
+        finally:
+            knobs.runtime.launch_enter_hook.remove(hook)
+        settle()
+        check(np.array_equal(host(out), total.astype(np.float32)), "the hooked calls' sum")
+        check(names == ["_lamport_kernel"] * 3, "the launch hook saw %s" % names)
+        ctx.free(x)
 
 
 def _kept_calls(n, every, total, off, large):
@@ -974,8 +995,8 @@ def test_triton_collectives_in_rounds():
     2 MiB call took 64 programs, and the Triton calls after it read wrong data (a barrier
     waiting for a program that cannot be scheduled fails at the timeout). Here team_programs
     gives 3 and tiles hold at most 1024 elements, as on a GPU shared by many ranks: every host
-    function, the Lamport one-shot's too (8 tiles of 256 f32), odd counts, a view at an odd
-    offset, exact."""
+    function, the Lamport one-shot's too (its tiles grow to 4 KiB first: 2 of 1024 f32 here;
+    test_triton_lamport_large takes its rounds), odd counts, a view at an odd offset, exact."""
     cap, seen = 3, []
     real = {k: getattr(tc, k, None) for k in ("team_programs", "_launch", "BLOCK_MAX")}
 
@@ -1299,8 +1320,8 @@ def test_triton_lamport():
     """The Lamport one-shot (no barrier: the data marks its own arrival) over several programs,
     from and into plain memory (x is not symmetric), f32, bf16 and f16 views at odd offsets:
     exact against MPI's data, as the barrier one-shot; -0.0 keeps its sign and a NaN whose
-    bits are all ones (the one value sent altered) stays a NaN; a count past 64 KiB or an
-    integer dtype is refused with a message that names the algorithms that take it."""
+    bits are all ones (the one value sent altered) stays a NaN; a count past _lamport_bytes
+    (128 KiB of f32 at 8 ranks) or an integer dtype is refused with a message that names the algorithms that take it."""
     n = 3 * 512 + 5  # several programs of every dtype (a tile is at most 1 KiB)
     every = [data(r, n, "float32") for r in range(size)]
     for v in every:
@@ -1367,10 +1388,57 @@ def test_triton_lamport():
                 raise AssertionError("a short out passed after a call of its plan")
             except sa.SymaddrError as e:
                 check(e.name == "SYMADDR_ERR_INVALID_ARG", str(e))
-    for bad, why in ((_plain(64 * 1024 // 4 + 1, "float32"), "65536 bytes"),
+    most = tc._lamport_bytes(size, 4)
+    for bad, why in ((_plain(most // 4 + 1, "float32"), "%d bytes" % (most + 4)),
                      (_plain(8, "int32"), "floating point")):
         refused("lamport of %s" % why, lambda b=bad: tc.allreduce(ctx, b, algo="lamport"),
                 ["symaddr.triton.collectives.allreduce", "oneshot", "twoshot"])
+
+
+def test_triton_lamport_large():
+    """The Lamport one-shot past 64 KiB (the barrier one-shot took these sizes, at 3x the C
+    call's time eager on an H200 at 8 ranks): tiles of LAMPORT_TILE bytes while
+    team_programs has programs for them, larger where it has not (to _lamport_tile's), then
+    rounds. On a GPU at real sizes, to _lamport_bytes (128 KiB of f32 at 8 ranks, 256 KiB at
+    2); under the interpreter at small ones with team_programs giving 3, so that the tiles
+    grow and take rounds. f32 and bf16, odd counts, x at an odd offset, in place too, exact
+    against a sequential sum; the tiles and rounds as the rule above makes them."""
+    cap = MAX_BLOCKS if ON_GPU else 3
+    real = tc.team_programs
+    cases = []
+    for dtype, esize in (("float32", 4), ("bfloat16", 2)):
+        most = tc._lamport_bytes(size, esize) // esize
+        cases += [(dtype, esize, n) for n in ((most // 2 + 3, most) if ON_GPU else (
+            1000, 6 * tc._lamport_tile(size, esize) + 5))]
+    if not ON_GPU:
+        tc.team_programs = lambda c, tiles, per_sm=1: max(1, min(int(tiles), cap))
+    try:
+        for dtype, esize, n in cases:
+            every = [data(r, n, dtype) for r in range(size)]
+            ref = want(reference(every, "sum", dtype), dtype)
+            x = _plain(n + 1, dtype)[1:]
+            for in_place in (False, True):
+                fill(x, every[rank])
+                settle()
+                out = x if in_place else _plain(n, dtype)
+                tc.allreduce(ctx, x, out)  # auto: the Lamport to _lamport_bytes
+                settle()
+                got = host(out)
+                check(np.array_equal(got, ref), "%s over %d elements%s: %d wrong" % (
+                    dtype, n, " in place" if in_place else "", int((got != ref).sum())))
+            grid, r, _, tail = ctx._calls[(n, x.dtype, "sum", "auto")]
+            block, small = tail[1], tc.LAMPORT_TILE // esize  # (every case holds a tile)
+            tiles = -(-n // small)
+            programs = min(cap, real(ctx, tiles, per_sm=4))
+            wanted = small if tiles <= programs else min(
+                tc._lamport_tile(size, esize), 1 << (-(-n // programs) - 1).bit_length())
+            rounds = -(-(-(-n // wanted)) // programs)
+            check((block, r) == (wanted, rounds) and grid[0] * r * block >= n and
+                  grid[0] <= cap, "%s over %d elements: %d programs of %d elements in %d "
+                  "rounds, want %d elements in %d rounds" % (dtype, n, grid[0], block, r,
+                                                            wanted, rounds))
+    finally:
+        tc.team_programs = real
 
 
 def _plain(n, dtype):
@@ -2090,6 +2158,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("call_ident's cache: by value and type", test_call_ident_cache),
                  ("the Triton Lamport one-shot: several programs, plain memory, -0.0 and NaN",
                   test_triton_lamport),
+                 ("the Triton Lamport one-shot past 64 KiB: larger tiles, then rounds",
+                  test_triton_lamport_large),
                  ("50 Triton collectives with no host call between them",
                   test_triton_stream_of_calls),
                  ("Lamport allreduces back to back, as a benchmark makes them",

@@ -55,8 +55,15 @@ def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
 # take them unspecialised (Triton's tuples are, and the Team's are fixed per Team): the kernel
 # Triton compiled for one such call fits every later call of the same dtypes and constexprs
 # (their integers fit an i32; the identity is an i64), and _launch starts it without Triton's
-# binder. The Lamport one-shot takes at most SMALL_BYTES.
-SMALL_BYTES = MAX_BLOCKS * LAMPORT_SLOT
+# binder.
+SMALL_BYTES = 64 * 1024
+# The Lamport one-shot's tiles: LAMPORT_TILE bytes a program, larger where team_programs has
+# too few programs for them (_lamport_grid), to LAMPORT_SLOT bytes and LAMPORT_WORDS elements
+# of all ranks (held in registers: 32 a thread of its 4 warps; with 64, 8 ranks' 2 KiB bf16
+# tiles, an H100 could not hold the ranks' 64 programs each at once, which waited until the
+# timeout)
+LAMPORT_TILE = 1024
+LAMPORT_WORDS = 4096
 _allreduce_kernel = triton.jit(_allreduce_body)
 _allreduce_small = triton.jit(
     do_not_specialize=["x", "x_pb", "out", "out_pb", "n", "rounds", "ident"])(_allreduce_body)
@@ -127,14 +134,34 @@ def _grid(ctx, n, block):
     return (programs,), block, _cdiv(_cdiv(n, block), programs)
 
 
-def _lamport_grid(ctx, n, block):
-    """(programs,) and the tiles each takes (rounds) of the Lamport one-shot: at most
-    team_programs(ctx) programs as _grid, though 4 a multiprocessor (its programs are small:
-    a tile of 1 KiB a peer), which leaves one round (64 programs, 64 KiB) at 8 ranks on an
-    H200."""
-    tiles = max(1, _cdiv(n, block))
-    programs = team_programs(ctx, tiles, per_sm=4)
-    return (programs,), _cdiv(tiles, programs)
+def _lamport_tile(ranks, itemsize):
+    """The Lamport one-shot's largest tile (elements a program, a power of two) at `ranks`
+    ranks."""
+    words = 1 << ((LAMPORT_WORDS // ranks).bit_length() - 1)
+    return max(LAMPORT_TILE // itemsize, min(LAMPORT_SLOT // itemsize, words))
+
+
+def _lamport_bytes(ranks, itemsize):
+    """The most bytes a rank the Lamport one-shot takes: MAX_BLOCKS of its largest tiles,
+    one round where the GPU has room for them: at 8 ranks 128 KiB of f32 and 64 KiB of bf16
+    or f16, at 2 ranks 256 KiB."""
+    return MAX_BLOCKS * _lamport_tile(ranks, itemsize) * itemsize
+
+
+def _lamport_grid(ctx, n, itemsize):
+    """The Lamport one-shot's tile (elements a program), (programs,) and the tiles each takes
+    (rounds) for n elements: at most team_programs(ctx) programs as _grid, though 4 a
+    multiprocessor (its programs are small), of LAMPORT_TILE bytes while there are programs
+    for them (small tiles arrive soonest), else larger, to _lamport_tile's, then rounds (on
+    an H100 at 8 ranks, 128 KiB of f32 took 14.8 us a call graph-replayed in 64 tiles of 2
+    KiB, 20.5 in two rounds of 1 KiB tiles)."""
+    n = max(n, 1)
+    block = min(LAMPORT_TILE // itemsize, 1 << (n - 1).bit_length())
+    programs = team_programs(ctx, _cdiv(n, block), per_sm=4)
+    block = max(block, min(_lamport_tile(ctx.size, itemsize),
+                           1 << (_cdiv(n, programs) - 1).bit_length()))
+    tiles = _cdiv(n, block)
+    return block, (min(programs, tiles),), _cdiv(tiles, programs)
 
 
 def _warps(block):
@@ -167,12 +194,17 @@ def _launch(ctx, kernel, grid, key, args, num_warps=4):
         kernel[grid](*args, num_warps=num_warps)
         return
     import torch
-    device = torch.cuda.current_device()
+    device = torch._C._cuda_getDevice()  # torch.cuda.current_device() less its lazy init
     key = (device, kernel) + key
     compiled = ctx._plans.get(key)
-    if compiled is not None:  # its runner calls Triton's launch hooks as the JIT's does
-        compiled[grid + (1,) * (3 - len(grid))](
-            *args, stream=torch._C._cuda_getCurrentRawStream(device))
+    if compiled is not None:
+        grid = grid + (1,) * (3 - len(grid))
+        stream = torch._C._cuda_getCurrentRawStream(device)
+        if _HOOKS and not (_HOOKS.launch_enter_hook.calls or _HOOKS.launch_exit_hook.calls):
+            compiled.run(grid[0], grid[1], grid[2], stream, compiled.function,
+                         compiled.packed_metadata, None, None, None, *args)
+        else:  # its runner calls Triton's launch hooks (a profiler's) as the JIT's does
+            compiled[grid](*args, stream=stream)
         return
     compiled = kernel[grid](*args, num_warps=num_warps)
     if isinstance(compiled, _CompiledKernel):
@@ -183,6 +215,14 @@ try:
     from triton.compiler import CompiledKernel as _CompiledKernel
 except ImportError:  # a Triton without it: every call through the JIT
     _CompiledKernel = ()
+# Triton 3.6's launch hooks, where none is set a kept kernel's launcher is called directly:
+# CompiledKernel[grid] makes a runner, launch metadata and two calls of the (empty) hook
+# chains each launch. Another Triton's launcher may take other arguments: its runner then.
+try:
+    from triton import knobs as _knobs
+    _HOOKS = _knobs.runtime if triton.__version__.split(".")[:2] == ["3", "6"] else None
+except ImportError:
+    _HOOKS = None
 
 
 def _specialised(args):
@@ -231,16 +271,16 @@ def _arg(a):
     return a
 
 
-def _lamport_fits(x, n):
-    """Whether the Lamport one-shot takes x of n elements: 16- or 32-bit floating point, one
-    tile a program, MAX_BLOCKS programs at most."""
+def _lamport_fits(x, n, ranks):
+    """Whether the Lamport one-shot takes x of n elements at `ranks` ranks: 16- or 32-bit
+    floating point of at most _lamport_bytes."""
     kind = getattr(x.dtype, "kind", None)  # NumPy's (ml_dtypes' bfloat16 is a kind "V")
     if kind is None:
         floating = x.dtype.is_floating_point
     else:
         floating = kind == "f" or str(x.dtype) == "bfloat16"
     size = _itemsize(x)
-    return floating and size <= 4 and n * size <= SMALL_BYTES
+    return floating and size <= 4 and n * size <= _lamport_bytes(ranks, size)
 
 
 ALGOS = ("auto", "lamport", "oneshot", "twoshot")
@@ -249,7 +289,8 @@ ALGOS = ("auto", "lamport", "oneshot", "twoshot")
 def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     """out = the reduction over ranks of x (op "sum", "max", "min", or mpi4py's MPI.SUM,
     MPI.MAX, MPI.MIN), in one kernel with no host barrier. algo
-    "lamport": floating point of at most SMALL_BYTES (64 KiB), x and out any memory (out may
+    "lamport": floating point of 64 KiB to 256 KiB at most, as the ranks and dtype allow it
+    (128 KiB of f32 at 8 ranks: _lamport_bytes), x and out any memory (out may
     be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
     provider), out any memory apart from x (default a new array), two barriers; "twoshot": x
     and out symmetric (any provider; out = x, in place, or apart from it; no default), two
@@ -276,7 +317,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo %r: pass one of %s" % (
             call, algo, ", ".join('"%s"' % a for a in ALGOS)))
     _reducible(ctx, call, x)
-    fits, requested = _lamport_fits(x, n), algo
+    fits, requested = _lamport_fits(x, n, ctx.size), algo
     same = out is not None and (out is x or _address(out, call, "out") == _address(x, call, "x"))
     if algo == "auto":
         algo = "lamport" if fits else "twoshot" if same else "oneshot"
@@ -287,7 +328,8 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     elif algo == "lamport" and not fits:
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo \"lamport\" takes 16- or 32-bit "
                    "floating point of at most %d bytes (%d elements of %s here): use "
-                   "\"oneshot\" or \"twoshot\"" % (call, SMALL_BYTES, n, x.dtype))
+                   "\"oneshot\" or \"twoshot\"" % (
+                       call, _lamport_bytes(ctx.size, _itemsize(x)), n, x.dtype))
     # in place: the Lamport's peers never read x; the two-shot's read a rank's part of it only
     # before that rank writes it
     in_place = algo in ("lamport", "twoshot")
@@ -296,8 +338,7 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
                        ", or \"lamport\"" if fits else ""))
     team = ctx.team()
     if algo == "lamport":
-        block = min(LAMPORT_SLOT // _itemsize(x), 1 << (max(n, 1) - 1).bit_length())
-        grid, rounds = _lamport_grid(ctx, n, block)
+        block, grid, rounds = _lamport_grid(ctx, n, _itemsize(x))
         tail = (ctx.size, block, _op(op), rounds > 1)  # the constexprs
         ident = call_ident("allreduce", n, x.dtype, op)  # x and out are each rank's own
         args = (team, _arg(x), _arg(out), n, rounds, ident) + tail
