@@ -59,9 +59,9 @@ def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
 SMALL_BYTES = 64 * 1024
 # The Lamport one-shot's tiles: LAMPORT_TILE bytes a program, larger where team_programs has
 # too few programs for them (_lamport_grid), to LAMPORT_SLOT bytes and LAMPORT_WORDS elements
-# of all ranks (held in registers: 32 a thread of its 4 warps; with 64, 8 ranks' 2 KiB bf16
-# tiles, an H100 could not hold the ranks' 64 programs each at once, which waited until the
-# timeout)
+# of all ranks (held in registers, 32 a thread of its 4 warps; with 8192, 8 ranks' 4 KiB f32
+# tiles in 8 warps or 2 KiB bf16 ones in 4, an H100 could not hold the ranks' 64 programs each
+# at once, which waited until the timeout)
 LAMPORT_TILE = 1024
 LAMPORT_WORDS = 4096
 _allreduce_kernel = triton.jit(_allreduce_body)
