@@ -124,6 +124,7 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
         start = _now_ns()
         late = False
         other = False
+        turn = 0
         # every warp leaves the loop at the same turn: each polls its own copy of the small
         # vectors (seen, the flags) and reads its own clock, and the loop and what follows it
         # meet at the block's barriers (its reductions), which warps that left at different
@@ -133,10 +134,14 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
             seen = tl.load(ids, mask=live, other=idw, volatile=True)
             here = _all((tl.min(tl.min((got != 0).to(tl.int32), 1), 0) != 0) &
                         (tl.min(seen, 0) != 0), team.rank)
-            late = _any((_now_ns() - start > team.timeout_ns) | team_failed(team), team.rank)
-            phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
-            other = _any(tl.max(((phase > 0) & (phase < _STRIDE)).to(tl.int32), 0) != 0,
-                         team.rank)
+            turn = (turn + 1) & 7
+            if (turn == 0) & (not here):  # the exits of a failure, every 8th turn (a turn
+                # that all warps take: turn and here are the block's)
+                late = _any((_now_ns() - start > team.timeout_ns) | team_failed(team),
+                            team.rank)
+                phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
+                other = _any(tl.max(((phase > 0) & (phase < _STRIDE)).to(tl.int32), 0) != 0,
+                             team.rank)
         if other:
             code = tl.full((), _MISMATCH, tl.int32)
         elif not here:
