@@ -11,6 +11,7 @@ def _triton(ctx, a):
     from symaddr.triton import collectives as tc
     dtype = getattr(torch, a.dtype)
     size, rank = ctx.size, ctx.rank
+    esize = torch.empty((), dtype=dtype).element_size()
     if rank == 0:
         print("# symaddr.bench triton: %d ranks, backend %s, %s, best of %d rounds x %d calls "
               "(us a call, the slowest rank's); C: symaddr_allreduce/symaddr_allgather; "
@@ -19,11 +20,10 @@ def _triton(ctx, a):
               "synchronised on the device); g: replayed from a CUDA graph; bw2, bwag: the "
               "two-shot's and the all-gather's bus bandwidth over the C call's (graph-replayed)"
               % (size, ctx.backend, a.dtype, a.rounds, a.iters,
-                 tc._lamport_bytes(size, torch.empty((), dtype=dtype).element_size()) // 1024))
+                 tc._lamport_bytes(size, esize) // 1024))
         print("# %9s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s %5s %5s %6s" % (
             "bytes", "C ar", "tri1", "triL", "tri2", "gC ar", "gtri1", "gtriL", "gtri2",
             "C ag", "triag", "gC ag", "gtriag", "bw2", "bwag", "wrong"))
-    esize = torch.empty((), dtype=dtype).element_size()
     for nbytes in _sizes(max(8, esize * size, a.min_bytes or 0), a.max_bytes, 4):
         n = nbytes // esize // size * size  # two-shot and all-gather: a multiple of size
         x, _ = ctx.allocate_symmetric((n,), dtype)

@@ -289,8 +289,8 @@ ALGOS = ("auto", "lamport", "oneshot", "twoshot")
 def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     """out = the reduction over ranks of x (op "sum", "max", "min", or mpi4py's MPI.SUM,
     MPI.MAX, MPI.MIN), in one kernel with no host barrier. algo
-    "lamport": floating point of 64 KiB to 256 KiB at most, as the ranks and dtype allow it
-    (128 KiB of f32 at 8 ranks: _lamport_bytes), x and out any memory (out may
+    "lamport": 16- or 32-bit floating point of at most 64 to 256 KiB, by the ranks and dtype
+    (_lamport_bytes: 128 KiB of f32 at 8 ranks, 256 KiB at 2), x and out any memory (out may
     be x), no barrier (the data marks its own arrival); "oneshot": x symmetric (any
     provider), out any memory apart from x (default a new array), two barriers; "twoshot": x
     and out symmetric (any provider; out = x, in place, or apart from it; no default), two

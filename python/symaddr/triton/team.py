@@ -61,7 +61,8 @@ _STRIDE = tl.constexpr(4)
 # Then the Lamport buffers (team_allreduce_lamport): three, used in turn by a program's calls;
 # in each, one identity word and one slot of LAMPORT_SLOT bytes for each rank and program,
 # written by that rank into this rank's copy. Empty is 0 (the area starts cleared). 4 KiB: 64
-# programs take 256 KiB in one round (6.3 MiB of sync area a rank at 8 ranks).
+# programs take 256 KiB in one round at 2 ranks (at 8, tiles of 2 KiB at most: collectives'
+# LAMPORT_WORDS); 6.3 MiB of sync area a rank at 8 ranks.
 LAMPORT_SLOT = 4096
 _SLOT = tl.constexpr(LAMPORT_SLOT)
 _SLOT_WORDS = tl.constexpr(LAMPORT_SLOT // 8)
