@@ -178,15 +178,15 @@ SPECIALISED = ("specialised",)  # _launch's key of a kernel whose runtime argume
 def _launch(ctx, kernel, grid, key, args, num_warps=4):
     """kernel[grid](*args) (args: every parameter in order, the constexprs' values last; its
     num_warps follows from BLOCK, so a key's kernel keeps its warps). key: what the kernel
-    Triton compiles for one call depends on beyond the device, so that every
-    later call of the key can take it: the tensors' dtypes and the constexprs where Triton
-    specialises no runtime argument (the *_small kernels, the Lamport one), SPECIALISED where
-    it does (the key is then _specialised(args), on NVIDIA GPUs; the device: Triton launches
-    on the current one). After a key's first launch through Triton's JIT the kernel it
-    compiled is started directly (CompiledKernel[grid], on the current device's current
-    stream), about a third of the host time of a launch through Triton's JIT (python -m
-    symaddr.bench launch; doc/performance.md). Under the interpreter, and for key None, every
-    call goes through the JIT."""
+    Triton compiles for one call depends on beyond the device, so that every later call of
+    the key can take it: the tensors' dtypes and the constexprs where Triton specialises no
+    runtime argument (the *_small kernels, the Lamport one), SPECIALISED where it does (the
+    key is then _specialised(args), on NVIDIA GPUs; the device: Triton launches on the
+    current one). After a key's first launch through Triton's JIT the kernel it compiled is
+    started directly on the current device's current stream (its launcher, or
+    CompiledKernel[grid] where a launch hook is set), about a third of the host time of a
+    launch through Triton's JIT (python -m symaddr.bench launch; doc/performance.md). Under
+    the interpreter, and for key None, every call goes through the JIT."""
     ctx._open()  # a closed or broken context launches nothing (its failed calls raised)
     if key is SPECIALISED:  # AMD's Triton specialises a tensor's size too: the JIT there
         key = _specialised(args) if ctx.backend == "cuda" else None
