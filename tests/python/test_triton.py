@@ -995,8 +995,9 @@ def test_triton_collectives_in_rounds():
     2 MiB call took 64 programs, and the Triton calls after it read wrong data (a barrier
     waiting for a program that cannot be scheduled fails at the timeout). Here team_programs
     gives 3 and tiles hold at most 1024 elements, as on a GPU shared by many ranks: every host
-    function, the Lamport one-shot's too (its tiles grow to 4 KiB first: 2 of 1024 f32 here;
-    test_triton_lamport_large takes its rounds), odd counts, a view at an odd offset, exact."""
+    function, the Lamport one-shot's too (its tiles grow first, to _lamport_tile's: 2 of 1024
+    f32 here at 2 and 3 ranks, 4 of 512 in 2 rounds at 8; test_triton_lamport_large checks
+    the tiles and rounds), odd counts, a view at an odd offset, exact."""
     cap, seen = 3, []
     real = {k: getattr(tc, k, None) for k in ("team_programs", "_launch", "BLOCK_MAX")}
 
@@ -1321,7 +1322,8 @@ def test_triton_lamport():
     from and into plain memory (x is not symmetric), f32, bf16 and f16 views at odd offsets:
     exact against MPI's data, as the barrier one-shot; -0.0 keeps its sign and a NaN whose
     bits are all ones (the one value sent altered) stays a NaN; a count past _lamport_bytes
-    (128 KiB of f32 at 8 ranks) or an integer dtype is refused with a message that names the algorithms that take it."""
+    (128 KiB of f32 at 8 ranks) or an integer dtype is refused with a message that names the
+    algorithms that take it."""
     n = 3 * 512 + 5  # several programs of every dtype (a tile is at most 1 KiB)
     every = [data(r, n, "float32") for r in range(size)]
     for v in every:
