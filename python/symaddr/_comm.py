@@ -155,6 +155,13 @@ class Communication(Staging):
             self._freed_at(addr)
         return addr, count, a.dtype
 
+    def _registrations_changed(self):
+        """Forget what was found or planned over the registrations, as one starts, ends or
+        is released: _lookup's answers and symaddr.triton.collectives' plans (their peer
+        tables, which would keep an ended registration reached, and call identities)."""
+        self._known.clear()
+        self._calls.clear()
+
     def _lookup(self, addr):
         """(symaddr_lookup's status, the address of its map) for addr: OK and NOT_FOUND are
         remembered until the context's registrations change (a loop of calls passes the same

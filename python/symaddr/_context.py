@@ -95,7 +95,7 @@ class Context(Memory, Registrations, Validation, Communication):
         self._maps_made = 0  # AddressMap._serial's count
         self._team = None
         self._plans = {}  # symaddr.triton.collectives' compiled kernels over this Team
-        self._calls = {}  # and what their Lamport calls compute once per count, dtype and op
+        self._calls = {}  # and what their calls compute once per count, dtype, op (and arrays)
         self._broken = None
         self.timeout_ms = cfg.timeout_ms
         # validation mode: kernels' refused translations are raised by the next host call
@@ -153,7 +153,7 @@ class Context(Memory, Registrations, Validation, Communication):
                        "is left as it is until the process ends")
         self._lifetimes.reap_local()
         h, self._h = self._h, None
-        self._team, self._plans = None, {}
+        self._team, self._plans, self._calls = None, {}, {}
         self._stage_tensor = None  # a view of the workspace, which finalize frees
         regs = list(self._regs.values()) + list(self._plain.values()) + [self._own]
         for reg in regs:

@@ -128,7 +128,7 @@ class Memory:
             raise
         self._regs[key] = reg
         self._by_base[addr] = reg
-        self._known.clear()
+        self._registrations_changed()
         return a, reg.amap
 
     def _not_allocating(self, provider, why):
@@ -146,7 +146,7 @@ class Memory:
 
     def _release_allocation(self, reg):
         self._freed.pop(reg.base, None)
-        self._known.clear()
+        self._registrations_changed()
         self._unpoison(reg)
         self._check(self._lib.symaddr_symmetric_free(reg.provider, reg.base))
 
@@ -186,6 +186,7 @@ class Memory:
                        "this context; free the array allocate_symmetric() returned")
         self._regs.pop(reg.key, None)
         reg.end("freed by Context.free")
+        self._registrations_changed()  # no plan keeps its table, nor takes it
         self._freed[addr] = reg
         self._lifetimes.end(reg)
         if self.validating:

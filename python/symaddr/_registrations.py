@@ -60,11 +60,11 @@ class Registrations:
         reg.owner = None if isinstance(owner, int) else owner
         reg.amap = AddressMap(self, key, reg, torch_kind)
         self._regs[key] = reg
-        self._known.clear()
+        self._registrations_changed()
         return reg.amap
 
     def _release_registration(self, reg):
-        self._known.clear()
+        self._registrations_changed()
         self._check(self._lib.symaddr_unregister(self._h, ctypes.c_void_p(reg.key)))
         reg.owner = None
 
@@ -162,6 +162,7 @@ class Registrations:
                        "Context.free(array), not unregister()")
         del self._regs[key]
         reg.end("unregistered")
+        self._registrations_changed()  # no plan keeps its table, nor takes it
         self._lifetimes.end(reg)
         if self.validating:
             self._poison(reg)

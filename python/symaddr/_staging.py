@@ -29,7 +29,7 @@ class Staging:
         ptr, m = ctypes.c_void_p(), ctypes.c_void_p()
         self._check(self._lib.symaddr_symmetric_alloc(prov, size, ctypes.byref(ptr),
                                                       ctypes.byref(m)))
-        self._known.clear()
+        self._registrations_changed()
         self._stage = (ptr.value, size, prov)
         return ptr.value
 

@@ -1451,6 +1451,62 @@ def _plain(n, dtype):
     return np.zeros(n, DTYPES[dtype])
 
 
+def test_triton_kept_plans():
+    """What a Triton collective keeps of a call over symmetric arrays (their tables and the
+    call's identity, per count, dtype, op and address) lasts while their registrations do:
+    calls over the same views at an odd offset stay exact; once x is freed, its release
+    pending behind other freed allocations, a call over a view of it raises INVALID_MAP (a
+    plain ndarray or a tensor: known by its address alone), as the first call over it would,
+    and its release is not held back by a plan; an allocation made after the release (at x's
+    address or not) reduces its own values."""
+    n = 2 * size + 3
+    olds = [alloc((n,), "float32")[0] for _ in range(5)]
+    for a in olds:
+        ctx.free(a)
+    x, _ = alloc((n + 1,), "float32")
+    xv = x[1:] if ARRAYS == "torch" else np.asarray(x)[1:]
+    out, gathered = _plain(n, "float32"), _plain(size * n, "float32")
+    for k in range(3):  # the same arrays, call after call: kept, then taken
+        fill(xv, data(rank, n, "float32") + k)
+        settle()
+        tc.allreduce(ctx, xv, out, algo="oneshot")
+        tc.allgather(ctx, xv, gathered)
+        tc.allreduce(ctx, xv, algo="twoshot", out=xv) if k == 2 else None
+        settle()
+        total = sum(want(data(r, n, "float32") + k, "float32") for r in range(size))
+        check(np.array_equal(host(out), total), "call %d: the one-shot's sum" % k)
+        check(np.array_equal(host(gathered), np.concatenate(
+            [want(data(r, n, "float32") + k, "float32") for r in range(size)])),
+            "call %d: the all-gather" % k)
+        if k == 2:
+            check(np.array_equal(host(xv), total), "call %d: the two-shot in place" % k)
+    check(sum(type(key) is tuple and key[0] == "allgather" for key in ctx._calls) == 1,
+          "the all-gather's plan kept once: %s" % [k for k in ctx._calls if k[0] == "allgather"])
+    base = x.data_ptr() if ARRAYS == "torch" else x.__array_interface__["data"][0]
+    ctx.free(x)
+    for what, fn in (("one-shot", lambda: tc.allreduce(ctx, xv, out, algo="oneshot")),
+                     ("two-shot", lambda: tc.allreduce(ctx, xv, algo="twoshot", out=xv)),
+                     ("all-gather", lambda: tc.allgather(ctx, xv, gathered))):
+        refused("a %s over a freed view" % what, fn, ("freed",), "SYMADDR_ERR_INVALID_MAP")
+    x = xv = None  # (the freed views dropped before the release)
+    ctx.collect()
+    check(base not in ctx._freed, "x released once no view of it is left: no plan keeps its "
+          "table reached")
+    y, _ = alloc((n + 1,), "float32")
+    yv = y[1:]
+    fill(yv, data(rank, n, "float32") * 3)
+    settle()
+    tc.allreduce(ctx, yv, out, algo="oneshot")
+    tc.allgather(ctx, yv, gathered)
+    settle()
+    check(np.array_equal(host(out), sum(want(data(r, n, "float32") * 3, "float32")
+                                        for r in range(size))), "a new allocation's sum")
+    check(np.array_equal(host(gathered), np.concatenate(
+        [want(data(r, n, "float32") * 3, "float32") for r in range(size)])),
+        "a new allocation's all-gather")
+    ctx.free(y)
+
+
 def test_triton_stream_of_calls():
     """50 consecutive Triton allreduces with no host call between them: the device-side
     epochs keep every call apart (each rank changes its input between calls, as a stream of
@@ -2162,6 +2218,8 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                   test_triton_lamport),
                  ("the Triton Lamport one-shot past 64 KiB: larger tiles, then rounds",
                   test_triton_lamport_large),
+                 ("what Triton collectives keep of a call lasts while its arrays do",
+                  test_triton_kept_plans),
                  ("50 Triton collectives with no host call between them",
                   test_triton_stream_of_calls),
                  ("Lamport allreduces back to back, as a benchmark makes them",

@@ -313,6 +313,17 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         args = (ctx.team(), _arg(x), _arg(out), n, rounds, ident) + tail
         _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args)
         return out
+    # a barrier call over the same arrays went before: its plan holds their registrations'
+    # tables and the call's identity until a registration starts or ends (Context forgets
+    # its plans then: a freed x is refused by the call that follows, through _peer_bases)
+    key = None
+    if algo in ALGOS and type(block) is int:
+        key = (n, x.dtype, op, algo, block, _address(x, call, "x"),
+               None if out is None else _address(out, call, "out"))
+        plan = ctx._calls.get(key)
+        if plan is not None:
+            out = _checked(ctx, call, x, out, n, block, x_at=plan[-2], hint=plan[-1])
+            return _allreduce_start(ctx, x, out, n, plan)
     if algo not in ALGOS:
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: algo %r: pass one of %s" % (
             call, algo, ", ".join('"%s"' % a for a in ALGOS)))
@@ -333,62 +344,86 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
     # in place: the Lamport's peers never read x; the two-shot's read a rank's part of it only
     # before that rank writes it
     in_place = algo in ("lamport", "twoshot")
-    out = _checked(ctx, call, x, out, n, block, x_at=0 if in_place else None,
-                   hint="out = x" if in_place else " (out = x itself: algo=\"twoshot\"%s)" % (
-                       ", or \"lamport\"" if fits else ""))
-    team = ctx.team()
+    x_at = 0 if in_place else None
+    hint = "out = x" if in_place else " (out = x itself: algo=\"twoshot\"%s)" % (
+        ", or \"lamport\"" if fits else "")
+    out = _checked(ctx, call, x, out, n, block, x_at=x_at, hint=hint)
+    ctx.team()  # made (collective) before a plan is kept: its sync area's registration
+    # would forget the plan
     if algo == "lamport":
         block, grid, rounds = _lamport_grid(ctx, n, _itemsize(x))
         tail = (ctx.size, block, _op(op), rounds > 1)  # the constexprs
         ident = call_ident("allreduce", n, x.dtype, op)  # x and out are each rank's own
-        args = (team, _arg(x), _arg(out), n, rounds, ident) + tail
+        args = (ctx.team(), _arg(x), _arg(out), n, rounds, ident) + tail
         _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args)
-        if len(ctx._calls) > 4096:  # a program's few counts, or many: then start over
-            ctx._calls.clear()
-        ctx._calls[(n, x.dtype, op, requested)] = (grid, rounds, ident, tail)
+        _keep(ctx, (n, x.dtype, op, requested), (grid, rounds, ident, tail))
         return out
-    two, where = algo == "twoshot", []
+    two, at = algo == "twoshot", []
     out_pb = (_peer_bases(ctx, call, out, "out", "the two-shot's peers read their part of "
-                          "the result from it", where) if two else team.sync_pb)
+                          "the result from it", at) if two else None)
     grid, block, rounds = _grid(ctx, twoshot_part(n, ctx.size) if two else n, block)
     x_pb = _peer_bases(ctx, call, x, "x", "the peers read it" + (
-        "; algo=\"lamport\" takes any memory" if fits else ""), where)
+        "; algo=\"lamport\" takes any memory" if fits else ""), at)
     # the kernel adds the algorithm; a two-shot in place writes the peers' x, one apart their
     # out: ranks that differ would each miss the other's part, so they make different calls;
     # so do ranks whose x (or two-shot out) is another registration, or elsewhere in it
     ident = call_ident("allreduce in place" if two and same else "allreduce", n, x.dtype, op,
-                       where=where)
-    args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident, ctx.size, block, _op(op),
-            two)
+                       where=at)
+    plan = (grid, x_pb, out_pb, rounds, ident, (ctx.size, block, _op(op), two), x_at, hint)
+    if key is not None:
+        _keep(ctx, key, plan)
+    return _allreduce_start(ctx, x, out, n, plan)
+
+
+def _allreduce_start(ctx, x, out, n, plan):
+    """The barrier allreduce's launch for its plan (allreduce's): out (checked) = the
+    reduction of x. Returns out."""
+    grid, x_pb, out_pb, rounds, ident, tail = plan[:6]
+    team = ctx.team()
+    out_pb = team.sync_pb if out_pb is None else out_pb  # the one-shot's: any out
+    args = (team, _arg(x), x_pb, _arg(out), out_pb, n, rounds, ident) + tail
     if n * _itemsize(x) <= SMALL_BYTES:
         _launch(ctx, _allreduce_small, grid, (x.dtype, x_pb.dtype, out.dtype, out_pb.dtype)
-                + args[8:], args, _warps(block))
+                + tail, args, _warps(tail[1]))
     else:
-        _launch(ctx, _allreduce_kernel, grid, SPECIALISED, args, _warps(block))
+        _launch(ctx, _allreduce_kernel, grid, SPECIALISED, args, _warps(tail[1]))
     return out
 
 
 def _move(ctx, kind, x, out, count, root=0, op="sum", block=1024, shift=0):
-    team = ctx.team()
-    grid, block, rounds = _grid(ctx, count, block)
-    where = []
-    x_pb = _peer_bases(ctx, "symaddr.triton.collectives." + kind, x, "x", "the peers read it",
-                       where)
-    if shift:  # x is this rank's part of out: where out starts agrees
-        where[1] -= ctx.rank * shift * _itemsize(x)
-    # in place, an all-gather reads a peer's part where that peer's own lies: ranks that
-    # differ would read each other's wrong parts, so they make different calls; so do ranks
-    # whose x is another registration, or elsewhere in it
-    ident = call_ident(kind + (" in place" if shift else ""), count, x.dtype, op, root,
-                       where=where)
-    args = (team, _arg(x), x_pb, _arg(out), count, root, rounds, ident, shift, ctx.size, block,
-            kind, _op(op))
+    call = "symaddr.triton.collectives." + kind
+    key = (kind, count, x.dtype, op, root, block, shift, _address(x, call, "x"))
+    plan = ctx._calls.get(key)  # a call over the same x went before (as allreduce's)
+    if plan is None:
+        ctx.team()  # (as allreduce's)
+        grid, block, rounds = _grid(ctx, count, block)
+        where = []
+        x_pb = _peer_bases(ctx, call, x, "x", "the peers read it", where)
+        if shift:  # x is this rank's part of out: where out starts agrees
+            where[1] -= ctx.rank * shift * _itemsize(x)
+        # in place, an all-gather reads a peer's part where that peer's own lies: ranks that
+        # differ would read each other's wrong parts, so they make different calls; so do
+        # ranks whose x is another registration, or elsewhere in it
+        ident = call_ident(kind + (" in place" if shift else ""), count, x.dtype, op, root,
+                           where=where)
+        plan = _keep(ctx, key, (grid, block, rounds, x_pb, ident))
+    grid, block, rounds, x_pb, ident = plan
+    args = (ctx.team(), _arg(x), x_pb, _arg(out), count, root, rounds, ident, shift, ctx.size,
+            block, kind, _op(op))
     if count * _itemsize(x) <= SMALL_BYTES:
         _launch(ctx, _move_small, grid, (x.dtype, x_pb.dtype, out.dtype) + args[9:], args,
                 _warps(block))
     else:
         _launch(ctx, _move_kernel, grid, SPECIALISED, args, _warps(block))
     return out
+
+
+def _keep(ctx, key, plan):
+    """plan, kept in ctx._calls under key for the calls like this one. Returns plan."""
+    if len(ctx._calls) > 4096:  # a program's few counts and arrays, or many: then start over
+        ctx._calls.clear()
+    ctx._calls[key] = plan
+    return plan
 
 
 def reduce_scatter(ctx, x, out=None, op="sum", block=1024):
