@@ -212,7 +212,12 @@ class Communication(Staging):
         if not h or self._broken:  # closed, or broken by a Triton team kernel's failure
             self._open()
         writes = not root_only or self.rank == index_of(root)  # recv (a non-root's is not)
-        if recv is None or recv is send:
+        if recv is None and not writes and per_recv != per_send:  # MPI's idiom off a
+            # gather's root: no recv, none of send's shape (reduce's None is in place); the
+            # workspace stands in for it (below)
+            s, n_send, dtype = self._shape_of(send, "send", call)
+            r, n_recv = None, n_send * per_recv // per_send
+        elif recv is None or recv is send:
             s, n_send, dtype = self._shape_of(send, "send", call, writes)
             recv, r, n_recv = send, s, n_send
         else:
@@ -245,32 +250,39 @@ class Communication(Staging):
         where = self._files.get(code_obj)
         if where is None:
             where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
-        staged = r != s and (known.get(r) or self._lookup(r))[0] != 0
-        if staged:  # every rank stages the same calls: validation compares the places
+        staged = r is None or r != s and (known.get(r) or self._lookup(r))[0] != 0
+        # every rank grows the workspace alike (collective): for a rooted call, to its recv
+        # whether or not it stages (the root's recv and its peers' may be of two kinds, as
+        # MPI allows: the root publishes its own); for any other, where it stages (every
+        # rank must: validation compares the places)
+        grows = staged or rooted and n_recv > 0
+        if staged and recv is not None:
             if is_torch(recv) != is_torch(send) or (is_torch(recv) and
                                                     recv.device != send.device):
                 raise _err("SYMADDR_ERR_INVALID_ARG", "%s: recv is on %s, send on %s: pass "
                            "recv on the context's device" % (
                                call, getattr(recv, "device", "the host"),
                                getattr(send, "device", "the host")))
-            if not self._staging.acquire(False):  # held until recv is copied out
-                raise self._two_threads(call)
+        if grows and not self._staging.acquire(False):  # held until recv is copied out
+            raise self._two_threads(call)
         try:  # (free in Python 3.11 where nothing raises)
-            if staged:
-                nbytes = nbytes_of(recv)
-                r = self._workspace(nbytes)
+            if grows:
+                nbytes = nbytes_of(send) // n_send * n_recv if n_send else 0
+                workspace = self._workspace(nbytes)
+                if staged:
+                    r = workspace
             if rooted:
                 root = self._root(root, name)
             st = self._stream_of(send, stream)
             status = self._lib.symaddr_collective_run_at(
                 h, index, s, r, n_send // per_send, code, op_code, root if rooted else 0, st,
-                where, -caller.f_lineno if staged else caller.f_lineno)
+                where, -caller.f_lineno if staged and not rooted else caller.f_lineno)
             if status:
                 self._check(status)
             if staged and (not root_only or self.rank == root):
                 self._copy_out(recv, r, nbytes, st)
         finally:
-            if staged:
+            if grows:
                 self._staging.release()
         if staged and self._broken:  # another thread came in while this one copied out
             raise _err("SYMADDR_ERR_BROKEN", self._broken)
@@ -296,8 +308,8 @@ class Communication(Staging):
                 self.size, n_recv * self.size) if per_send > per_recv else
             "send and recv must hold the same number")
         why = ("; recv=None (or recv=send) is the in-place form of a call whose send and recv "
-               "have one shape only: pass a recv of that size, off the root too" if none and
-               per_send != per_recv else "")
+               "have one shape only: pass a recv of that size (off the root of a gather, "
+               "recv=None is MPI's idiom, and taken)" if none and per_send != per_recv else "")
         return _err("SYMADDR_ERR_INVALID_ARG", "%s: send has %d elements and recv %d; %s%s"
                     % (call, n_send, n_recv, rule, why))
 
@@ -371,6 +383,22 @@ _COLLECTIVE = """def {name}(self, send, recv{recv}{op}{root}, stream=None):
 """
 
 
+def _kinds(flags, bits):
+    """What a collective's docstring says of its ranks' recv: of one kind on every rank
+    (peers reach it at this rank's offset), or each rank's own (a rooted one: the root
+    publishes its buffer), except a gather's: its peers store into the root's recv, so theirs
+    lie in its allocation, or are None off the root (MPI's idiom)."""
+    if not flags & bits["rooted"]:
+        return "every rank passes a recv of the same kind"
+    if not flags & bits["root_only"]:
+        return "each rank's of either kind"
+    if not flags & bits["recv_all"]:
+        return "off the root a staged one is left alone; each rank's of either kind"
+    return ("off the root a staged one is left alone, and recv may be None (MPI's idiom), "
+            "returned as None; every rank's recv lies in the root's allocation, or is plain "
+            "or None with a plain root's")
+
+
 def add_collectives(cls, lib):
     """A method of cls for every collective the library lists (symaddr_collective_info),
     with the signature its C call has: (send, recv[, op][, root], stream); recv defaults to
@@ -403,11 +431,9 @@ def add_collectives(cls, lib):
         fn.__doc__ = ("%s (%s). send is symmetric memory of this context (an array of "
                       "allocate_symmetric, a view at any offset, an import); recv any "
                       "contiguous array or tensor on the context's device, staged through "
-                      "the context's workspace where it is not symmetric (every rank passes "
-                      "a recv of the same kind%s).%s stream: a torch.cuda.Stream or a raw "
-                      "handle (an int); None: torch's current stream. Returns recv." % (
-                          c["doc"], shape, "; off the root a staged one is left alone" if
-                          flags & bits["root_only"] else "", ops))
+                      "the context's workspace where it is not symmetric (%s).%s stream: a "
+                      "torch.cuda.Stream or a raw handle (an int); None: torch's current "
+                      "stream. Returns recv." % (c["doc"], shape, _kinds(flags, bits), ops))
         fn.__qualname__ = cls.__name__ + "." + name
         fn.__module__ = "symaddr"
         setattr(cls, name, fn)

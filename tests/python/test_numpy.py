@@ -177,6 +177,76 @@ def test_plain_recv():
     ctx.free(ints)
     ctx.free(a)
 
+def test_rooted_idioms():
+    """Rooted collectives as MPI programs write them. Off the root, gather takes recv=None
+    (returned as None, as mpi4py's Gather does; reduce's None is its in-place form, as
+    before). The ranks' recv may be of
+    two kinds, plain memory (staged) on some and symmetric on others, for reduce, broadcast
+    and scatter (each rank's recv is its own; every rank grows the workspace alike); gather's
+    every rank's recv is where its root's lies (the library compares that allocation): plain
+    or None with a plain root, and a symmetric root with peers of None is refused on every
+    rank with MISMATCH, at once. Exact against MPI; nothing written outside the root's recv.
+    Before, gather's recv=None off the root raised INVALID_ARG there and the root waited
+    until the timeout; a root that staged while its peers did not waited for them to grow
+    the workspace, until the timeout."""
+    a, _ = ctx.allocate_symmetric(size * N + 3, np.int64)
+    sym, _ = ctx.allocate_symmetric(size * N + 4, np.int64)
+    mine = (np.arange(size * N) % 11 + 1) * (rank + 3)
+    send, big = a[3:3 + N], a[3:3 + size * N]
+    send[:] = mine[:N]
+    big[:] = mine
+    store = np.full(size * N + 4, -9, np.int64)
+    timeout = ctx.timeout_ms
+    ctx.set_timeout(20000)  # a regression waits this long, not the default's minute
+    try:
+        for root in sorted({0, size - 1}):
+            for root_kind, peer_kind in (("plain", None), ("symmetric", None),
+                                         ("plain", "symmetric"), ("symmetric", "plain")):
+                kind = root_kind if rank == root else peer_kind
+                what = "root %d %s, peers %s" % (root, root_kind, peer_kind)
+                mem = store if kind in ("plain", None) else sym
+                mem[:] = -9
+                part = mem[2:2 + N]
+                got = ctx.reduce(send, part, op="sum", root=root)
+                want = np.empty(N, np.int64)
+                comm.Reduce(mine[:N], want, op=MPI.SUM, root=root)
+                check(got is part, "%s: reduce returns %s" % (what, type(got)))
+                if rank == root:
+                    check(np.array_equal(part, want) and mem[1] == -9 and mem[2 + N] == -9,
+                          "%s: reduce" % what)
+                if peer_kind is None:
+                    if root_kind == "plain":  # gather's peers stage too: one allocation
+                        got = ctx.gather(send, mem[2:2 + size * N] if rank == root else None,
+                                         root=root)
+                        want = np.empty(size * N, np.int64)
+                        comm.Gather(mine[:N], want, root=root)
+                        check((got is None) == (rank != root), "%s: gather returns" % what)
+                        if rank == root:
+                            check(np.array_equal(got, want) and mem[1] == -9 and
+                                  mem[2 + size * N] == -9, "%s: gather" % what)
+                    continue
+                got = ctx.broadcast(send, part, root=root)
+                want = mine[:N].copy()
+                comm.Bcast(want, root=root)
+                check(got is part and np.array_equal(part, want), "%s: broadcast" % what)
+                got = ctx.scatter(big, part, root=root)
+                comm.Scatter(mine, want, root=root)
+                check(got is part and np.array_equal(part, want), "%s: scatter" % what)
+    finally:
+        ctx.set_timeout(timeout)
+    ctx.free(sym)
+    ctx.free(a)
+    # gather to a symmetric recv with peers of None: refused on every rank (a context of its
+    # own: the refusal breaks it)
+    with sa.Context(backend="cpu", timeout_ms=20000) as other:
+        x, _ = other.allocate_symmetric(N, np.int64)
+        whole, _ = other.allocate_symmetric(size * N, np.int64)
+        x[:] = mine[:N]
+        refused("gather to a symmetric root, peers None",
+                lambda: other.gather(x, whole if rank == 0 else None, root=0),
+                ["allocation"], "SYMADDR_ERR_MISMATCH")
+
+
 def test_put_get_and_import():
     own, _ = ctx.allocate_symmetric(N, np.float32)
     local = ctx.empty_local(N, np.float32)
@@ -231,10 +301,13 @@ def test_errors_raise():
     check(np.all(a == left), "put to np.int32(%d): %s" % (right, a[:4]))
     refused("put to target True", lambda: ctx.put(a, got, True), ["not a rank"])  # rank 1
     # element counts a row refuses, said as the rule (was "it wants 1:3"); recv=None is no
-    # in-place form of gather, whose recv holds size * count (MPI's idiom off the root)
-    refused("gather, recv=None", lambda: ctx.gather(a, None, root=0),
-            ["Context.gather", "recv must hold the context's size (%d) times send's elements: "
-             "%d" % (size, 16 * size), "recv=None", "off the root too"])
+    # in-place form of gather at the root, whose recv holds size * count (off the root it is
+    # MPI's idiom: test_rooted_idioms; the root alone is refused here, so no peer waits)
+    if rank == 0:
+        refused("gather, recv=None", lambda: ctx.gather(a, None, root=0),
+                ["Context.gather", "recv must hold the context's size (%d) times send's "
+                 "elements: %d" % (size, 16 * size), "recv=None", "pass a recv of that size",
+                 "off the root of a gather"])
     refused("allgather into 15", lambda: ctx.allgather(a, got[:15]),
             ["send has 16 elements and recv 15", "times send's elements: %d" % (16 * size)])
     refused("reduce_scatter of 16 into 16", lambda: ctx.reduce_scatter(a, got),
@@ -591,6 +664,8 @@ cases.run("version", test_version)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
 cases.run("collectives into plain memory; avg, mpi4py ops", test_plain_recv)
+cases.run("rooted collectives in MPI's idioms: recv=None off the root, recv of two kinds",
+          test_rooted_idioms)
 cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
