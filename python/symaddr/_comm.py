@@ -251,11 +251,12 @@ class Communication(Staging):
         if where is None:
             where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
         staged = r is None or r != s and (known.get(r) or self._lookup(r))[0] != 0
-        # every rank grows the workspace alike (collective): for a rooted call, to its recv
-        # whether or not it stages (the root's recv and its peers' may be of two kinds, as
-        # MPI allows: the root publishes its own); for any other, where it stages (every
-        # rank must: validation compares the places)
-        grows = staged or rooted and n_recv > 0
+        # every rank grows the workspace alike (collective): where it stages (every rank
+        # passes a recv of one kind: validation compares the places), and for a gather
+        # whether or not it stages, so that a root whose recv is symmetric and peers that
+        # pass None meet in the library's comparison of the root's allocation (MISMATCH on
+        # every rank), not in the workspace's allocation (a timeout)
+        grows = staged or root_only and per_recv != per_send and n_recv > 0
         if staged and recv is not None:
             if is_torch(recv) != is_torch(send) or (is_torch(recv) and
                                                     recv.device != send.device):
@@ -276,7 +277,7 @@ class Communication(Staging):
             st = self._stream_of(send, stream)
             status = self._lib.symaddr_collective_run_at(
                 h, index, s, r, n_send // per_send, code, op_code, root if rooted else 0, st,
-                where, -caller.f_lineno if staged and not rooted else caller.f_lineno)
+                where, -caller.f_lineno if staged else caller.f_lineno)
             if status:
                 self._check(status)
             if staged and (not root_only or self.rank == root):
@@ -384,19 +385,16 @@ _COLLECTIVE = """def {name}(self, send, recv{recv}{op}{root}, stream=None):
 
 
 def _kinds(flags, bits):
-    """What a collective's docstring says of its ranks' recv: of one kind on every rank
-    (peers reach it at this rank's offset), or each rank's own (a rooted one: the root
-    publishes its buffer), except a gather's: its peers store into the root's recv, so theirs
-    lie in its allocation, or are None off the root (MPI's idiom)."""
-    if not flags & bits["rooted"]:
-        return "every rank passes a recv of the same kind"
+    """What a collective's docstring says of its ranks' recv: of one kind on every rank; off
+    the root of a root-only one left alone, and a gather's None there (MPI's idiom)."""
     if not flags & bits["root_only"]:
-        return "each rank's of either kind"
+        return "every rank passes a recv of the same kind"
     if not flags & bits["recv_all"]:
-        return "off the root a staged one is left alone; each rank's of either kind"
-    return ("off the root a staged one is left alone, and recv may be None (MPI's idiom), "
-            "returned as None; every rank's recv lies in the root's allocation, or is plain "
-            "or None with a plain root's")
+        return "every rank passes a recv of the same kind; off the root a staged one is left "\
+            "alone"
+    return ("every rank passes a recv of the same kind, or None off the root with a root's "
+            "in plain memory (MPI's idiom; None is returned); off the root a staged one is "
+            "left alone")
 
 
 def add_collectives(cls, lib):
