@@ -212,9 +212,9 @@ class Communication(Staging):
         if not h or self._broken:  # closed, or broken by a Triton team kernel's failure
             self._open()
         writes = not root_only or self.rank == index_of(root)  # recv (a non-root's is not)
-        if recv is None and not writes and per_recv != per_send:  # MPI's idiom off a
-            # gather's root: no recv, none of send's shape (reduce's None is in place); the
-            # workspace stands in for it (below)
+        gathers = root_only and per_recv != per_send  # (reduce's recv has send's shape)
+        if recv is None and gathers and not writes:  # MPI's idiom off a gather's root: no
+            # recv (reduce's None is in place); the workspace stands in for it (below)
             s, n_send, dtype = self._shape_of(send, "send", call)
             r, n_recv = None, n_send * per_recv // per_send
         elif recv is None or recv is send:
@@ -256,7 +256,7 @@ class Communication(Staging):
         # whether or not it stages, so that a root whose recv is symmetric and peers that
         # pass None meet in the library's comparison of the root's allocation (MISMATCH on
         # every rank), not in the workspace's allocation (a timeout)
-        grows = staged or root_only and per_recv != per_send and n_recv > 0
+        grows = staged or gathers and n_recv > 0
         if staged and recv is not None:
             if is_torch(recv) != is_torch(send) or (is_torch(recv) and
                                                     recv.device != send.device):
