@@ -118,6 +118,11 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
+def _pow2(n):
+    """The least power of two at or above n (n >= 1)."""
+    return 1 << (n - 1).bit_length()
+
+
 def _grid(ctx, n, block):
     """(programs,), their block and the tiles each takes (rounds) for n elements: at most
     team_programs(ctx) programs, because a barrier waits for the same program of every peer,
@@ -129,7 +134,7 @@ def _grid(ctx, n, block):
     if type(block) is not int:  # checked by _checked: NumPy's integers too
         block = _index_of(block)
     cap = team_programs(ctx, _cdiv(n, block))
-    block = max(block, min(BLOCK_MAX, 1 << (_cdiv(n, cap) - 1).bit_length()))
+    block = max(block, min(BLOCK_MAX, _pow2(_cdiv(n, cap))))
     programs = min(_cdiv(n, block), cap)
     return (programs,), block, _cdiv(_cdiv(n, block), programs)
 
@@ -156,10 +161,10 @@ def _lamport_grid(ctx, n, itemsize):
     an H100 at 8 ranks, 128 KiB of f32 took 14.8 us a call graph-replayed in 64 tiles of 2
     KiB, 20.5 in two rounds of 1 KiB tiles)."""
     n = max(n, 1)
-    block = min(LAMPORT_TILE // itemsize, 1 << (n - 1).bit_length())
+    block = min(LAMPORT_TILE // itemsize, _pow2(n))
     programs = team_programs(ctx, _cdiv(n, block), per_sm=4)
     block = max(block, min(_lamport_tile(ctx.size, itemsize),
-                           1 << (_cdiv(n, programs) - 1).bit_length()))
+                           _pow2(_cdiv(n, programs))))
     tiles = _cdiv(n, block)
     return block, (min(programs, tiles),), _cdiv(tiles, programs)
 
