@@ -6,7 +6,9 @@ made from the row's shape: reduces, send_all, recv_all, rooted, root_only), ever
 ("sum", "prod", "max", "min", "avg", mpi4py's ops), root, odd counts and offsets; send from
 the heap or ipc provider or an import (at an interior offset that differs per rank); recv
 another such symmetric array, plain memory (staged through the context's workspace) or the
-in-place form. Every rank draws the same calls (one seed); each checks its result exactly (the
+in-place form; in a rooted collective whose ranks' recv are their own (reduce, broadcast,
+scatter), half the time each rank's of its own kind, symmetric or plain, as MPI programs pass
+them. Every rank draws the same calls (one seed); each checks its result exactly (the
 data are small integers, the reference rounded once to the dtype), and that nothing outside
 recv changed: send out of place, the bytes around recv, recv off the root where the row writes
 the root's alone. Prints the rank-calls and the wrong elements; exit status 1 if any was
@@ -27,6 +29,7 @@ lib = symaddr.load()
 bits = lib.abi["collective_flag"]
 rows = [(c["name"], {k: bool(c["flags"] & v) for k, v in bits.items()})
         for c in lib.abi["collectives"]]
+own = np.random.default_rng([a.seed, rank])  # this rank's own draws: its recv's kind
 dtype_of, put, host, plain, rounded, divided = (run.dtype_of, run.put, run.host, run.plain,
                                                 run.rounded, run.divided)
 if a.array == "torch":
@@ -67,8 +70,17 @@ while soak.running(run):
     put(x, np.full(x.shape[0], 5))
     send = x[off:off + n_send]
     put(send, every[rank])
-    store, free_r = None, None
-    if form == "in place":  # the row's in-place form: recv and send one array
+    store, free_r, free_other = None, None, None
+    mixed = row["rooted"] and not (row["root_only"] and row["recv_all"]) and \
+        form != "in place" and rng.random() < 0.5  # not gather: its peers reach root's recv
+    if mixed:  # every rank makes both (the symmetric one collectively), and takes its own
+        form = str(own.choice(["symmetric", "plain"]))
+        sym, free_sym = soak.symmetric(run, n_recv + off + pad, dtype, mem[1])
+        store = sym if form == "symmetric" else plain(n_recv + off + pad, dtype)
+        free_r, free_other = (free_sym, None) if form == "symmetric" else (None, free_sym)
+        put(store, np.full(store.shape[0], 7))
+        recv = store[off:off + n_recv]
+    elif form == "in place":  # the row's in-place form: recv and send one array
         if row["recv_all"]:
             recv = x[off:off + n_recv]
             send = recv[rank * c:(rank + 1) * c]
@@ -110,10 +122,11 @@ while soak.running(run):
     if bad:
         print("rank %d: %s %s c=%d offset=%d %s root=%d, recv %s, send %s: %d wrong" % (
             rank, name, dname, c, off, ("op=%s%s" % (op, " (MPI's)" * mpi_op)) if
-            row["reduces"] else "", root, form if form != "symmetric" else mem[1], mem[0], bad),
+            row["reduces"] else "", root, (form if form != "symmetric" else mem[1]) +
+            " (kinds mixed)" * mixed, mem[0], bad),
             flush=True)
     wrong, calls = wrong + bad, calls + 1
-    for free in (free_x, free_r):
+    for free in (free_x, free_r, free_other):
         if free is not None:
             free()
 soak.finish(run, "host-soak", calls, wrong)

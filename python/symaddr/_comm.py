@@ -212,9 +212,9 @@ class Communication(Staging):
         if not h or self._broken:  # closed, or broken by a Triton team kernel's failure
             self._open()
         writes = not root_only or self.rank == index_of(root)  # recv (a non-root's is not)
-        gathers = root_only and per_recv != per_send  # (reduce's recv has send's shape)
-        if recv is None and gathers and not writes:  # MPI's idiom off a gather's root: no
-            # recv (reduce's None is in place); the workspace stands in for it (below)
+        if recv is None and root_only and per_recv != per_send and not writes:  # MPI's
+            # idiom off a gather's root: no recv (reduce's None, of send's shape, is in
+            # place); the workspace stands in for it (below)
             s, n_send, dtype = self._shape_of(send, "send", call)
             r, n_recv = None, n_send * per_recv // per_send
         elif recv is None or recv is send:
@@ -252,11 +252,12 @@ class Communication(Staging):
             where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
         staged = r is None or r != s and (known.get(r) or self._lookup(r))[0] != 0
         # every rank grows the workspace alike (collective): where it stages (every rank
-        # passes a recv of one kind: validation compares the places), and for a gather
-        # whether or not it stages, so that a root whose recv is symmetric and peers that
-        # pass None meet in the library's comparison of the root's allocation (MISMATCH on
-        # every rank), not in the workspace's allocation (a timeout)
-        grows = staged or gathers and n_recv > 0
+        # passes a recv of one kind: validation compares the places), and in a rooted call
+        # where any rank stages (_rooted_grows), as each rank's recv there is its own
+        if rooted and n_recv > 0:
+            grows = self._rooted_grows(staged, nbytes_of(send) // n_send * n_recv)
+        else:
+            grows = staged
         if staged and recv is not None:
             if is_torch(recv) != is_torch(send) or (is_torch(recv) and
                                                     recv.device != send.device):
@@ -277,7 +278,7 @@ class Communication(Staging):
             st = self._stream_of(send, stream)
             status = self._lib.symaddr_collective_run_at(
                 h, index, s, r, n_send // per_send, code, op_code, root if rooted else 0, st,
-                where, -caller.f_lineno if staged else caller.f_lineno)
+                where, -caller.f_lineno if staged and not rooted else caller.f_lineno)
             if status:
                 self._check(status)
             if staged and (not root_only or self.rank == root):
@@ -385,16 +386,19 @@ _COLLECTIVE = """def {name}(self, send, recv{recv}{op}{root}, stream=None):
 
 
 def _kinds(flags, bits):
-    """What a collective's docstring says of its ranks' recv: of one kind on every rank; off
-    the root of a root-only one left alone, and a gather's None there (MPI's idiom)."""
-    if not flags & bits["root_only"]:
+    """What a collective's docstring says of its ranks' recv: of one kind on every rank
+    (peers reach it at this rank's offset), or each rank's own (a rooted one: the root
+    publishes its buffer), except a gather's: its peers store into the root's recv, so theirs
+    lie in its allocation, or are None off the root (MPI's idiom)."""
+    if not flags & bits["rooted"]:
         return "every rank passes a recv of the same kind"
+    if not flags & bits["root_only"]:
+        return "each rank's of either kind"
     if not flags & bits["recv_all"]:
-        return "every rank passes a recv of the same kind; off the root a staged one is left "\
-            "alone"
-    return ("every rank passes a recv of the same kind, or None off the root with a root's "
-            "in plain memory (MPI's idiom; None is returned); off the root a staged one is "
-            "left alone")
+        return "off the root a staged one is left alone; each rank's of either kind"
+    return ("off the root a staged one is left alone, and recv may be None (MPI's idiom), "
+            "returned as None; every rank's recv lies in the root's allocation, or is plain "
+            "or None with a plain root's")
 
 
 def add_collectives(cls, lib):

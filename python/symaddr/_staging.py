@@ -33,6 +33,26 @@ class Staging:
         self._stage = (ptr.value, size, prov)
         return ptr.value
 
+    # A rooted call grows the workspace on every rank to this many bytes whether or not it
+    # stages; past it, where some rank stages (one agreement)
+    _rooted_grow = 16 << 20
+
+    def _rooted_grows(self, staged, nbytes):
+        """Whether this rank grows the workspace to nbytes for a rooted call (every rank
+        calls this, and all answer alike). Each rank's recv there is its own, of either kind
+        (MPI's idioms: a plain recv on the root, None or symmetric memory on the peers), so
+        a rank that does not stage joins the collective allocation of one that does, which
+        would otherwise wait for it until the timeout. To _rooted_grow bytes every rank
+        grows; past it the ranks agree whether any stages, so that a large call between
+        symmetric buffers does not double its memory. The workspace is the same size on
+        every rank, so all take the same branch."""
+        have = self._stage
+        if have is not None and have[1] >= nbytes:
+            return staged  # no allocation
+        if nbytes <= self._rooted_grow:
+            return True
+        return not self._lifetimes.agree([0 if staged else 1])[0]
+
     def _stream_of(self, a, stream):
         """The raw stream symaddr takes: a torch.cuda.Stream, a raw handle (an int), or None
         (torch's current stream) for CUDA tensors; none for host memory."""

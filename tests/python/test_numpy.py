@@ -178,38 +178,76 @@ def test_plain_recv():
     ctx.free(a)
 
 def test_rooted_idioms():
-    """gather as MPI programs write it: recv=None off the root (returned as None, as mpi4py's
-    Gather does) with the root's recv in plain memory (staged), at an odd offset; exact
-    against MPI, nothing written outside the root's recv, the next call of the same size
-    too. A symmetric root's recv with peers of None lie in two allocations: refused on every
-    rank with MISMATCH, at once (the library compares the root's allocation; every rank grew
-    the workspace alike). Before, None off the root raised INVALID_ARG there and the root
-    waited until the timeout."""
-    a, _ = ctx.allocate_symmetric(N + 3, np.int64)
-    send = a[3:]
-    mine = (np.arange(N) % 11 + 1) * (rank + 3)
-    send[:] = mine
+    """Rooted collectives as MPI programs write them. Off the root, gather takes recv=None
+    (returned as None, as mpi4py's Gather does; reduce's None is its in-place form, as MPI's
+    Reduce with recvbuf=None off the root). The ranks' recv may be of two kinds, plain memory
+    (staged) on some and symmetric on others, for reduce, broadcast and scatter (each rank's
+    recv is its own); gather's every rank's recv is where its root's lies (the library
+    compares that allocation): plain or None with a plain root, and a symmetric root with
+    peers of None is refused on every rank with MISMATCH, at once. Each in a new context,
+    below and past the size to which a rooted call grows the workspace on every rank (forced
+    to 64 bytes: past it the ranks agree whether any stages), where calls between symmetric
+    buffers leave the workspace unmade. Exact against MPI; nothing written outside the
+    root's recv. Before, a root that staged while its peers did not (MPI's reduce idiom)
+    waited for them in the workspace's allocation until the timeout."""
+    mine = (np.arange(size * N) % 11 + 1) * (rank + 3)
     store = np.full(size * N + 4, -9, np.int64)
-    timeout = ctx.timeout_ms
-    ctx.set_timeout(20000)  # a regression waits this long, not the default's minute
-    try:
-        for root in sorted({0, size - 1}) * 2:
-            store[:] = -9
-            got = ctx.gather(send, store[2:2 + size * N] if rank == root else None, root=root)
-            want = np.empty(size * N, np.int64)
-            comm.Gather(mine, want, root=root)
-            if rank == root:
-                check(np.array_equal(got, want), "gather to %d: %s" % (root, got[:4]))
-                check(store[1] == -9 and store[2 + size * N] == -9, "outside the root's recv")
-            else:
-                check(got is None and np.all(store == -9), "off the root: %s" % type(got))
-    finally:
-        ctx.set_timeout(timeout)
-    ctx.free(a)
+    for grow in (None, 64):
+        with sa.Context(backend="cpu", timeout_ms=20000) as c:
+            if grow is not None:
+                c._rooted_grow = grow
+            a, _ = c.allocate_symmetric(size * N + 3, np.int64)
+            sym, _ = c.allocate_symmetric(size * N + 4, np.int64)
+            send, big = a[3:3 + N], a[3:3 + size * N]
+            send[:] = mine[:N]
+            big[:] = mine
+            if grow is not None:  # symmetric recv on every rank: no workspace
+                part = sym[2:2 + N]
+                c.reduce(send, part, root=0)
+                c.broadcast(send, part, root=0)
+                c.scatter(big, part, root=0)
+                check(c._stage is None, "symmetric past %d bytes: workspace %s" % (
+                    grow, c._stage))
+            for root in sorted({0, size - 1}):
+                for root_kind, peer_kind in (("plain", None), ("symmetric", None),
+                                             ("plain", "symmetric"), ("symmetric", "plain")):
+                    kind = root_kind if rank == root else peer_kind
+                    what = "grow %s, root %d %s, peers %s" % (grow, root, root_kind, peer_kind)
+                    mem = store if kind in ("plain", None) else sym
+                    mem[:] = -9
+                    part = mem[2:2 + N]
+                    got = c.reduce(send, part if kind else None, op="sum", root=root)
+                    want = np.empty(N, np.int64)
+                    comm.Reduce(mine[:N], want, op=MPI.SUM, root=root)
+                    if rank == root:
+                        check(got is part and np.array_equal(part, want) and mem[1] == -9 and
+                              mem[2 + N] == -9, "%s: reduce" % what)
+                    else:
+                        check(np.all(mem == -9) and np.array_equal(send, mine[:N]),
+                              "%s: reduce wrote off the root" % what)
+                    if peer_kind is None:
+                        if root_kind == "plain":  # gather's peers stage too: one allocation
+                            got = c.gather(send, mem[2:2 + size * N] if rank == root else None,
+                                           root=root)
+                            want = np.empty(size * N, np.int64)
+                            comm.Gather(mine[:N], want, root=root)
+                            check((got is None) == (rank != root), "%s: gather returns" % what)
+                            if rank == root:
+                                check(np.array_equal(got, want) and mem[1] == -9 and
+                                      mem[2 + size * N] == -9, "%s: gather" % what)
+                        continue
+                    got = c.broadcast(send, part, root=root)
+                    want = mine[:N].copy()
+                    comm.Bcast(want, root=root)
+                    check(got is part and np.array_equal(part, want), "%s: broadcast" % what)
+                    got = c.scatter(big, part, root=root)
+                    comm.Scatter(mine, want, root=root)
+                    check(got is part and np.array_equal(part, want) and mem[1] == -9 and
+                          mem[2 + N] == -9, "%s: scatter" % what)
     with sa.Context(backend="cpu", timeout_ms=20000) as other:  # the refusal breaks it
         x, _ = other.allocate_symmetric(N, np.int64)
         whole, _ = other.allocate_symmetric(size * N, np.int64)
-        x[:] = mine
+        x[:] = mine[:N]
         refused("gather to a symmetric root, peers None",
                 lambda: other.gather(x, whole if rank == 0 else None, root=0),
                 ["allocation"], "SYMADDR_ERR_MISMATCH")
@@ -632,7 +670,8 @@ cases.run("version", test_version)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
 cases.run("collectives into plain memory; avg, mpi4py ops", test_plain_recv)
-cases.run("gather in MPI's idiom: recv=None off the root", test_rooted_idioms)
+cases.run("rooted collectives in MPI's idioms: recv=None off the root, recv of two kinds",
+          test_rooted_idioms)
 cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)

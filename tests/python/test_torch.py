@@ -436,6 +436,53 @@ def test_import_reuse():
     ctx.free(x)
 
 
+def test_rooted_kinds():
+    """Rooted collectives on CUDA tensors with each rank's recv of its own kind, as MPI
+    programs pass them: reduce into a plain root's recv with None off the root, broadcast
+    and scatter with a symmetric root's recv and plain peers' and the other way round; in
+    a new context (no workspace yet) below and past the size to which a rooted call grows
+    the workspace on every rank (forced to 16 bytes: the ranks then agree whether any
+    stages), where symmetric recv on every rank make no workspace. Exact (int32) against
+    MPI's own collectives."""
+    import numpy as np
+    n, root = 2 * size + 3, size - 1
+    mine = values(rank, n * size, torch.int32)
+    every = comm.allgather(mine.cpu().numpy())
+    for grow in (None, 16):  # (n int32 are 28 bytes and more)
+        with sa.Context(comm, backend="cuda") as c:
+            if grow is not None:
+                c._rooted_grow = grow
+            x, _ = c.allocate_symmetric((n * size,), torch.int32)
+            x.copy_(mine)
+            sym, _ = c.allocate_symmetric((n,), torch.int32)
+            if grow is not None:
+                for name, src in (("reduce", x[:n]), ("broadcast", x[:n]), ("scatter", x)):
+                    getattr(c, name)(src, sym, root=root)
+                assert c._stage is None, "symmetric past %d bytes: workspace %s" % (
+                    grow, c._stage)
+            for root_plain in (True, False):
+                what = "grow %s, root %s" % (grow, "plain" if root_plain else "symmetric")
+                plain = torch.full((n,), -1, dtype=torch.int32, device="cuda")
+                theirs = plain if (rank == root) == root_plain else sym
+                sym.fill_(-1)
+                got = c.reduce(x[:n], theirs if rank == root or not root_plain else None,
+                               root=root)
+                torch.cuda.synchronize()
+                want = np.sum([e[:n] for e in every], axis=0, dtype=np.int32)
+                if rank == root:
+                    assert got is theirs and (theirs.cpu().numpy() == want).all(), \
+                        "%s: reduce %s" % (what, theirs[:4])
+                got = c.broadcast(x[:n], theirs, root=root)
+                torch.cuda.synchronize()
+                assert got is theirs and (theirs.cpu().numpy() == every[root][:n]).all(), \
+                    "%s: broadcast %s" % (what, theirs[:4])
+                got = c.scatter(x, theirs, root=root)
+                torch.cuda.synchronize()
+                want = every[root][rank * n:(rank + 1) * n]
+                assert got is theirs and (theirs.cpu().numpy() == want).all(), \
+                    "%s: scatter %s" % (what, theirs[:4])
+
+
 def test_staged_stream():
     """A staged recv's copy and avg's division run on the collective's stream. Stream 0 is the
     legacy default stream itself: torch.cuda.ExternalStream(0) is a new pooled stream on torch
@@ -482,6 +529,7 @@ case("graph_replay", test_graph_replay)
 case("graph_every", test_graph_every)
 case("import_reuse", test_import_reuse)
 case("staged_stream", test_staged_stream)
+case("rooted_kinds", test_rooted_kinds)
 case("table_is_buffer_ptrs", needs_symm_mem(test_table_is_buffer_ptrs))
 case("allreduce_symm_to_own", needs_symm_mem(test_allreduce_symm_to_own))
 case("put_own_to_symm", needs_symm_mem(test_put_own_to_symm))
