@@ -187,13 +187,13 @@ def test_rooted_idioms():
     peers of None is refused on every rank with MISMATCH, at once. Each in a new context,
     below and past the size to which a rooted call grows the workspace on every rank (forced
     to 64 bytes: past it the ranks agree whether any stages), where calls between symmetric
-    buffers leave the workspace unmade. Exact against MPI; nothing written outside the
+    buffers leave the workspace unmade, and in validation mode, which takes the mix. Exact against MPI; nothing written outside the
     root's recv. Before, a root that staged while its peers did not (MPI's reduce idiom)
     waited for them in the workspace's allocation until the timeout."""
     mine = (np.arange(size * N) % 11 + 1) * (rank + 3)
     store = np.full(size * N + 4, -9, np.int64)
-    for grow in (None, 64):
-        with sa.Context(backend="cpu", timeout_ms=20000) as c:
+    for grow, validate in ((None, 0), (64, 0), (None, 1)):  # 1: SYMADDR_VALIDATE_ON
+        with sa.Context(backend="cpu", timeout_ms=20000, validate=validate) as c:
             if grow is not None:
                 c._rooted_grow = grow
             a, _ = c.allocate_symmetric(size * N + 3, np.int64)
@@ -212,7 +212,8 @@ def test_rooted_idioms():
                 for root_kind, peer_kind in (("plain", None), ("symmetric", None),
                                              ("plain", "symmetric"), ("symmetric", "plain")):
                     kind = root_kind if rank == root else peer_kind
-                    what = "grow %s, root %d %s, peers %s" % (grow, root, root_kind, peer_kind)
+                    what = "grow %s, validate %d, root %d %s, peers %s" % (
+                        grow, validate, root, root_kind, peer_kind)
                     mem = store if kind in ("plain", None) else sym
                     mem[:] = -9
                     part = mem[2:2 + N]
