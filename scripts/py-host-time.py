@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Python's own host time a call (µs, best of 9 x 5000, rank 0), with the C collective and the
 Triton launch replaced by no-ops, so that what is left is the package's work alone: the
-Triton host functions (symaddr.triton.collectives) and Context.allreduce, on torch's CPU
+Triton host functions (symaddr.triton.collectives), Context.allreduce and broadcast (past the
+workspace's size: with the ranks' agreement whether one stages), on torch's CPU
 tensors (--array torch) or NumPy arrays on the cpu backend. Compare two trees by their
 PYTHONPATH:
 
@@ -28,6 +29,10 @@ else:
 x, _ = ctx.allocate_symmetric((a.n,), dtype)
 y, _ = ctx.allocate_symmetric((a.n,), dtype)
 out, gathered = plain(a.n), plain(a.n * ctx.size)
+# larger than the workspace the staged allreduce makes below: a rooted call past the size to
+# which every rank grows it at once (_rooted_grow, forced to 0) agrees whether a rank stages
+x8, _ = ctx.allocate_symmetric((8 * a.n,), dtype)
+y8, _ = ctx.allocate_symmetric((8 * a.n,), dtype)
 
 
 def best(fn):
@@ -43,6 +48,10 @@ times = [(name, best(fn)) for name, fn in (
     ("Context.allreduce, symmetric recv", lambda: ctx.allreduce(x, y)),
     ("Context.allreduce, in place", lambda: ctx.allreduce(x)),
     ("Context.allreduce, plain recv (staged)", lambda: ctx.allreduce(x, out)))]
+ctx._rooted_grow = 0
+times += [(name, best(fn)) for name, fn in (
+    ("Context.broadcast, symmetric recv", lambda: ctx.broadcast(x, y, root=0)),
+    ("Context.broadcast, symmetric, past the workspace", lambda: ctx.broadcast(x8, y8, root=0)))]
 lib.symaddr_collective_run_at = real
 ctx.team()
 tc._launch = lambda *args, **kw: None  # no kernel: the host function's own work
@@ -59,6 +68,6 @@ times += [(name, best(fn)) for name, fn in (
 if ctx.rank == 0:
     print("# Python's host time a call, %s, %d f32, %d ranks (µs)" % (a.array, a.n, ctx.size))
     for name, t in times:
-        print("  %-46s %7.2f" % (name, t))
+        print("  %-50s %7.2f" % (name, t))
 ctx.barrier()
 ctx.close()

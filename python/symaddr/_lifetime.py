@@ -134,9 +134,8 @@ class Lifetimes:
         try:
             while not req.Test():
                 now = time.monotonic()
-                if now < spin_until:
-                    time.sleep(0)  # the peers are usually here already: yield, do not sleep
-                    continue
+                if now < spin_until:  # the peers are usually here already: test again at
+                    continue  # once (a time.sleep(0) each turn made it 190 us, not 2)
                 if now > deadline:
                     raise SymaddrError(STATUS["SYMADDR_ERR_TIMEOUT"], self._abandon(
                         req, send, recv, "a peer did not come to agree which freed memory no "
