@@ -73,14 +73,7 @@ while soak.running(run):
     store, free_r, free_other = None, None, None
     mixed = row["rooted"] and not (row["root_only"] and row["recv_all"]) and \
         form != "in place" and rng.random() < 0.5  # not gather: its peers reach root's recv
-    if mixed:  # every rank makes both (the symmetric one collectively), and takes its own
-        form = str(own.choice(["symmetric", "plain"]))
-        sym, free_sym = soak.symmetric(run, n_recv + off + pad, dtype, mem[1])
-        store = sym if form == "symmetric" else plain(n_recv + off + pad, dtype)
-        free_r, free_other = (free_sym, None) if form == "symmetric" else (None, free_sym)
-        put(store, np.full(store.shape[0], 7))
-        recv = store[off:off + n_recv]
-    elif form == "in place":  # the row's in-place form: recv and send one array
+    if form == "in place":  # the row's in-place form: recv and send one array
         if row["recv_all"]:
             recv = x[off:off + n_recv]
             send = recv[rank * c:(rank + 1) * c]
@@ -91,7 +84,12 @@ while soak.running(run):
         else:
             recv = send
     else:
-        if form == "symmetric":
+        if mixed:  # every rank makes both (the symmetric one collectively), takes its own
+            form = str(own.choice(["symmetric", "plain"]))
+            sym, free_sym = soak.symmetric(run, n_recv + off + pad, dtype, mem[1])
+            store = sym if form == "symmetric" else plain(n_recv + off + pad, dtype)
+            free_r, free_other = (free_sym, None) if form == "symmetric" else (None, free_sym)
+        elif form == "symmetric":
             store, free_r = soak.symmetric(run, n_recv + off + pad, dtype, mem[1])
         else:
             store = plain(n_recv + off + pad, dtype)
