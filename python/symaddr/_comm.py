@@ -251,13 +251,12 @@ class Communication(Staging):
         if where is None:
             where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
         staged = r is None or r != s and (known.get(r) or self._lookup(r))[0] != 0
+        # recv's bytes, the workspace's size wherever one may be needed
+        nbytes = nbytes_of(send) // n_send * n_recv if n_send and (staged or rooted) else 0
         # every rank grows the workspace alike (collective): where it stages (every rank
         # passes a recv of one kind: validation compares the places), and in a rooted call
         # where any rank stages (_rooted_grows), as each rank's recv there is its own
-        if rooted and n_recv > 0:
-            grows = self._rooted_grows(staged, nbytes_of(send) // n_send * n_recv)
-        else:
-            grows = staged
+        grows = self._rooted_grows(staged, nbytes) if rooted and n_recv > 0 else staged
         if staged and recv is not None:
             if is_torch(recv) != is_torch(send) or (is_torch(recv) and
                                                     recv.device != send.device):
@@ -269,7 +268,6 @@ class Communication(Staging):
             raise self._two_threads(call)
         try:  # (free in Python 3.11 where nothing raises)
             if grows:
-                nbytes = nbytes_of(send) // n_send * n_recv if n_send else 0
                 workspace = self._workspace(nbytes)
                 if staged:
                     r = workspace
