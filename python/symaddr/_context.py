@@ -224,6 +224,14 @@ class Context(Memory, Registrations, Validation, Communication):
                 import torch
                 dtype = torch.int64
             sync, smap = self.allocate_symmetric((sync_words(self.size),), dtype)
+            table = ctypes.cast(smap._m().host_peer_bases, ctypes.POINTER(ctypes.c_uint64))
+            odd = [r for r in range(self.size) if table[r] % 16]
+            if odd:  # the same table on every rank: every rank raises
+                self.free(sync)
+                raise _err("SYMADDR_ERR_UNSUPPORTED", "Context.team: the sync area (an ipc "
+                           "allocation) of rank(s) %s is not on 16 bytes, which the team "
+                           "kernels' 16-byte stores need; the backend's allocator gave it: "
+                           "report this with the backend's name" % odd)
             sync[:] = 0
             self.barrier()  # every rank's sync area is clear before any kernel uses it
             if self.backend != "cpu":

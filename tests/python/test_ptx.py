@@ -484,6 +484,23 @@ def main():
                       "%s %s" % kv for kv in vectors.items()),
                   vectors["two-shot"] == (32, 32) and vectors["one-shot"][0] == 32
                   and vectors["all-gather"][0] == 32))
+    # the Lamport one-shot's tiles of every rank move 16 bytes an instruction (its pushes,
+    # poll and emptying), whatever the count (an unspecialised argument): at 2 KiB f32 tiles
+    # the poll was 32 ld.volatile.global.b32 a thread, 1.27x the C call's time replayed
+    lamport = {}
+    for dt, block in (("fp32", 512), ("bf16", 512), ("fp32", 64)):
+        code = triton.compile(ASTSource(fn=tc._lamport_kernel, signature=lamport_signature(dt),
+            constexprs={"N_RANKS": 8, "BLOCK": block, "OP": None, "ROUNDS": False}),
+            target=GPUTarget("cuda", 90, 32), options={
+                "num_warps": tc._lamport_warps(block, 4 if dt == "fp32" else 2)}).asm["ptx"]
+        lamport["%s %d" % (dt, block)] = (
+            len(re.findall(r"ld\.volatile\.global\.b(?:16|32)\b", code)),
+            len(re.findall(r"ld\.volatile\.global\.v4\.b32", code)),
+            len(re.findall(r"st\.global\.v4\.b32", code)))
+    cases.append(("the Lamport one-shot moves its tiles 16 bytes an instruction (volatile "
+                  "loads of one element, of 16 bytes; 16-byte stores): %s" % ", ".join(
+                      "%s %s" % kv for kv in lamport.items()),
+                  all(v[0] == 0 and v[1] > 0 and v[2] > 0 for v in lamport.values())))
     # the all-gather + GEMM at the benchmark's M >= 64 tiles: the peers' rows, translated by
     # team_translate over an aligned table, load as the weight does (16-byte cp.async), not
     # one element an instruction (ld.global.b16: the fused GEMM ran at half the unfused one's

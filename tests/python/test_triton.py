@@ -1400,8 +1400,8 @@ def test_triton_lamport():
 def test_triton_lamport_large():
     """The Lamport one-shot past 64 KiB (the barrier one-shot took these sizes, at 3x the C
     call's time eager on an H200 at 8 ranks): tiles of LAMPORT_TILE bytes while
-    team_programs has programs for them, larger where it has not (to _lamport_tile's), then
-    rounds. On a GPU at real sizes, to _lamport_bytes (128 KiB of f32 at 8 ranks, 256 KiB at
+    team_programs has programs for them, larger where it has not (to _lamport_tile's, where
+    that is larger), then rounds. On a GPU at real sizes, to _lamport_bytes (128 KiB of f32 at 8 ranks, 256 KiB at
     2); under the interpreter at small ones with team_programs giving 3, so that the tiles
     grow and take rounds. f32 and bf16, odd counts, x at an odd offset, in place too, exact
     against a sequential sum; the tiles and rounds as the rule above makes them."""
@@ -1432,8 +1432,8 @@ def test_triton_lamport_large():
             block, small = tail[1], tc.LAMPORT_TILE // esize  # (every case holds a tile)
             tiles = -(-n // small)
             programs = min(cap, real(ctx, tiles, per_sm=4))
-            wanted = small if tiles <= programs else min(
-                tc._lamport_tile(size, esize), 1 << (-(-n // programs) - 1).bit_length())
+            wanted = small if tiles <= programs else max(small, min(
+                tc._lamport_tile(size, esize), 1 << (-(-n // programs) - 1).bit_length()))
             rounds = -(-(-(-n // wanted)) // programs)
             check((block, r) == (wanted, rounds) and grid[0] * r * block >= n and
                   grid[0] <= cap, "%s over %d elements: %d programs of %d elements in %d "

@@ -57,12 +57,14 @@ def _allreduce_body(team, x, x_pb, out, out_pb, n, rounds, ident: tl.int64,
 # (their integers fit an i32; the identity is an i64), and _launch starts it without Triton's
 # binder.
 SMALL_BYTES = 64 * 1024
-# The Lamport one-shot's tiles: LAMPORT_TILE bytes a program, larger where team_programs has
-# too few programs for them (_lamport_grid), to LAMPORT_SLOT bytes and LAMPORT_WORDS elements
-# of all ranks (held in registers, 32 a thread of its 4 warps; with 8192, 8 ranks' 4 KiB f32
-# tiles in 8 warps or 2 KiB bf16 ones in 4, an H100 could not hold the ranks' 64 programs each
-# at once, which waited until the timeout)
-LAMPORT_TILE = 1024
+# The Lamport one-shot's tiles: LAMPORT_TILE bytes a program (on an H100 at 8 ranks, 64 KiB of
+# f32 took 8.1 us a call graph-replayed in 32 tiles of 2 KiB, 11.5 in 64 of 1 KiB), larger
+# where team_programs has too few programs for them (_lamport_grid), to LAMPORT_SLOT bytes and
+# LAMPORT_WORDS elements of all ranks, which bound the call (_lamport_bytes): the ranks' tiles
+# are held in registers, and with 64 programs of 8192 words (8 ranks' 4 KiB f32 tiles, or 2 KiB
+# bf16 ones) an H100 could not hold every rank's programs at once, which waited until the
+# timeout
+LAMPORT_TILE = 2048
 LAMPORT_WORDS = 4096
 _allreduce_kernel = triton.jit(_allreduce_body)
 _allreduce_small = triton.jit(
@@ -140,10 +142,10 @@ def _grid(ctx, n, block):
 
 
 def _lamport_tile(ranks, itemsize):
-    """The Lamport one-shot's largest tile (elements a program, a power of two) at `ranks`
-    ranks."""
+    """The Lamport one-shot's tile (elements a program, a power of two) of its largest calls at
+    `ranks` ranks: a slot, and LAMPORT_WORDS of all ranks."""
     words = 1 << ((LAMPORT_WORDS // ranks).bit_length() - 1)
-    return max(LAMPORT_TILE // itemsize, min(LAMPORT_SLOT // itemsize, words))
+    return min(LAMPORT_SLOT // itemsize, words)
 
 
 def _lamport_bytes(ranks, itemsize):
@@ -157,16 +159,25 @@ def _lamport_grid(ctx, n, itemsize):
     """The Lamport one-shot's tile (elements a program), (programs,) and the tiles each takes
     (rounds) for n elements: at most team_programs(ctx) programs as _grid, though 4 a
     multiprocessor (its programs are small), of LAMPORT_TILE bytes while there are programs
-    for them (small tiles arrive soonest), else larger, to _lamport_tile's, then rounds (on
-    an H100 at 8 ranks, 128 KiB of f32 took 14.8 us a call graph-replayed in 64 tiles of 2
-    KiB, 20.5 in two rounds of 1 KiB tiles)."""
+    for them, else larger, to _lamport_tile's where that is larger, then rounds (on an H100 at
+    8 ranks, before the tiles moved in 16-byte vectors, 128 KiB of f32 took 14.8 us a call
+    graph-replayed in 64 tiles of 2 KiB, 20.5 in two rounds of 1 KiB tiles)."""
     n = max(n, 1)
-    block = min(LAMPORT_TILE // itemsize, _pow2(n))
+    block = min(LAMPORT_TILE // itemsize, _pow2(n))  # within a slot: LAMPORT_SLOT is larger
     programs = team_programs(ctx, _cdiv(n, block), per_sm=4)
     block = max(block, min(_lamport_tile(ctx.size, itemsize),
                            _pow2(_cdiv(n, programs))))
     tiles = _cdiv(n, block)
     return block, (min(programs, tiles),), _cdiv(tiles, programs)
+
+
+def _lamport_warps(block, itemsize):
+    """The Lamport one-shot's warps for tiles of `block` elements: one 16-byte vector of each
+    rank's tile a thread, so that the reduction over the ranks stays in each thread. On an
+    H100 at 8 ranks, graph-replayed, 32 B took 3.99 us a call in one warp where four took 4.58
+    (Triton's default, whose threads shared a tile's ranks), 32 KiB 7.19 in two where four
+    took 9.24 (both in 16-byte vectors)."""
+    return max(1, min(16, block * itemsize // 512))
 
 
 def _warps(block):
@@ -316,7 +327,8 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         out = _checked(ctx, call, x, out, n, block, x_at=0, hint="out = x")
         grid, rounds, ident, tail = plan
         args = (ctx.team(), _arg(x), _arg(out), n, rounds, ident) + tail
-        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args)
+        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args,
+                _lamport_warps(tail[1], _itemsize(x)))
         return out
     # a barrier call over the same arrays went before: its plan holds their registrations'
     # tables and the call's identity until a registration starts or ends (Context forgets
@@ -360,7 +372,8 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         tail = (ctx.size, block, _op(op), rounds > 1)  # the constexprs
         ident = call_ident("allreduce", n, x.dtype, op)  # x and out are each rank's own
         args = (ctx.team(), _arg(x), _arg(out), n, rounds, ident) + tail
-        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args)
+        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args,
+                _lamport_warps(block, _itemsize(x)))
         _keep(ctx, (n, x.dtype, op, requested), (grid, rounds, ident, tail))
         return out
     two, at = algo == "twoshot", []

@@ -60,7 +60,8 @@ _STRIDE = tl.constexpr(4)
 
 # Then the Lamport buffers (team_allreduce_lamport): three, used in turn by a program's calls;
 # in each, one identity word and one slot of LAMPORT_SLOT bytes for each rank and program,
-# written by that rank into this rank's copy. Empty is 0 (the area starts cleared). 4 KiB: 64
+# written by that rank into this rank's copy (the identity words first, then a word of
+# padding that puts the slots on 16 bytes, then the slots). Empty is 0 (the area starts cleared). 4 KiB: 64
 # programs take 256 KiB in one round at 2 ranks (at 8, tiles of 2 KiB at most: collectives'
 # LAMPORT_WORDS); 6.3 MiB of sync area a rank at 8 ranks.
 LAMPORT_SLOT = 4096
@@ -78,7 +79,7 @@ def twoshot_part(n, ranks):
 
 def sync_words(size):
     """int64 words of a team's sync area for size ranks."""
-    return 1 + MAX_BLOCKS + 2 * MAX_BLOCKS * size + 3 * size * MAX_BLOCKS * (1 + LAMPORT_SLOT // 8)
+    return 2 + MAX_BLOCKS + 2 * MAX_BLOCKS * size + 3 * size * MAX_BLOCKS * (1 + LAMPORT_SLOT // 8)
 
 
 def call_ident(kind, count, dtype, op=None, root=0, where=()):
