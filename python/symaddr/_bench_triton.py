@@ -244,7 +244,7 @@ def _launch(ctx, a):
     tc.allreduce(ctx, x, out, algo="lamport")  # compiles and keeps the kernel, and its plan
     # the arguments the host function passes, from the plan it keeps (not a copy of them that
     # the kernel's signature could leave behind)
-    grid, rounds, ident, tail = ctx._calls[(n, x.dtype, "sum", "lamport")]
+    grid, rounds, ident, tail, warps = ctx._calls[(n, x.dtype, "sum", "lamport")]
     args = (team, x, out, n, rounds, ident) + tail
     grid3 = grid + (1,) * (3 - len(grid))
     kept = [k for k in ctx._plans.values()]
@@ -253,7 +253,8 @@ def _launch(ctx, a):
     device = torch.cuda.current_device()
     calls = [("symaddr.triton.collectives.allreduce (lamport)",
               lambda: tc.allreduce(ctx, x, out, algo="lamport")),
-             ("its kernel through Triton's JIT", lambda: tc._lamport_kernel[grid](*args)),
+             ("its kernel through Triton's JIT",
+              lambda: tc._lamport_kernel[grid](*args, num_warps=warps)),
              ("its kept kernel: CompiledKernel[grid]", lambda: kept[0][grid3](
                  *args, stream=torch._C._cuda_getCurrentRawStream(device))),
              ("its kept kernel's launcher (Triton 3.6's run)", lambda: kept[0].run(

@@ -1401,10 +1401,11 @@ def test_triton_lamport_large():
     """The Lamport one-shot past 64 KiB (the barrier one-shot took these sizes, at 3x the C
     call's time eager on an H200 at 8 ranks): tiles of LAMPORT_TILE bytes while
     team_programs has programs for them, larger where it has not (to _lamport_tile's, where
-    that is larger), then rounds. On a GPU at real sizes, to _lamport_bytes (128 KiB of f32 at 8 ranks, 256 KiB at
-    2); under the interpreter at small ones with team_programs giving 3, so that the tiles
-    grow and take rounds. f32 and bf16, odd counts, x at an odd offset, in place too, exact
-    against a sequential sum; the tiles and rounds as the rule above makes them."""
+    that is larger), then rounds. On a GPU at real sizes, to _lamport_bytes (128 KiB of f32
+    at 8 ranks, 256 KiB at 2); under the interpreter at small ones with team_programs giving
+    3, so that the tiles grow and take rounds. f32 and bf16, odd counts, x at an odd offset,
+    in place too, exact against a sequential sum; the tiles and rounds as the rule above makes
+    them."""
     cap = MAX_BLOCKS if ON_GPU else 3
     real = tc.team_programs
     cases = []
@@ -1428,7 +1429,7 @@ def test_triton_lamport_large():
                 got = host(out)
                 check(np.array_equal(got, ref), "%s over %d elements%s: %d wrong" % (
                     dtype, n, " in place" if in_place else "", int((got != ref).sum())))
-            grid, r, _, tail = ctx._calls[(n, x.dtype, "sum", "auto")]
+            grid, r, _, tail, warps = ctx._calls[(n, x.dtype, "sum", "auto")]
             block, small = tail[1], tc.LAMPORT_TILE // esize  # (every case holds a tile)
             tiles = -(-n // small)
             programs = min(cap, real(ctx, tiles, per_sm=4))
@@ -1439,6 +1440,9 @@ def test_triton_lamport_large():
                   grid[0] <= cap, "%s over %d elements: %d programs of %d elements in %d "
                   "rounds, want %d elements in %d rounds" % (dtype, n, grid[0], block, r,
                                                             wanted, rounds))
+            # a 16-byte vector of each rank's tile a thread (32 a warp)
+            check(warps * 512 == max(512, block * esize), "%s over %d elements: %d warps "
+                  "for tiles of %d bytes" % (dtype, n, warps, block * esize))
     finally:
         tc.team_programs = real
 

@@ -325,10 +325,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         plan = ctx._calls.get((n, x.dtype, op, algo))
     if plan is not None:  # a Lamport call of this count, dtype, op and algo went before
         out = _checked(ctx, call, x, out, n, block, x_at=0, hint="out = x")
-        grid, rounds, ident, tail = plan
+        grid, rounds, ident, tail, warps = plan
         args = (ctx.team(), _arg(x), _arg(out), n, rounds, ident) + tail
-        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args,
-                _lamport_warps(tail[1], _itemsize(x)))
+        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args, warps)
         return out
     # a barrier call over the same arrays went before: its plan holds their registrations'
     # tables and the call's identity until a registration starts or ends (Context forgets
@@ -372,9 +371,9 @@ def allreduce(ctx, x, out=None, op="sum", algo="auto", block=1024):
         tail = (ctx.size, block, _op(op), rounds > 1)  # the constexprs
         ident = call_ident("allreduce", n, x.dtype, op)  # x and out are each rank's own
         args = (ctx.team(), _arg(x), _arg(out), n, rounds, ident) + tail
-        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args,
-                _lamport_warps(block, _itemsize(x)))
-        _keep(ctx, (n, x.dtype, op, requested), (grid, rounds, ident, tail))
+        warps = _lamport_warps(block, _itemsize(x))
+        _launch(ctx, _lamport_kernel, grid, (x.dtype, out.dtype) + tail, args, warps)
+        _keep(ctx, (n, x.dtype, op, requested), (grid, rounds, ident, tail, warps))
         return out
     two, at = algo == "twoshot", []
     out_pb = (_peer_bases(ctx, call, out, "out", "the two-shot's peers read their part of "

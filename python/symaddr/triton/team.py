@@ -61,9 +61,9 @@ _STRIDE = tl.constexpr(4)
 # Then the Lamport buffers (team_allreduce_lamport): three, used in turn by a program's calls;
 # in each, one identity word and one slot of LAMPORT_SLOT bytes for each rank and program,
 # written by that rank into this rank's copy (the identity words first, then a word of
-# padding that puts the slots on 16 bytes, then the slots). Empty is 0 (the area starts cleared). 4 KiB: 64
-# programs take 256 KiB in one round at 2 ranks (at 8, tiles of 2 KiB at most: collectives'
-# LAMPORT_WORDS); 6.3 MiB of sync area a rank at 8 ranks.
+# padding that puts the slots on 16 bytes, then the slots). Empty is 0 (the area starts
+# cleared). 4 KiB: 64 programs take 256 KiB in one round at 2 ranks (at 8, tiles of 2 KiB at
+# most: collectives' LAMPORT_WORDS); 6.3 MiB of sync area a rank at 8 ranks.
 LAMPORT_SLOT = 4096
 _SLOT = tl.constexpr(LAMPORT_SLOT)
 _SLOT_WORDS = tl.constexpr(LAMPORT_SLOT // 8)
