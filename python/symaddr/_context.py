@@ -224,7 +224,7 @@ class Context(Memory, Registrations, Validation, Communication):
                 import torch
                 dtype = torch.int64
             sync, smap = self.allocate_symmetric((sync_words(self.size),), dtype)
-            table = ctypes.cast(smap._m().host_peer_bases, ctypes.POINTER(ctypes.c_uint64))
+            table = smap._host_table()
             odd = [r for r in range(self.size) if table[r] % 16]
             if odd:  # the same table on every rank: every rank raises
                 self.free(sync)

@@ -109,14 +109,18 @@ class AddressMap:
         if r is None or not 0 <= r < m.world_size:
             raise _err("SYMADDR_ERR_INVALID_ARG", "reachable: rank %r is not in 0..%d" % (
                 rank, m.world_size - 1))
-        return ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))[r] != 0
+        return self._host_table()[r] != 0
+
+    def _host_table(self):
+        """The host's copy of peer_bases (world_size entries), as a ctypes array of uint64."""
+        return ctypes.cast(self._m().host_peer_bases, ctypes.POINTER(ctypes.c_uint64))
 
     def _unreachable(self):
         """The ranks whose peer_bases entry is 0, as a tuple (kept: a collective asks it each
         call)."""
         m = self._m()
         if self._far is None:
-            table = ctypes.cast(m.host_peer_bases, ctypes.POINTER(ctypes.c_uint64))
+            table = self._host_table()
             self._far = tuple(r for r in range(m.world_size) if table[r] == 0)
         return self._far
 
