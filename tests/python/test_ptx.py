@@ -522,7 +522,7 @@ def main():
     # a turn of its poll: the least word over the ranks in each thread, then one reduction
     # across the program (and one over every thread's view); it reduced by tile, by rank and
     # then by warp, three reductions across the warps and the flags of its comparisons, 286
-    # instructions at f32 tiles of 512 and 462 at bf16 (1.20x and 1.32x the C call's time
+    # instructions at f32 tiles of 512 and 458 at bf16 (1.20x and 1.32x the C call's time
     # replayed at 128 KiB f32 and 64 KiB bf16 on an H100)
     cases.append(("a turn of the Lamport one-shot's poll takes at most 160 PTX instructions: "
                   "%s" % ", ".join("%s %s" % kv for kv in turns.items()),

@@ -89,11 +89,11 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
     never writes a slot this rank still reads. With the tile goes the call's identity and
     number: a peer of another call, collective, count, dtype or op, or a call ahead or
     behind, fails the call with MISMATCH; one late past the timeout with TIMEOUT. Every
-    program of a kernel launches on every rank (the same grid). The tiles move in 16-byte
-    vectors (ctx.team()'s sync area is on 16 bytes on every rank): launch BLOCK * itemsize /
-    16 threads (num_warps=BLOCK * itemsize // 512, at least 1), one vector of each rank's tile
-    a thread, as symaddr.triton.collectives.allreduce does. Returns True, or False after a
-    failure (recorded for the host; out is then not written)."""
+    program of a kernel launches on every rank (the same grid). The tiles move whole (0.0
+    past n) in 16-byte vectors (ctx.team()'s sync area is on 16 bytes on every rank): launch
+    BLOCK * itemsize / 16 threads (num_warps=BLOCK * itemsize // 512, at least 1), one vector
+    of each rank's tile a thread, as symaddr.triton.collectives.allreduce does. Returns True,
+    or False after a failure (recorded for the host; out is then not written)."""
     tl.static_assert(x.dtype.element_ty.is_floating(),
                      "team_allreduce_lamport: floating point only (the data marks its own "
                      "arrival; use team_allreduce_oneshot for integers)")
