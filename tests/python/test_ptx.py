@@ -243,18 +243,23 @@ SIGNATURE = {"dst": "*fp32", "src": "*fp32", "n": "i32", "peer": "i32", "table":
              "cur": "i32", "BLOCK": "constexpr"}
 
 
+def ptx_code(lines):
+    """The instructions among PTX lines: comments, directives, braces and labels left out."""
+    out = []
+    for line in lines:
+        line = line.split("//")[0].strip()
+        if line and not line.startswith((".", "$L", "{", "}")) and not line.endswith(":"):
+            out.append(line)
+    return out
+
+
 def instructions(fn):
     """The kernel's PTX instructions, registers and names blanked (the code, not its layout)."""
     ptx = triton.compile(ASTSource(fn=fn, signature=SIGNATURE, constexprs={"BLOCK": 128}),
                          target=GPUTarget("cuda", 90, 32)).asm["ptx"]
     body = ptx.split(".section")[0]  # the debug sections follow the code
-    out = []
-    for line in body.splitlines():
-        line = line.split("//")[0].strip()
-        if not line or line.startswith((".", "$L", "{", "}")) or line.endswith(":"):
-            continue
-        out.append(re.sub(r"%[a-z]+\d+|\[[^\]]*\]", "R", line))
-    return collections.Counter(out)
+    return collections.Counter(re.sub(r"%[a-z]+\d+|\[[^\]]*\]", "R", line)
+                               for line in ptx_code(body.splitlines()))
 
 
 def poll_turn(ptx):
@@ -267,10 +272,9 @@ def poll_turn(ptx):
     for i, line in enumerate(lines):
         m = re.search(r"\bbra(?:\.uni)?\s+(\$L__BB\d+_\d+);", line)
         if m and labels.get(m.group(1), i) < i:
-            body = [b.split("//")[0].strip() for b in lines[labels[m.group(1)]:i + 1]]
+            body = ptx_code(lines[labels[m.group(1)]:i + 1])
             if any("ld.volatile.global.v4" in b for b in body):
-                turns.append(sum(1 for b in body if b and not b.startswith((".", "$L", "{", "}"))
-                                 and not b.endswith(":")))
+                turns.append(len(body))
     return min(turns) if turns else None
 
 
