@@ -151,7 +151,8 @@ def team_allreduce_lamport(team, call, x, out, n, N_RANKS: tl.constexpr, BLOCK: 
                 # that all warps take: turn and here are the block's)
                 phase = tl.load(flags, mask=live, other=0, volatile=True) - call * _STRIDE
                 # one reduction for both: 2 where a peer is in another call, else 1 if late
-                why = _most(2 * tl.max(((phase > 0) & (phase < _STRIDE)).to(tl.int32), 0) +
+                why = _most(2 * (tl.max(((phase > 0) & (phase < _STRIDE)).to(tl.int32), 0)
+                                 != 0).to(tl.int32) +
                             ((_now_ns() - start > team.timeout_ns) | team_failed(team)).to(
                                 tl.int32), team.rank)
                 other = why >= 2
