@@ -18,7 +18,15 @@
  * every rank of the node, and none writes past its recv (the barrier-based kernels write
  * nothing; the LL and Lamport allreduces, which compare the call in one more step after their
  * data, may have written their own recv, with data of no use); ranks in different kernels
- * (another algorithm) time out, SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN. The two-shot
+ * (another algorithm) time out, SYMADDR_ERR_TIMEOUT or SYMADDR_ERR_BROKEN. A config with
+ * no_call_check set leaves that step out of the LL and Lamport allreduces (auto's kernels for
+ * small messages; the step costs a fifth of such a call at 8 ranks on one GPU). Ranks of one
+ * node in the same one of these kernels that pass another count, dtype or op then get: where a
+ * call moves as many 16-byte chunks (LL: 8-byte steps) as the call that moves fewest,
+ * SYMADDR_OK, with its own op over every rank's chunks read as its own dtype (a shorter call's
+ * missing bytes as zeros): data of no use; where it moves more, SYMADDR_ERR_TIMEOUT or
+ * SYMADDR_ERR_BROKEN, and every later call of the node's ranks SYMADDR_ERR_BROKEN. Nothing past
+ * a recv is written; between nodes the agreement below still compares the calls. The two-shot
  * allreduce by the copy engine (SYMADDR_ALLREDUCE_TWOSHOT_COPY) queues its copies before the
  * kernel's verdict is known, so its node ranks compare the call on the host first (one
  * exchange of 16 bytes a call): another count, dtype or op returns SYMADDR_ERR_MISMATCH there
@@ -271,6 +279,14 @@ typedef struct symaddr_config {
                                   defined; SYMADDR_CAP_COHERENT and _SYSTEM_ATOMICS) instead of
                                   coarse-grained (faster bulk traffic); the collectives' own
                                   flags always are. Default $SYMADDR_HIP_FINEGRAINED, else 0 */
+    int no_call_check;       /**< 1: the LL and Lamport allreduces leave out the step in which
+                                  node peers compare their call's collective, count, dtype and
+                                  op (one 16-byte store and load per peer: about 0.9 us of 4.6
+                                  replayed from a graph at 8 ranks on one H100, at most 6 %
+                                  at 2 ranks); ranks that then pass another count or
+                                  op get what this header's preamble lists, OK with data of no
+                                  use included. The same on every rank, or symaddr_init refuses
+                                  it. Default $SYMADDR_NO_CALL_CHECK, else 0 */
 } symaddr_config_t;
 
 /** The built-in defaults, without the environment: symaddr_config_t cfg =

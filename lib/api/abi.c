@@ -121,6 +121,7 @@ static const field_t config_fields[] = {
     FIELD(symaddr_config_t, debug_file, "ptr"),
     FIELD(symaddr_config_t, retain_bytes, "size_t"),
     FIELD(symaddr_config_t, hip_finegrained, "int"),
+    FIELD(symaddr_config_t, no_call_check, "int"),
 };
 
 static const field_t map_fields[] = {

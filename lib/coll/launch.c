@@ -68,6 +68,7 @@ void symaddr_coll_desc_init(symaddr_context_t *ctx, symaddr_coll_desc_t *d,
     /* what node peers compare in the kernel (coll_ident_send); a user's call adds its root
      * (check.c), the steps between nodes keep their call's dtype and op */
     d->ident = (uint64_t)kind | (uint64_t)dt << 8 | (uint64_t)op << 16;
+    d->ident_step = !ctx->core.cfg.no_call_check;
     d->stage_offset = ctx->coll.stage_offset;
     d->ll_offset = ctx->coll.ll_offset;
     /* A block of 512 threads moves 16 KiB a sweep: one block for small messages keeps the

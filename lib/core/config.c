@@ -208,6 +208,11 @@ static bool set_hip_finegrained(const char *v, symaddr_config_t *c)
     return parse_bool(v, &c->hip_finegrained) || (c->hip_finegrained = -1, false);
 }
 
+static bool set_no_call_check(const char *v, symaddr_config_t *c)
+{
+    return parse_bool(v, &c->no_call_check) || (c->no_call_check = -1, false);
+}
+
 static bool set_debug_file(const char *v, symaddr_config_t *c)
 {
     c->debug_file = v;
@@ -267,6 +272,11 @@ static const config_var_t vars[] = {
      "hip: users' ipc allocations fine-grained (coherent with peer GPUs, system atomics) rather "
      "than coarse-grained",
      set_hip_finegrained},
+    {"SYMADDR_NO_CALL_CHECK", "0", "0/1, yes/no, true/false or on/off",
+     "the LL and Lamport allreduces skip comparing each call among node peers (faster small "
+     "calls; ranks that pass another count or op may return OK with data of no use); the same "
+     "on every rank",
+     set_no_call_check},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -349,6 +359,8 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *c, char *why, size
         st = SYMADDR_ERR_INVALID_SIZE;
     else if (c->hip_finegrained != 0 && c->hip_finegrained != 1)
         var = "SYMADDR_HIP_FINEGRAINED", what = "hip_finegrained must be 0 or 1";
+    else if (c->no_call_check != 0 && c->no_call_check != 1)
+        var = "SYMADDR_NO_CALL_CHECK", what = "no_call_check must be 0 or 1";
     else if (c->debug_file && strlen(c->debug_file) > SYMADDR_LOG_PATTERN_MAX)
         var = "SYMADDR_DEBUG_FILE", what = "debug_file is longer than 255 characters";
     if (!var)

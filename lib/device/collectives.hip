@@ -120,10 +120,12 @@ SYMADDR_DEVFN void coll_ident_send(const symaddr_coll_desc_t &d, const symaddr_t
  * another count reads a data chunk there, or waits for a step its peer never pushes until that
  * peer's failure reaches it. The grid's last thread pushes and takes that step, after its data
  * if it has any: the launch gives the grid a thread more than the data's steps (launch.c), so
- * that it has none and the step costs no round of its own (doc/performance.md). */
-SYMADDR_DEVFN int coll_ident_thread(void)
+ * that it has none and the step costs no round of its own. Still, on one H100 at 8 ranks the
+ * step costs about a fifth of a small call replayed from a graph, whatever its form
+ * (doc/performance.md), so a config may leave it out (no_call_check: no thread has it). */
+SYMADDR_DEVFN int coll_ident_thread(const symaddr_coll_desc_t &d)
 {
-    return symaddr_grid_thread() == symaddr_grid_threads() - 1;
+    return d.ident_step && symaddr_grid_thread() == symaddr_grid_threads() - 1;
 }
 
 /* The step's words, from the kernel's arguments alone, so that they are ready before the

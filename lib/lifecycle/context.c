@@ -89,6 +89,7 @@ static const setting_t settings[] = {
     {"lamport_bytes", "SYMADDR_LAMPORT_BYTES"},
     {"retain_bytes", "SYMADDR_RETAIN_BYTES"},
     {"hip_finegrained", "SYMADDR_HIP_FINEGRAINED"},
+    {"no_call_check", "SYMADDR_NO_CALL_CHECK"},
 };
 enum { SETTINGS = sizeof(settings) / sizeof(settings[0]) };
 
@@ -104,7 +105,8 @@ static void settings_of(const symaddr_context_t *ctx, uint64_t v[SETTINGS])
                              c->ll_bytes,
                              c->lamport_bytes,
                              c->retain_bytes,
-                             (uint64_t)(c->hip_finegrained != 0)};
+                             (uint64_t)(c->hip_finegrained != 0),
+                             (uint64_t)c->no_call_check};
     _Static_assert(sizeof(mine) / sizeof(mine[0]) == SETTINGS, "a value for every setting");
     memcpy(v, mine, sizeof(mine));
 }

@@ -1141,6 +1141,74 @@ static void test_identity_mismatch(void *u)
     }
 }
 
+/* With no_call_check the LL and Lamport allreduces leave out the step that compares the call,
+ * and ranks that disagree get what symaddr.h's preamble says: the last rank reduces with MAX
+ * (every rank returns OK, each with its own op over every rank's data), or passes count - 1,
+ * one 16-byte chunk (LL: 8-byte step) fewer (it returns OK with the sums of every rank's first
+ * count - 1 elements, the others TIMEOUT or BROKEN, and none writes past its recv). */
+static void test_identity_unchecked(void *u)
+{
+    static const struct {
+        const char *what;
+        symaddr_allreduce_algo_t algo;
+        symaddr_dtype_t dt;
+        int op; /* 1: the last rank reduces with MAX, else count - 1 */
+    } cases[] = {
+        {"LL allreduce, op", SYMADDR_ALLREDUCE_LL, SYMADDR_INT32, 1},
+        {"Lamport allreduce, op", SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_FLOAT32, 1},
+        {"LL allreduce, count", SYMADDR_ALLREDUCE_LL, SYMADDR_INT32, 0},
+        {"Lamport allreduce, count", SYMADDR_ALLREDUCE_LAMPORT, SYMADDR_FLOAT32, 0},
+    };
+    (void)u;
+    if (t_size < 2) {
+        T_SKIP("needs 2 ranks that disagree, have %d", t_size);
+        return;
+    }
+    const size_t n = 301, cap = n * (size_t)t_size + 64; /* 1204 bytes; 1200 one chunk fewer */
+    for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+        symaddr_config_t cfg;
+        symaddr_config_default(&cfg);
+        cfg.allreduce_algo = cases[c].algo;
+        cfg.no_call_check = 1;
+        int32_t *a, *b, *h;
+        symaddr_context_t *ctx = mismatch_begin(&cfg, cap, &a, &b, &h);
+        int f32 = cases[c].dt == SYMADDR_FLOAT32, last = t_rank == t_size - 1;
+        for (size_t i = 0; f32 && i < n; i++) { /* the same values as floats */
+            float v = (float)(t_rank * 1000 + (int)i);
+            memcpy(&h[i], &v, 4);
+        }
+        if (f32)
+            T_OK(ctx, symaddr_memcpy(ctx, a, h, n * 4));
+        /* the short rank's own call needs only its peers' data: its wait is short */
+        T_OK(ctx, symaddr_timeout_set(ctx, 2000));
+        MPI_Barrier(MPI_COMM_WORLD);
+        size_t count = last && !cases[c].op ? n - 1 : n;
+        symaddr_redop_t op = last && cases[c].op ? SYMADDR_MAX : SYMADDR_SUM;
+        symaddr_status_t st = symaddr_allreduce(ctx, a, b, count, cases[c].dt, op, NULL);
+        if (st == SYMADDR_OK)
+            st = symaddr_stream_sync(ctx, NULL);
+        int ok_here = cases[c].op || last;
+        T_CHECK(ok_here ? st == SYMADDR_OK : st == SYMADDR_ERR_TIMEOUT || st == SYMADDR_ERR_BROKEN,
+                "%s, no_call_check: rank %d returned %s, want %s", cases[c].what, t_rank,
+                symaddr_strerror(st), ok_here ? "OK" : "TIMEOUT or BROKEN");
+        if (st == SYMADDR_OK) { /* own op over every rank's first count elements */
+            T_OK(ctx, symaddr_memcpy(ctx, h, b, count * 4));
+            long bad = 0;
+            for (size_t i = 0; i < count; i++) {
+                long want = op == SYMADDR_MAX
+                                ? (t_size - 1) * 1000L + (long)i
+                                : 1000L * t_size * (t_size - 1) / 2 + (long)i * t_size;
+                float v;
+                memcpy(&v, &h[i], 4);
+                bad += f32 ? v != (float)want : h[i] != want;
+            }
+            T_CHECK(bad == 0, "%s, no_call_check: rank %d has %ld of %zu wrong", cases[c].what,
+                    t_rank, bad, count);
+        }
+        mismatch_end(&ctx, b, h, count, cap, cases[c].what);
+    }
+}
+
 /* Nodes that disagree, each node agreeing within itself (simulated nodes of 2 ranks; the last
  * node passes another count, op or root): no node's kernel can see it, the step between nodes
  * must. Every rank returns MISMATCH, and none writes past its recv. */
@@ -1593,6 +1661,7 @@ int main(int argc, char **argv)
     T_RUN(test_two_nodes, NULL);
     T_RUN(test_node_failure_agrees, NULL);
     T_RUN(test_identity_mismatch, NULL);
+    T_RUN(test_identity_unchecked, NULL);
     T_RUN(test_identity_nodes, NULL);
     T_RUN(test_back_to_back, NULL);
     T_RUN(test_bad_arguments, NULL);

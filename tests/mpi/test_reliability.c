@@ -788,10 +788,10 @@ static void test_settings_must_agree(void *u)
         const char *var;
         int field;
     } cases[] = {
-        {"SYMADDR_ALLREDUCE", 0},     {"SYMADDR_TWOSHOT_BYTES", 1}, {"SYMADDR_LL_BYTES", 2},
-        {"SYMADDR_LAMPORT_BYTES", 3}, {"SYMADDR_NODE_SIZE", 4},     {"SYMADDR_VALIDATE", 5},
-        {"SYMADDR_HEAP_SIZE", 6},     {"SYMADDR_RETAIN_BYTES", 7},  {"SYMADDR_HIP_FINEGRAINED", 8},
-        {"SYMADDR_VALIDATE", 9},
+        {"SYMADDR_ALLREDUCE", 0},     {"SYMADDR_TWOSHOT_BYTES", 1},  {"SYMADDR_LL_BYTES", 2},
+        {"SYMADDR_LAMPORT_BYTES", 3}, {"SYMADDR_NODE_SIZE", 4},      {"SYMADDR_VALIDATE", 5},
+        {"SYMADDR_HEAP_SIZE", 6},     {"SYMADDR_RETAIN_BYTES", 7},   {"SYMADDR_HIP_FINEGRAINED", 8},
+        {"SYMADDR_VALIDATE", 9},      {"SYMADDR_NO_CALL_CHECK", 10},
     };
     int odd = t_rank == t_size - 1;
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -813,6 +813,7 @@ static void test_settings_must_agree(void *u)
         case 7: cfg.retain_bytes = odd ? 4096 : 8192; break;
         case 8: cfg.hip_finegrained = odd; break;
         case 9: cfg.validate = odd ? SYMADDR_VALIDATE_ARGS : SYMADDR_VALIDATE_ON; break;
+        case 10: cfg.no_call_check = odd; break;
         }
         symaddr_status_t st = symaddr_init(MPI_COMM_WORLD, &cfg, &ctx);
         T_CHECK(st == SYMADDR_ERR_MISMATCH && ctx == NULL,
