@@ -590,6 +590,31 @@ def test_read_only_recv():
     ctx.free(y)
 
 
+def test_no_call_check():
+    """Context(no_call_check=True) leaves out the step in which the LL and Lamport allreduces
+    (auto's below 128 bytes of f32 on the cpu backend) compare the call: ranks that disagree on
+    the op then return as symaddr.h says, each with its own op over every rank's data; with the
+    step (the default) every rank raises SYMADDR_ERR_MISMATCH."""
+    last = rank == size - 1
+    op = "max" if last else "sum"
+    mine = np.arange(16, dtype=np.float32) + 100 * rank
+    for unchecked in (False, True):
+        with sa.Context(backend="cpu", no_call_check=unchecked) as c:
+            a, _ = c.allocate_symmetric(16, np.float32)
+            a[:] = mine
+            try:
+                c.allreduce(a, op=op)
+                got = "OK"
+            except sa.SymaddrError as e:
+                got = e.name
+            if not unchecked:
+                check(got == "SYMADDR_ERR_MISMATCH", "op differs, with the step: %s" % got)
+                continue
+            want = mpi_allreduce(mine, MPI.MAX if last else MPI.SUM)
+            check(got == "OK" and np.array_equal(a, want),
+                  "op differs, no_call_check: %s, %s against %s" % (got, a[:4], want[:4]))
+
+
 def test_two_threads_staged():
     """Thread A's staged collective is past its C call, copying its result out of the
     context's workspace, when thread B enters another staged collective (forced here: A's
@@ -676,6 +701,7 @@ cases.run("rooted collectives in MPI's idioms: recv=None off the root, recv of t
 cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
+cases.run("no_call_check: ranks of another op", test_no_call_check)
 cases.run("two threads in staged collectives", test_two_threads_staged)
 cases.run("read-only buffers are not written", test_read_only_recv)
 cases.run("python -m symaddr.bench's arguments", test_bench_arguments)
