@@ -218,7 +218,7 @@ SYMADDR_DEVFN void ll_put_all(const symaddr_coll_desc_t &d, uint64_t *const *dst
     }
 }
 
-template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
+template <int DT, int OP, int ID> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
@@ -243,7 +243,7 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
         ll_read8(w, (const char *)d.send + s * 8, bytes - s * 8 < 8 ? bytes - s * 8 : 8);
         ll_put_all(d, dst, s, w, flag);
     }
-    if (coll_ident_thread(d)) /* the call's identity (coll_ident_words), as step steps */
+    if (coll_ident_thread<ID>()) /* the call's identity (coll_ident_words), as step steps */
         ll_put_all(d, dst, steps, id, flag);
     for (size_t s = symaddr_grid_thread(); s < steps && ok; s += symaddr_grid_threads()) {
         typename tr::A acc[PER] = {};
@@ -261,7 +261,7 @@ template <int DT, int OP> __global__ void k_allreduce_ll(symaddr_coll_desc_t d)
         for (size_t j = 0; j < n && ok; j++)
             ((T *)d.recv)[s * PER + j] = tr::store(acc[j]);
     }
-    for (int q = 0; coll_ident_thread(d) && ok && q < d.team.node_size; q++) {
+    for (int q = 0; coll_ident_thread<ID>() && ok && q < d.team.node_size; q++) {
         uint64_t *in = (uint64_t *)(inboxes + (size_t)q * SYMADDR_COLL_LL_INBOX);
         uint32_t got[1][4] = {{0, 0, 0, 0}};
         got[0][0] = ll_take(in + 2 * steps, flag, d, deadline, &ok);
@@ -308,7 +308,7 @@ SYMADDR_DEVFN void lamport_words(uint32_t w[4], const void *send, int vec, size_
  * either. Launched on a stream, the kernel ends only once the peers acknowledged its pushes, a
  * trip after their data arrived here; replayed from a graph it does not wait for that
  * (doc/performance.md). */
-template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_t d)
+template <int DT, int OP, int ID> __global__ void k_allreduce_lamport(symaddr_coll_desc_t d)
 {
     typedef traits<DT> tr;
     typedef typename tr::T T;
@@ -331,7 +331,7 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
             lamport_words(w, d.send, d.vec, c, bytes);
         symaddr_team_push16(&d.team, &call, c, w);
     }
-    if (coll_ident_thread(d)) /* the call's identity (coll_ident_words), as chunk chunks */
+    if (coll_ident_thread<ID>()) /* the call's identity (coll_ident_words), as chunk chunks */
         symaddr_team_push16(&d.team, &call, chunks, id);
     for (size_t c = symaddr_grid_thread(); c < chunks && ok; c += symaddr_grid_threads()) {
         typename tr::A acc[PER];
@@ -367,7 +367,7 @@ template <int DT, int OP> __global__ void k_allreduce_lamport(symaddr_coll_desc_
                     ((T *)d.recv)[c * PER + j] = tr::store(acc[j]);
         }
     }
-    for (int q0 = 0; coll_ident_thread(d) && ok && q0 < d.team.node_size;
+    for (int q0 = 0; coll_ident_thread<ID>() && ok && q0 < d.team.node_size;
          q0 += SYMADDR_TEAM_TAKE_MAX) {
         int n = d.team.node_size - q0 < SYMADDR_TEAM_TAKE_MAX ? d.team.node_size - q0
                                                               : SYMADDR_TEAM_TAKE_MAX;
@@ -380,13 +380,13 @@ finish:
 }
 
 /* Each reducing kind and its kernel template (instantiated per dtype and op), for
- * collectives.hip's launch and occupancy; Lamport's is written out there (floats only). */
+ * collectives.hip's launch and occupancy; LL's and Lamport's are written out there (with and
+ * without the identity step; Lamport for floats only). */
 #define REDUCE_KERNELS(X)                                                                          \
     X(ALLREDUCE_ONESHOT, k_allreduce_oneshot)                                                      \
     X(ALLREDUCE_TWOSHOT, k_allreduce_twoshot)                                                      \
     X(ALLREDUCE_TWOSHOT_GET, k_allreduce_twoshot_get)                                              \
     X(ALLREDUCE_TWOSHOT_COPY, k_allreduce_twoshot_get)                                             \
-    X(ALLREDUCE_LL, k_allreduce_ll)                                                                \
     X(REDUCE_SCATTER, k_reduce_scatter)                                                            \
     X(REDUCE, k_reduce)
 

@@ -121,11 +121,12 @@ SYMADDR_DEVFN void coll_ident_send(const symaddr_coll_desc_t &d, const symaddr_t
  * peer's failure reaches it. The grid's last thread pushes and takes that step, after its data
  * if it has any: the launch gives the grid a thread more than the data's steps (launch.c), so
  * that it has none and the step costs no round of its own. Still, on one H100 at 8 ranks the
- * step costs about a fifth of a small call replayed from a graph, whatever its form
- * (doc/performance.md), so a config may leave it out (no_call_check: no thread has it). */
-SYMADDR_DEVFN int coll_ident_thread(const symaddr_coll_desc_t &d)
+ * step costs about a fifth of a small call replayed from a graph, whatever its form, and so
+ * does its code left in a kernel that does not run it (doc/performance.md): a config may leave
+ * it out (no_call_check), and the launch then takes the kernel built without it (ID 0). */
+template <int ID> SYMADDR_DEVFN int coll_ident_thread(void)
 {
-    return d.ident_step && symaddr_grid_thread() == symaddr_grid_threads() - 1;
+    return ID && symaddr_grid_thread() == symaddr_grid_threads() - 1;
 }
 
 /* The step's words, from the kernel's arguments alone, so that they are ready before the
@@ -221,9 +222,9 @@ namespace
 #endif
 
 /* The kernel of every kind, one line each, beside the kernels: MOVE_KINDS (coll_move.h) and
- * REDUCE_KERNELS (coll_reduce.h). The launch and the occupancy read them; Lamport, which exists
- * for the floats alone, is written out below. A kind in neither list stops the build in the
- * switches (-Wswitch). */
+ * REDUCE_KERNELS (coll_reduce.h). The launch and the occupancy read them; LL and Lamport (the
+ * floats alone), each built with and without the identity step (coll_ident_thread), are written
+ * out below. A kind in none of these stops the build in the switches (-Wswitch). */
 #define KIND_LABEL(E, ...) case SYMADDR_COLL_##E:
 #define REDUCE_CASE(E, kernel)                                                                     \
     case SYMADDR_COLL_##E: return COLL_LAUNCH(kernel<DT COMMA OP>, d, stream, d);
@@ -232,9 +233,14 @@ template <int DT, int OP> symaddr_status_t launch_reduce(const symaddr_coll_desc
 {
     switch (d.kind) {
         REDUCE_KERNELS(REDUCE_CASE)
+    case SYMADDR_COLL_ALLREDUCE_LL:
+        return d.ident_step ? COLL_LAUNCH(k_allreduce_ll<DT COMMA OP COMMA 1>, d, stream, d)
+                            : COLL_LAUNCH(k_allreduce_ll<DT COMMA OP COMMA 0>, d, stream, d);
     case SYMADDR_COLL_ALLREDUCE_LAMPORT:
         if constexpr (lamport_ok<DT>::value)
-            return COLL_LAUNCH(k_allreduce_lamport<DT COMMA OP>, d, stream, d);
+            return d.ident_step
+                       ? COLL_LAUNCH(k_allreduce_lamport<DT COMMA OP COMMA 1>, d, stream, d)
+                       : COLL_LAUNCH(k_allreduce_lamport<DT COMMA OP COMMA 0>, d, stream, d);
         else
             return SYMADDR_ERR_INVALID_ARG; /* the host picks LL for these */
         MOVE_KINDS(KIND_LABEL)
@@ -261,6 +267,7 @@ template <int DT> symaddr_status_t launch_dt(const symaddr_coll_desc_t &d, void 
         MOVE_KINDS(KIND_LABEL)
         return COLL_LAUNCH(k_move, *d, stream, *d, d->count * dtype_size(d->dtype));
         REDUCE_KERNELS(KIND_LABEL)
+    case SYMADDR_COLL_ALLREDUCE_LL:
     case SYMADDR_COLL_ALLREDUCE_LAMPORT: break; /* the reducing kernels, by dtype and op below */
     case SYMADDR_COLL_KIND_COUNT_: return SYMADDR_ERR_INVALID_ARG;
     }
@@ -294,8 +301,12 @@ template <int DT, int OP> void occupancy_reduce(int &m)
 {
 #define REDUCE_OCCUPANCY(E, kernel) occupancy_min(m, kernel<DT, OP>);
     REDUCE_KERNELS(REDUCE_OCCUPANCY)
-    if constexpr (lamport_ok<DT>::value)
-        occupancy_min(m, k_allreduce_lamport<DT, OP>);
+    occupancy_min(m, k_allreduce_ll<DT, OP, 1>);
+    occupancy_min(m, k_allreduce_ll<DT, OP, 0>);
+    if constexpr (lamport_ok<DT>::value) {
+        occupancy_min(m, k_allreduce_lamport<DT, OP, 1>);
+        occupancy_min(m, k_allreduce_lamport<DT, OP, 0>);
+    }
 }
 
 template <int DT> void occupancy_dt(int &m)
