@@ -89,7 +89,7 @@ typedef struct symaddr_coll_desc {
     unsigned blocks;
     unsigned threads; /* per block; 0: SYMADDR_COLL_THREADS (1 on the cpu) */
     int vec;          /* every buffer and peer base is 16-byte aligned */
-    int ident_step;   /* LL and Lamport push and take the call's identity (coll_ident_thread) */
+    int ident_step;   /* LL and Lamport: the kernel with the identity step, and its thread */
 } symaddr_coll_desc_t;
 
 #endif
