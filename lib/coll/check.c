@@ -151,25 +151,21 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                           send_reached ? where[2] : 0, recv_reached ? where[3] : 0}};
     if (ctx->core.cfg.validate == SYMADDR_VALIDATE_ON)
         where_of(site, &mine.at);
-    match_t *all = malloc(sizeof(mine) * (size_t)ctx->core.size);
-    if (!all)
-        return symaddr_core_break(
-            &ctx->core,
-            symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", row->name));
-    st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, &mine, all, sizeof(mine),
-                               symaddr_bootstrap_agree_deadline(&ctx->core.boot));
+    symaddr_agree_rec_t *rec;
+    st = symaddr_agree_exchange(&ctx->core, SYMADDR_AGREE_MATCH, SYMADDR_OK, &mine, sizeof(mine),
+                                row->name, &rec);
     if (st != SYMADDR_OK) {
-        free(all);
-        symaddr_core_break(&ctx->core, st);
-        return symaddr_set_error(ctx, st,
-                                 "%s: the ranks could not compare their arguments "
-                                 "within %u ms; the context is broken",
-                                 row->name, ctx->core.cfg.timeout_ms);
+        free(rec);
+        return st;
     }
-    const uint64_t *first = all[0].w;
+    _Static_assert(sizeof(match_t) <= SYMADDR_AGREE_PAYLOAD, "a match fits an agreement");
+    const match_t *all0 = (const match_t *)rec[0].payload;
+    const uint64_t *first = all0->w;
     for (int r = 0; r < ctx->core.size && st == SYMADDR_OK; r++) {
-        const uint64_t *theirs = all[r].w;
-        const coll_where_t *at = &all[r].at, *at0 = &all[0].at;
+        match_t *all_r = (match_t *)rec[r].payload;
+        all_r->at.name[sizeof(all_r->at.name) - 1] = '\0'; /* a peer's text ends in its record */
+        const uint64_t *theirs = all_r->w;
+        const coll_where_t *at = &all_r->at, *at0 = &all0->at;
         char a[96], b[96];
         if (memcmp(theirs, first, 5 * sizeof(uint64_t)) != 0)
             st = symaddr_set_error(ctx, SYMADDR_ERR_MISMATCH,
@@ -208,7 +204,7 @@ symaddr_status_t symaddr_coll_check_match(symaddr_context_t *ctx, symaddr_status
                 table_text(theirs[7] != first[7] ? first[7] : first[8], b, sizeof(b)),
                 theirs[7] != first[7] ? "send" : "recv");
     }
-    free(all);
+    free(rec);
     return st;
 }
 

@@ -45,10 +45,41 @@ typedef struct symaddr_call {
     uint64_t seq;
     uint64_t op;
     uint64_t arg0, arg1; /* op-specific, must match across ranks */
-    int32_t status;      /* local status before the call's collective work */
-    int32_t broken;      /* the rank's context broken (core.broken): then every rank's is */
-    char why[100];
+    char why[100];       /* the rank's error text where its local status failed */
 } symaddr_call_t;
+
+/* Every agreement exchange on the context's communicator moves records of this one size,
+ * whatever it carries: ranks in different agreements (one rank allocating while its peers
+ * compare a collective's arguments) then never match records of different sizes, where MPI
+ * truncated one (and Open MPI aborted the job) or a rank read bytes no peer sent. Each record
+ * says which kind of agreement and which call it belongs to, and is checked on arrival. */
+enum { SYMADDR_AGREE_PAYLOAD = 192, SYMADDR_AGREE_NAME = 48 };
+typedef struct symaddr_agree_rec {
+    uint32_t magic;                /* SYMADDR_AGREE_MAGIC */
+    uint16_t kind;                 /* SYMADDR_AGREE_* */
+    uint16_t bytes;                /* of payload that the kind uses */
+    int32_t status;                /* the rank's local status */
+    int32_t broken;                /* its context broken (core.broken): then every rank's is */
+    char call[SYMADDR_AGREE_NAME]; /* the call it is made for, NUL-terminated */
+    uint64_t payload[SYMADDR_AGREE_PAYLOAD / 8];
+} symaddr_agree_rec_t;
+
+/* Kinds of agreement. */
+enum {
+    SYMADDR_AGREE_STATUS = 1, /* statuses and a call's two words (agree_status, agree_call) */
+    SYMADDR_AGREE_OP,         /* a registration's call (symaddr_agree) */
+    SYMADDR_AGREE_MATCH,      /* a collective's arguments (validation mode) */
+};
+
+/* The exchange every agreement makes: this rank's record (kind, local status, bytes of
+ * payload) to every rank, and every rank's back into *all_p (size records, freed by the
+ * caller; NULL when the exchange itself failed). Returns SYMADDR_OK where every rank is in the
+ * same kind of agreement of the same call; SYMADDR_ERR_MISMATCH on every rank where some rank
+ * is in another; SYMADDR_ERR_PEER where a record is malformed; the exchange's own failure
+ * (timeout, MPI), which breaks the context. Every record's broken flag breaks this context. */
+symaddr_status_t symaddr_agree_exchange(symaddr_core_t *core, unsigned kind, symaddr_status_t local,
+                                        const void *payload, size_t bytes, const char *opname,
+                                        symaddr_agree_rec_t **all_p);
 
 enum {
     SYMADDR_OP_ALLOCATE = 1,

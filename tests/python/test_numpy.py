@@ -547,6 +547,35 @@ def test_skipped_call_found():
     vctx.close()
 
 
+def test_workspace_growth_mixed():
+    """Validation on, a recv staged on rank 0 only at the workspace's first growth (a
+    collective allocation) while its peers pass symmetric memory (their collective compares
+    its arguments): SYMADDR_ERR_MISMATCH on every rank, naming both calls, and the next call is
+    exact. Before, the two agreements exchanged records of different sizes: SYMADDR_ERR_MPI,
+    one rank a status symaddr does not have with a message from reused memory, or an abort of
+    the job by Open MPI (MPI_ERR_TRUNCATE)."""
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    vctx = sa.Context(backend="cpu", validate=1)
+    x, _ = vctx.allocate_symmetric(1000, np.float32)
+    sym, _ = vctx.allocate_symmetric(1000, np.float32)
+    x[:] = np.arange(1000, dtype=np.float32) % 17 + rank + 1
+    plain = np.full(1000, -7, np.float32)
+    sym[:] = -7
+    try:
+        vctx.allreduce(x, plain if rank == 0 else sym)
+        raise AssertionError("a staged recv on rank 0 only passed")
+    except sa.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_MISMATCH" and "symaddr_symmetric_alloc" in str(e) and
+              "symaddr_allreduce" in str(e) and str(e).isprintable(), str(e))
+    check(np.all(plain == -7) and np.all(sym == -7), "the refused call wrote")
+    vctx.allreduce(x, sym)
+    check(np.array_equal(sym, mpi_allreduce(x, MPI.SUM)), "the next call: %s" % sym[:4])
+    for a in (sym, x):
+        vctx.free(a)
+    vctx.close()
+
+
 def test_read_only_recv():
     """A read-only recv, in-place send or get's dst (np.frombuffer of bytes, or a view whose
     writeable flag is off) is refused with INVALID_ARG and left unwritten, as NumPy's own ufuncs
@@ -705,6 +734,7 @@ cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
 cases.run("no_call_check: ranks of another op", test_no_call_check)
 cases.run("two threads in staged collectives", test_two_threads_staged)
+cases.run("a staged recv on one rank at the workspace's growth", test_workspace_growth_mixed)
 cases.run("read-only buffers are not written", test_read_only_recv)
 cases.run("python -m symaddr.bench's arguments", test_bench_arguments)
 ctx.close()
