@@ -168,20 +168,36 @@ class Memory:
         memory, never another's)."""
         self._open()
         life = getattr(a, "_symaddr_life", None) if _arrays.HostArray is not None and \
-            type(a) is _arrays.HostArray else None
+            isinstance(a, _arrays.HostArray) else None
         reg = self._by_base.get(life.base) if life is not None else None
         if reg is not None and reg.root is not None and reg.root() is a:
             addr = life.base  # the array allocate_symmetric gave: no address to compute
         elif isinstance(a, AddressMap):
+            # the map's own registration, never whatever lives at its address now: a stale
+            # map once freed the allocation made after its own was released
+            if a._ctx is not self:
+                raise _err("SYMADDR_ERR_INVALID_MAP", "free: this map is of another context: "
+                           "free it with the context that made it")
+            if not a._life.alive:
+                raise self._double_free(a._reg)
+            if a._reg.kind != "allocation":
+                raise _err("SYMADDR_ERR_INVALID_ARG", "free: this map is of %s: unregister it "
+                           "with its unregister()" % a._life.what)
             addr = a._life.base
         else:
             addr = _arrays.address(a, "free", checked=False)
+            # an array, view or table of a registration that ended: its memory stays mapped
+            # while it is reached, so nothing else lives there; whatever it is, freed already
+            dead = life if life is not None and not life.alive else None
+            ended = self._lifetimes.ended_at(addr) if self._lifetimes.pending else None
+            if dead is not None or ended is not None:
+                raise self._double_free(ended if ended is not None else self._freed.get(
+                    dead.base), dead)
         reg = self._by_base.pop(addr, None)
         if reg is None:
             dead = self._freed.get(addr)
             if dead is not None:
-                raise _err("SYMADDR_ERR_DOUBLE_FREE", "%s was %s already; free each "
-                           "allocation once" % (dead.life.what, dead.life.why))
+                raise self._double_free(dead)
             raise _err("SYMADDR_ERR_INVALID_ARG", "this array does not start an allocation of "
                        "this context; free the array allocate_symmetric() returned")
         self._regs.pop(reg.key, None)
@@ -191,6 +207,12 @@ class Memory:
         self._lifetimes.end(reg)
         if self.validating:
             self._poison(reg)
+
+    def _double_free(self, reg, life=None):
+        """DOUBLE_FREE naming what was freed (reg's life, or life where reg is gone)."""
+        life = reg.life if reg is not None else life
+        return _err("SYMADDR_ERR_DOUBLE_FREE", "%s was %s already; free each allocation once"
+                    % (life.what, life.why))
 
     def empty_local(self, shape: Shape, dtype: Any) -> Any:
         """A plain allocation of this rank (symaddr_mem_alloc): import_() makes it symmetric.

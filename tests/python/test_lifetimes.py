@@ -188,6 +188,53 @@ def test_cycle_and_unregister():
     ctx.close()
 
 
+def test_stale_map_frees_nothing():
+    """A map (and a table, and a view) names its own registration, not an address: once its
+    allocation was freed and released, and a new one of the same size took the same address,
+    free(stale map) raises DOUBLE_FREE and the new allocation stays live and freeable, over
+    ipc, heap and no retention. Before, free(stale map) returned None and freed the new one
+    (its own free then said DOUBLE_FREE). A stale import map's unregister() leaves the import
+    that took its place registered."""
+    for provider, retain in (("ipc", 256 << 20), ("heap", 256 << 20), ("ipc", 0)):
+        ctx = sa.Context(backend="cpu", retain_bytes=retain)
+        a, m = ctx.allocate_symmetric(100, np.int32, provider=provider)
+        t = m.peer_bases
+        base = a.ctypes.data
+        ctx.free(a)
+        del a
+        refused("free(a table of a freed allocation)", lambda: ctx.free(t), ["freed"],
+                "SYMADDR_ERR_DOUBLE_FREE")
+        del t
+        ctx.collect()
+        b, mb = ctx.allocate_symmetric(100, np.int32, provider=provider)
+        b[:] = mine(100)
+        check(b.ctypes.data == base, "%s: the new allocation took another address" % provider)
+        refused("%s: free(stale map)" % provider, lambda: ctx.free(m), ["freed"],
+                "SYMADDR_ERR_DOUBLE_FREE")
+        check(registered(ctx, base), "%s: the new allocation was unregistered" % provider)
+        check(np.array_equal(b, mine(100)), "%s: the new allocation changed" % provider)
+        ctx.barrier()
+        ctx.free(b)  # its own free: no DOUBLE_FREE
+        refused("%s: free(b) again" % provider, lambda: ctx.free(b), ["freed"],
+                "SYMADDR_ERR_DOUBLE_FREE")
+        del b, mb, m
+        ctx.close()
+    ctx = sa.Context(backend="cpu")
+    own = ctx.empty_local(N, np.int32)
+    imap = ctx.import_(own)
+    imap.unregister()
+    ctx.collect()
+    imap2 = ctx.import_(own)
+    refused("stale import map's unregister()", imap.unregister, ["unregistered"],
+            "SYMADDR_ERR_INVALID_MAP")
+    check(registered(ctx, own.ctypes.data), "the import that took its place was unregistered")
+    imap2.unregister()
+    ctx.collect()
+    ctx.free_local(own)
+    del own
+    ctx.close()
+
+
 def test_import_holds_its_array():
     """An import holds its array until the library releases the registration: dropped by the
     user while registered (rank 0 only), its memory is not handed out again, and a plain recv
@@ -400,6 +447,7 @@ for name, fn in (("freed memory: 15 routes, default retention", test_freed_defau
                  ("one rank keeps a view", test_one_rank_keeps_a_view),
                  ("a cycle; an unregistered import's table", test_cycle_and_unregister),
                  ("an import holds its array; a plain recv after", test_import_holds_its_array),
+                 ("a stale map, table or import map frees nothing", test_stale_map_frees_nothing),
                  ("introspection of dead objects", test_introspection),
                  ("freed between collectives on it", test_freed_between_collectives),
                  ("a map keeps its table until its registration ends", test_kept_tables),
