@@ -156,6 +156,25 @@ void symaddr_retained_release(symaddr_context_t *ctx)
     ctx->retained = NULL;
 }
 
+symaddr_status_t symaddr_backing_fits(symaddr_context_t *ctx, size_t asked, size_t bytes,
+                                      const char *what, const char *fix)
+{
+    /* Host memory is every rank of the host's, taken at first touch: past what the host holds
+     * the allocation would succeed and the OOM killer end the job later. */
+    size_t total = ctx->be.ops->mem_total(&ctx->be), all = 0;
+    size_t sharers = ctx->be.ops->host_memory && ctx->core.boot.host_size > 0
+                         ? (size_t)ctx->core.boot.host_size
+                         : 1;
+    if (symaddr_size_mul(bytes, sharers, &all) && (!total || all <= total))
+        return SYMADDR_OK;
+    return symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
+                             "%s of %zu bytes per rank%s%zu%s is more than the %zu bytes of %s "
+                             "memory; %s",
+                             what, asked, sharers > 1 ? ", for " : " (", sharers,
+                             sharers > 1 ? " ranks on this host," : " rank)", total,
+                             ctx->be.ops->host_memory ? "host" : "device", fix);
+}
+
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m)
 {
     size_t n = SYMADDR_TABLE_HEADER + (size_t)ctx->core.size;

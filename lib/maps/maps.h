@@ -150,6 +150,12 @@ symaddr_status_t symaddr_retained_flush_to(symaddr_context_t *ctx, size_t keep, 
 void symaddr_retained_close_peers(symaddr_context_t *ctx);
 void symaddr_retained_release(symaddr_context_t *ctx);
 
+/* SYMADDR_ERR_INVALID_SIZE, with a message naming what and fix, where bytes a rank (asked by
+ * the caller, bytes once rounded) times the ranks sharing the memory (a host's for host
+ * memory) is more than the host or device holds; the same verdict on every rank of a host. */
+symaddr_status_t symaddr_backing_fits(symaddr_context_t *ctx, size_t asked, size_t bytes,
+                                      const char *what, const char *fix);
+
 /* Tables for a backing whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);
 

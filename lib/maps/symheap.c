@@ -12,25 +12,19 @@
 symaddr_status_t symaddr_heap_init(symaddr_context_t *ctx)
 {
     symaddr_heap_t *h = &ctx->heap;
-    size_t bytes = 0, total = ctx->be.ops->mem_total(&ctx->be);
+    size_t bytes = 0;
     symaddr_status_t st = SYMADDR_OK;
 
     memset(h, 0, sizeof(*h));
-    /* A heap the node or device cannot hold would be accepted lazily and kill the job later.
-     * Host memory is every rank of the host's (the heap is the same on every rank). */
-    size_t sharers = ctx->be.ops->host_memory && ctx->core.boot.host_size > 0
-                         ? (size_t)ctx->core.boot.host_size
-                         : 1,
-           all = 0;
-    if (!symaddr_align_up(ctx->core.cfg.heap_bytes, HEAP_ALIGN, &bytes) ||
-        !symaddr_size_mul(bytes, sharers, &all) || (total && all > total))
+    if (!symaddr_align_up(ctx->core.cfg.heap_bytes, HEAP_ALIGN, &bytes))
         st = symaddr_set_error(ctx, SYMADDR_ERR_INVALID_SIZE,
-                               "symaddr_init: a symmetric heap of %zu bytes per rank%s%zu%s is "
-                               "more than the %zu bytes of %s memory; lower heap_bytes or "
-                               "SYMADDR_HEAP_SIZE",
-                               ctx->core.cfg.heap_bytes, sharers > 1 ? ", for " : " (", sharers,
-                               sharers > 1 ? " ranks on this host," : " rank)", total,
-                               ctx->be.ops->host_memory ? "host" : "device");
+                               "symaddr_init: a symmetric heap of %zu bytes overflows; lower "
+                               "heap_bytes or SYMADDR_HEAP_SIZE",
+                               ctx->core.cfg.heap_bytes);
+    else
+        st = symaddr_backing_fits(ctx, ctx->core.cfg.heap_bytes, bytes,
+                                  "symaddr_init: a symmetric heap",
+                                  "lower heap_bytes or SYMADDR_HEAP_SIZE");
     h->bytes = bytes;
     h->cap = 16;
     h->free_list = malloc(sizeof(*h->free_list) * h->cap);

@@ -10,9 +10,13 @@ static symaddr_status_t try_root(symaddr_context_t *ctx, symaddr_backing_t *m, s
                                  bool vmm, size_t *mapped_p)
 {
     symaddr_status_t st =
-        !m    ? SYMADDR_ERR_NO_MEMORY
-        : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, mapped_p)
-              : ctx->be.ops->mem_alloc(&ctx->be, bytes, symaddr_provider_user_kind(ctx), &m->root);
+        symaddr_backing_fits(ctx, bytes, bytes, "symaddr_symmetric_alloc: an allocation",
+                             "allocate less (the ranks of a host share its memory)");
+    if (st != SYMADDR_OK)
+        return symaddr_agree_status(&ctx->core, st, "symaddr_symmetric_alloc");
+    st = !m    ? SYMADDR_ERR_NO_MEMORY
+         : vmm ? ctx->be.ops->vmm_alloc(&ctx->be, bytes, &m->root, mapped_p)
+               : ctx->be.ops->mem_alloc(&ctx->be, bytes, symaddr_provider_user_kind(ctx), &m->root);
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st,
                           "symaddr_symmetric_alloc: cannot allocate %zu bytes of %s "
@@ -27,7 +31,8 @@ static symaddr_status_t new_root(symaddr_context_t *ctx, symaddr_backing_t *m, s
                                  bool vmm, size_t *mapped_p)
 {
     symaddr_status_t st = try_root(ctx, m, bytes, vmm, mapped_p);
-    if (st == SYMADDR_OK || st == SYMADDR_ERR_BROKEN || !ctx->retained)
+    if (st == SYMADDR_OK || st == SYMADDR_ERR_BROKEN || st == SYMADDR_ERR_INVALID_SIZE ||
+        !ctx->retained)
         return st;
     if (m)
         symaddr_backing_release(ctx, m); /* the root this rank did get */

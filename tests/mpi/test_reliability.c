@@ -554,6 +554,33 @@ static void test_heap_past_memory(void *u)
         T_CHECK(strstr(logged, "ranks on this host") != NULL, "the refusal: %s", logged);
 }
 
+/* An ipc or vmm allocation past what the host can back is refused on every rank, as the heap
+ * is: before, 32 TiB of ipc memory returned OK on a 24 GiB host (host memory is taken at first
+ * touch, which the OOM killer would have ended), and so did 0.6 of the host per rank at two
+ * ranks. The context goes on: the next allocation is exact. */
+static void test_alloc_past_memory(symaddr_context_t *ctx)
+{
+    symaddr_provider_t *ipc;
+    void *p = (void *)1;
+    symaddr_map_t *m = NULL;
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    T_STATUS(ctx, symaddr_symmetric_alloc(ipc, (size_t)1 << 45, &p, &m), SYMADDR_ERR_INVALID_SIZE);
+    T_CHECK(strstr(symaddr_last_error(ctx), "is more than the") != NULL, "message: %s",
+            symaddr_last_error(ctx));
+    T_CHECK(p == (void *)1 && m == NULL, "a refused allocation wrote its out-parameters");
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (symaddr_backend(ctx) == SYMADDR_BACKEND_CPU && t_host_size() >= 2 && pages > 0 &&
+        page > 0) {
+        T_STATUS(ctx, symaddr_symmetric_alloc(ipc, (size_t)pages / 10 * 6 * (size_t)page, &p, &m),
+                 SYMADDR_ERR_INVALID_SIZE);
+        T_CHECK(strstr(symaddr_last_error(ctx), "ranks on this host") != NULL, "message: %s",
+                symaddr_last_error(ctx));
+    }
+    int32_t *a = t_alloc_i32(ctx, 37, 10 * t_rank);
+    T_CHECK(t_count_wrong(ctx, a, 37, 1, 10 * t_rank) == 0, "the next allocation is wrong");
+    t_free_i32(ctx, a);
+}
+
 /* ---- 10. descriptors run out, or a rank is held inside an exchange ----------------------------
  */
 
@@ -925,6 +952,7 @@ int main(int argc, char **argv)
     T_RUN(test_count_overflow, ctx);
     T_RUN(test_misaligned, ctx);
     T_RUN(test_double_free_late, ctx);
+    T_RUN(test_alloc_past_memory, ctx);
     T_RUN(test_memfd_mode, ctx);
     T_RUN(test_descriptors_run_out, ctx);
     T_RUN(test_fork_child_refused, ctx);
