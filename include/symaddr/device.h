@@ -197,18 +197,28 @@ SYMADDR_DEVFN void symaddr_quiet(void) { symaddr_fence(); }
 
 /* ---- translation ------------------------------------------------------------------------- */
 
+/* symaddr_translate of an access of len bytes at ptr: under validation every one of them must
+ * lie in the table's allocation (the element and bulk forms pass their size). */
+SYMADDR_HOSTDEVFN void *symaddr_translate_n_(const void *ptr, size_t len, int target,
+                                             const uint64_t *peer_bases, int local_rank)
+{
+#if SYMADDR_VALIDATE &&                                                                            \
+    (SYMADDR_ON_GPU ? defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__) : 1)
+    if (symaddr_validate_(ptr, len, target, peer_bases, local_rank))
+        return NULL;
+#else
+    (void)len;
+#endif
+    return (void *)(uintptr_t)(peer_bases[target] +
+                               ((uint64_t)(uintptr_t)ptr - peer_bases[local_rank]));
+}
+
 /** Translate @p ptr (inside the allocation of @p peer_bases) to rank @p target's copy.
  *  With validation on, returns NULL for a violation (and records it). */
 SYMADDR_HOSTDEVFN void *symaddr_translate(const void *ptr, int target, const uint64_t *peer_bases,
                                           int local_rank)
 {
-#if SYMADDR_VALIDATE &&                                                                            \
-    (SYMADDR_ON_GPU ? defined(__HIP_DEVICE_COMPILE__) || defined(__CUDA_ARCH__) : 1)
-    if (symaddr_validate_(ptr, target, peer_bases, local_rank))
-        return NULL;
-#endif
-    return (void *)(uintptr_t)(peer_bases[target] +
-                               ((uint64_t)(uintptr_t)ptr - peer_bases[local_rank]));
+    return symaddr_translate_n_(ptr, 1, target, peer_bases, local_rank);
 }
 
 /** Whether loads and stores reach rank @p target's copy of the allocation of @p peer_bases: its
@@ -239,32 +249,32 @@ SYMADDR_HOSTDEVFN void *symaddr_buffer_translate(symaddr_buffer_t buf, int targe
 SYMADDR_DEVFN void symaddr_put_block(void *dst, const void *src, size_t bytes, int target,
                                      const uint64_t *peer_bases, int local_rank)
 {
-    symaddr_copy_bytes_(symaddr_translate(dst, target, peer_bases, local_rank), src, bytes,
-                        symaddr_block_thread(), symaddr_block_threads());
+    symaddr_copy_bytes_(symaddr_translate_n_(dst, bytes, target, peer_bases, local_rank), src,
+                        bytes, symaddr_block_thread(), symaddr_block_threads());
 }
 
 /** Block-cooperative get: src is translated, dst is local. */
 SYMADDR_DEVFN void symaddr_get_block(void *dst, const void *src, size_t bytes, int target,
                                      const uint64_t *peer_bases, int local_rank)
 {
-    symaddr_copy_bytes_(dst, symaddr_translate(src, target, peer_bases, local_rank), bytes,
-                        symaddr_block_thread(), symaddr_block_threads());
+    symaddr_copy_bytes_(dst, symaddr_translate_n_(src, bytes, target, peer_bases, local_rank),
+                        bytes, symaddr_block_thread(), symaddr_block_threads());
 }
 
 /** Grid-wide put and get: every thread of the grid calls them with the same arguments. */
 SYMADDR_DEVFN void symaddr_put_grid(void *dst, const void *src, size_t bytes, int target,
                                     const uint64_t *peer_bases, int local_rank)
 {
-    symaddr_copy_bytes_(symaddr_translate(dst, target, peer_bases, local_rank), src, bytes,
-                        symaddr_grid_thread(), symaddr_grid_threads());
+    symaddr_copy_bytes_(symaddr_translate_n_(dst, bytes, target, peer_bases, local_rank), src,
+                        bytes, symaddr_grid_thread(), symaddr_grid_threads());
 }
 
 /** Grid-wide get: @p src is translated to @p target, @p dst is local. */
 SYMADDR_DEVFN void symaddr_get_grid(void *dst, const void *src, size_t bytes, int target,
                                     const uint64_t *peer_bases, int local_rank)
 {
-    symaddr_copy_bytes_(dst, symaddr_translate(src, target, peer_bases, local_rank), bytes,
-                        symaddr_grid_thread(), symaddr_grid_threads());
+    symaddr_copy_bytes_(dst, symaddr_translate_n_(src, bytes, target, peer_bases, local_rank),
+                        bytes, symaddr_grid_thread(), symaddr_grid_threads());
 }
 
 /** Buffer forms: @p offset bytes into the bound buffer. */
@@ -289,14 +299,15 @@ SYMADDR_DEVFN void symaddr_buffer_get_block(void *dst, symaddr_buffer_t src, siz
     SYMADDR_DEVFN T symaddr_load_##sfx(const T *ptr, int target, const uint64_t *peer_bases,       \
                                        int local_rank)                                             \
     {                                                                                              \
-        const volatile T *r =                                                                      \
-            (const volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);            \
+        const volatile T *r = (const volatile T *)symaddr_translate_n_(ptr, sizeof(T), target,     \
+                                                                       peer_bases, local_rank);    \
         return r ? *r : (T)0;                                                                      \
     }                                                                                              \
     SYMADDR_DEVFN void symaddr_store_##sfx(T *ptr, T value, int target,                            \
                                            const uint64_t *peer_bases, int local_rank)             \
     {                                                                                              \
-        volatile T *r = (volatile T *)symaddr_translate(ptr, target, peer_bases, local_rank);      \
+        volatile T *r =                                                                            \
+            (volatile T *)symaddr_translate_n_(ptr, sizeof(T), target, peer_bases, local_rank);    \
         if (r)                                                                                     \
             *r = value;                                                                            \
     }                                                                                              \
@@ -487,7 +498,7 @@ SYMADDR_DEFINE_PRIM_FADD_(double, uint64_t, f64)
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
                                                       const uint64_t *peer_bases, int local_rank)  \
     {                                                                                              \
-        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
+        U *r = (U *)symaddr_system_target_(ptr, sizeof(U), target, peer_bases, local_rank,         \
                                            SYMADDR_CAP_SYSTEM_ATOMICS);                            \
         return r ? (T)prim(r, (U)value, 1) : (T)0;                                                 \
     }                                                                                              \
@@ -499,8 +510,8 @@ SYMADDR_DEFINE_PRIM_FADD_(double, uint64_t, f64)
     SYMADDR_DEVFN T symaddr_buffer_atomic_fetch_##op##_##sfx(symaddr_buffer_t buf, size_t index,   \
                                                              T value, int target)                  \
     {                                                                                              \
-        U *r =                                                                                     \
-            (U *)symaddr_buffer_target_(buf, (T *)buf.ptr + index, target, SYMADDR_CAP_ATOMICS);   \
+        U *r = (U *)symaddr_buffer_target_(buf, (T *)buf.ptr + index, sizeof(U), target,           \
+                                           SYMADDR_CAP_ATOMICS);                                   \
         return r ? (T)prim(r, (U)value, (buf.caps & SYMADDR_CAP_SYSTEM_ATOMICS) != 0) : (T)0;      \
     }                                                                                              \
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_sem_##sfx(T *ptr, T value, int target,             \
@@ -529,7 +540,7 @@ SYMADDR_DEFINE_PRIM_FADD_(double, uint64_t, f64)
     SYMADDR_DEVFN T symaddr_atomic_fetch_##op##_##sfx(T *ptr, T value, int target,                 \
                                                       const uint64_t *peer_bases, int local_rank)  \
     {                                                                                              \
-        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
+        U *r = (U *)symaddr_system_target_(ptr, sizeof(U), target, peer_bases, local_rank,         \
                                            SYMADDR_CAP_SYSTEM_ATOMICS);                            \
         if (!r)                                                                                    \
             return (T)0;                                                                           \
@@ -557,7 +568,7 @@ SYMADDR_DEFINE_PRIM_FADD_(double, uint64_t, f64)
     SYMADDR_DEVFN T symaddr_atomic_cas_##sfx(T *ptr, T compare, T value, int target,               \
                                              const uint64_t *peer_bases, int local_rank)           \
     {                                                                                              \
-        U *r = (U *)symaddr_system_target_(ptr, target, peer_bases, local_rank,                    \
+        U *r = (U *)symaddr_system_target_(ptr, sizeof(U), target, peer_bases, local_rank,         \
                                            SYMADDR_CAP_SYSTEM_ATOMICS);                            \
         return r ? (T)symaddr_prim_cas_##usfx(r, (U)compare, (U)value, 1) : (T)0;                  \
     }                                                                                              \
@@ -616,8 +627,9 @@ SYMADDR_DEFINE_ATOMIC_FORMS_(uint32_t, uint32_t, add, bf16x2, symaddr_prim_add_b
 SYMADDR_DEVFN void symaddr_signal_set(uint64_t *sig, uint64_t value, int target,
                                       const uint64_t *peer_bases, int local_rank)
 {
-    uint64_t *r = (uint64_t *)symaddr_system_target_(
-        sig, target, peer_bases, local_rank, SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT);
+    uint64_t *r =
+        (uint64_t *)symaddr_system_target_(sig, sizeof(uint64_t), target, peer_bases, local_rank,
+                                           SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT);
     symaddr_fence();
     if (r)
         symaddr_prim_swap_u64(r, value, 1);
@@ -627,8 +639,9 @@ SYMADDR_DEVFN void symaddr_signal_set(uint64_t *sig, uint64_t value, int target,
 SYMADDR_DEVFN void symaddr_signal_add(uint64_t *sig, uint64_t value, int target,
                                       const uint64_t *peer_bases, int local_rank)
 {
-    uint64_t *r = (uint64_t *)symaddr_system_target_(
-        sig, target, peer_bases, local_rank, SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT);
+    uint64_t *r =
+        (uint64_t *)symaddr_system_target_(sig, sizeof(uint64_t), target, peer_bases, local_rank,
+                                           SYMADDR_CAP_SYSTEM_ATOMICS | SYMADDR_CAP_COHERENT);
     symaddr_fence();
     if (r)
         symaddr_prim_add_u64(r, value, 1);

@@ -56,9 +56,9 @@ static symaddr_status_t sym_buffer(symaddr_context_t *ctx, const symaddr_coll_ca
     }
     b->pb = r->map.peer_bases;
     b->host_pb = r->map.host_peer_bases;
-    /* the heap's allocations share its table; any other registration has its own, numbered
-     * by the collective call that made it */
-    b->table = r->backing == &ctx->heap.backing ? UINT64_MAX : r->serial;
+    /* every registration has a table of its own (a heap allocation's too), numbered by the
+     * collective call that made it */
+    b->table = r->serial;
     b->shift = r->backing ? r->backing->offset : 0;
     return SYMADDR_OK;
 }

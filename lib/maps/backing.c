@@ -175,7 +175,9 @@ symaddr_status_t symaddr_backing_fits(symaddr_context_t *ctx, size_t asked, size
                              ctx->be.ops->host_memory ? "host" : "device", fix);
 }
 
-symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m)
+/* A device table of world entries from host (header in front): what validation reads. */
+static symaddr_status_t upload(symaddr_context_t *ctx, const uint64_t *host, size_t bytes,
+                               uint64_t caps, uint64_t **dev_table_p)
 {
     size_t n = SYMADDR_TABLE_HEADER + (size_t)ctx->core.size;
     uint64_t *staged = malloc(n * sizeof(uint64_t));
@@ -191,18 +193,48 @@ symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_
     table[SYMADDR_HDR_MAGIC] = SYMADDR_TABLE_MAGIC;
     table[SYMADDR_HDR_INFO] = (uint64_t)(uint32_t)ctx->core.size |
                               ((uint64_t)(ctx->core.cfg.validate != 0) << 32) |
-                              ((m->caps & SYMADDR_HDR_CAPS_MASK) << SYMADDR_HDR_CAPS_SHIFT);
-    table[SYMADDR_HDR_BYTES] = m->root_bytes;
+                              ((caps & SYMADDR_HDR_CAPS_MASK) << SYMADDR_HDR_CAPS_SHIFT);
+    table[SYMADDR_HDR_BYTES] = bytes;
     table[SYMADDR_HDR_ERROR] = 0;
-    memcpy(table, m->host_table, sizeof(uint64_t) * (size_t)ctx->core.size);
+    memcpy(table, host, sizeof(uint64_t) * (size_t)ctx->core.size);
     st = ctx->be.ops->memcpy(&ctx->be, dev, staged, n * sizeof(uint64_t));
     free(staged);
     if (st != SYMADDR_OK) {
         ctx->be.ops->local_free(&ctx->be, dev);
         return st;
     }
-    m->dev_table = (uint64_t *)dev + SYMADDR_TABLE_HEADER;
+    *dev_table_p = (uint64_t *)dev + SYMADDR_TABLE_HEADER;
     return SYMADDR_OK;
+}
+
+symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m)
+{
+    return upload(ctx, m->host_table, m->root_bytes, m->caps, &m->dev_table);
+}
+
+symaddr_status_t symaddr_backing_sub_table(symaddr_context_t *ctx, const symaddr_backing_t *m,
+                                           size_t off, size_t bytes, uint64_t **dev_p,
+                                           uint64_t **host_p)
+{
+    uint64_t *host = calloc((size_t)ctx->core.size + 1, sizeof(uint64_t));
+    if (!host)
+        return SYMADDR_ERR_NO_MEMORY;
+    for (int r = 0; r < ctx->core.size; r++) /* 0 stays 0: a rank no load reaches */
+        host[r] = m->host_table[r] ? m->host_table[r] + off : 0;
+    symaddr_status_t st = upload(ctx, host, bytes, m->caps, dev_p);
+    if (st != SYMADDR_OK) {
+        free(host);
+        return st;
+    }
+    *host_p = host;
+    return SYMADDR_OK;
+}
+
+void symaddr_backing_sub_table_free(symaddr_context_t *ctx, uint64_t *dev, uint64_t *host)
+{
+    if (dev)
+        ctx->be.ops->local_free(&ctx->be, dev - SYMADDR_TABLE_HEADER);
+    free(host);
 }
 
 /* Local part of symaddr_backing_open once every node peer's record and descriptor are in. */
@@ -332,18 +364,19 @@ symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_re
 {
     symaddr_backing_t *m = r->backing;
     symaddr_map_t *map = &r->map;
+    bool own = r->own_table != NULL; /* a sub-allocation: its own bounds and table */
 
-    map->peer_bases = m->dev_table;
-    map->host_peer_bases = m->host_table;
+    map->peer_bases = own ? r->own_table : m->dev_table;
+    map->host_peer_bases = own ? r->own_host_table : m->host_table;
     map->local_rank = ctx->core.rank;
     map->world_size = ctx->core.size;
-    map->allocation_base = (uint64_t)(uintptr_t)m->root;
-    map->allocation_bytes = m->root_bytes;
+    map->allocation_base = own ? (uint64_t)(uintptr_t)range_base : (uint64_t)(uintptr_t)m->root;
+    map->allocation_bytes = own ? range_bytes : m->root_bytes;
     map->capabilities =
         m->caps | (m->owned ? SYMADDR_CAP_OWNED : 0) | (m->fabric ? SYMADDR_CAP_FABRIC : 0);
     map->range_base = (uint64_t)(uintptr_t)range_base;
     map->range_bytes = range_bytes;
-    map->error_flag = (uint32_t *)(m->dev_table + SYMADDR_HDR_ERROR);
+    map->error_flag = (uint32_t *)(map->peer_bases + SYMADDR_HDR_ERROR);
     map->provider = kind;
     return symaddr_registry_insert(&ctx->reg, r);
 }

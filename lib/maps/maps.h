@@ -158,9 +158,15 @@ symaddr_status_t symaddr_backing_fits(symaddr_context_t *ctx, size_t asked, size
 
 /* Tables for a backing whose host_table is filled in: device copy and error flag. */
 symaddr_status_t symaddr_backing_upload(symaddr_context_t *ctx, symaddr_backing_t *m);
+/* Tables of their own for bytes at off of m (a heap sub-allocation): m's entries shifted by off
+ * (translation unchanged), the header bounding validation to the sub-allocation. */
+symaddr_status_t symaddr_backing_sub_table(symaddr_context_t *ctx, const symaddr_backing_t *m,
+                                           size_t off, size_t bytes, uint64_t **dev_p,
+                                           uint64_t **host_p);
+void symaddr_backing_sub_table_free(symaddr_context_t *ctx, uint64_t *dev, uint64_t *host);
 
-/* Fill r->map from its backing (capabilities: the backing's) and register it; frees nothing on
- * failure. */
+/* Fill r->map from its backing (capabilities: the backing's), or from r's own table and range
+ * where it has one, and register it; frees nothing on failure. */
 symaddr_status_t symaddr_registration_publish(symaddr_context_t *ctx, symaddr_registration_t *r,
                                               symaddr_provider_kind_t kind, void *range_base,
                                               size_t range_bytes);

@@ -21,8 +21,11 @@ typedef struct symaddr_registration {
     symaddr_map_t map;               /* handed to the user; first member */
     struct symaddr_backing *backing; /* the heap's for heap memory, else its own */
     size_t heap_off;                 /* heap sub-allocations only */
-    uint64_t serial;                 /* number of the collective call that made it */
-    bool allocated;                  /* by its provider's alloc, not brought by the caller */
+    uint64_t *own_table;             /* a heap sub-allocation's table of its own (its bounds for
+                                        validation, the heap's entries shifted to it) */
+    uint64_t *own_host_table;
+    uint64_t serial; /* number of the collective call that made it */
+    bool allocated;  /* by its provider's alloc, not brought by the caller */
 } symaddr_registration_t;
 
 /* Freed bases remembered to name a double free, until their address is registered again. */

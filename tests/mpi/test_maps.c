@@ -107,17 +107,43 @@ static void test_map_capabilities(void *unused)
     }
 }
 
-static void test_heap_shares_table(symaddr_context_t *ctx)
+/* Each heap allocation has a table of its own, bounded to it (validation refuses an overrun
+ * into the next allocation), whose entries translate exactly as the context-wide heap_bases
+ * does; the map's allocation is the allocation itself, not the heap. */
+static void test_heap_tables(symaddr_context_t *ctx)
 {
     symaddr_provider_t *heap;
     symaddr_map_t *m1, *m2;
     void *p1, *p2;
+    int size = symaddr_size(ctx);
     T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_HEAP, &heap));
     T_OK(ctx, symaddr_symmetric_alloc(heap, 12345, &p1, &m1));
     T_OK(ctx, symaddr_symmetric_alloc(heap, 77, &p2, &m2));
-    T_CHECK(m1 != m2 && m1->peer_bases == m2->peer_bases);
-    T_CHECK(m1->peer_bases == symaddr_heap_bases_get(ctx));
+    const uint64_t *hb = symaddr_heap_bases_get(ctx);
+    T_CHECK(m1 != m2 && m1->peer_bases != m2->peer_bases && m1->peer_bases != hb &&
+                m2->peer_bases != hb,
+            "heap allocations share a table");
     T_CHECK((char *)p2 >= (char *)p1 + 12345, "heap ranges overlap");
+    T_CHECK(m1->allocation_base == (uint64_t)(uintptr_t)p1 && m1->allocation_bytes == 12345 &&
+                m2->allocation_base == (uint64_t)(uintptr_t)p2 && m2->allocation_bytes == 77,
+            "a heap allocation's map: 0x%llx (%llu bytes)", (unsigned long long)m1->allocation_base,
+            (unsigned long long)m1->allocation_bytes);
+    uint64_t *heap_host = malloc(sizeof(uint64_t) * (size_t)size);
+    T_OK(ctx, symaddr_memcpy(ctx, heap_host, hb, sizeof(uint64_t) * (size_t)size));
+    int me = symaddr_rank(ctx);
+    for (int r = 0; r < size; r++) {
+        void *via_map, *via_heap = NULL;
+        const char *q = (const char *)p2 + 13;
+        T_OK(ctx, symaddr_translate_host(m2, q, r, &via_map));
+        if (heap_host[r])
+            via_heap = (void *)(uintptr_t)(heap_host[r] + ((uint64_t)(uintptr_t)q - heap_host[me]));
+        T_CHECK(via_map == via_heap, "rank %d: the map translates to %p, heap_bases to %p", r,
+                via_map, via_heap);
+        T_CHECK(m1->host_peer_bases[r] ==
+                    (heap_host[r] ? heap_host[r] + ((uint64_t)(uintptr_t)p1 - heap_host[me]) : 0),
+                "rank %d: entry of the map", r);
+    }
+    free(heap_host);
     T_OK(ctx, symaddr_symmetric_free(heap, p1));
     T_OK(ctx, symaddr_symmetric_free(heap, p2));
 }
@@ -488,7 +514,7 @@ int main(int argc, char **argv)
         printf("# backend %s, %d ranks, %d per node\n", symaddr_backend_name(symaddr_backend(ctx)),
                t_size, symaddr_node_size(ctx));
     T_RUN(test_ipc_and_heap, ctx);
-    T_RUN(test_heap_shares_table, ctx);
+    T_RUN(test_heap_tables, ctx);
     T_RUN(test_map_capabilities, NULL);
     T_RUN(test_import_views, ctx);
     T_RUN(test_shared_window, ctx);

@@ -92,16 +92,19 @@ SYMADDR_DEVFN int symaddr_validate_record_(const uint64_t *peer_bases, int st)
     return st;
 }
 
-/* Returns 0, or the status of the violation after recording it. */
-SYMADDR_DEVFN int symaddr_validate_(const void *ptr, int target, const uint64_t *peer_bases,
-                                    int local_rank)
+/* Returns 0, or the status of the violation after recording it: every byte of [ptr, ptr + len)
+ * must lie in the table's allocation. */
+SYMADDR_DEVFN int symaddr_validate_(const void *ptr, size_t len, int target,
+                                    const uint64_t *peer_bases, int local_rank)
 {
     if (!symaddr_validating_(peer_bases))
         return 0;
     int64_t world = (int64_t)(peer_bases[SYMADDR_HDR_INFO] & 0xffffffffu);
+    uint64_t bytes = peer_bases[SYMADDR_HDR_BYTES], off = 0;
     int st = 0;
-    if (local_rank < 0 || local_rank >= world ||
-        (uint64_t)(uintptr_t)ptr - peer_bases[local_rank] >= peer_bases[SYMADDR_HDR_BYTES])
+    if (local_rank >= 0 && local_rank < world)
+        off = (uint64_t)(uintptr_t)ptr - peer_bases[local_rank];
+    if (local_rank < 0 || local_rank >= world || off >= bytes || len > bytes - off)
         st = SYMADDR_ERR_OUT_OF_BOUNDS;
     else if (target < 0 || target >= world)
         st = SYMADDR_ERR_INVALID_ARG;
