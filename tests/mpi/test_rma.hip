@@ -776,6 +776,85 @@ static void test_mispairing(void *unused)
     T_OK(ctx, symaddr_finalize(&ctx));
 }
 
+/* ---- validation is exact: every byte of every access, each allocation its own bounds ------- */
+
+/* Into the right neighbour's copy of dst: one element just past the end in the explicit,
+ * buffer and atomic forms, an 8-byte element that straddles the end, and a block put one
+ * element too long. Every one must be refused whole. */
+__global__ void past_end_kernel(uint32_t *dst, size_t n, int target, const uint64_t *pb, int me,
+                                symaddr_buffer_t buf, uint64_t *straddle, const uint64_t *spb)
+{
+    if (symaddr_block_thread() == 0 && symaddr_block_index() == 0) {
+        symaddr_store_u32(dst + n, 0xdead0001u, target, pb, me);
+        symaddr_buffer_store_u32(buf, n, 0xdead0002u, target);
+        symaddr_atomic_add_u32(dst + n, 5u, target, pb, me);
+        symaddr_store_u64(straddle, 0xdead0003dead0003ull, target, spb, me);
+    }
+    static const uint32_t src[4] = {0xdead0004u, 0xdead0004u, 0xdead0004u, 0xdead0004u};
+    /* the last 3 elements of dst and 1 past its end: the block refused, not its first part */
+    symaddr_put_block(dst + n - 3, src, sizeof(src), target, pb, me);
+}
+
+static void exact_bounds(symaddr_provider_kind_t kind)
+{
+    enum { M = 64 }; /* 256 bytes: the heap's next allocation starts right after */
+    symaddr_config_t cfg;
+    symaddr_context_t *ctx;
+    symaddr_provider_t *prov, *ipc;
+    symaddr_map_t *ma, *mb, *ms;
+    uint32_t *a, *b, host[M];
+    uint64_t *s;
+    int right = (t_rank + 1) % t_size;
+    symaddr_config_default(&cfg);
+    cfg.validate = 1;
+    T_OK(NULL, symaddr_init(MPI_COMM_WORLD, &cfg, &ctx));
+    T_OK(ctx, symaddr_provider_get(ctx, kind, &prov));
+    T_OK(ctx, symaddr_provider_get(ctx, SYMADDR_PROVIDER_IPC, &ipc));
+    /* heap allocations lie one after the other: an overrun of a would land in b */
+    T_OK(ctx, symaddr_symmetric_alloc(prov, M * sizeof(uint32_t), (void **)&a, &ma));
+    T_OK(ctx, symaddr_symmetric_alloc(prov, M * sizeof(uint32_t), (void **)&b, &mb));
+    T_OK(ctx, symaddr_symmetric_alloc(ipc, 12, (void **)&s, &ms)); /* 8-byte element at 8: past */
+    T_CHECK(kind != SYMADDR_PROVIDER_HEAP || b == a + M, "the heap's next allocation at %p, not %p",
+            (void *)b, (void *)(a + M));
+    for (int i = 0; i < M; i++)
+        host[i] = 1000u * (uint32_t)t_rank + (uint32_t)i;
+    T_OK(ctx, symaddr_memcpy(ctx, a, host, sizeof(host)));
+    T_OK(ctx, symaddr_memcpy(ctx, b, host, sizeof(host)));
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    symaddr_buffer_t buf;
+    T_OK(ctx, symaddr_buffer_bind(ma, a, &buf));
+    launched(SYMADDR_LAUNCH(past_end_kernel, 1, 64, NULL, a, (size_t)M, right, ma->peer_bases,
+                            t_rank, buf, s + 1, ms->peer_bases));
+    T_STATUS(ctx, symaddr_map_check(ctx, ma), SYMADDR_ERR_OUT_OF_BOUNDS);
+    T_STATUS(ctx, symaddr_map_check(ctx, ms), SYMADDR_ERR_OUT_OF_BOUNDS);
+    T_OK(ctx, symaddr_stream_sync(ctx, NULL));
+    MPI_Barrier(MPI_COMM_WORLD);
+    /* this rank's copies as its left neighbour's refused accesses left them: unchanged */
+    int wrong_a = 0, wrong_b = 0;
+    T_OK(ctx, symaddr_memcpy(ctx, host, a, sizeof(host)));
+    for (int i = 0; i < M; i++)
+        wrong_a += host[i] != 1000u * (uint32_t)t_rank + (uint32_t)i;
+    T_OK(ctx, symaddr_memcpy(ctx, host, b, sizeof(host)));
+    for (int i = 0; i < M; i++)
+        wrong_b += host[i] != 1000u * (uint32_t)t_rank + (uint32_t)i;
+    T_CHECK(wrong_a == 0 && wrong_b == 0,
+            "%s: %d elements of the allocation and %d of the next "
+            "were written by refused accesses",
+            symaddr_provider_name(kind), wrong_a, wrong_b);
+    MPI_Barrier(MPI_COMM_WORLD);
+    T_OK(ctx, symaddr_finalize(&ctx));
+}
+
+static void test_exact_bounds(void *unused)
+{
+    (void)unused;
+    if (!one_node())
+        return;
+    exact_bounds(SYMADDR_PROVIDER_HEAP);
+    exact_bounds(SYMADDR_PROVIDER_IPC);
+}
+
 /* ---- capabilities: what a map lacks, its atomics and signals refuse ------------------------- */
 
 /* Into the right neighbour's words: explicit add (system scope), buffer add, explicit signal,
@@ -948,6 +1027,7 @@ int main(int argc, char **argv)
     T_RUN(test_heap_bases, NULL);
     T_RUN(test_signals, NULL);
     T_RUN(test_mispairing, NULL);
+    T_RUN(test_exact_bounds, NULL);
     T_RUN(test_capabilities_honoured, NULL);
     T_RUN(test_stream_across_nodes, NULL);
     symaddr_finalize(&g_ctx);
