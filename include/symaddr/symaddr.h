@@ -579,7 +579,10 @@ SYMADDR_API symaddr_status_t symaddr_translate_host(const symaddr_map_t *map, co
                                                     int target, void **remote_p);
 
 /**
- * Legacy context-wide table of the symmetric heap (device-resident, one entry per rank).
+ * Legacy context-wide table of the symmetric heap (device-resident, one entry per rank): it
+ * translates any heap allocation's pointer, and validation bounds it to the whole heap. Each
+ * heap allocation's map has a table of its own, its entries shifted to the allocation (the same
+ * translation), which validation bounds to that allocation.
  * @return NULL when the context has no heap.
  */
 SYMADDR_API uint64_t *symaddr_heap_bases_get(symaddr_context_t *ctx);

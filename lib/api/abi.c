@@ -203,6 +203,10 @@ static void abi_build(void)
         "\"info_at\": %d, \"bytes_at\": %d, \"error_at\": %d, \"caps_shift\": %d}, ",
         (unsigned long long)SYMADDR_TABLE_MAGIC, SYMADDR_TABLE_HEADER, SYMADDR_HDR_MAGIC,
         SYMADDR_HDR_INFO, SYMADDR_HDR_BYTES, SYMADDR_HDR_ERROR, SYMADDR_HDR_CAPS_SHIFT);
+    /* this process's validation area (Triton's validated translate records and sinks there) */
+    put(&o, "\"validation_area\": {\"stray\": %llu, \"sink\": %llu, \"sink_span\": %d}, ",
+        (unsigned long long)(uintptr_t)&symaddr_validation_area_.stray,
+        (unsigned long long)(uintptr_t)symaddr_validation_area_.sink, SYMADDR_SINK_SPAN);
     put(&o, "\"structs\": {");
     LAYOUT(&o, symaddr_config_t, config_fields);
     put(&o, ", ");

@@ -3,6 +3,9 @@
  * lib/device/hip2cuda.h when built by nvcc. */
 #include "device/runtime.h"
 #include "backends/backend.h"
+extern "C" {
+#include "core/status.h" /* validation's process-wide area */
+}
 
 #include <pthread.h>
 #include <stdio.h>
@@ -108,6 +111,21 @@ static int gpu_device_count(void)
     return n;
 }
 
+/* Validation's process-wide area (core/status.h) where kernels reach it: registered once per
+ * process, mapped at its host address (unified addressing), for every device. Without it a
+ * refused lane of a validated Triton translate would fault instead of landing in the sink. */
+static void register_validation_area(void)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static int done;
+    pthread_mutex_lock(&lock);
+    if (!done && hipHostRegister(&symaddr_validation_area_, sizeof(symaddr_validation_area_),
+                                 hipHostRegisterMapped | hipHostRegisterPortable) != hipSuccess)
+        (void)hipGetLastError(); /* already registered by the program: as good */
+    done = 1;
+    pthread_mutex_unlock(&lock);
+}
+
 static symaddr_status_t gpu_init(symaddr_backend_t *be, int device, char *why, size_t why_len)
 {
     hipError_t e = hipSetDevice(device);
@@ -124,6 +142,7 @@ static symaddr_status_t gpu_init(symaddr_backend_t *be, int device, char *why, s
         return SYMADDR_ERR_NO_MEMORY;
     }
     pthread_mutex_init(&g->lock, NULL);
+    register_validation_area();
     be->priv = g;
     be->device = device;
     be->wall_clock_khz = 0;

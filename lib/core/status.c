@@ -37,6 +37,8 @@ static const char *const status_text[] = {
 _Static_assert(sizeof(status_text) / sizeof(status_text[0]) == -SYMADDR_ERR_LAST_,
                "every status has its text");
 
+symaddr_validation_area_t symaddr_validation_area_ __attribute__((aligned(4096)));
+
 const char *symaddr_strerror(symaddr_status_t status)
 {
     if ((int)status > 0 || (int)status <= SYMADDR_ERR_LAST_ || !status_text[-(int)status])

@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "symaddr/types.h"
 
@@ -35,5 +36,18 @@ bool symaddr_align_up(size_t v, size_t a, size_t *out);
 /* The size of an allocation or registration: 1 to SYMADDR_MAX_BYTES; else the status, with the
  * message recorded in e. */
 symaddr_status_t symaddr_check_size(symaddr_error_t *e, size_t bytes, const char *fn);
+
+/* Validation's process-wide area, for Triton kernels: the first refusal of a table that is not
+ * one of symaddr's (a copy of a map's peer_bases), which has no header to record it in, and a
+ * sink where the refused lanes of symaddr.triton's translate point, so that an access through
+ * them reaches no allocation. Host memory, page aligned; a GPU backend registers it with its
+ * runtime, which maps it at the same address for kernels (symaddr_abi_json gives the address). */
+#define SYMADDR_SINK_SPAN 65536 /* a refused lane points at sink + (its address mod the span) */
+typedef struct symaddr_validation_area {
+    uint32_t stray; /* -status of the first refusal of an unknown table; 0 if none */
+    unsigned char pad_[4096 - sizeof(uint32_t)];
+    unsigned char sink[SYMADDR_SINK_SPAN + 4096]; /* room for a lane's access past the span */
+} symaddr_validation_area_t;
+extern symaddr_validation_area_t symaddr_validation_area_;
 
 #endif

@@ -42,6 +42,9 @@ typedef CUdeviceptr hipDeviceptr_t;
 #define hipGetErrorString cudaGetErrorString
 #define hipGetErrorName cudaGetErrorName
 #define hipMemGetInfo cudaMemGetInfo
+#define hipHostRegister cudaHostRegister
+#define hipHostRegisterMapped cudaHostRegisterMapped
+#define hipHostRegisterPortable cudaHostRegisterPortable
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #define hipOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor

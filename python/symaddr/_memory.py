@@ -81,8 +81,9 @@ class Memory:
                            provider: str = "ipc") -> Tuple[Any, AddressMap]:
         """A symmetric allocation (collective): the array (a torch tensor for a torch dtype, on
         the GPU on GPU backends; a NumPy array for a NumPy dtype on the cpu backend) and its
-        AddressMap. provider: "ipc" (one allocation per call), "heap" (the context's heap,
-        whose table is the context-wide heap_bases) or "vmm". An allocation taken back from
+        AddressMap. provider: "ipc" (one allocation per call), "heap" (the context's heap: the
+        map's table is the allocation's own, bounded to it, and the context-wide heap_bases
+        covers every heap allocation) or "vmm". An allocation taken back from
         retention or the heap keeps what its last user left: clear it if you need zeros. Free
         it with free()."""
         h = self._open()

@@ -82,6 +82,17 @@ class Validation:
                 dead.add(m.error_flag)
         if heap:
             words[heap + at] = "the heap (heap_bases)"
+        stray = self._lib.abi["validation_area"]["stray"]
+        code = self._read_clear(stray)
+        if code:  # the process's word: a table without symaddr's header
+            raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_MAP"], "a kernel passed "
+                               "symaddr.triton a table that is not one of symaddr's (a copy of "
+                               "a map's peer_bases, torch.clone or .copy() of it, or another "
+                               "library's table): validation cannot check it, so every access "
+                               "through it was refused. Pass the map's own peer_bases "
+                               "(map.peer_bases), the context's heap_bases for heap memory, or "
+                               "register another library's table with ctx.register() and pass "
+                               "its map's peer_bases")
         for addr, what in words.items():
             code = self._read_clear(addr)
             if code and addr in dead:

@@ -257,13 +257,152 @@ def test_args_mode():
             check(c.validating == on, "validate=%r: validating %s" % (value, c.validating))
 
 
+LANES = 4096  # a block far past the allocations below (the issue's store)
+M = 64  # elements of each allocation: 256 bytes, so a heap's next allocation starts right after
+
+
+@triton.jit
+def k_forms(dst, buf, src, out, peer, table, cur, FORM: tl.constexpr, LANES: tl.constexpr):
+    """One form of access, LANES lanes from dst's first element into rank peer's copy (or, for
+    the loads, from it into out); no mask unless the form says so (a mask only narrows)."""
+    offs = tl.arange(0, LANES)
+    v = tl.load(src + offs)
+    if FORM == "translate":
+        tl.store(st.translate(dst + offs, peer, table, cur), v)
+    elif FORM == "store":
+        st.store(dst + offs, v, peer, table, cur)
+    elif FORM == "store masked":
+        st.store(dst + offs, v, peer, table, cur, mask=offs < LANES)
+    elif FORM == "buffer_store":
+        st.buffer_store(buf, offs, v, peer)
+    elif FORM == "buffer_store masked":
+        st.buffer_store(buf, offs, v, peer, mask=offs < LANES)
+    elif FORM == "atomic_add":
+        st.atomic_add(dst + offs, v, peer, table, cur)
+    elif FORM == "buffer_atomic_add":
+        st.buffer_atomic_add(buf, offs, v, peer)
+    elif FORM == "atomic_add masked":
+        st.atomic_add(dst + offs, v, peer, table, cur, mask=offs < LANES)
+    elif FORM == "put":
+        st.put(src + offs, dst + offs, cur, peer, table)
+    elif FORM == "buffer_put":
+        st.buffer_put(src + offs, buf, offs, peer)
+    elif FORM == "iris store":
+        iris.store(dst + offs, v, cur, peer, table)
+    elif FORM == "load":
+        tl.store(out + offs, st.load(dst + offs, peer, table, cur, other=-1.0))
+    elif FORM == "buffer_load":
+        tl.store(out + offs, st.buffer_load(buf, offs, peer, other=-1.0))
+    else:  # "get"
+        st.get(dst + offs, out + offs, cur, peer, table)
+
+
+STORES = ("translate", "store", "store masked", "buffer_store", "buffer_store masked",
+          "atomic_add", "buffer_atomic_add", "atomic_add masked", "put", "buffer_put",
+          "iris store")
+LOADS = ("load", "buffer_load", "get")
+
+
+def every_lane(provider):
+    """Every form, a block of LANES lanes from an allocation of M elements into the right
+    neighbour's copy: exactly its M lanes land there, the rest are refused (OUT_OF_BOUNDS from
+    the next host call) and land nowhere: not past the allocation (on the heap, the next
+    allocation starts right there), not in this rank's own copy (before, a block was checked by
+    its lowest lane: 100 of 100 elements of the next allocation were overwritten, and a
+    refusal put the peer's values into this rank's copy). Loads read `other` on refused
+    lanes."""
+    a, amap = ctx.allocate_symmetric(M, F32, provider=provider)
+    b, _ = ctx.allocate_symmetric(M, F32, provider=provider)
+    buf = ctx.bind(a)
+    src, out = local(LANES), local(LANES)
+    vals = (np.arange(LANES) + 1000 * (rank + 1)).astype(np.float32)
+    set_(src, vals)
+    before = (np.arange(M) + 100000 * (rank + 1)).astype(np.float32)
+    for form in STORES + LOADS:
+        set_(a, before)
+        set_(b, before)
+        set_(out, np.full(LANES, -5.0))
+        settle()
+        k_forms[(1,)](a, buf, src, out, right, amap.peer_bases, rank, FORM=form, LANES=LANES)
+        refused("%s %s" % (provider, form), ctx.barrier, ["refused by validation"],
+                "SYMADDR_ERR_OUT_OF_BOUNDS")
+        settle()
+        lefts = (np.arange(M) + 1000 * (left + 1)).astype(np.float32)
+        want_a = before if form in LOADS else (
+            before + lefts if "atomic_add" in form else lefts)
+        check(np.array_equal(H(a), want_a), "%s %s: this rank's allocation %s" % (
+            provider, form, H(a)[[0, M - 1]]))
+        check(np.array_equal(H(b), before), "%s %s: the next allocation written: %s" % (
+            provider, form, H(b)[:4]))
+        if form in LOADS:
+            mine = (np.arange(M) + 100000 * (right + 1)).astype(np.float32)
+            rest = -5.0 if form == "get" else -1.0  # get stores nothing on a refused lane
+            check(np.array_equal(H(out)[:M], mine) and np.all(H(out)[M:] == rest),
+                  "%s %s: the lanes past the allocation read %s" % (provider, form,
+                                                                     H(out)[M:M + 3]))
+    for x in (a, b):
+        ctx.free(x)
+    for x in (src, out):
+        drop(x)
+
+
+def test_every_lane_ipc():
+    every_lane("ipc")
+
+
+def test_every_lane_heap():
+    """The heap's allocations lie one after another: an allocation's own table (its map's
+    peer_bases) bounds every form to it; heap_bases still covers the whole heap."""
+    a, amap = ctx.allocate_symmetric(M, F32, provider="heap")
+    b, bmap = ctx.allocate_symmetric(M, F32, provider="heap")
+    check(bmap.allocation_base == amap.allocation_base + 4 * M and amap.allocation_bytes == 4 * M,
+          "heap allocations at 0x%x and 0x%x (%d bytes)" % (amap.allocation_base,
+                                                              bmap.allocation_base,
+                                                              amap.allocation_bytes))
+    ctx.free(a)
+    ctx.free(b)
+    every_lane("heap")
+
+
+@triton.jit
+def k_copied(dst, src, peer, table, cur, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    st.store(dst + offs, tl.load(src + offs), peer, table, cur)
+
+
+def test_copied_table():
+    """A copy of a map's peer_bases (NumPy's copy, as torch.clone) has no header: validation
+    refuses every access through it and the next host call raises INVALID_MAP naming what to
+    pass; nothing lands. Before, a copy passed unchecked (wrong writes, or SIGSEGV)."""
+    x, xmap = ctx.allocate_symmetric(N, F32)
+    set_(x, mine(rank))
+    src = local(64)
+    set_(src, np.full(64, -3.0))
+    copied = xmap.peer_bases.clone() if TORCH else xmap.peer_bases.copy()
+    settle()
+    k_copied[(1,)](x, src, right, copied, rank, BLOCK=32)
+    refused("a copied table", ctx.barrier, ["not one of symaddr's", "map.peer_bases"],
+            "SYMADDR_ERR_INVALID_MAP")
+    settle()
+    check(np.array_equal(H(x), mine(rank)), "a store through a copied table landed: %s" % H(x)[:3])
+    k_copied[(1,)](x, src, right, xmap.peer_bases, rank, BLOCK=32)  # the map's own: exact
+    settle()
+    check(np.all(H(x)[:32] == -3.0) and np.array_equal(H(x)[32:], mine(rank)[32:]),
+          "the map's own table: %s" % H(x)[:3])
+    ctx.free(x)
+    drop(src)
+
+
 for name, fn in (("correct kernels are not refused", test_correct_kernels),
                  ("heap_bases for an ipc tensor", test_heap_bases_for_ipc),
                  ("another allocation's table", test_other_allocations_table),
                  ("a view past its allocation; a rank out of range",
                   test_past_the_end_and_bad_rank),
                  ("a freed allocation's table", test_freed_table),
-                 ("validate=2 (args) validates", test_args_mode)):
+                 ("validate=2 (args) validates", test_args_mode),
+                 ("every lane of every form, ipc", test_every_lane_ipc),
+                 ("every lane of every form, heap allocations their own", test_every_lane_heap),
+                 ("a copied table is refused", test_copied_table)):
     cases.run(name, fn)
 ctx.close()
 sys.exit(cases.finish())

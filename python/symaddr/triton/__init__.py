@@ -88,57 +88,66 @@ _BYTES_AT, _ERROR_AT = tl.constexpr(_hdr["bytes_at"]), tl.constexpr(_hdr["error_
 _OUT_OF_BOUNDS = tl.constexpr(-_status["SYMADDR_ERR_OUT_OF_BOUNDS"])
 _BAD_RANK = tl.constexpr(-_status["SYMADDR_ERR_INVALID_ARG"])
 _UNREACHABLE = tl.constexpr(-_status["SYMADDR_ERR_UNREACHABLE"])
+_UNKNOWN_TABLE = tl.constexpr(-_status["SYMADDR_ERR_INVALID_MAP"])
+# this process's validation area (libsymaddr's, mapped for the GPU at the same address): the
+# word that records a table without symaddr's header, and the sink refused lanes point into
+_area = _abi["validation_area"]
+_STRAY, _SINK = tl.constexpr(_area["stray"]), tl.constexpr(_area["sink"])
+_SINK_SPAN = tl.constexpr(_area["sink_span"])
 
 
 # ---- explicit form: (ptr, ..., target_rank, peer_bases, cur_rank) ---------------------------
 
 @triton.jit
-def _lowest(x):
-    """The smallest value of a block (a scalar as it is)."""
-    if x.type.is_block():
-        return tl.min(x)
-    else:
-        return x
-
-
-@triton.jit
 def _validated_delta(ptr, target_rank, peer_bases, cur_rank, mask):
-    """Validation mode's translation distance: peer_bases[target] - peer_bases[cur_rank] where
-    ptr lies in the table's own allocation on this rank and the target is a reachable rank;
-    0 (the access stays in this rank's memory) for a lane that breaks that, recorded in the
-    table's error word, which the next host call of the context raises. Lanes outside mask
-    are not checked; with no mask, the bounds are checked on the block's lowest address."""
+    """Validation mode's translation distance, lane by lane: peer_bases[target] -
+    peer_bases[cur_rank] where every byte of the lane's element lies in the table's own
+    allocation on this rank and the target is a reachable rank of the table. A lane that breaks
+    that is refused: its distance leads into this process's sink (no allocation), and the
+    status goes to the table's error word, which the next host call of the context raises. A
+    table without symaddr's header (a copy of a map's peer_bases, another library's table) is
+    refused whole, recorded in the process's stray word. Lanes outside mask are not checked.
+    Returns the distances and which lanes passed."""
+    magic = tl.load(peer_bases + _MAGIC_AT)
     info = tl.load(peer_bases + _INFO_AT)
-    checking = (tl.load(peer_bases + _MAGIC_AT) == _MAGIC) & (((info >> 32) & 1) == 1)
-    world = info & 0xFFFFFFFF
+    unknown = magic != _MAGIC
+    checking = (magic == _MAGIC) & (((info >> 32) & 1) == 1)
+    world = tl.where(unknown, 1, info & 0xFFFFFFFF)
     rank_ok = (target_rank >= 0) & (target_rank < world)
-    local_base = tl.load(peer_bases + cur_rank).to(tl.int64)
-    remote_base = tl.load(peer_bases + tl.where(rank_ok, target_rank, cur_rank)).to(tl.int64)
-    offset = tl.cast(ptr, tl.int64) - local_base
-    if mask is None:
-        offset = _lowest(offset) + offset * 0
-    outside = (offset < 0) | (offset >= tl.load(peer_bases + _BYTES_AT))
+    here_ok = (cur_rank >= 0) & (cur_rank < world)
+    local_base = tl.load(peer_bases + tl.where(here_ok, cur_rank, 0)).to(tl.int64)
+    remote_base = tl.load(peer_bases + tl.where(rank_ok, target_rank, 0)).to(tl.int64)
+    at = tl.cast(ptr, tl.int64)
+    offset = at - local_base
+    size: tl.constexpr = (ptr.dtype.element_ty.primitive_bitwidth + 7) // 8
+    outside = (offset < 0) | (offset > tl.load(peer_bases + _BYTES_AT) - size) | (here_ok == 0)
     code = tl.where(outside, _OUT_OF_BOUNDS,
                     tl.where(rank_ok, tl.where(remote_base == 0, _UNREACHABLE, 0), _BAD_RANK))
-    refused = checking & (code != 0)
+    refused = (checking & (code != 0)) | unknown
     if mask is None:
         bad = refused
     else:
         bad = refused & mask
     flag = (peer_bases + _ERROR_AT).to(tl.pointer_type(tl.int32), bitcast=True)
-    tl.atomic_max(flag + (code * 0), code, mask=bad, sem="relaxed", scope="sys")
-    return tl.where(refused, 0, remote_base - local_base), refused == 0
+    tl.atomic_max(flag + (code * 0), code, mask=bad & (unknown == 0), sem="relaxed", scope="sys")
+    stray = tl.full([], _STRAY, tl.int64).to(tl.pointer_type(tl.int32))
+    tl.atomic_max(stray + (code * 0), _UNKNOWN_TABLE + code * 0, mask=bad & unknown,
+                  sem="relaxed", scope="sys")
+    sink = _SINK + (at & (_SINK_SPAN - 1)) - at
+    return tl.where(refused, sink, remote_base - local_base), refused == 0
 
 
 @triton.jit
 def translate(ptr, target_rank, peer_bases, cur_rank):
     """ptr (this rank's, a pointer or a block of them) as rank target_rank's copy:
-    peer_bases[target_rank] + (ptr - peer_bases[cur_rank]). Under SYMADDR_VALIDATE, a block
-    whose lowest address lies outside the table's allocation (another allocation's table,
-    heap_bases for an ipc tensor), a rank out of range or an unreachable one is refused: the
-    pointer stays this rank's, and the context's next host call raises the status. The
-    accessors (load, store, put, get, copy, the atomics) check every lane of their mask and
-    skip the refused ones."""
+    peer_bases[target_rank] + (ptr - peer_bases[cur_rank]). Under SYMADDR_VALIDATE every lane
+    is checked: one whose element lies outside the table's allocation (another allocation's
+    table, heap_bases for an ipc tensor, past the end), with a rank out of range or an
+    unreachable one, or any lane of a table that is not symaddr's (a copy of peer_bases) is
+    refused: its pointer leads into a sink of this process that no allocation shares (what a
+    load through it reads is no rank's data), and the context's next host call raises the
+    status. The accessors (load, store, put, get, copy, the atomics) skip refused lanes: their
+    loads return other."""
     if VALIDATE:
         delta, ok = _validated_delta(ptr, target_rank, peer_bases, cur_rank, None)
         byte_ptr = ptr.to(tl.pointer_type(tl.int8), bitcast=True)

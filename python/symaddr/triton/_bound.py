@@ -4,7 +4,8 @@ element offsets. Imported into symaddr.triton: use them from there."""
 import triton
 import triton.language as tl
 
-from . import atomic_and, atomic_max, atomic_min, atomic_or, atomic_sub, atomic_xor, translate
+from . import (VALIDATE, _checked, atomic_add, atomic_and, atomic_cas, atomic_max, atomic_min,
+               atomic_or, atomic_sub, atomic_xchg, atomic_xor, load, store, translate)
 from ._order import _deprecated_order, _is_buffer
 from ._signals import (DEFAULT_TIMEOUT_NS, _put_signal, fence, quiet, signal_add, signal_set,
                        signal_wait_until)
@@ -19,35 +20,38 @@ def buffer_translate(buf, offsets, target_rank):
 
 @triton.jit
 def buffer_load(buf, offsets, from_rank, mask=None, other=None):
-    """tl.load of elements offsets of rank from_rank's copy of buf."""
-    return tl.load(buffer_translate(buf, offsets, from_rank), mask=mask, other=other)
+    """tl.load of elements offsets of rank from_rank's copy of buf (refused lanes under
+    validation read other)."""
+    return load(buf.ptr + offsets, from_rank, buf.peer_bases, buf.local_rank, mask=mask,
+                other=other)
 
 
 @triton.jit
 def buffer_store(buf, offsets, value, to_rank, mask=None):
-    """tl.store of value into elements offsets of rank to_rank's copy of buf."""
-    tl.store(buffer_translate(buf, offsets, to_rank), value, mask=mask)
+    """tl.store of value into elements offsets of rank to_rank's copy of buf (refused lanes
+    under validation store nothing)."""
+    store(buf.ptr + offsets, value, to_rank, buf.peer_bases, buf.local_rank, mask=mask)
 
 
 @triton.jit
 def buffer_atomic_add(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
     """atomic_add on rank to_rank's copy of buf[offsets]; returns the old values."""
-    return tl.atomic_add(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
-                         scope=scope)
+    return atomic_add(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank,
+                      mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
 def buffer_atomic_cas(buf, offsets, cmp, val, to_rank, sem=None, scope=None):
     """atomic_cas on rank to_rank's copy of buf[offsets]; returns the old values."""
-    return tl.atomic_cas(buffer_translate(buf, offsets, to_rank), cmp, val, sem=sem,
-                         scope=scope)
+    return atomic_cas(buf.ptr + offsets, cmp, val, to_rank, buf.peer_bases, buf.local_rank,
+                      sem=sem, scope=scope)
 
 
 @triton.jit
 def buffer_atomic_xchg(buf, offsets, val, to_rank, mask=None, sem=None, scope=None):
     """atomic_xchg on rank to_rank's copy of buf[offsets]; returns the old values."""
-    return tl.atomic_xchg(buffer_translate(buf, offsets, to_rank), val, mask=mask, sem=sem,
-                          scope=scope)
+    return atomic_xchg(buf.ptr + offsets, val, to_rank, buf.peer_bases, buf.local_rank,
+                       mask=mask, sem=sem, scope=scope)
 
 
 @triton.jit
@@ -94,8 +98,15 @@ def buffer_atomic_max(buf, offsets, val, to_rank, mask=None, sem=None, scope=Non
 
 @triton.jit
 def _buffer_copy(dst, dst_offsets, src, src_offsets, to_rank, from_rank, mask=None, other=None):
-    data = tl.load(buffer_translate(src, src_offsets, from_rank), mask=mask, other=other)
-    tl.store(buffer_translate(dst, dst_offsets, to_rank), data, mask=mask)
+    if VALIDATE:  # a lane refused at either end moves nothing
+        s, ms = _checked(src.ptr + src_offsets, from_rank, src.peer_bases, src.local_rank, mask,
+                         None)
+        d, md = _checked(dst.ptr + dst_offsets, to_rank, dst.peer_bases, dst.local_rank, ms,
+                         None)
+        tl.store(d, tl.load(s, mask=md, other=other), mask=md)
+    else:
+        data = tl.load(buffer_translate(src, src_offsets, from_rank), mask=mask, other=other)
+        tl.store(buffer_translate(dst, dst_offsets, to_rank), data, mask=mask)
 
 
 @triton.jit
@@ -121,9 +132,9 @@ def buffer_put(src, buf, offsets, to_rank, mask=None):
     kernel compiles."""
     if _is_buffer(src):
         _deprecated_order("buffer_put")
-        tl.store(buffer_translate(src, buf, to_rank), tl.load(offsets, mask=mask), mask=mask)
+        buffer_store(src, buf, tl.load(offsets, mask=mask), to_rank, mask=mask)
     else:
-        tl.store(buffer_translate(buf, offsets, to_rank), tl.load(src, mask=mask), mask=mask)
+        buffer_store(buf, offsets, tl.load(src, mask=mask), to_rank, mask=mask)
 
 
 @triton.jit
@@ -133,7 +144,18 @@ def buffer_get(buf, offsets, dst, from_rank, mask=None):
     the kernel compiles."""
     if _is_buffer(offsets):
         _deprecated_order("buffer_get")
-        tl.store(buf, tl.load(buffer_translate(offsets, dst, from_rank), mask=mask), mask=mask)
+        _buffer_get(buf, offsets, dst, from_rank, mask)
+    else:
+        _buffer_get(dst, buf, offsets, from_rank, mask)
+
+
+@triton.jit
+def _buffer_get(dst, buf, offsets, from_rank, mask):
+    """dst = rank from_rank's copy of buf[offsets]; under validation a refused lane stores
+    nothing into dst."""
+    if VALIDATE:
+        p, m = _checked(buf.ptr + offsets, from_rank, buf.peer_bases, buf.local_rank, mask, None)
+        tl.store(dst, tl.load(p, mask=m), mask=m)
     else:
         tl.store(dst, tl.load(buffer_translate(buf, offsets, from_rank), mask=mask), mask=mask)
 
