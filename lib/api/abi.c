@@ -3,6 +3,7 @@
  * package) read instead of keeping copies of symaddr.h that drift. */
 #include "providers/provider.h"
 #include "core/algos.h"
+#include "core/config.h"
 #include "symaddr/device.h"
 
 #include <pthread.h>
@@ -203,6 +204,15 @@ static void abi_build(void)
         "\"info_at\": %d, \"bytes_at\": %d, \"error_at\": %d, \"caps_shift\": %d}, ",
         (unsigned long long)SYMADDR_TABLE_MAGIC, SYMADDR_TABLE_HEADER, SYMADDR_HDR_MAGIC,
         SYMADDR_HDR_INFO, SYMADDR_HDR_BYTES, SYMADDR_HDR_ERROR, SYMADDR_HDR_CAPS_SHIFT);
+    /* the variables, each with the config field it sets and what it accepts (bindings name
+     * them in their refusals) */
+    put(&o, "\"config_vars\": [");
+    const char *var, *dflt, *doc;
+    for (int i = 0; symaddr_config_var(i, &var, &dflt, &doc); i++)
+        put(&o, "%s{\"name\": \"%s\", \"field\": \"%s\", \"accepts\": \"%s\"}", i ? ", " : "", var,
+            symaddr_config_var_field(i), symaddr_config_var_accepts(i));
+    put(&o, "], \"validate\": {\"off\": %d, \"on\": %d, \"args\": %d}, ", SYMADDR_VALIDATE_OFF,
+        SYMADDR_VALIDATE_ON, SYMADDR_VALIDATE_ARGS);
     /* this process's validation area (Triton's validated translate records and sinks there) */
     put(&o, "\"validation_area\": {\"stray\": %llu, \"sink\": %llu, \"sink_span\": %d}, ",
         (unsigned long long)(uintptr_t)&symaddr_validation_area_.stray,

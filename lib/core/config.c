@@ -222,61 +222,63 @@ static bool set_debug_file(const char *v, symaddr_config_t *c)
 typedef struct config_var {
     const char *name, *dflt, *accepts, *doc;
     bool (*set)(const char *value, symaddr_config_t *cfg);
+    const char *field; /* the symaddr_config_t field it sets */
 } config_var_t;
 
 static const config_var_t vars[] = {
     {"SYMADDR_BACKEND", "auto", "auto, cpu, cuda or hip",
-     "backend of every context (auto: the GPU one when built and a device is present)",
-     set_backend},
+     "backend of every context (auto: the GPU one when built and a device is present)", set_backend,
+     "backend"},
     {"SYMADDR_HEAP_SIZE", "64M", "a byte count with an optional K, M, G or T suffix",
-     "symmetric heap per rank (0: none); at most the memory of the node or device", set_heap},
+     "symmetric heap per rank (0: none); at most the memory of the node or device", set_heap,
+     "heap_bytes"},
     {"SYMADDR_NODE_SIZE", "0", "a number of ranks, 0 for real nodes",
-     "split each host into simulated nodes of this many ranks", set_node_size},
+     "split each host into simulated nodes of this many ranks", set_node_size, "node_size"},
     {"SYMADDR_TIMEOUT_MS", "60000", "milliseconds, 1 to 4294967295",
-     "deadline of every wait on a peer, in MPI or in a kernel", set_timeout},
+     "deadline of every wait on a peer, in MPI or in a kernel", set_timeout, "timeout_ms"},
     {"SYMADDR_VALIDATE", "0 (the -Dvalidate build option)",
      "0/1, yes/no, true/false, on/off, or args",
      "check every device access through a symaddr table, and every collective's arguments and "
      "where each rank made it (args: the arguments only)",
-     set_validate},
+     set_validate, "validate"},
     {"SYMADDR_ALLREDUCE", "auto",
      "auto, oneshot, twoshot, twoshot-get, twoshot-copy, ll or lamport", "allreduce algorithm",
-     set_allreduce},
+     set_allreduce, "allreduce_algo"},
     {"SYMADDR_TWOSHOT_BYTES", "the backend's own (cpu 2K, GPU 256K)",
      "a byte count with an optional K, M, G or T suffix",
-     "auto allreduce takes two-shot from this size on", set_twoshot},
+     "auto allreduce takes two-shot from this size on", set_twoshot, "twoshot_bytes"},
     {"SYMADDR_LL_BYTES", "the backend's own (cpu 128, GPU 32K)",
      "a byte count up to 32K with an optional K suffix", "auto allreduce takes LL up to this size",
-     set_ll},
+     set_ll, "ll_bytes"},
     {"SYMADDR_LAMPORT_BYTES", "the backend's own (cpu 128, GPU 2M)",
      "a byte count up to 2M with an optional K or M suffix",
-     "auto allreduce takes Lamport (f32, f16, bf16) up to this size", set_lamport},
+     "auto allreduce takes Lamport (f32, f16, bf16) up to this size", set_lamport, "lamport_bytes"},
     {"SYMADDR_DEBUG", "WARN", "WARN, INFO or TRACE",
      "what symaddr prints: failures only; once per context what it runs on and with, and each "
      "collective's algorithm when it changes; every allocation, import, registration and exchange "
      "too",
-     set_debug},
+     set_debug, "debug_level"},
     {"SYMADDR_DEBUG_SUBSYS", "ALL",
      "a comma list of INIT, BOOT, ALLOC, COLL, RMA, ENV or ALL; a "
      "leading ^ takes all but those",
-     "the subsystems whose INFO and TRACE lines are printed", set_debug_subsys},
+     "the subsystems whose INFO and TRACE lines are printed", set_debug_subsys, "debug_subsys"},
     {"SYMADDR_DEBUG_FILE", "- (stderr)",
      "a path in a folder of your own (at most 255 characters); %h is the host name, %p the "
      "process id; a regular file only, created 0600, never through a symbolic link",
-     "where symaddr's lines go when the config has no logger", set_debug_file},
+     "where symaddr's lines go when the config has no logger", set_debug_file, "debug_file"},
     {"SYMADDR_RETAIN_BYTES", "256M", "a byte count with an optional K, M, G or T suffix",
      "freed ipc and vmm allocations kept mapped per rank, for a later allocation of the same "
      "size (0: free at once); the same on every rank",
-     set_retain},
+     set_retain, "retain_bytes"},
     {"SYMADDR_HIP_FINEGRAINED", "0", "0/1, yes/no, true/false or on/off",
      "hip: users' ipc allocations fine-grained (coherent with peer GPUs, system atomics) rather "
      "than coarse-grained",
-     set_hip_finegrained},
+     set_hip_finegrained, "hip_finegrained"},
     {"SYMADDR_NO_CALL_CHECK", "0", "0/1, yes/no, true/false or on/off",
      "the LL and Lamport allreduces skip comparing each call among node peers (faster small "
      "calls; ranks that pass another count or op may return OK with data of no use); the same "
      "on every rank",
-     set_no_call_check},
+     set_no_call_check, "no_call_check"},
 };
 
 #define NVARS (sizeof(vars) / sizeof(vars[0]))
@@ -387,6 +389,11 @@ int symaddr_config_var(int index, const char **name_p, const char **default_p, c
 const char *symaddr_config_var_accepts(int index)
 {
     return index < 0 || (size_t)index >= NVARS ? NULL : vars[index].accepts;
+}
+
+const char *symaddr_config_var_field(int index)
+{
+    return index < 0 || (size_t)index >= NVARS ? NULL : vars[index].field;
 }
 
 /* Edit distance of a and b (both at most 63 characters are compared): how far a misspelling is

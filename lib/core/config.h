@@ -24,4 +24,8 @@ symaddr_status_t symaddr_config_check(const symaddr_config_t *cfg, char *why, si
  * none. */
 int symaddr_config_unknown(char *const *env, int from, char *why, size_t len);
 
+/* The symaddr_config_t field the variable of index sets (symaddr_config_var's numbering); NULL
+ * past the last. */
+const char *symaddr_config_var_field(int index);
+
 #endif

@@ -174,11 +174,16 @@ def shape_tuple(shape):
         return (shape,)
     if type(shape) is tuple and all(type(n) is int and n >= 0 for n in shape):
         return shape
-    try:  # integers only (operator.index: NumPy's too, no float, no str of digits)
-        if isinstance(shape, (str, bytes)):
+    try:  # integers only (operator.index: NumPy's too, no float, no str of digits, no bool)
+        if isinstance(shape, (str, bytes, bool)):
             raise TypeError
-        shape = (operator.index(shape),) if not hasattr(shape, "__iter__") else \
-            tuple(operator.index(n) for n in shape)
+        items = tuple(shape) if hasattr(shape, "__iter__") else None
+        if items is None:
+            shape = (operator.index(shape),)
+        elif any(isinstance(n, bool) for n in items):
+            raise TypeError
+        else:
+            shape = tuple(operator.index(n) for n in items)
     except TypeError:
         raise SymaddrError(STATUS["SYMADDR_ERR_INVALID_ARG"], "shape must be an int or a tuple "
                            "of ints, not %r" % (shape,)) from None

@@ -48,6 +48,8 @@ class Context(Memory, Registrations, Validation, Communication):
         cfg.backend = choice("backend", backend, self._lib.abi["backend"])
         settable = [f for f in self._lib.Config.field_names
                     if f not in ("size", "backend", "logger", "logger_cookie")]
+        accepts = {c["field"]: "%s (as %s takes)" % (c["accepts"], c["name"])
+                   for c in self._lib.abi["config_vars"]}
         for k, v in config.items():
             if k not in settable:
                 raise _err("SYMADDR_ERR_INVALID_ARG", "Context() has no setting %r: use one of "
@@ -56,18 +58,25 @@ class Context(Memory, Registrations, Validation, Communication):
                 v = str(v).encode()
                 self._keep.append(v)
                 v = ctypes.cast(ctypes.c_char_p(v), ctypes.c_void_p)
+            if k == "validate" and isinstance(v, str):  # the names of symaddr_validate_t
+                v = self._lib.abi["validate"].get(v.strip().lower(), v)
             ctype = dict(self._lib.Config._fields_)[k]
             if not isinstance(v, bool) and index_of(v) is not None and \
                     ctype is not ctypes.c_void_p:  # NumPy's integers too; a flag takes a bool
                 v = index_of(v)
                 lo, hi = int_range(ctype)
                 if not lo <= v <= hi:  # ctypes would wrap it (-1 to the largest value)
-                    raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%d: pass %d to %d"
-                               % (k, v, lo, hi))
+                    raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%d: pass %s" % (
+                        k, v, accepts.get(k, "%d to %d" % (lo, hi))))
             try:
                 setattr(cfg, k, v)
-            except TypeError as e:
-                raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%r: %s" % (k, v, e))
+            except TypeError:
+                allowed = accepts.get(k, "a value of its type (%s)" % ctype.__name__)
+                if k == "validate":
+                    allowed = "True or False, or one of %s (or their values %s)" % (
+                        ", ".join('"%s"' % n for n in self._lib.abi["validate"]),
+                        ", ".join(map(str, self._lib.abi["validate"].values())))
+                raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%r: pass %s" % (k, v, allowed))
         if comm is None:
             comm = MPI.COMM_WORLD
         elif not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:

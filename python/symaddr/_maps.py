@@ -45,6 +45,12 @@ class AddressMap:
         self._life.check()
         return self._s
 
+    def __reduce__(self):  # copy, deepcopy and pickle
+        raise TypeError("a symaddr AddressMap cannot be copied or pickled: it is this process's "
+                        "view of a registration of its context (its peer_bases are addresses "
+                        "valid in this process only); pass the map itself, or "
+                        "ctx.get_symmetric_address_map(array) where it is needed")
+
     @property
     def peer_bases(self):
         """The library's device-resident table of this registration, zero-copy: int64 (Triton

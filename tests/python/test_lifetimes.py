@@ -379,6 +379,14 @@ def test_context_not_copied():
                   "%s: %s" % (what, e))
     ctx.allreduce(x)
     check(np.all(x == size * (size + 1) // 2), "the context after the refused copies: %s" % x)
+    xmap = ctx.get_symmetric_address_map(x)
+    for what, fn in (("copy.copy", copy.copy), ("copy.deepcopy", copy.deepcopy),
+                     ("pickle.dumps", pickle.dumps)):
+        try:  # a map's refusal names the map (before: "a symaddr.Context cannot be copied")
+            fn(xmap)
+            raise AssertionError("%s of an AddressMap passed" % what)
+        except TypeError as e:
+            check("AddressMap cannot be copied" in str(e), "%s of a map: %s" % (what, e))
     ctx.free(x)
     ctx.close()
 

@@ -547,6 +547,24 @@ def test_skipped_call_found():
     vctx.close()
 
 
+def test_messages_name_the_argument():
+    """Each refusal names the argument, what was passed and what is allowed: a timeout out of
+    range names the variable's values (before: "pass 0 to 4294967295", though 0 is refused),
+    validate names its values (before: none), a bool is no shape (before: True made (1,)).
+    validate takes the names of symaddr_validate_t too."""
+    for kw, words in (({"timeout_ms": -1}, ["timeout_ms=-1", "1 to 4294967295"]),
+                      ({"validate": "maybe"}, ["validate='maybe'", '"args"', "True or False"]),
+                      ({"heap_bytes": -5}, ["heap_bytes=-5", "byte count"])):
+        refused("Context(%s)" % kw, lambda: sa.Context(backend="cpu", **kw), words)
+    for shape in (True, (3, True), [False]):
+        refused("allocate_symmetric(%r)" % (shape,),
+                lambda: ctx.allocate_symmetric(shape, np.int32), ["shape", repr(shape)])
+    with sa.Context(backend="cpu", validate="args") as c:
+        check(c.validating, "validate='args' validates")
+    with sa.Context(backend="cpu", validate="off") as c:
+        check(not c.validating, "validate='off' does not")
+
+
 def test_workspace_growth_mixed():
     """Validation on, a recv staged on rank 0 only at the workspace's first growth (a
     collective allocation) while its peers pass symmetric memory (their collective compares
@@ -734,6 +752,7 @@ cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
 cases.run("no_call_check: ranks of another op", test_no_call_check)
 cases.run("two threads in staged collectives", test_two_threads_staged)
+cases.run("messages name the argument and what is allowed", test_messages_name_the_argument)
 cases.run("a staged recv on one rank at the workspace's growth", test_workspace_growth_mixed)
 cases.run("read-only buffers are not written", test_read_only_recv)
 cases.run("python -m symaddr.bench's arguments", test_bench_arguments)
