@@ -38,9 +38,16 @@ tag_of() { cat "$1/tag"; }
 up() {
     local dir=$1 n=$2; shift 2
     mkdir -p "$dir"
-    local tag="sa$((RANDOM % 900 + 100))"
+    # a tag no other run's namespaces hold (two runs on one machine, as two CIs beside each
+    # other): taken by creating its switch, which fails where the name exists
+    local tag="" try
+    for try in $(seq 1 50); do
+        tag="sa$((RANDOM % 90000 + 10000))"
+        ip netns add "${tag}sw" 2>/dev/null && break
+        tag=""
+    done
+    [ -n "$tag" ] || { echo "hosts: no free namespace name after 50 tries" >&2; return 1; }
     echo "$tag" >"$dir/tag"
-    ip netns add "${tag}sw"
     ip -n "${tag}sw" link add br0 type bridge
     ip -n "${tag}sw" link set br0 up
     {
