@@ -752,6 +752,52 @@ def test_signals():
         ctx.free(a)
 
 
+@triton.jit
+def k_signal_block(flags, status, old, OLD: tl.constexpr):
+    """A wait on a block of 4 flags (OK only where all hold), and the 0.x form."""
+    offs = tl.arange(0, 4)
+    if OLD:
+        tl.store(status, st.signal_wait_until(flags + offs, 2, 1000))
+    else:
+        tl.store(status, st.signal_wait_until(flags + offs, "eq", 2, timeout_ns=100000000))
+
+
+def test_signal_blocks():
+    """A wait on a block of flags returns OK only once every lane's flag holds (before: OK
+    when one of four held); the 0.x call signal_wait_until(sig, value, max_spins) waits as it
+    did (sig >= value, at most max_spins polls) with a FutureWarning naming the new form
+    (before: an error inside Triton's compiler); DEFAULT_TIMEOUT_NS is SYMADDR_TIMEOUT_MS at
+    import, as the docstring says."""
+    import warnings
+    flags, _ = alloc((4,), "int32")
+    status, _ = alloc((1,), "int32")
+    ok, timeout = sa._lib.STATUS["SYMADDR_OK"], sa._lib.STATUS["SYMADDR_ERR_TIMEOUT"]
+    said = []
+    for values, want_new, want_old in (([2, 0, 0, 0], timeout, timeout),
+                                       ([2, 2, 2, 2], ok, ok), ([3, 2, 5, 2], timeout, ok)):
+        for old, want_st in ((False, want_new), (True, want_old)):
+            fill(flags, values)
+            fill(status, [99])
+            settle()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                k_signal_block[(1,)](flags, status, 0, OLD=old)
+                settle()
+            check(int(host(status)[0]) == want_st, "%s wait on %s: %d, want %d" % (
+                "0.x" if old else "a", values, int(host(status)[0]), want_st))
+            said += [(old, str(w.message)) for w in caught
+                     if issubclass(w.category, FutureWarning)]
+    # shown when the kernel compiles: at each call under the interpreter, once compiled
+    check(any(old and 'signal_wait_until(sig, "ge", value, timeout_ns)' in t
+              for old, t in said) and not any(not old for old, _ in said),
+          "the 0.x form's warning: %s" % said)
+    want_ns = sa._lib.default_timeout_ms() * 1000000
+    check(int(st.DEFAULT_TIMEOUT_NS) == want_ns, "DEFAULT_TIMEOUT_NS %s, SYMADDR_TIMEOUT_MS "
+          "at import gives %d" % (st.DEFAULT_TIMEOUT_NS, want_ns))
+    for a in (flags, status):
+        ctx.free(a)
+
+
 def plain_local(n, offset):
     """n f32 of the backend's plain allocator at an interior offset: torch's caching allocator
     on GPUs (torch.empty), symaddr_mem_alloc on the cpu backend (plain malloc memory cannot be
@@ -2201,6 +2247,7 @@ for name, fn in (("abi: constants from the library, which match its headers", te
                  ("Iris's device API in full, keywords, any map's table", test_iris_full),
                  ("atomics from every rank, three forms", test_atomics_every_rank),
                  ("signals, three forms: put_signal, six comparisons, fence, quiet, a timeout in time", test_signals),
+                 ("a wait on a block of flags; the 0.x wait; the default bound", test_signal_blocks),
                  ("imports at per-rank offsets, the seed's put_kernel", test_imports),
                  ("heap, ipc, import and foreign maps in one kernel", test_mixed_providers),
                  ("Triton collectives, one kernel each, no host barrier",

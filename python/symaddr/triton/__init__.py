@@ -29,8 +29,9 @@ Atomics take Triton's own sem ("relaxed", "acquire", "release", "acq_rel") and s
 "gpu", "sys"); between processes on one GPU or across GPUs use scope="sys".
 Signals are NVSHMEM's: signal_set, signal_add, put_signal (data, then its flag),
 signal_wait_until(sig, cmp, value) with cmp "eq", "ne", "gt", "ge", "lt" or "le", bounded in
-time (a clock, not a count of polls; default the context's timeout) and returning OK or
-TIMEOUT, and fence and quiet."""
+time (a clock, not a count of polls; default SYMADDR_TIMEOUT_MS at import, not the context's:
+pass timeout_ns=ctx.timeout_ms * 1000000 for that) and returning OK or TIMEOUT, and fence and
+quiet. A block of flags waits for every lane's."""
 import os
 
 import triton

@@ -173,7 +173,7 @@ def buffer_signal_add(buf, index, value, to_rank):
 
 
 @triton.jit
-def buffer_signal_wait_until(buf, index, cmp: tl.constexpr, value,
+def buffer_signal_wait_until(buf, index, cmp, value,
                              timeout_ns=DEFAULT_TIMEOUT_NS):
     """signal_wait_until on element index of this rank's buf."""
     return signal_wait_until(buf.ptr + index, cmp, value, timeout_ns)

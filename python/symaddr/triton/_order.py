@@ -29,6 +29,13 @@ def _is_table(x, _semantic=None):
 
 
 @_compile_time
+def _is_comparison(x, _semantic=None):
+    """Whether x is one of signal_wait_until's comparisons (a string), not the 0.x form's
+    value (an int or a tensor)."""
+    return tl.constexpr(isinstance(getattr(x, "value", x), str))
+
+
+@_compile_time
 def _is_buffer(x, _semantic=None):
     """Whether x is a SymmetricBuffer (Context.bind), not a pointer or offsets."""
     return tl.constexpr(hasattr(x, "peer_bases") and hasattr(x, "local_rank"))
@@ -53,6 +60,13 @@ _ORDERS = {  # the 0.x order a call was recognised by -> the one order
     "buffer_put_signal": ("buffer_put_signal(buf, offsets, src, sig, ...)",
                           "buffer_put_signal(src, buf, offsets, sig, ...)"),
 }
+_FORMS = {  # calls whose 0.x form changed more than its order -> the whole text
+    "signal_wait_until": "symaddr.triton.signal_wait_until(sig, value, max_spins) is the 0.x "
+    "form, deprecated: it still works (until sig >= value, at most max_spins polls), but the "
+    "wait now takes NVSHMEM's comparison and a bound in time: signal_wait_until(sig, \"ge\", "
+    "value, timeout_ns) (cmp one of \"eq\", \"ne\", \"gt\", \"ge\", \"lt\", \"le\"). "
+    "Triton's cache keeps the compiled kernel: this shows when it compiles",
+}
 
 
 # Frames of these are symaddr.triton's functions, Triton's compiler and interpreter, and the
@@ -76,11 +90,14 @@ def _user_frame():
 def _deprecated_order(name, _semantic=None):
     """A FutureWarning (shown by default) where a kernel calls name in the 0.x order, said at
     the user's line (_user_frame), once per line as warnings does."""
-    old, new = _ORDERS[getattr(name, "value", name)]
-    text = ("symaddr.triton.%s is the 0.x order, deprecated: it still works, but put, get, "
-            "copy and put_signal now take Iris's order in every form, the source before the "
-            "destination: %s (symaddr.triton.heap's). Triton's cache keeps the compiled "
-            "kernel: this shows when it compiles" % (old, new))
+    name = getattr(name, "value", name)
+    text = _FORMS.get(name)
+    if text is None:
+        old, new = _ORDERS[name]
+        text = ("symaddr.triton.%s is the 0.x order, deprecated: it still works, but put, get, "
+                "copy and put_signal now take Iris's order in every form, the source before "
+                "the destination: %s (symaddr.triton.heap's). Triton's cache keeps the "
+                "compiled kernel: this shows when it compiles" % (old, new))
     f = _user_frame()
     if f is None:
         warnings.warn(text, FutureWarning, stacklevel=2)

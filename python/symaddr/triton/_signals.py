@@ -9,7 +9,7 @@ import triton.language as tl
 
 from .._lib import default_timeout_ms as _timeout_ms
 from . import OK, TIMEOUT, _ERROR_AT, _put, translate
-from ._order import _deprecated_order, _is_table
+from ._order import _deprecated_order, _is_comparison, _is_table
 
 # NVSHMEM's comparisons, and the default bound of a wait in time
 CMP_EQ, CMP_NE, CMP_GT = tl.constexpr("eq"), tl.constexpr("ne"), tl.constexpr("gt")
@@ -85,21 +85,50 @@ def signal_add(sig, value, target_rank, peer_bases, cur_rank):
 
 
 @triton.jit
-def signal_wait_until(sig, cmp: tl.constexpr, value, timeout_ns=DEFAULT_TIMEOUT_NS):
+def _held(seen, cmp: tl.constexpr, value):
+    """Whether the flags compare as cmp says: every lane of a block, or the one flag."""
+    ok = _compare(seen, cmp, value)
+    if ok.type.is_block():
+        return tl.min(ok.to(tl.int32)) == 1
+    else:
+        return ok
+
+
+@triton.jit
+def signal_wait_until(sig, cmp, value, timeout_ns=DEFAULT_TIMEOUT_NS):
     """Wait until this rank's flag sig compares to value as cmp says ("eq", "ne", "gt", "ge",
     "lt", "le": NVSHMEM's order and comparisons; acquire, system scope), for at most timeout_ns
-    nanoseconds of a clock (default: the context's timeout, SYMADDR_TIMEOUT_MS at import).
-    Returns OK, or TIMEOUT when the flag never got there."""
-    seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
-    start = _now_ns()
-    late = False
-    while (not _compare(seen, cmp, value)) & (not late):
+    nanoseconds of a clock. A block of flags waits until every one of them holds (OK only
+    then), as signal_set and signal_add set or add every lane's flag. Returns OK, or TIMEOUT
+    when the flags never got there.
+    The default bound is not the Context's timeout (a kernel does not know its context): it
+    is SYMADDR_TIMEOUT_MS as the environment had it when symaddr.triton was imported, 60 s
+    without it (DEFAULT_TIMEOUT_NS); pass timeout_ns=ctx.timeout_ms * 1000000 (or a Team's
+    timeout_ns) to bound a wait by the context's, which set_timeout changes.
+    A 0.x call signal_wait_until(sig, value, max_spins) (until sig >= value, at most
+    max_spins polls) still works as it did, with a FutureWarning when the kernel compiles."""
+    if _is_comparison(cmp):
         seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
-        late = _now_ns() - start > timeout_ns
-    status = OK
-    if not _compare(seen, cmp, value):
-        status = TIMEOUT
-    return status
+        start = _now_ns()
+        late = False
+        while (not _held(seen, cmp, value)) & (not late):
+            seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
+            late = _now_ns() - start > timeout_ns
+        status = OK
+        if not _held(seen, cmp, value):
+            status = TIMEOUT
+        return status
+    else:
+        _deprecated_order("signal_wait_until")
+        seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
+        spins = 0
+        while (not _held(seen, "ge", cmp)) & (spins < value):
+            seen = tl.atomic_add(sig, 0, sem="acquire", scope="sys")
+            spins += 1
+        status = OK
+        if not _held(seen, "ge", cmp):
+            status = TIMEOUT
+        return status
 
 
 @triton.jit

@@ -154,7 +154,7 @@ def signal_add(pointer, value, from_rank, to_rank, heap_bases):
 
 
 @triton.jit
-def signal_wait_until(pointer, cmp: tl.constexpr, value, timeout_ns=sym.DEFAULT_TIMEOUT_NS):
+def signal_wait_until(pointer, cmp, value, timeout_ns=sym.DEFAULT_TIMEOUT_NS):
     """Wait until this rank's flag compares to value as cmp says ("eq", "ne", "gt", "ge",
     "lt", "le"), at most timeout_ns: symaddr.triton.OK or TIMEOUT."""
     return sym.signal_wait_until(pointer, cmp, value, timeout_ns)
