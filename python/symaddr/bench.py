@@ -10,7 +10,8 @@
     mpiexec -n 8 python -m symaddr.bench allreduce
         Context.allreduce against symaddr_allreduce called directly, eager and replayed from a
         CUDA graph (Python's share of a host collective), and the Triton one-shot
-        (symaddr.triton.collectives), f32, 8 B to 1 MiB (GPU backends, torch)
+        (symaddr.triton.collectives), f32, 8 B to 1 MiB (GPU backends, torch); on the cpu
+        backend, NumPy arrays, eager only (no graph, no Triton column)
     mpiexec -n 8 python -m symaddr.bench triton [--dtype bfloat16]
         symaddr.triton.collectives' one-shot and two-shot allreduce and all-gather against
         symaddr_allreduce and symaddr_allgather (the C calls, same buffers), eager and replayed
@@ -25,7 +26,8 @@
         host time a call of a small Triton collective (a kept compiled kernel started
         directly) against the same kernel launched through Triton's JIT, and the C call
 
-Rank 0 prints one table per benchmark: the best round of each, and their ratio."""
+alloc and allreduce run on every backend; put, triton, fused and launch need a GPU backend and
+torch. Rank 0 prints one table per benchmark: the best round of each, and their ratio."""
 import argparse
 import ctypes
 import importlib.util
@@ -204,9 +206,53 @@ def _graphed_each(ctx, fns, iters, rounds):
     return [MPI.COMM_WORLD.allreduce(b, op=MPI.MAX) for b in best]
 
 
+def _allreduce_cpu(ctx, a):
+    """The cpu backend's form of _allreduce: NumPy arrays, eager, each call timed to its
+    return (the cpu backend runs a collective at its call), rounds of C and Python taken in
+    turn, the slowest rank's best."""
+    import numpy as np
+    from mpi4py import MPI
+    if ctx.rank == 0:
+        print("# symaddr.bench allreduce: %d ranks, backend cpu, f32, best of %d rounds x %d "
+              "calls; C: symaddr_allreduce called directly; py: Context.allreduce (CPU "
+              "timings: compare the ratio)" % (ctx.size, a.rounds, a.iters))
+        print("# %9s %9s %9s %9s %8s %6s" % ("bytes", "C us", "py us", "py-C us", "py/C",
+                                             "wrong"))
+    for nbytes in _sizes(8, a.max_bytes, 4):
+        n = nbytes // 4
+        x, _ = ctx.allocate_symmetric((n,), np.float32)
+        ref, _ = ctx.allocate_symmetric((n,), np.float32)
+        x[:] = ctx.rank + 1
+        c_call = _c_call(ctx, "allreduce", x, ref, n, "float32")
+
+        def py_call():
+            ctx.allreduce(x, ref)
+
+        best = [float("inf"), float("inf")]
+        for fn in (c_call, py_call):
+            fn()
+        for _ in range(a.rounds):
+            for i, fn in enumerate((c_call, py_call)):
+                ctx.barrier()
+                t0 = time.perf_counter()
+                for _ in range(a.iters):
+                    fn()
+                best[i] = min(best[i], (time.perf_counter() - t0) / a.iters)
+        t_c, t_py = (MPI.COMM_WORLD.allreduce(b, op=MPI.MAX) for b in best)
+        wrong = int((ref != ctx.size * (ctx.size + 1) / 2).sum())
+        if ctx.rank == 0:
+            print("  %9d %9.2f %9.2f %9.2f %8.3f %6d" % (nbytes, t_c * 1e6, t_py * 1e6,
+                                                       (t_py - t_c) * 1e6, t_py / t_c, wrong))
+        ctx.barrier()
+        ctx.free(ref)
+        ctx.free(x)
+
+
 def _allreduce(ctx, a):
     """ctx.allreduce against symaddr_allreduce called directly (ctypes), eager and replayed
     from a CUDA graph: Python's share of a host collective; and the Triton one-shot."""
+    if ctx.backend == "cpu":
+        return _allreduce_cpu(ctx, a)
     import torch
     from symaddr.triton import collectives as tc
     if ctx.rank == 0:
@@ -247,8 +293,8 @@ def _allreduce(ctx, a):
 
 def _c_call(ctx, name, send, recv, n, dtype, op="sum"):
     """A function that calls the C collective name (symaddr_allreduce or symaddr_allgather)
-    directly through ctypes on torch's current stream."""
-    import torch
+    directly through ctypes on torch's current stream (the default stream on the cpu
+    backend, over NumPy arrays)."""
     lib = ctx._lib
     fn = getattr(lib, "symaddr_" + name)
     fn.restype = ctypes.c_int
@@ -260,6 +306,13 @@ def _c_call(ctx, name, send, recv, n, dtype, op="sum"):
     else:
         fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p]
         args = (ctx._h, send.data_ptr(), recv.data_ptr(), n, code)
+    if ctx.backend == "cpu":
+        def call():
+            st = fn(*args, None)
+            if st:
+                ctx._check(st)
+        return call
+    import torch
 
     def call():
         st = fn(*args, torch.cuda.current_stream().cuda_stream)
@@ -319,7 +372,9 @@ def _counts(text):
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m symaddr.bench",
                                  description=__doc__.split("\n")[0])
-    ap.add_argument("what", nargs="?", default="alloc", choices=list(_BENCHES))
+    ap.add_argument("what", nargs="?", default="alloc", choices=list(_BENCHES),
+                    help="alloc and allreduce run on every backend; put, triton, fused and "
+                    "launch need a GPU backend and torch")
     ap.add_argument("--iters", type=_count, default=None,
                     help="calls per round (alloc 200, put 20, allreduce and triton 200, "
                     "fused 20, launch 2000)")
@@ -353,9 +408,9 @@ def main(argv=None):
     except symaddr.SymaddrError as e:
         raise SystemExit("symaddr.bench %s: %s" % (a.what, e))
     try:
-        if a.what != "alloc" and ctx.backend == "cpu":
+        if a.what not in ("alloc", "allreduce") and ctx.backend == "cpu":
             raise SystemExit("symaddr.bench %s: needs a GPU backend and torch (this context "
-                             "runs on the cpu backend)" % a.what)
+                             "runs on the cpu backend, where alloc and allreduce run)" % a.what)
         run(ctx, a)
     except symaddr.SymaddrError as e:
         raise SystemExit("symaddr.bench %s: %s" % (a.what, e))

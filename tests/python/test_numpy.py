@@ -739,6 +739,20 @@ def test_bench_arguments():
     with contextlib.redirect_stdout(out):
         bench.main(["alloc", "--iters", "2", "--rounds", "1"])
     check(rank != 0 or "2 pairs x 1 rounds" in out.getvalue(), "the table: %r" % out.getvalue())
+    # allreduce runs on the cpu backend too (before: "needs a GPU backend and torch"): its
+    # table's rows, none with a wrong element; what needs a GPU says where alloc and
+    # allreduce run
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        bench.main(["allreduce", "--iters", "2", "--rounds", "1", "--max-bytes", "512"])
+    rows = [line.split() for line in out.getvalue().splitlines() if not line.startswith("#")]
+    check(rank != 0 or ([r[0] for r in rows] == ["8", "32", "128", "512"] and
+                        all(r[-1] == "0" for r in rows)), "allreduce's table: %r" % rows)
+    try:
+        bench.main(["triton"])
+        raise AssertionError("symaddr.bench triton ran on the cpu backend")
+    except SystemExit as e:
+        check("alloc and allreduce run" in str(e.code), "triton on the cpu: %r" % e.code)
 
 
 cases.run("version", test_version)
