@@ -73,7 +73,38 @@ def _interpreter_index_check() -> bool:
     return True
 
 
+def _interpreter_splat_fix() -> bool:
+    """Where Triton's interpreter broadcasts a scalar comparison as the comparison's operand
+    type, not as booleans (Triton 3.9: its comparisons keep the operands' type in the handle,
+    and create_splat casts to it), a block mask made of one (`mask & (r != rank)`) reaches
+    tl.store as int32 and the interpreter refuses it ("mask has unsupported dtype"): keep
+    booleans boolean when broadcast. Probed, so that a Triton without the fault is left as it
+    is; compiled kernels are not concerned. Returns whether it applied."""
+    try:
+        if not triton.knobs.runtime.interpret:
+            return False
+        import numpy as np
+        from triton.runtime import interpreter
+        builder = interpreter.InterpreterBuilder
+        scalar = interpreter.TensorHandle(np.bool_(True), tl.int32)  # as a comparison leaves it
+        probe = builder.create_splat(builder(), tl.block_type(tl.int1, [2]), scalar)
+        if probe.data.dtype == np.bool_:
+            return False
+    except Exception:  # noqa: BLE001  (an interpreter of another shape: nothing to mend)
+        return False
+    splat = builder.create_splat
+
+    def create_splat(self, ret_ty, arg):
+        out = splat(self, ret_ty, arg)
+        if getattr(arg.data, "dtype", None) == np.bool_ and out.data.dtype != np.bool_:
+            return interpreter.TensorHandle(out.data.astype(np.bool_), out.dtype)
+        return out
+    builder.create_splat = create_splat
+    return True
+
+
 _interpreter_index_check()
+_interpreter_splat_fix()
 _abi = _load().abi
 _status, _hdr = _abi["status"], _abi["table_header"]
 OK = tl.constexpr(_status["SYMADDR_OK"])
@@ -132,7 +163,7 @@ def _validated_delta(ptr, target_rank, peer_bases, cur_rank, mask):
     flag = (peer_bases + _ERROR_AT).to(tl.pointer_type(tl.int32), bitcast=True)
     tl.atomic_max(flag + (code * 0), code, mask=bad & (unknown == 0), sem="relaxed", scope="sys")
     stray = tl.full([], _STRAY, tl.int64).to(tl.pointer_type(tl.int32))
-    tl.atomic_max(stray + (code * 0), _UNKNOWN_TABLE + code * 0, mask=bad & unknown,
+    tl.atomic_max(stray + (code * 0), code * 0 + _UNKNOWN_TABLE, mask=bad & unknown,
                   sem="relaxed", scope="sys")
     sink = _SINK + (at & (_SINK_SPAN - 1)) - at
     return tl.where(refused, sink, remote_base - local_base), refused == 0
