@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python wheel torch pybench pyab soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python validation wheel torch pybench pyab soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -144,6 +144,25 @@ for s in $steps; do
             set -- $what
             n=$1; shift; mpiexec -n $n python3 -m symaddr.bench "$@" 2>&1 | tee -a "$OUT/python-bench.txt"
         done ;;
+    validation)
+        # Validation compiled: test_validation.py on torch CUDA tensors at PY_RANKS ranks (every
+        # lane of every form, heap allocations' own tables, copied tables: the sink and stray
+        # word in host memory the backend registered), the C suites that validate (rma, maps),
+        # and test_ptx (the PTX without validation unchanged).
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_TEST_PYTHONPATH=$PWD/python
+        export PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+        for n in ${PY_RANKS:-2 8}; do
+            SYMADDR_VALIDATE=1 SYMADDR_TEST_ARRAYS=torch SYMADDR_BACKEND=cuda timeout 300 \
+                mpiexec -n $n python3 tests/python/test_validation.py \
+                >"$OUT/python-validation-$n.log" 2>&1 || rc=1
+            echo "test_validation.py, torch CUDA tensors, compiled, $n ranks:"
+            grep -E "^(ok|not ok|skip)|passed" "$OUT/python-validation-$n.log"
+        done
+        meson test -C $B --print-errorlogs rma-cuda rma-cuda-vmm maps-cuda \
+            >"$OUT/validation-c.log" 2>&1 || rc=1
+        grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail):" "$OUT/validation-c.log"
+        python3 tests/python/test_ptx.py >"$OUT/python-ptx.log" 2>&1 || rc=1
+        grep -E "^not ok|passed" "$OUT/python-ptx.log" ;;
     wheel)
         # pip install . into a folder (meson-python from .whl/), then import it from elsewhere.
         { python3 -m pip install -q --no-index --no-deps --target /tmp/whl-site .whl/*.whl &&
