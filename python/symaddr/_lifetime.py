@@ -98,6 +98,9 @@ class Lifetimes:
         self.timeout_s = timeout_ms / 1000.0
         self.pending = []  # collective releases, in the order every rank ended them
         self.pending_bytes = 0
+        # what the last release kept (some rank still reached it): counted out of the batch,
+        # so that views held for long do not make every allocation agree on them again
+        self.kept, self.kept_bytes = 0, 0
         self._ended = {}  # address -> the pending registration that holds it, or None
         self.local = []  # releases of this rank alone (free_local)
         self.broken = None
@@ -184,12 +187,18 @@ class Lifetimes:
     def forget(self):
         """Drop every pending and local registration (the context's close released them)."""
         self.pending, self.local, self.pending_bytes = [], [], 0
+        self.kept, self.kept_bytes = 0, 0
         self._ended.clear()
 
     def due(self):
-        """Whether an allocation should release pending memory first (the same answer on every
-        rank: the pending list is)."""
-        return len(self.pending) >= self.BATCH or self.pending_bytes >= self.BATCH_BYTES
+        """Whether an allocation should release pending memory first: a batch ended since the
+        last release (the same answer on every rank: the pending list and what the last release
+        kept are). What some rank still reached at the last release counts only once a batch
+        more ended: with 1,000 views held, every allocation agreed on them again (0.8 to 7.3 ms
+        a call, 2026-12-06). A larger batch would let fewer freed allocations come back from
+        retention (each new one costs a handle exchange): one batch is the better trade."""
+        return (len(self.pending) - self.kept >= self.BATCH or
+                self.pending_bytes - self.kept_bytes >= self.BATCH_BYTES)
 
     def reap(self, collect=False):
         """Release (collectively) every pending registration that no rank reaches. Every rank
@@ -211,6 +220,7 @@ class Lifetimes:
                 first_error = first_error or e
         self.pending = keep
         self.pending_bytes = sum(reg.life.nbytes for reg in keep)
+        self.kept, self.kept_bytes = len(keep), self.pending_bytes
         self._ended.clear()
         self.reap_local()
         if first_error is not None:

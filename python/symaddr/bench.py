@@ -2,8 +2,10 @@
 """Benchmarks of the Python package, each against its reference in the same run. Under MPI:
 
     mpiexec -n 8 python -m symaddr.bench alloc [--iters 200] [--rounds 5] [--bytes 4096]
+                                               [--held N]
         allocate_symmetric + free from Python against symaddr_symmetric_alloc + _free called
-        directly through ctypes, alternately in rounds (goal: at most 1.5x the C calls + 20 us)
+        directly through ctypes, alternately in rounds (goal: at most 1.5x the C calls + 20 us);
+        --held: with N views of freed allocations kept all along
     mpiexec -n 2 python -m symaddr.bench put [--example FILE]
         the seed's Triton put_kernel (symaddr.triton.p0, or FILE's) against symaddr_put
         (Context.put), same buffers, 64 MiB to 1 GiB (GPU backends, torch)
@@ -61,6 +63,11 @@ def _alloc(ctx, a):
             t, _ = ctx.allocate_symmetric((n,), dtype, provider=a.provider)
             ctx.free(t)
 
+    held = []  # views of freed allocations kept, as a program that keeps results does
+    for _ in range(a.held):
+        t, _ = ctx.allocate_symmetric((n,), dtype, provider=a.provider)
+        held.append(t[1:])
+        ctx.free(t)
     best = {"c": float("inf"), "python": float("inf")}
     c_pairs()  # warm-up: retention and caches as in steady state
     py_pairs()
@@ -82,8 +89,8 @@ def _alloc(ctx, a):
         c_us, py_us = best["c"] * 1e6, best["python"] * 1e6
         bound = 1.5 * c_us + 20
         print("# symaddr.bench alloc: %d ranks, backend %s, provider %s, %d B, %d pairs x %d "
-              "rounds (best round)" % (ctx.size, ctx.backend, a.provider, a.bytes, a.iters,
-                                       a.rounds))
+              "rounds (best round), %d views of freed allocations held" % (
+                  ctx.size, ctx.backend, a.provider, a.bytes, a.iters, a.rounds, a.held))
         print("# %12s %12s %8s %14s %s" % ("C us/pair", "Python us", "ratio", "bound 1.5C+20",
                                            "goal"))
         print("  %12.1f %12.1f %8.3f %14.1f %s" % (c_us, py_us, py_us / c_us, bound,
@@ -355,6 +362,17 @@ def _count(text):
     return v
 
 
+def _count0(text):
+    """A count that may be 0 (--held)."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if v < 0:
+        raise argparse.ArgumentTypeError("%r: pass an integer >= 0" % text)
+    return v
+
+
 def _bytes4(text):
     """--bytes of alloc: a count of whole f32 elements (the Python side allocates bytes / 4
     of them; the C side the bytes)."""
@@ -382,6 +400,8 @@ def main(argv=None):
     ap.add_argument("--bytes", type=_bytes4, default=4096, help="alloc: bytes per allocation")
     ap.add_argument("--provider", default="ipc", help="alloc: ipc, heap or vmm")
     ap.add_argument("--profile", action="store_true", help="alloc: profile Python on rank 0")
+    ap.add_argument("--held", type=_count0, default=0,
+                    help="alloc: views of freed allocations held while timing (0)")
     ap.add_argument("--backend", default="auto", help="symaddr backend (default auto)")
     ap.add_argument("--example", default=None,
                     help="put: a file holding a put_kernel of the seed's signature (default: "
