@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 from ._arrays import HostArray, address, is_torch, not_an_array
-from ._lib import STATUS, index_of
+from ._lib import STATUS, SymaddrError, index_of
 from ._lib import error as _err
 from ._staging import Staging
 
@@ -211,59 +211,66 @@ class Communication(Staging):
         h = self._h
         if not h or self._broken:  # closed, or broken by a Triton team kernel's failure
             self._open()
-        writes = not root_only or self.rank == index_of(root)  # recv (a non-root's is not)
-        if recv is None and root_only and per_recv != per_send and not writes:  # MPI's
-            # idiom off a gather's root: no recv (reduce's None, of send's shape, is in
-            # place); the workspace stands in for it (below)
-            s, n_send, dtype = self._shape_of(send, "send", call)
-            r, n_recv = None, n_send * per_recv // per_send
-        elif recv is None or recv is send:
-            s, n_send, dtype = self._shape_of(send, "send", call, writes)
-            recv, r, n_recv = send, s, n_send
-        else:
-            s, n_send, dtype = self._shape_of(send, "send", call)
-            r, n_recv, recv_dtype = self._shape_of(recv, "recv", call, writes)
-            if recv_dtype != dtype:
-                kinds = ["a torch tensor" if is_torch(a) else "a NumPy array" for a in (send, recv)]
-                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass %s" % (
-                    call, *((kinds[0], kinds[1], "recv of send's kind") if kinds[0] != kinds[1]
-                            else (dtype, recv_dtype, "one dtype"))))
-        if n_send * per_recv != n_recv * per_send:
-            raise self._shapes(call, n_send, n_recv, per_send, per_recv, recv is send)
-        if n_send % per_send:
-            raise not_split(call, n_send, per_send)
-        code = self._dtypes.get(dtype)
-        if code is None:
-            code = self._dtype_of(send)
-        op_code, avg = self._op(op, call) if reduces else (0, False)
-        if avg and not str(dtype).replace("torch.", "").startswith(("float", "bfloat")):
-            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: op=\"avg\" takes floating-point data, "
-                       "not %s; reduce with \"sum\" and divide as you need" % (call, dtype))
-        known = self._known  # whether s lies in a registration (symaddr_lookup), inline
-        if (known.get(s) or self._lookup(s))[0] != 0:
-            raise _err("SYMADDR_ERR_NOT_FOUND", "%s: send is not symmetric memory of this "
-                       "context: make it with ctx.allocate_symmetric(shape, dtype) (a view at "
-                       "any offset will do) or register it with ctx.import_(array); recv may "
-                       "be any array or tensor on the context's device" % call)
-        caller = sys._getframe(2)  # the method's caller: _collective <- Context.<name> <- it
-        code_obj = caller.f_code
-        where = self._files.get(code_obj)
-        if where is None:
-            where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
-        staged = r is None or r != s and (known.get(r) or self._lookup(r))[0] != 0
-        # recv's bytes, the workspace's size wherever one may be needed
-        nbytes = nbytes_of(send) // n_send * n_recv if n_send and (staged or rooted) else 0
+        try:  # this rank's own arguments, before any exchange (free where nothing raises)
+            writes = not root_only or self.rank == index_of(root)  # recv (a non-root's is not)
+            if recv is None and root_only and per_recv != per_send and not writes:  # MPI's
+                # idiom off a gather's root: no recv (reduce's None, of send's shape, is in
+                # place); the workspace stands in for it (below)
+                s, n_send, dtype = self._shape_of(send, "send", call)
+                r, n_recv = None, n_send * per_recv // per_send
+            elif recv is None or recv is send:
+                s, n_send, dtype = self._shape_of(send, "send", call, writes)
+                recv, r, n_recv = send, s, n_send
+            else:
+                s, n_send, dtype = self._shape_of(send, "send", call)
+                r, n_recv, recv_dtype = self._shape_of(recv, "recv", call, writes)
+                if recv_dtype != dtype:
+                    kinds = ["a torch tensor" if is_torch(a) else "a NumPy array"
+                             for a in (send, recv)]
+                    raise _err("SYMADDR_ERR_INVALID_ARG", "%s: send is %s, recv %s: pass %s" % (
+                        call, *((kinds[0], kinds[1], "recv of send's kind")
+                                if kinds[0] != kinds[1] else (dtype, recv_dtype, "one dtype"))))
+            if n_send * per_recv != n_recv * per_send:
+                raise self._shapes(call, n_send, n_recv, per_send, per_recv, recv is send)
+            if n_send % per_send:
+                raise not_split(call, n_send, per_send)
+            code = self._dtypes.get(dtype)
+            if code is None:
+                code = self._dtype_of(send)
+            op_code, avg = self._op(op, call) if reduces else (0, False)
+            if avg and not str(dtype).replace("torch.", "").startswith(("float", "bfloat")):
+                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: op=\"avg\" takes floating-point "
+                           "data, not %s; reduce with \"sum\" and divide as you need"
+                           % (call, dtype))
+            known = self._known  # whether s lies in a registration (symaddr_lookup), inline
+            if (known.get(s) or self._lookup(s))[0] != 0:
+                raise _err("SYMADDR_ERR_NOT_FOUND", "%s: send is not symmetric memory of this "
+                           "context: make it with ctx.allocate_symmetric(shape, dtype) (a view "
+                           "at any offset will do) or register it with ctx.import_(array); recv "
+                           "may be any array or tensor on the context's device" % call)
+            caller = sys._getframe(2)  # the caller: _collective <- Context.<name> <- it
+            code_obj = caller.f_code
+            where = self._files.get(code_obj)
+            if where is None:
+                where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
+            staged = r is None or r != s and (known.get(r) or self._lookup(r))[0] != 0
+            # recv's bytes, the workspace's size wherever one may be needed
+            nbytes = nbytes_of(send) // n_send * n_recv if n_send and (staged or rooted) else 0
+            if staged and recv is not None:
+                if is_torch(recv) != is_torch(send) or (is_torch(recv) and
+                                                        recv.device != send.device):
+                    raise _err("SYMADDR_ERR_INVALID_ARG", "%s: recv is on %s, send on %s: pass "
+                               "recv on the context's device" % (
+                                   call, getattr(recv, "device", "the host"),
+                                   getattr(send, "device", "the host")))
+        except SymaddrError:
+            if self.validating:  # the peers learn it through the call's agreement, and raise
+                self._refused_here(index, sys._getframe(2))
+            raise
         # every rank grows the workspace alike (collective): where it stages (every rank
         # passes a recv of one kind: validation compares the places), and in a rooted call
         # where any rank stages (_rooted_grows), as each rank's recv there is its own
         grows = self._rooted_grows(staged, nbytes) if rooted and n_recv > 0 else staged
-        if staged and recv is not None:
-            if is_torch(recv) != is_torch(send) or (is_torch(recv) and
-                                                    recv.device != send.device):
-                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: recv is on %s, send on %s: pass "
-                           "recv on the context's device" % (
-                               call, getattr(recv, "device", "the host"),
-                               getattr(send, "device", "the host")))
         if grows and not self._staging.acquire(False):  # held until recv is copied out
             raise self._two_threads(call)
         try:  # (free in Python 3.11 where nothing raises)
@@ -298,6 +305,15 @@ class Communication(Staging):
             else:
                 recv /= self.size
         return recv
+
+    def _refused_here(self, index, caller):
+        """Validation mode: this rank refused its own arguments before any call, so it makes
+        the call with none (the library refuses them too), and the call's agreement fails it
+        on every rank (SYMADDR_ERR_INVALID_ARG or the like, naming this rank) where the peers
+        would wait out the timeout and break the context; this rank's own message stands."""
+        self._lib.symaddr_collective_run_at(self._h, index, None, None, 1, 0, 0, 0, None,
+                                            os.fsencode(caller.f_code.co_filename),
+                                            caller.f_lineno)
 
     def _shapes(self, call, n_send, n_recv, per_send, per_recv, none):
         """INVALID_ARG for a send and recv whose element counts the collective's row refuses

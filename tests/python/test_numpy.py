@@ -637,6 +637,43 @@ def test_read_only_recv():
     ctx.free(y)
 
 
+def test_refused_on_one_rank():
+    """A refusal that one rank decides alone (a read-only plain recv at the root of reduce and
+    gather): with validation on, the root raises its INVALID_ARG and its peers raise at once
+    too (the call's agreement tells them), where they waited out the whole timeout and the
+    context broke; the next call is exact. Without validation the peers time out, as
+    symaddr.h and README say of a skipped call."""
+    import time
+    if size < 2:
+        return "SKIP: needs 2 ranks"
+    timeout_ms = 20000
+    vctx = sa.Context(backend="cpu", validate=1, timeout_ms=timeout_ms)
+    x, _ = vctx.allocate_symmetric(16, np.int32)
+    x[:] = np.arange(16, dtype=np.int32) + rank + 1
+    vctx.gather(x, np.zeros(16 * size, np.int32), root=0)  # the workspace made, on every rank
+    for name in ("reduce", "gather"):
+        out = np.zeros(16 * (size if name == "gather" else 1), np.int32)
+        out.flags.writeable = False
+        t0 = time.monotonic()
+        try:
+            getattr(vctx, name)(x, out, root=0)
+            raise AssertionError("%s with a read-only recv at the root passed" % name)
+        except sa.SymaddrError as e:
+            took = time.monotonic() - t0
+            check(took < timeout_ms / 2000, "%s: rank %d raised after %.1f s" % (name, rank,
+                                                                               took))
+            check(e.name == "SYMADDR_ERR_INVALID_ARG" and ("read-only" in str(e) if rank == 0
+                                                           else "rank 0" in str(e)),
+                  "%s on rank %d: %s" % (name, rank, e))
+        check(not out.any(), "the refused call wrote")
+    y, _ = vctx.allocate_symmetric(16, np.int32)
+    vctx.allreduce(x, y)
+    check(np.array_equal(y, mpi_allreduce(x, MPI.SUM)), "the next call: %s" % y[:4])
+    for a in (y, x):
+        vctx.free(a)
+    vctx.close()
+
+
 def test_no_call_check():
     """Context(no_call_check=True) leaves out the step in which the LL and Lamport allreduces
     (auto's below 128 bytes of f32 on the cpu backend) compare the call: ranks that disagree on
@@ -765,6 +802,7 @@ cases.run("put, get and import", test_put_get_and_import)
 cases.run("errors raise SymaddrError", test_errors_raise)
 cases.run("a skipped call found by validation", test_skipped_call_found)
 cases.run("no_call_check: ranks of another op", test_no_call_check)
+cases.run("a refusal one rank decides alone, told to its peers", test_refused_on_one_rank)
 cases.run("two threads in staged collectives", test_two_threads_staged)
 cases.run("messages name the argument and what is allowed", test_messages_name_the_argument)
 cases.run("a staged recv on one rank at the workspace's growth", test_workspace_growth_mixed)
