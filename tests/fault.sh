@@ -10,6 +10,12 @@
 set -u
 mpiexec=$1 n=$2 exe=$3 victims=${4:-1}
 export SYMADDR_TEST_VICTIMS=$victims
+# The deadline under test, and the bound on a survivor's return: twice it (what symaddr
+# promises) and one more for the machine's load (a sanitizer build beside another CI on two
+# cores was 9 ms late for 2 x 1000 + 500 ms).
+T=${SYMADDR_TEST_FAULT_TIMEOUT_MS:-2000}
+export SYMADDR_TEST_FAULT_TIMEOUT_MS=$T
+bound=$((3 * T))
 if ! "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
     echo "SKIP: needs Open MPI's --enable-recovery to keep survivors running"; exit 77
 fi
@@ -65,6 +71,7 @@ ranks_left() { [ -n "$(procs_of "$exe $dir")" ]; }
 run_point() {
     rm -f "$dir"/rank-*
     "$mpiexec" -n "$n" --oversubscribe --enable-recovery -x SYMADDR_TEST_VICTIMS \
+        -x SYMADDR_TEST_FAULT_TIMEOUT_MS \
         "$exe" "$dir" "$at" >"$dir/log-$at" 2>&1 &
     local job=$! start=$SECONDS done_at=""
     # The survivors have 120 s to report. The launcher then has 5 s to exit: Open MPI 4.1
@@ -131,13 +138,14 @@ for at in $points; do
                      "after $ms ms: $rest"
                 fail=$((fail + 1)); continue ;;
             esac
-            # Any error will do, within 2x the 1000 ms timeout (plus 500 ms for a loaded
-            # machine). A collective reports -10 (TIMEOUT) or -18 (BROKEN: a peer timed out
-            # first); the signal wait is the caller's own: TIMEOUT after 1000 ms.
+            # Any error will do, within the bound (twice the timeout, and once more for a
+            # loaded machine). A collective reports -10 (TIMEOUT) or -18 (BROKEN: a peer timed
+            # out first); the signal wait is the caller's own: TIMEOUT after its timeout.
             ok=0
-            if [ "$st" -lt 0 ] && [ "$ms" -le 2500 ]; then ok=1; fi
+            if [ "$st" -lt 0 ] && [ "$ms" -le "$bound" ]; then ok=1; fi
             if [ "$at" = coll ] && [ "$st" != -10 ] && [ "$st" != -18 ]; then ok=0; fi
-            if [ "$what" = signal ] && { [ "$st" != -10 ] || [ "$ms" -lt 900 ]; }; then ok=0; fi
+            if [ "$what" = signal ] && { [ "$st" != -10 ] || [ "$ms" -lt $((T * 9 / 10)) ]; }
+            then ok=0; fi
             if [ $ok -eq 1 ]; then
                 pass=$((pass + 1))
                 echo "killed at $at: rank $r $what returned $st after $ms ms"
