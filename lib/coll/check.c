@@ -97,10 +97,7 @@ static const char *where_text(const coll_where_t *w, char *buf, size_t n)
 /* Text for a registration's table number (coll_buf_t.table). */
 static const char *table_text(uint64_t table, char *buf, size_t n)
 {
-    if (table == UINT64_MAX)
-        snprintf(buf, n, "the heap");
-    else
-        snprintf(buf, n, "the registration of collective call %llu", (unsigned long long)table);
+    snprintf(buf, n, "the registration of collective call %llu", (unsigned long long)table);
     return buf;
 }
 
