@@ -552,6 +552,10 @@ SYMADDR_API symaddr_status_t symaddr_register_nvshmem(symaddr_context_t *ctx, vo
  * symaddr_register_openshmem or symaddr_register_nvshmem (collective: every rank unregisters its
  * map of the same registration).
  * Imported roots are closed when their last view goes; foreign memory is never unmapped.
+ * A map handle, like symaddr_symmetric_free's pointer, is an address: once unregistered, a later
+ * registration may be given the same handle, and unregistering the old one then ends the new one;
+ * until then it returns SYMADDR_ERR_INVALID_MAP. (Python's maps name their own registration:
+ * unregister() and free() of an ended one raise, whatever lives at its address.)
  * @return SYMADDR_OK; SYMADDR_ERR_INVALID_ARG for a NULL context or map;
  *         SYMADDR_ERR_INVALID_MAP if @p map is not live in @p ctx;
  *         SYMADDR_ERR_WRONG_PROVIDER for a map from symaddr_symmetric_alloc.
