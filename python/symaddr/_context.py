@@ -258,9 +258,10 @@ class Context(Memory, Registrations, Validation, Communication):
 
     @property
     def heap_bases(self) -> Any:
-        """The context-wide table of the heap (int64, zero-copy): the legacy table that every
-        heap allocation's peer_bases is, for kernels in the heap_bases form
-        (symaddr.triton.heap)."""
+        """The context-wide table of the heap (int64, zero-copy), for kernels in the heap_bases
+        form (symaddr.triton.heap): it translates every heap allocation's pointers, as each
+        one's own peer_bases does, but validation bounds it to the whole heap (each heap
+        allocation's own table, to that allocation)."""
         self._open()
         table = self._heap_bases() if self._heap_bases is not None else None
         if table is None:

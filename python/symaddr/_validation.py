@@ -52,9 +52,9 @@ class Validation:
                                                  ctypes.byref(word), ctypes.sizeof(word)))
 
     def _poison(self, reg):
-        """Validation mode: a freed allocation's own table (not the heap's, which its other
-        allocations share) says its allocation has no bytes, so that a kernel still given it is
-        refused and the next host call raises INVALID_MAP. _unpoison puts the size back before
+        """Validation mode: a freed allocation's own table (a heap allocation's too; never the
+        context-wide heap_bases) says its allocation has no bytes, so that a kernel still given
+        it is refused and the next host call raises INVALID_MAP. _unpoison puts the size back before
         the library releases the allocation (retention may hand the same table out again)."""
         m = self._lib.Map.from_address(reg.key)
         heap = self._heap_table()
