@@ -109,14 +109,23 @@ symaddr_status_t symaddr_agree_exchange(symaddr_core_t *core, unsigned kind, sym
         symaddr_core_break(core, (symaddr_status_t)all[r].broken);
     core->broken_told = core->broken != SYMADDR_OK; /* every rank saw the same flags */
     *all_p = all;
-    for (int r = 1; r < core->size; r++)
-        if (all[r].kind != all[0].kind || strcmp(all[r].call, all[0].call) != 0)
-            return symaddr_error_set(&core->err, SYMADDR_ERR_MISMATCH,
-                                     "%s: rank %d is in %s (agreeing on %s) while rank 0 is in "
-                                     "%s (agreeing on %s); every rank must make the same "
-                                     "collective calls in the same order",
-                                     opname, r, all[r].call, kind_name(all[r].kind), all[0].call,
-                                     kind_name(all[0].kind));
+    for (int r = 1; r < core->size; r++) {
+        if (all[r].kind == all[0].kind && strcmp(all[r].call, all[0].call) == 0)
+            continue;
+        /* a rank whose context broke left its exchanges posted: a later call of a rank that
+         * came after meets one of those, and the break, not the calls, is what happened */
+        if (core->broken != SYMADDR_OK)
+            return symaddr_error_set(&core->err, SYMADDR_ERR_BROKEN,
+                                     "%s: the context is broken (%s on some rank); rank %d "
+                                     "left an earlier call's exchange behind: finalize it",
+                                     opname, symaddr_strerror(core->broken), r);
+        return symaddr_error_set(&core->err, SYMADDR_ERR_MISMATCH,
+                                 "%s: rank %d is in %s (agreeing on %s) while rank 0 is in "
+                                 "%s (agreeing on %s); every rank must make the same "
+                                 "collective calls in the same order",
+                                 opname, r, all[r].call, kind_name(all[r].kind), all[0].call,
+                                 kind_name(all[0].kind));
+    }
     return SYMADDR_OK;
 }
 
