@@ -167,6 +167,17 @@ SYMADDR_DEVFN void symaddr_block_sync(void)
 #endif
 }
 
+#if !SYMADDR_ON_GPU
+/** The cpu backend's symaddr_yield: sched_yield, or where that cannot reach the ranks this one
+ *  waits for (each in a scheduling group of its own, as MPICH's launcher starts them on Linux),
+ *  a short sleep on every 16th call. A function of the library, as symaddr_clock_host_ns. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    void
+    symaddr_yield_host(void);
+#endif
+
 /** Let other work run while this thread waits (ranks may outnumber cpu cores). */
 SYMADDR_DEVFN void symaddr_yield(void)
 {
@@ -175,7 +186,7 @@ SYMADDR_DEVFN void symaddr_yield(void)
 #elif defined(__HIP_DEVICE_COMPILE__)
     __builtin_amdgcn_s_sleep(2); /* about 128 clocks: the wave yields its issue slots */
 #elif !SYMADDR_ON_GPU
-    sched_yield();
+    symaddr_yield_host();
 #endif
 }
 

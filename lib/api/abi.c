@@ -4,6 +4,7 @@
 #include "providers/provider.h"
 #include "core/algos.h"
 #include "core/config.h"
+#include "bootstrap/bootstrap.h"
 #include "symaddr/device.h"
 
 #include <pthread.h>
@@ -27,22 +28,20 @@ const char *symaddr_redop_name(symaddr_redop_t op)
 #ifndef SYMADDR_BUILD_INFO
 #define SYMADDR_BUILD_INFO "unknown"
 #endif
-#define SYMADDR_STR_(x) #x
-#define SYMADDR_STR(x) SYMADDR_STR_(x)
+static char build_info[sizeof(SYMADDR_BUILD_INFO) + 64];
+static pthread_once_t build_info_once = PTHREAD_ONCE_INIT;
+
+static void build_info_make(void)
+{
+    /* the build's options, then the MPI whose header it was compiled against */
+    snprintf(build_info, sizeof(build_info), "%s; MPI header: %s", SYMADDR_BUILD_INFO,
+             symaddr_bootstrap_mpi_header(NULL));
+}
 
 const char *symaddr_build_info(void)
 {
-    /* the build's options, then the MPI whose header it was compiled against */
-    return SYMADDR_BUILD_INFO "; MPI header: "
-#if defined(OMPI_MAJOR_VERSION)
-                              "Open MPI " SYMADDR_STR(OMPI_MAJOR_VERSION) "." SYMADDR_STR(
-                                  OMPI_MINOR_VERSION) "." SYMADDR_STR(OMPI_RELEASE_VERSION)
-#elif defined(MPICH_VERSION)
-                              "MPICH " MPICH_VERSION
-#else
-                              "MPI " SYMADDR_STR(MPI_VERSION) "." SYMADDR_STR(MPI_SUBVERSION)
-#endif
-                                  ;
+    pthread_once(&build_info_once, build_info_make);
+    return build_info;
 }
 
 const char *symaddr_provider_name(symaddr_provider_kind_t kind)
@@ -166,6 +165,12 @@ static void abi_build(void)
     int major, minor, patch;
     symaddr_version(&major, &minor, &patch);
     put(&o, "{\"version\": \"%d.%d.%d\", ", major, minor, patch);
+    int openmpi;
+    const char *mpi = symaddr_bootstrap_mpi_header(&openmpi);
+    put(&o, "\"mpi\": {\"header\": \"%s\", \"family\": \"%s\"}, ", mpi,
+        openmpi > 0    ? "Open MPI"
+        : openmpi == 0 ? "MPICH"
+                       : "other");
     put(&o, "\"status\": {");
     for (int st = 0; st > SYMADDR_ERR_LAST_; st--) {
         const char *t = symaddr_strerror((symaddr_status_t)st);

@@ -35,6 +35,14 @@ typedef struct symaddr_bootstrap {
     symaddr_mpi_parked_t *parked;
 } symaddr_bootstrap_t;
 
+/* Is the MPI this process runs on the one libsymaddr was built with, and did its launcher
+ * start it? SYMADDR_ERR_MPI with what to do when the library is another vendor's than the
+ * header, or the world is 1 process where the launcher's variables say it started more. */
+symaddr_status_t symaddr_bootstrap_mpi_check(char *why, size_t why_len);
+/* The MPI whose mpi.h the library was compiled against ("Open MPI 4.1.4", "MPICH 5.0.2");
+ * *openmpi_p: 1 for Open MPI, 0 for MPICH and its derivatives, -1 for another. */
+const char *symaddr_bootstrap_mpi_header(int *openmpi_p);
+
 /* Collective over user_comm, bounded by timeout_ms where MPI allows it (duplicating the
  * communicator; MPI has no nonblocking split). sim_node_size > 0 splits each host into groups
  * of that many consecutive ranks. */

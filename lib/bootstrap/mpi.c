@@ -191,6 +191,70 @@ symaddr_status_t symaddr_mpi_barrier(symaddr_bootstrap_t *b, MPI_Comm comm, uint
     return wait_req(b, req, NULL, deadline_ns);
 }
 
+#define SYMADDR_STR_(x) #x
+#define SYMADDR_STR(x) SYMADDR_STR_(x)
+#if defined(OMPI_MAJOR_VERSION)
+#define SYMADDR_MPI_HEADER                                                                         \
+    "Open MPI " SYMADDR_STR(OMPI_MAJOR_VERSION) "." SYMADDR_STR(                                   \
+        OMPI_MINOR_VERSION) "." SYMADDR_STR(OMPI_RELEASE_VERSION)
+#define SYMADDR_MPI_HEADER_OPENMPI 1
+#elif defined(MPICH_VERSION)
+#define SYMADDR_MPI_HEADER "MPICH " MPICH_VERSION
+#define SYMADDR_MPI_HEADER_OPENMPI 0
+#else
+#define SYMADDR_MPI_HEADER "MPI " SYMADDR_STR(MPI_VERSION) "." SYMADDR_STR(MPI_SUBVERSION)
+#define SYMADDR_MPI_HEADER_OPENMPI (-1)
+#endif
+
+const char *symaddr_bootstrap_mpi_header(int *openmpi_p)
+{
+    if (openmpi_p)
+        *openmpi_p = SYMADDR_MPI_HEADER_OPENMPI;
+    return SYMADDR_MPI_HEADER;
+}
+
+symaddr_status_t symaddr_bootstrap_mpi_check(char *why, size_t why_len)
+{
+    static char lib[MPI_MAX_LIBRARY_VERSION_STRING]; /* MPICH's bound is 8 KiB */
+    int len = 0, world = 0;
+    const char *rebuild = "start the program with the mpiexec of the MPI symaddr was built with, "
+                          "or rebuild symaddr with the launcher's MPI (meson setup -Dmpicc=<its "
+                          "mpicc>, or that MPI's bin folder first on PATH)";
+    if (MPI_Get_library_version(lib, &len) != MPI_SUCCESS)
+        lib[0] = '\0';
+    lib[sizeof(lib) - 1] = '\0';
+    int line = (int)strcspn(lib, "\n");
+    int lib_openmpi = strstr(lib, "Open MPI") != NULL;
+    /* Open MPI's library always names itself; MPICH's derivatives name themselves variously */
+    if (SYMADDR_MPI_HEADER_OPENMPI >= 0 && lib[0] && lib_openmpi != SYMADDR_MPI_HEADER_OPENMPI) {
+        snprintf(why, why_len,
+                 "libsymaddr was compiled against " SYMADDR_MPI_HEADER "'s mpi.h but runs on "
+                 "another MPI's library (%.*s), whose handles it cannot read: link it to the MPI "
+                 "it was built with (LD_LIBRARY_PATH), or rebuild symaddr with this one "
+                 "(meson setup -Dmpicc=<its mpicc>)",
+                 line > 120 ? 120 : line, lib);
+        return SYMADDR_ERR_MPI;
+    }
+    /* A launcher of another MPI starts every process as a singleton of this one: N jobs of
+     * one rank, each of which would run the program alone. The launchers say how many they
+     * started (Hydra and PMI-1: PMI_SIZE, MPI_LOCALNRANKS; Open MPI's: OMPI_COMM_WORLD_SIZE). */
+    static const char *const vars[] = {"PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"};
+    if (MPI_Comm_size(MPI_COMM_WORLD, &world) != MPI_SUCCESS || world != 1)
+        return SYMADDR_OK;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        if (v && atoi(v) > 1) {
+            snprintf(why, why_len,
+                     "MPI_COMM_WORLD has 1 process, but the launcher started %d (%s=%s): this "
+                     "libsymaddr was built with " SYMADDR_MPI_HEADER " (%.*s) and another MPI's "
+                     "launcher started it, so every process runs alone; %s",
+                     atoi(v), vars[i], v, line > 80 ? 80 : line, lib, rebuild);
+            return SYMADDR_ERR_MPI;
+        }
+    }
+    return SYMADDR_OK;
+}
+
 symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_comm,
                                         int sim_node_size, unsigned timeout_ms, char *why,
                                         size_t why_len)

@@ -308,7 +308,7 @@ static void info_report(symaddr_context_t *ctx)
 
 /* The calling thread's last failure without a context (symaddr_last_error(NULL)), as
  * ncclGetLastError(NULL) has it: a failed symaddr_init leaves no context to ask. */
-static __thread char thread_error[512];
+static __thread char thread_error[768];
 
 /* symaddr_init's failure before a context exists to hold the text. */
 static symaddr_status_t init_refused(const symaddr_config_t *cfg, symaddr_status_t st,
@@ -337,7 +337,7 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
 {
     symaddr_context_t *ctx;
     symaddr_status_t st = SYMADDR_OK;
-    char why[256] = "";
+    char why[512] = "";
     int initialized = 0, finalized = 0;
 
     if (comm == MPI_COMM_NULL)
@@ -346,6 +346,8 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     MPI_Finalized(&finalized);
     if (!initialized || finalized)
         return init_refused(cfg, SYMADDR_ERR_MPI, "call MPI_Init before symaddr_init");
+    if ((st = symaddr_bootstrap_mpi_check(why, sizeof(why))) != SYMADDR_OK)
+        return init_refused(cfg, st, why);
     int inter = 0; /* MPI_Comm_split_type of an intercommunicator crashed Open MPI */
     if (MPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
         return init_refused(cfg, SYMADDR_ERR_INVALID_ARG,

@@ -7,6 +7,7 @@ import json
 import operator
 import os
 import subprocess
+from typing import Any
 
 # symaddr's dtype names as NumPy and torch spell them (the library's names, another library's
 # spelling: not a copy of an enum)
@@ -148,14 +149,41 @@ def validating(value):
     return str(value or "0").strip().lower() in ("1", "yes", "true", "on", "args")
 
 
-def load(path=None):
+def mpi_mismatch(lib: Any, mpi: Any) -> None:
+    """Raise SymaddrError(SYMADDR_ERR_MPI) when mpi4py runs on another MPI than the one
+    libsymaddr was built with (Open MPI against MPICH or a derivative): the library would read
+    mpi4py's communicator handle as its own MPI's and crash, or find MPI not initialised."""
+    family = lib.abi.get("mpi", {}).get("family", "other")
+    try:
+        running = mpi.Get_library_version().splitlines()[0].strip()
+    except Exception:  # introspection: an mpi4py without it is not refused here
+        return
+    if family == "other" or ("Open MPI" in running) == (family == "Open MPI"):
+        return
+    raise error("SYMADDR_ERR_MPI", "mpi4py runs on %s, but libsymaddr (%s) was built with %s: "
+                "use an mpi4py of the MPI symaddr was built with (the same environment's), or "
+                "rebuild symaddr with mpi4py's MPI (its mpicc first on PATH, then `pip install "
+                ".`)" % (running[:60], getattr(lib, "_name", "?"), lib.abi["mpi"]["header"]))
+
+
+def load(path=None, mpi=None):
     """libsymaddr as a ctypes library, with .abi (the parsed symaddr_abi_json), the structs
-    .Config, .Map and .Buffer, and the prototypes the package uses. Loaded once per path."""
+    .Config, .Map and .Buffer, and the prototypes the package uses. Loaded once per path.
+
+    mpi (mpi4py's MPI, as Context() passes it): first refuse an mpi4py of another MPI
+    (mpi_mismatch), then make the library global, with its MPI: Open MPI's plugins look their
+    symbols up there. Until then it is loaded local, so that its MPI cannot take the place of
+    another MPI's symbols in an mpi4py loaded later (which calls then reach the wrong MPI)."""
     path = path or library_path()
     if path in _loaded:
-        return _loaded[path]
+        lib = _loaded[path]
+        if mpi is not None and not lib.global_:
+            mpi_mismatch(lib, mpi)
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)  # the same library, promoted
+            lib.global_ = True
+        return lib
     try:
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
         lib.symaddr_abi_json.restype = ctypes.c_char_p
     except (OSError, AttributeError) as e:
         raise SymaddrError(-1, "cannot load libsymaddr from %s (%s): install the package with "
@@ -212,8 +240,9 @@ def load(path=None):
     lib.dtypes = {ARRAY_NAMES.get(k, k): v for k, v in abi["dtype"].items()}
     # collective name -> (its index for symaddr_collective_run_at, its SYMADDR_COLLECTIVE_* flags)
     lib.collectives = {c["name"]: (k, c["flags"]) for k, c in enumerate(abi["collectives"])}
+    lib.global_ = False
     _loaded[path] = lib
-    return lib
+    return load(path, mpi)
 
 
 def version(lib=None):

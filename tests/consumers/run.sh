@@ -13,7 +13,14 @@ export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 SYMADDR_BACKEND=cpu
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
-run() { mpiexec -n 2 --oversubscribe "$@"; }
+# MPIEXEC: the launcher of the MPI symaddr was built with (default: PATH's); Open MPI's wants
+# --oversubscribe for more ranks than cores, MPICH's Hydra has no such flag.
+mpiexec=${MPIEXEC:-mpiexec}
+over=
+if "$mpiexec" --version 2>&1 | grep -qE "Open MPI|OpenRTE"; then
+    over=--oversubscribe
+fi
+run() { "$mpiexec" -n 2 $over "$@"; }
 
 headers=$(cd "$(pkg-config --variable=includedir symaddr)" && ls symaddr/*.h)
 probe=$WORK/headers.c
@@ -22,11 +29,11 @@ echo 'int main(void) { return (int)(symaddr_clock_ns() & 0) + SYMADDR_OK; }' >>"
 cp "$probe" "$WORK/headers.cpp"
 for std in c99 c11 gnu11; do
     cc -std=$std -pedantic -Wall -Wextra -Werror $(pkg-config --cflags symaddr) "$probe" \
-        -o "$WORK/headers-$std" $(pkg-config --libs symaddr) $(mpicc --showme:link)
+        -o "$WORK/headers-$std" $(pkg-config --libs symaddr)
 done
 for std in c++11 c++17; do
     c++ -std=$std -Wall -Wextra -Werror $(pkg-config --cflags symaddr) "$WORK/headers.cpp" \
-        -o "$WORK/headers-$std" $(pkg-config --libs symaddr) $(mpicc --showme:link)
+        -o "$WORK/headers-$std" $(pkg-config --libs symaddr)
 done
 echo "-- headers: $(echo $headers | wc -w) public headers compile as c99, c11, gnu11, c++11, c++17"
 

@@ -792,6 +792,30 @@ def test_bench_arguments():
         check("alloc and allreduce run" in str(e.code), "triton on the cpu: %r" % e.code)
 
 
+
+def test_other_mpi_refused():
+    """An mpi4py of another MPI than libsymaddr's (/usr/bin/python3's Open MPI mpi4py against a
+    build of MPICH: SIGSEGV in PMPI_Comm_test_inter before) is refused by Context() with
+    SYMADDR_ERR_MPI naming both; this process's own mpi4py is not. The real route runs in CI's
+    MPICH stage (tests/other-mpi.sh)."""
+    from symaddr._lib import load, mpi_mismatch
+    lib = load()
+    family = lib.abi["mpi"]["family"]
+    check(family in ("Open MPI", "MPICH", "other") and lib.abi["mpi"]["header"],
+          "the ABI names the MPI of the header: %r" % lib.abi["mpi"])
+    check(mpi_mismatch(lib, MPI) is None, "this process's mpi4py is refused")
+
+    class Other:
+        @staticmethod
+        def Get_library_version():
+            return ("MPICH Version:      5.0.2\nMPICH Release date: x" if family == "Open MPI"
+                    else "Open MPI v5.0.11, package: Open MPI")
+    if family != "other":
+        refused("an mpi4py of another MPI", lambda: mpi_mismatch(lib, Other),
+                ["mpi4py runs on", lib.abi["mpi"]["header"], "rebuild symaddr"],
+                name="SYMADDR_ERR_MPI")
+
+
 cases.run("version", test_version)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
@@ -808,5 +832,6 @@ cases.run("messages name the argument and what is allowed", test_messages_name_t
 cases.run("a staged recv on one rank at the workspace's growth", test_workspace_growth_mixed)
 cases.run("read-only buffers are not written", test_read_only_recv)
 cases.run("python -m symaddr.bench's arguments", test_bench_arguments)
+cases.run("an mpi4py of another MPI is refused", test_other_mpi_refused)
 ctx.close()
 sys.exit(cases.finish())

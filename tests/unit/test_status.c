@@ -9,8 +9,12 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "symaddr/symaddr.h"
+#include "symaddr/device.h"
 #include "backends/backend.h"
 #include "bootstrap/bootstrap.h"
 #include "core/clock.h"
@@ -310,13 +314,77 @@ static void test_agree_deadline(void **state)
     assert_true(symaddr_bootstrap_agree_deadline(&b) >= now + T);
 }
 
+/* This process's voluntary context switches so far (each sleep is one; a sched_yield is not). */
+static long voluntary_switches(void)
+{
+    char line[128];
+    long n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* In a child: 160 waits of the cpu backend, as a session leader (as MPICH's Hydra starts every
+ * rank) or not; exit 0 when they slept as they should (10 sleeps, or none), 1 when not, 77
+ * where the kernel has no autogroups (sched_yield then reaches every rank). */
+static int yields_in_child(int own_session)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        int autogroup = 0;
+        FILE *f = fopen("/proc/sys/kernel/sched_autogroup_enabled", "r");
+        if (f) {
+            autogroup = fgetc(f) == '1';
+            fclose(f);
+        }
+        if (own_session && (!autogroup || setsid() < 0))
+            _exit(77);
+        long before = voluntary_switches();
+        for (int i = 0; i < 160; i++)
+            symaddr_yield_host();
+        long slept = voluntary_switches() - before;
+        _exit(before >= 0 && (own_session ? slept >= 10 : slept < 10) ? 0 : 1);
+    }
+    assert_true(pid > 0);
+    int status = 0;
+    uint64_t deadline = symaddr_now_ns() + 60000000000ull;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+        if (symaddr_now_ns() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            fail_msg("the yielding child did not end within 60 s");
+        }
+        usleep(1000);
+    }
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+/* Under MPICH's Hydra every rank leads a session of its own, which Linux schedules as a group
+ * of its own: sched_yield never handed the core to a peer of another group, and a small
+ * allreduce where ranks outnumbered cores took a millisecond. A session leader's waits now
+ * sleep on every 16th poll; a rank of a shared session (Open MPI's) keeps yielding. */
+static void test_yield_across_sessions(void **state)
+{
+    (void)state;
+    assert_int_equal(yields_in_child(0), 0);
+    int st = yields_in_child(1);
+    if (st == 77)
+        skip(); /* no autogroups here: sched_yield reaches every rank */
+    assert_int_equal(st, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_strerror),       cmocka_unit_test(test_backend_rows),
         cmocka_unit_test(test_config_env),     cmocka_unit_test(test_config_refusals),
         cmocka_unit_test(test_size_parse),     cmocka_unit_test(test_coll_rows),
-        cmocka_unit_test(test_agree_deadline),
+        cmocka_unit_test(test_agree_deadline), cmocka_unit_test(test_yield_across_sessions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
