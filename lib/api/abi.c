@@ -28,20 +28,10 @@ const char *symaddr_redop_name(symaddr_redop_t op)
 #ifndef SYMADDR_BUILD_INFO
 #define SYMADDR_BUILD_INFO "unknown"
 #endif
-static char build_info[sizeof(SYMADDR_BUILD_INFO) + 64];
-static pthread_once_t build_info_once = PTHREAD_ONCE_INIT;
-
-static void build_info_make(void)
-{
-    /* the build's options, then the MPI whose header it was compiled against */
-    snprintf(build_info, sizeof(build_info), "%s; MPI header: %s", SYMADDR_BUILD_INFO,
-             symaddr_bootstrap_mpi_header(NULL));
-}
-
 const char *symaddr_build_info(void)
 {
-    pthread_once(&build_info_once, build_info_make);
-    return build_info;
+    /* the build's options, then the MPI whose header it was compiled against */
+    return SYMADDR_BUILD_INFO "; MPI header: " SYMADDR_MPI_HEADER;
 }
 
 const char *symaddr_provider_name(symaddr_provider_kind_t kind)
@@ -165,12 +155,10 @@ static void abi_build(void)
     int major, minor, patch;
     symaddr_version(&major, &minor, &patch);
     put(&o, "{\"version\": \"%d.%d.%d\", ", major, minor, patch);
-    int openmpi;
-    const char *mpi = symaddr_bootstrap_mpi_header(&openmpi);
-    put(&o, "\"mpi\": {\"header\": \"%s\", \"family\": \"%s\"}, ", mpi,
-        openmpi > 0    ? "Open MPI"
-        : openmpi == 0 ? "MPICH"
-                       : "other");
+    put(&o, "\"mpi\": {\"header\": \"%s\", \"family\": \"%s\"}, ", SYMADDR_MPI_HEADER,
+        SYMADDR_MPI_HEADER_OPENMPI > 0    ? "Open MPI"
+        : SYMADDR_MPI_HEADER_OPENMPI == 0 ? "MPICH"
+                                          : "other");
     put(&o, "\"status\": {");
     for (int st = 0; st > SYMADDR_ERR_LAST_; st--) {
         const char *t = symaddr_strerror((symaddr_status_t)st);

@@ -39,9 +39,23 @@ typedef struct symaddr_bootstrap {
  * start it? SYMADDR_ERR_MPI with what to do when the library is another vendor's than the
  * header, or the world is 1 process where the launcher's variables say it started more. */
 symaddr_status_t symaddr_bootstrap_mpi_check(char *why, size_t why_len);
-/* The MPI whose mpi.h the library was compiled against ("Open MPI 4.1.4", "MPICH 5.0.2");
- * *openmpi_p: 1 for Open MPI, 0 for MPICH and its derivatives, -1 for another. */
-const char *symaddr_bootstrap_mpi_header(int *openmpi_p);
+
+/* The MPI whose mpi.h the library was compiled against ("Open MPI 4.1.4", "MPICH 5.0.2"), and
+ * its family: 1 for Open MPI, 0 for MPICH and its derivatives, -1 for another. */
+#define SYMADDR_MPI_STR_(x) #x
+#define SYMADDR_MPI_STR(x) SYMADDR_MPI_STR_(x)
+#if defined(OMPI_MAJOR_VERSION)
+#define SYMADDR_MPI_HEADER                                                                         \
+    "Open MPI " SYMADDR_MPI_STR(OMPI_MAJOR_VERSION) "." SYMADDR_MPI_STR(                           \
+        OMPI_MINOR_VERSION) "." SYMADDR_MPI_STR(OMPI_RELEASE_VERSION)
+#define SYMADDR_MPI_HEADER_OPENMPI 1
+#elif defined(MPICH_VERSION)
+#define SYMADDR_MPI_HEADER "MPICH " MPICH_VERSION
+#define SYMADDR_MPI_HEADER_OPENMPI 0
+#else
+#define SYMADDR_MPI_HEADER "MPI " SYMADDR_MPI_STR(MPI_VERSION) "." SYMADDR_MPI_STR(MPI_SUBVERSION)
+#define SYMADDR_MPI_HEADER_OPENMPI (-1)
+#endif
 
 /* Collective over user_comm, bounded by timeout_ms where MPI allows it (duplicating the
  * communicator; MPI has no nonblocking split). sim_node_size > 0 splits each host into groups

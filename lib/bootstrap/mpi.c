@@ -191,31 +191,9 @@ symaddr_status_t symaddr_mpi_barrier(symaddr_bootstrap_t *b, MPI_Comm comm, uint
     return wait_req(b, req, NULL, deadline_ns);
 }
 
-#define SYMADDR_STR_(x) #x
-#define SYMADDR_STR(x) SYMADDR_STR_(x)
-#if defined(OMPI_MAJOR_VERSION)
-#define SYMADDR_MPI_HEADER                                                                         \
-    "Open MPI " SYMADDR_STR(OMPI_MAJOR_VERSION) "." SYMADDR_STR(                                   \
-        OMPI_MINOR_VERSION) "." SYMADDR_STR(OMPI_RELEASE_VERSION)
-#define SYMADDR_MPI_HEADER_OPENMPI 1
-#elif defined(MPICH_VERSION)
-#define SYMADDR_MPI_HEADER "MPICH " MPICH_VERSION
-#define SYMADDR_MPI_HEADER_OPENMPI 0
-#else
-#define SYMADDR_MPI_HEADER "MPI " SYMADDR_STR(MPI_VERSION) "." SYMADDR_STR(MPI_SUBVERSION)
-#define SYMADDR_MPI_HEADER_OPENMPI (-1)
-#endif
-
-const char *symaddr_bootstrap_mpi_header(int *openmpi_p)
-{
-    if (openmpi_p)
-        *openmpi_p = SYMADDR_MPI_HEADER_OPENMPI;
-    return SYMADDR_MPI_HEADER;
-}
-
 symaddr_status_t symaddr_bootstrap_mpi_check(char *why, size_t why_len)
 {
-    static char lib[MPI_MAX_LIBRARY_VERSION_STRING]; /* MPICH's bound is 8 KiB */
+    char lib[MPI_MAX_LIBRARY_VERSION_STRING]; /* MPICH's bound is 8 KiB */
     int len = 0, world = 0;
     const char *rebuild = "start the program with the mpiexec of the MPI symaddr was built with, "
                           "or rebuild symaddr with the launcher's MPI (meson setup -Dmpicc=<its "

@@ -12,7 +12,7 @@ from ._comm import Communication, add_collectives
 from ._memory import Memory
 from ._registrations import Registrations
 from ._validation import Validation
-from ._lib import STATUS, SymaddrError, choice, index_of, int_of, int_range, load, mpi_mismatch
+from ._lib import STATUS, SymaddrError, choice, index_of, int_of, int_range, load
 from ._lib import error as _err
 from ._lib import validating as _validating
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
@@ -33,7 +33,9 @@ class Context(Memory, Registrations, Validation, Communication):
                  **config: Any) -> None:
         from mpi4py import MPI
         self._h = None
-        self._lib = lib if lib is not None else load(mpi=MPI)
+        # load() refuses another MPI's mpi4py, then makes the library global (a library passed
+        # in is one load() made: the same checks)
+        self._lib = load(lib._name if lib is not None else None, mpi=MPI)
         add_collectives(Context, self._lib)
         self._regs = {}  # address of the library's symaddr_map_t -> Registration
         self._by_base = {}  # base address of a live allocation -> its Registration
@@ -85,7 +87,6 @@ class Context(Memory, Registrations, Validation, Communication):
                 "Context on its ranks alone" if isinstance(comm, MPI.Comm) and
                 comm == MPI.COMM_NULL else "pass an mpi4py intracommunicator that this rank "
                 "is in (MPI.COMM_WORLD, or one of comm.Split or comm.Create)")))
-        mpi_mismatch(self._lib, MPI)  # a library passed in (load() has checked its own)
         h = ctypes.c_void_p()
         self._check(self._lib.symaddr_init(ctypes.c_void_p(MPI._handleof(comm)),
                                            ctypes.byref(cfg), ctypes.byref(h)))
