@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python validation wheel torch pybench pyab soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python validation wheel torch torchrun pybench pyab soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -187,6 +187,18 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
                 grep -E "^(not ok|skip)|passed" "$log"
             done
         done ;;
+    torchrun)
+        # Context over torch.distributed (gloo), no MPI in the process: tests/python/
+        # test_torchrun.py under torchrun on the cuda backend, Triton compiled, validation on, at
+        # TR_RANKS (default 2 and 8) ranks on one GPU (mps-on first).
+        for n in ${TR_RANKS:-2 8}; do
+            SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_TEST_PYTHONPATH=$PWD/python \
+                SYMADDR_BACKEND=cuda SYMADDR_VALIDATE=1 timeout 400 python3 -m \
+                torch.distributed.run --standalone --nproc-per-node $n \
+                tests/python/test_torchrun.py >>"$OUT/torchrun.txt" 2>&1
+            echo "torchrun $n ranks rc=$?" | tee -a "$OUT/torchrun.txt"
+        done
+        grep -E "^(ok|not ok|skip)|passed|rc=" "$OUT/torchrun.txt" ;;
     pybench)
         # symaddr.triton's collectives against the C ones, and the fused examples against their
         # unfused pairs, PY_RANKS ranks on one GPU (MPS on): python -m symaddr.bench triton

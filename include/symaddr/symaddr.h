@@ -336,6 +336,69 @@ SYMADDR_API void symaddr_config_default(symaddr_config_t *cfg);
 SYMADDR_API symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg,
                                           symaddr_context_t **ctx_p);
 
+/** The version of symaddr_bootstrap_ops_t this header describes. */
+#define SYMADDR_BOOTSTRAP_OPS_VERSION 1
+
+/**
+ * What a runtime other than MPI gives symaddr to start it (symaddr_init_bootstrap): a way to
+ * move bytes between two ranks, and optionally faster world-wide exchanges and its own idea
+ * of which ranks share a node. symaddr builds every exchange it needs of these (its records'
+ * allgathers, barriers, broadcasts, the node split, its agreements, and the steps of its
+ * collectives between nodes); each message it sends carries the exchange it belongs to, and
+ * one of another exchange is refused (SYMADDR_ERR_PEER), never read as data.
+ *
+ * Every operation gets the time left of the wait symaddr is in (timeout_ms, at least 1) and
+ * must return within it, SYMADDR_ERR_TIMEOUT when the peer did not come; any status other than
+ * SYMADDR_OK is returned by the symaddr call that made the exchange, on this rank, and breaks
+ * the context as a timeout does. symaddr cannot stop an operation that never returns: the
+ * call in it does not return either, so an operation without a deadline of its own makes
+ * every symaddr wait as unbounded as it is. Operations are called from the thread of the
+ * symaddr call, one at a time per context, never concurrently.
+ */
+typedef struct symaddr_bootstrap_ops {
+    unsigned version; /**< SYMADDR_BOOTSTRAP_OPS_VERSION */
+    /** Required. Send @p send_bytes at @p send to rank @p to and receive exactly
+     *  @p recv_bytes from rank @p from into @p recv, both at once (post both before waiting
+     *  for either: two ranks that send to each other must not deadlock). @p to or @p from is
+     *  -1 (with 0 bytes) when that half is absent. Messages from one rank to another arrive
+     *  in the order sent, and a receive of n bytes takes the sender's message of n bytes. */
+    symaddr_status_t (*sendrecv)(void *state, int to, const void *send, size_t send_bytes, int from,
+                                 void *recv, size_t recv_bytes, unsigned timeout_ms);
+    /** Optional (NULL: built of sendrecv). Every rank's @p bytes at @p all + rank * bytes,
+     *  over every rank of the bootstrap. */
+    symaddr_status_t (*allgather)(void *state, const void *mine, void *all, size_t bytes,
+                                  unsigned timeout_ms);
+    /** Optional (NULL: built of sendrecv). Returns once every rank of the bootstrap called. */
+    symaddr_status_t (*barrier)(void *state, unsigned timeout_ms);
+    /** Optional (NULL: the host's name and boot id). Writes a string, equal on exactly the ranks
+     *  that share memory (one node), into @p key of @p key_bytes. Called once by every rank
+     *  during init. */
+    symaddr_status_t (*node_key)(void *state, char *key, size_t key_bytes, unsigned timeout_ms);
+    /** Optional. Called once, when the context no longer uses @p state: at the end of
+     *  symaddr_finalize, or of a symaddr_init_bootstrap that failed. */
+    void (*fini)(void *state);
+} symaddr_bootstrap_ops_t;
+
+/**
+ * Create a context over the ranks that @p ops connect, without MPI (collective over them):
+ * MPI need not be initialised, and symaddr makes no MPI call for this context (symaddr_comm
+ * returns MPI_COMM_NULL). Everything else is as symaddr_init's, timeouts included: each wait
+ * ends by cfg->timeout_ms whatever the operations do, short of one that never returns (see
+ * symaddr_bootstrap_ops_t).
+ * @param ops the operations; copied, so the table need not outlive the call
+ * @param state passed to every operation; the caller's, until ops->fini
+ * @param rank this rank, 0 to size - 1, one per process
+ * @param size the number of ranks
+ * @param cfg settings, or NULL for symaddr_config_default()
+ * @param ctx_p the new context
+ * @return as symaddr_init's, and SYMADDR_ERR_INVALID_ARG for a NULL @p ops or ops->sendrecv,
+ *         an ops->version this library does not know, or a @p rank outside 0 to @p size - 1;
+ *         the operations' own failures as they return them.
+ */
+SYMADDR_API symaddr_status_t symaddr_init_bootstrap(const symaddr_bootstrap_ops_t *ops, void *state,
+                                                    int rank, int size, const symaddr_config_t *cfg,
+                                                    symaddr_context_t **ctx_p);
+
 /**
  * Release every registration, the heap and the communicators (collective), and set *ctx_p to NULL.
  * Peers' mappings are closed before any rank releases memory. A broken context does not wait
@@ -397,7 +460,8 @@ SYMADDR_API int symaddr_node_rank(const symaddr_context_t *ctx);
 /** Ranks of this rank's node group. */
 SYMADDR_API int symaddr_node_size(const symaddr_context_t *ctx);
 
-/** The duplicated communicator the context runs on (do not free it). */
+/** The duplicated communicator the context runs on (do not free it); MPI_COMM_NULL for a
+ *  context of symaddr_init_bootstrap. */
 SYMADDR_API MPI_Comm symaddr_comm(const symaddr_context_t *ctx);
 
 /** How a rank relates to another (symaddr_locality_t.peer_class). */

@@ -135,6 +135,15 @@ static const field_t buffer_fields[] = {
     FIELD(symaddr_buffer_t, caps, "uint64"),
 };
 
+static const field_t bootstrap_ops_fields[] = {
+    FIELD(symaddr_bootstrap_ops_t, version, "unsigned"),
+    FIELD(symaddr_bootstrap_ops_t, sendrecv, "ptr"),
+    FIELD(symaddr_bootstrap_ops_t, allgather, "ptr"),
+    FIELD(symaddr_bootstrap_ops_t, barrier, "ptr"),
+    FIELD(symaddr_bootstrap_ops_t, node_key, "ptr"),
+    FIELD(symaddr_bootstrap_ops_t, fini, "ptr"),
+};
+
 static void layout(out_t *o, const char *name, size_t bytes, const field_t *f, size_t n)
 {
     put(o, "\"%s\": {\"size\": %zu, \"fields\": [", name, bytes);
@@ -216,7 +225,9 @@ static void abi_build(void)
     LAYOUT(&o, symaddr_map_t, map_fields);
     put(&o, ", ");
     LAYOUT(&o, symaddr_buffer_t, buffer_fields);
-    put(&o, "}}");
+    put(&o, ", ");
+    LAYOUT(&o, symaddr_bootstrap_ops_t, bootstrap_ops_fields);
+    put(&o, "}, \"bootstrap_ops_version\": %d}", SYMADDR_BOOTSTRAP_OPS_VERSION);
 }
 
 const char *symaddr_abi_json(void)

@@ -62,8 +62,8 @@ static symaddr_status_t register_foreign(symaddr_context_t *ctx, void *ptr, size
     int *pe_of_rank = malloc(sizeof(int) * (size_t)ctx->core.size);
     if (!pe_of_rank)
         local = symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "%s: out of host memory", fn);
-    else if ((local = symaddr_mpi_allgather(
-                  &ctx->core.boot, ctx->core.comm, &my_pe, pe_of_rank, sizeof(int),
+    else if ((local = symaddr_boot_allgather(
+                  &ctx->core.boot, &ctx->core.boot.world, &my_pe, pe_of_rank, sizeof(int),
                   symaddr_bootstrap_deadline(&ctx->core.boot, 0))) != SYMADDR_OK)
         symaddr_set_error(ctx, local, "%s: the ranks could not swap their PE numbers", fn);
     if ((st = symaddr_agree_status(&ctx->core, local, fn)) == SYMADDR_OK)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* MPI bootstrap: the context's communicator, its node group, every collective MPI call the
- * library makes (each bounded by a deadline), and a mesh of Unix-domain sockets inside the
+/* Bootstrap: the operations that connect the ranks (MPI's by default, or a runtime's through
+ * symaddr_init_bootstrap), the groups built of them (world, node, leaders) and every exchange
+ * the library makes (each bounded by a deadline), and a mesh of Unix-domain sockets inside the
  * node to pass file descriptors (SCM_RIGHTS). */
 #ifndef SYMADDR_LIB_BOOTSTRAP_H
 #define SYMADDR_LIB_BOOTSTRAP_H
@@ -11,28 +12,34 @@
 #include <mpi.h>
 
 #include "core/clock.h" /* the deadlines' clock */
-#include "symaddr/types.h"
+#include "symaddr/symaddr.h"
 
-/* A collective MPI operation still posted after its wait ran out: MPI cannot cancel one, so
- * its buffers live until it completes or the bootstrap is torn down. */
-typedef struct symaddr_mpi_parked {
-    MPI_Request req;
-    void *buf;
-    struct symaddr_mpi_parked *next;
-} symaddr_mpi_parked_t;
+/* A group of the context's ranks that exchange among themselves: the world, a node, the
+ * nodes' leaders. Every member makes the same exchanges in the same order; seq counts them,
+ * and each message carries it, so that a message of another exchange (an earlier one that ran
+ * out of time) is refused, never read as this one's. */
+typedef struct symaddr_group {
+    int n, me;   /* members; this rank's index among them (-1: not a member) */
+    int *ranks;  /* world rank of each member, ascending */
+    uint16_t id; /* which group: messages of two groups between one pair never mix */
+    uint64_t seq;
+} symaddr_group_t;
+
+enum { SYMADDR_GROUP_WORLD = 1, SYMADDR_GROUP_NODE = 2, SYMADDR_GROUP_LEADERS = 3 };
 
 typedef struct symaddr_bootstrap {
-    MPI_Comm comm;      /* duplicate of the user's communicator */
-    MPI_Comm node_comm; /* ranks that share memory (maybe a simulated node) */
+    symaddr_bootstrap_ops_t ops; /* the caller's, copied: its table need not outlive init */
+    void *state;
+    MPI_Comm comm; /* the MPI row's duplicate of the user's communicator; MPI_COMM_NULL else */
+    symaddr_group_t world, node, leaders; /* leaders: each node's node rank 0 */
     int rank, size;
     int node_rank, node_size;
-    int host_size;     /* ranks of the communicator on this host (node groups may split it) */
-    int *node_to_rank; /* node rank -> rank in comm */
+    int host_size;     /* ranks of the world on this host (node groups may split it) */
+    int *node_to_rank; /* node rank -> world rank (node.ranks) */
     int *socks;        /* connected socket per node peer; -1 for self; NULL until needed */
     uint64_t fd_seq;   /* fd exchanges so far; stale messages carry smaller numbers */
     unsigned timeout_ms;
     uint64_t deadline_ns; /* of the public call in progress (symaddr_now_ns's clock) */
-    symaddr_mpi_parked_t *parked;
 } symaddr_bootstrap_t;
 
 /* Is the MPI this process runs on the one libsymaddr was built with, and did its launcher
@@ -57,13 +64,24 @@ symaddr_status_t symaddr_bootstrap_mpi_check(char *why, size_t why_len);
 #define SYMADDR_MPI_HEADER_OPENMPI (-1)
 #endif
 
-/* Collective over user_comm, bounded by timeout_ms where MPI allows it (duplicating the
- * communicator; MPI has no nonblocking split). sim_node_size > 0 splits each host into groups
- * of that many consecutive ranks. */
+/* Collective over the ranks the operations connect, bounded by timeout_ms whatever the
+ * operations do (short of one that never returns). sim_node_size > 0 splits each host into
+ * groups of that many consecutive ranks. The ops are copied; state stays the caller's, and
+ * ops->fini(state) runs at symaddr_bootstrap_fini, or here on failure. */
+symaddr_status_t symaddr_bootstrap_start(symaddr_bootstrap_t *b, const symaddr_bootstrap_ops_t *ops,
+                                         void *state, int rank, int size, int sim_node_size,
+                                         unsigned timeout_ms, char *why, size_t why_len);
+/* The MPI row: the operations over a duplicate of user_comm, then symaddr_bootstrap_start. */
 symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_comm,
                                         int sim_node_size, unsigned timeout_ms, char *why,
                                         size_t why_len);
 void symaddr_bootstrap_fini(symaddr_bootstrap_t *b);
+
+/* The members of group g (size n, world ranks ascending, this rank among them or not) as a
+ * group: ranks is copied. */
+symaddr_status_t symaddr_group_init(symaddr_group_t *g, uint16_t id, const int *ranks, int n,
+                                    int my_rank);
+void symaddr_group_fini(symaddr_group_t *g);
 
 /* Start of a public call: its waits on peers share one deadline, timeout_ms from now. */
 /* The end of a call: agreements outside one take a fresh deadline. */
@@ -75,26 +93,34 @@ void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b);
 /* The call's deadline, or a fresh one (timeout_ms from now) when fresh is set. */
 uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh);
 
-/* Nonblocking MPI collectives waited for until deadline_ns: SYMADDR_OK, SYMADDR_ERR_MPI when
- * MPI reports an error, or SYMADDR_ERR_TIMEOUT, the operation then left posted with buffers of
- * its own (the caller's are never written after the return). */
-symaddr_status_t symaddr_mpi_allgather(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
-                                       void *all, size_t bytes, uint64_t deadline_ns);
-symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
-                                        int mine_bytes, void *all, const int *counts,
-                                        const int *displs, uint64_t deadline_ns);
-/* MPI_Alltoallv of bytes: send_counts[r] bytes at send + send_displs[r] go to rank r, recv
- * takes recv_counts[r] bytes from rank r at recv + recv_displs[r]. */
-symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *send,
-                                       const int *send_counts, const int *send_displs, void *recv,
-                                       const int *recv_counts, const int *recv_displs,
-                                       uint64_t deadline_ns);
-symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,
-                                       void *out, int count, MPI_Datatype type, MPI_Op op,
-                                       uint64_t deadline_ns);
-symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf, size_t bytes,
-                                   int root, uint64_t deadline_ns);
-symaddr_status_t symaddr_mpi_barrier(symaddr_bootstrap_t *b, MPI_Comm comm, uint64_t deadline_ns);
+/* The group's exchanges, built of the operations' sendrecv (the world's allgather and barrier of
+ * the operations' own where they have them), waited for until deadline_ns: SYMADDR_OK, the
+ * operation's failure (SYMADDR_ERR_MPI from MPI's), SYMADDR_ERR_TIMEOUT, or SYMADDR_ERR_PEER
+ * when a message of another exchange arrived. The caller's buffers are never written after
+ * the return. Every member calls; a rank outside the group gets SYMADDR_OK at once. */
+symaddr_status_t symaddr_boot_allgather(symaddr_bootstrap_t *b, symaddr_group_t *g,
+                                        const void *mine, void *all, size_t bytes,
+                                        uint64_t deadline_ns);
+/* all receives counts[i] bytes from member i at displs[i]; mine_bytes equals this rank's. */
+symaddr_status_t symaddr_boot_allgatherv(symaddr_bootstrap_t *b, symaddr_group_t *g,
+                                         const void *mine, int mine_bytes, void *all,
+                                         const int *counts, const int *displs,
+                                         uint64_t deadline_ns);
+/* send_counts[i] bytes at send + send_displs[i] go to member i, recv takes recv_counts[i]
+ * bytes from member i at recv + recv_displs[i]. */
+symaddr_status_t symaddr_boot_alltoallv(symaddr_bootstrap_t *b, symaddr_group_t *g,
+                                        const void *send, const int *send_counts,
+                                        const int *send_displs, void *recv, const int *recv_counts,
+                                        const int *recv_displs, uint64_t deadline_ns);
+/* out[k] = the minimum (max 0) or maximum (max 1) of the members' in[k]. */
+symaddr_status_t symaddr_boot_allreduce_int(symaddr_bootstrap_t *b, symaddr_group_t *g,
+                                            const int *in, int *out, int count, int max,
+                                            uint64_t deadline_ns);
+/* root is a member index. */
+symaddr_status_t symaddr_boot_bcast(symaddr_bootstrap_t *b, symaddr_group_t *g, void *buf,
+                                    size_t bytes, int root, uint64_t deadline_ns);
+symaddr_status_t symaddr_boot_barrier(symaddr_bootstrap_t *b, symaddr_group_t *g,
+                                      uint64_t deadline_ns);
 
 /* Collective over the node: every rank sends my_fd (may be -1) to every node peer;
  * fds_out[node_rank] receives peer's descriptor (-1 for self or none). The socket mesh is set

@@ -232,7 +232,7 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
         st = SYMADDR_ERR_BACKEND;
     }
     mine.status = st;
-    symaddr_status_t mst = symaddr_mpi_bcast(b, b->node_comm, secret, sizeof(secret), 0, deadline);
+    symaddr_status_t mst = symaddr_boot_bcast(b, &b->node, secret, sizeof(secret), 0, deadline);
     if (mst == SYMADDR_OK)
         mst = symaddr_bootstrap_node_allgather(b, &mine, peers, sizeof(mine));
     if (mst != SYMADDR_OK) {
@@ -316,7 +316,9 @@ static symaddr_status_t mesh_build(symaddr_bootstrap_t *b, char *why, size_t why
      * the refusal now instead of hanging on a dropped backlog. */
     for (int s; (s = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0;)
         close(s);
-    mst = symaddr_mpi_allreduce(b, b->node_comm, &st, &all_st, 1, MPI_INT, MPI_MIN, deadline);
+    int st_in = (int)st, st_all = 0;
+    mst = symaddr_boot_allreduce_int(b, &b->node, &st_in, &st_all, 1, 0, deadline);
+    all_st = st_all;
     if (mst != SYMADDR_OK && st == SYMADDR_OK) {
         snprintf(why, why_len, "timed out after %u ms confirming the socket mesh with the node",
                  b->timeout_ms);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* The communicators of a context and every collective MPI call symaddr makes. Each call is
- * nonblocking MPI waited for until a deadline, so that a peer that died or stopped costs a
- * timeout, never a hang. */
+/* The MPI row of the bootstrap's operations, the default and the only one built in: byte
+ * exchanges over a duplicate of the user's communicator, each nonblocking MPI waited for until
+ * a deadline, so that a peer that died or stopped costs a timeout, never a hang. */
 #include "bootstrap.h"
 
 #include <pthread.h>
@@ -12,42 +12,30 @@
 #include <time.h>
 #include <unistd.h>
 
-static void reap(symaddr_bootstrap_t *b);
+/* An MPI operation still posted after its wait ran out: MPI cannot cancel a collective (nor
+ * reliably a send), so its buffer lives until it completes or the process ends. */
+typedef struct parked {
+    MPI_Request req;
+    void *buf;
+    struct parked *next;
+} parked_t;
 
-/* Operations of finalized contexts that MPI still holds (symaddr_bootstrap_fini). */
-static symaddr_mpi_parked_t *orphans;
+typedef struct mpi_state {
+    MPI_Comm comm;
+    parked_t *parked;
+} mpi_state_t;
+
+#define TAG 0x5359 /* the bootstrap's point-to-point messages on its own communicator */
+
+/* Operations of finalized contexts that MPI still holds (mpi_fini). */
+static parked_t *orphans;
 static pthread_mutex_t orphans_lock = PTHREAD_MUTEX_INITIALIZER;
 
-uint64_t symaddr_bootstrap_deadline(const symaddr_bootstrap_t *b, int fresh)
-{
-    if (fresh || b->deadline_ns == 0)
-        return symaddr_now_ns() + (uint64_t)b->timeout_ms * 1000000u;
-    return b->deadline_ns;
-}
-
-uint64_t symaddr_bootstrap_agree_deadline(const symaddr_bootstrap_t *b)
-{
-    uint64_t fresh = symaddr_bootstrap_deadline(b, 1);
-    /* within a call, no later than its own deadline plus the timeout: twice the timeout from
-     * the call's start, whatever ran out before */
-    uint64_t cap = b->deadline_ns + (uint64_t)b->timeout_ms * 1000000u;
-    return b->deadline_ns && cap < fresh ? cap : fresh;
-}
-
-void symaddr_bootstrap_call_end(symaddr_bootstrap_t *b) { b->deadline_ns = 0; }
-
-void symaddr_bootstrap_call_begin(symaddr_bootstrap_t *b)
-{
-    if (b->parked)
-        reap(b);
-    b->deadline_ns = symaddr_bootstrap_deadline(b, 1);
-}
-
 /* Completed parked operations give their buffers back. */
-static void reap(symaddr_bootstrap_t *b)
+static void reap(mpi_state_t *m)
 {
-    for (symaddr_mpi_parked_t **pp = &b->parked; *pp;) {
-        symaddr_mpi_parked_t *p = *pp;
+    for (parked_t **pp = &m->parked; *pp;) {
+        parked_t *p = *pp;
         int done = 0;
         if (MPI_Test(&p->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done) {
             *pp = p->next;
@@ -59,27 +47,47 @@ static void reap(symaddr_bootstrap_t *b)
     }
 }
 
-/* Wait for req until deadline_ns. buf belongs to the operation: freed here, or kept with the
- * request when the wait runs out. */
-static symaddr_status_t wait_req(symaddr_bootstrap_t *b, MPI_Request req, void *buf,
-                                 uint64_t deadline_ns)
+static void park(mpi_state_t *m, MPI_Request req, void *buf)
 {
-    for (unsigned spin = 0;; spin++) {
-        int done = 0;
-        if (MPI_Test(&req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return SYMADDR_ERR_MPI; /* MPI completed and freed the request with its error */
-        if (done)
-            return SYMADDR_OK;
+    parked_t *p = malloc(sizeof(*p));
+    if (p) { /* without memory the buffer leaks, which is all that is safe */
+        p->req = req;
+        p->buf = buf;
+        p->next = m->parked;
+        m->parked = p;
+    }
+}
+
+/* Wait for n requests until timeout_ms from now. bufs[i] belongs to request i: on SYMADDR_OK
+ * they are the caller's again; on a failure this takes them all, parking those of requests
+ * still posted and freeing the rest. status_p, if given, receives request 0's status. */
+static symaddr_status_t wait_reqs(mpi_state_t *m, MPI_Request *req, void **bufs, int n,
+                                  unsigned timeout_ms, MPI_Status *status_p)
+{
+    uint64_t deadline_ns = symaddr_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    symaddr_status_t st = SYMADDR_OK;
+    if (m->parked)
+        reap(m);
+    for (unsigned spin = 0; st == SYMADDR_OK; spin++) {
+        int left = 0;
+        for (int i = 0; i < n; i++) {
+            int done = 0;
+            MPI_Status s;
+            if (req[i] == MPI_REQUEST_NULL)
+                continue;
+            /* an error completes and frees the request */
+            if (MPI_Test(&req[i], &done, &s) != MPI_SUCCESS)
+                st = SYMADDR_ERR_MPI;
+            else if (done && i == 0 && status_p)
+                *status_p = s;
+            left += !done && req[i] != MPI_REQUEST_NULL;
+        }
+        if (st != SYMADDR_OK || left == 0)
+            break;
         if ((spin & 255) == 255) {
             if (symaddr_now_ns() >= deadline_ns) {
-                symaddr_mpi_parked_t *p = malloc(sizeof(*p));
-                if (p) { /* without memory the buffer leaks, which is all that is safe */
-                    p->req = req;
-                    p->buf = buf;
-                    p->next = b->parked;
-                    b->parked = p;
-                }
-                return SYMADDR_ERR_TIMEOUT;
+                st = SYMADDR_ERR_TIMEOUT;
+                break;
             }
             if (spin > 4096) {
                 struct timespec ts = {0, 20000};
@@ -89,107 +97,130 @@ static symaddr_status_t wait_req(symaddr_bootstrap_t *b, MPI_Request req, void *
             }
         }
     }
+    if (st != SYMADDR_OK)
+        for (int k = 0; k < n; k++) {
+            if (req[k] != MPI_REQUEST_NULL)
+                park(m, req[k], bufs[k]);
+            else
+                free(bufs[k]);
+            bufs[k] = NULL;
+        }
+    return st;
 }
 
-/* Runs start(send copy, recv copy) on buffers of the operation's own, then copies out. The two
- * never start at one address, even with nothing to send: Open MPI's non-blocking collectives
- * take send == recv for in place, and then exchange other messages than the peers expect. */
-#define RUN_OWNED(b, send, send_bytes, recv, recv_bytes, deadline, start)                          \
-    do {                                                                                           \
-        MPI_Request req_;                                                                          \
-        size_t apart_ = ((send_bytes) + 15) / 16 * 16 + 16;                                        \
-        char *buf_ = malloc(apart_ + (recv_bytes) + 1);                                            \
-        if (!buf_)                                                                                 \
-            return SYMADDR_ERR_NO_MEMORY;                                                          \
-        char *s_ = buf_, *r_ = buf_ + apart_;                                                      \
-        (void)s_;                                                                                  \
-        if ((send_bytes) > 0)                                                                      \
-            memcpy(s_, (send), (send_bytes));                                                      \
-        if ((start) != MPI_SUCCESS) {                                                              \
-            free(buf_);                                                                            \
-            return SYMADDR_ERR_MPI;                                                                \
-        }                                                                                          \
-        symaddr_status_t st_ = wait_req((b), req_, buf_, (deadline));                              \
-        if (st_ == SYMADDR_OK && (recv_bytes) > 0)                                                 \
-            memcpy((recv), r_, (recv_bytes));                                                      \
-        if (st_ != SYMADDR_ERR_TIMEOUT)                                                            \
-            free(buf_);                                                                            \
-        return st_;                                                                                \
-    } while (0)
-
-symaddr_status_t symaddr_mpi_allgather(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
-                                       void *all, size_t bytes, uint64_t deadline_ns)
+/* Sends and receives on buffers of the operation's own: a late completion never writes the
+ * caller's memory. */
+static symaddr_status_t mpi_sendrecv(void *state, int to, const void *send, size_t send_bytes,
+                                     int from, void *recv, size_t recv_bytes, unsigned timeout_ms)
 {
-    int n;
-    MPI_Comm_size(comm, &n);
-    if (bytes > (size_t)0x7fffffff)
-        return SYMADDR_ERR_INVALID_SIZE;
-    size_t total = bytes * (size_t)n;
-    RUN_OWNED(b, mine, bytes, all, total, deadline_ns,
-              MPI_Iallgather(s_, (int)bytes, MPI_BYTE, r_, (int)bytes, MPI_BYTE, comm, &req_));
+    mpi_state_t *m = state;
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    void *bufs[2] = {malloc(recv_bytes + 1), malloc(send_bytes + 1)};
+    symaddr_status_t st = SYMADDR_OK;
+    if (send_bytes >= (size_t)0x7fffffff || recv_bytes >= (size_t)0x7fffffff)
+        st = SYMADDR_ERR_INVALID_SIZE;
+    else if (!bufs[0] || !bufs[1])
+        st = SYMADDR_ERR_NO_MEMORY;
+    /* one byte more than expected: a longer message is seen, not truncated into an error */
+    else if (from >= 0 && MPI_Irecv(bufs[0], (int)recv_bytes + 1, MPI_BYTE, from, TAG, m->comm,
+                                    &req[0]) != MPI_SUCCESS)
+        st = SYMADDR_ERR_MPI;
+    else if (to >= 0 &&
+             (memcpy(bufs[1], send, send_bytes), MPI_Isend(bufs[1], (int)send_bytes, MPI_BYTE, to,
+                                                           TAG, m->comm, &req[1])) != MPI_SUCCESS)
+        st = SYMADDR_ERR_MPI;
+    if (st != SYMADDR_OK) {
+        if (req[0] != MPI_REQUEST_NULL)
+            park(m, req[0], bufs[0]);
+        else
+            free(bufs[0]);
+        free(bufs[1]);
+        return st;
+    }
+    MPI_Status s;
+    st = wait_reqs(m, req, bufs, 2, timeout_ms, &s);
+    if (st != SYMADDR_OK)
+        return st;
+    if (from >= 0) {
+        int count = -1;
+        MPI_Get_count(&s, MPI_BYTE, &count);
+        if (count != (int)recv_bytes)
+            st = SYMADDR_ERR_PEER; /* the peer is in another exchange */
+        else
+            memcpy(recv, bufs[0], recv_bytes);
+    }
+    free(bufs[0]);
+    free(bufs[1]);
+    return st;
 }
 
-/* Bytes a vector collective's buffer spans: the end of its last block. */
-static size_t extent(MPI_Comm comm, const int *counts, const int *displs)
+static symaddr_status_t mpi_allgather(void *state, const void *mine, void *all, size_t bytes,
+                                      unsigned timeout_ms)
 {
-    int n;
-    size_t end = 0;
-    MPI_Comm_size(comm, &n);
-    for (int i = 0; i < n; i++)
-        if ((size_t)displs[i] + (size_t)counts[i] > end)
-            end = (size_t)displs[i] + (size_t)counts[i];
-    return end;
-}
-
-symaddr_status_t symaddr_mpi_allgatherv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *mine,
-                                        int mine_bytes, void *all, const int *counts,
-                                        const int *displs, uint64_t deadline_ns)
-{
-    size_t total = extent(comm, counts, displs);
-    RUN_OWNED(b, mine, (size_t)mine_bytes, all, total, deadline_ns,
-              MPI_Iallgatherv(s_, mine_bytes, MPI_BYTE, r_, counts, displs, MPI_BYTE, comm, &req_));
-}
-
-symaddr_status_t symaddr_mpi_alltoallv(symaddr_bootstrap_t *b, MPI_Comm comm, const void *send,
-                                       const int *send_counts, const int *send_displs, void *recv,
-                                       const int *recv_counts, const int *recv_displs,
-                                       uint64_t deadline_ns)
-{
-    size_t sent = extent(comm, send_counts, send_displs);
-    size_t got = extent(comm, recv_counts, recv_displs);
-    RUN_OWNED(b, send, sent, recv, got, deadline_ns,
-              MPI_Ialltoallv(s_, send_counts, send_displs, MPI_BYTE, r_, recv_counts, recv_displs,
-                             MPI_BYTE, comm, &req_));
-}
-
-symaddr_status_t symaddr_mpi_allreduce(symaddr_bootstrap_t *b, MPI_Comm comm, const void *in,
-                                       void *out, int count, MPI_Datatype type, MPI_Op op,
-                                       uint64_t deadline_ns)
-{
-    int tsize;
-    MPI_Type_size(type, &tsize);
-    size_t bytes = (size_t)count * (size_t)tsize;
-    RUN_OWNED(b, in, bytes, out, bytes, deadline_ns,
-              MPI_Iallreduce(s_, r_, count, type, op, comm, &req_));
-}
-
-symaddr_status_t symaddr_mpi_bcast(symaddr_bootstrap_t *b, MPI_Comm comm, void *buf, size_t bytes,
-                                   int root, uint64_t deadline_ns)
-{
-    if (bytes > (size_t)0x7fffffff)
-        return SYMADDR_ERR_INVALID_SIZE;
-    /* send and receive share the buffer: r_ is s_ + bytes, so copy in twice */
-    RUN_OWNED(b, buf, bytes, buf, bytes, deadline_ns,
-              (memcpy(r_, s_, bytes), MPI_Ibcast(r_, (int)bytes, MPI_BYTE, root, comm, &req_)));
-}
-
-symaddr_status_t symaddr_mpi_barrier(symaddr_bootstrap_t *b, MPI_Comm comm, uint64_t deadline_ns)
-{
+    mpi_state_t *m = state;
     MPI_Request req;
-    if (MPI_Ibarrier(comm, &req) != MPI_SUCCESS)
+    int n;
+    MPI_Comm_size(m->comm, &n);
+    if (bytes > (size_t)0x7fffffff / (size_t)n)
+        return SYMADDR_ERR_INVALID_SIZE;
+    /* send and receive never start at one address, even with nothing to send: Open MPI's
+     * non-blocking collectives take send == recv for in place */
+    size_t apart = (bytes + 15) / 16 * 16 + 16;
+    void *buf = malloc(apart + bytes * (size_t)n + 1);
+    if (!buf)
+        return SYMADDR_ERR_NO_MEMORY;
+    memcpy(buf, mine, bytes);
+    if (MPI_Iallgather(buf, (int)bytes, MPI_BYTE, (char *)buf + apart, (int)bytes, MPI_BYTE,
+                       m->comm, &req) != MPI_SUCCESS) {
+        free(buf);
         return SYMADDR_ERR_MPI;
-    return wait_req(b, req, NULL, deadline_ns);
+    }
+    symaddr_status_t st = wait_reqs(m, &req, &buf, 1, timeout_ms, NULL);
+    if (st == SYMADDR_OK) {
+        memcpy(all, (char *)buf + apart, bytes * (size_t)n);
+        free(buf);
+    }
+    return st;
 }
+
+static symaddr_status_t mpi_barrier(void *state, unsigned timeout_ms)
+{
+    mpi_state_t *m = state;
+    MPI_Request req;
+    void *none = NULL;
+    if (MPI_Ibarrier(m->comm, &req) != MPI_SUCCESS)
+        return SYMADDR_ERR_MPI;
+    return wait_reqs(m, &req, &none, 1, timeout_ms, NULL);
+}
+
+/* An operation still posted (a peer died, or gave up on this rank) keeps its communicator and
+ * buffer: freeing either under MPI would be erroneous. They stay on the process's list of
+ * orphans, held rather than lost, until the process ends. */
+static void mpi_fini(void *state)
+{
+    mpi_state_t *m = state;
+    reap(m);
+    if (m->parked) {
+        pthread_mutex_lock(&orphans_lock);
+        parked_t *last = m->parked;
+        while (last->next)
+            last = last->next;
+        last->next = orphans;
+        orphans = m->parked;
+        pthread_mutex_unlock(&orphans_lock);
+    } else if (m->comm != MPI_COMM_NULL) {
+        MPI_Comm_free(&m->comm);
+    }
+    free(m);
+}
+
+static const symaddr_bootstrap_ops_t mpi_ops = {
+    .version = SYMADDR_BOOTSTRAP_OPS_VERSION,
+    .sendrecv = mpi_sendrecv,
+    .allgather = mpi_allgather,
+    .barrier = mpi_barrier,
+    .fini = mpi_fini,
+};
 
 symaddr_status_t symaddr_bootstrap_mpi_check(char *why, size_t why_len)
 {
@@ -237,26 +268,32 @@ symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_co
                                         int sim_node_size, unsigned timeout_ms, char *why,
                                         size_t why_len)
 {
-    MPI_Comm host_comm = MPI_COMM_NULL, *dup = malloc(sizeof(MPI_Comm));
-    MPI_Group node_group, group;
+    mpi_state_t *m = calloc(1, sizeof(*m));
+    MPI_Comm *dup = malloc(sizeof(MPI_Comm));
     MPI_Request req;
-    int *node_ranks = NULL;
+    int rank, size;
     symaddr_status_t st;
 
     memset(b, 0, sizeof(*b));
-    b->comm = b->node_comm = MPI_COMM_NULL;
-    b->timeout_ms = timeout_ms;
-    if (!dup) {
+    b->comm = MPI_COMM_NULL;
+    b->node.me = b->leaders.me = -1;
+    if (!m || !dup) {
+        free(m);
+        free(dup);
         snprintf(why, why_len, "out of host memory");
         return SYMADDR_ERR_NO_MEMORY;
     }
+    m->comm = MPI_COMM_NULL;
     /* The one step every rank must reach first: a rank that never calls symaddr_init costs
      * the others a timeout here. */
     if (MPI_Comm_idup(user_comm, dup, &req) != MPI_SUCCESS) {
         free(dup);
-        goto err_mpi;
+        free(m);
+        snprintf(why, why_len, "MPI refused to duplicate the communicator");
+        return SYMADDR_ERR_MPI;
     }
-    st = wait_req(b, req, dup, symaddr_bootstrap_deadline(b, 1));
+    void *owned = dup;
+    st = wait_reqs(m, &req, &owned, 1, timeout_ms, NULL);
     if (st != SYMADDR_OK) {
         if (st == SYMADDR_ERR_TIMEOUT)
             snprintf(why, why_len,
@@ -265,117 +302,19 @@ symaddr_status_t symaddr_bootstrap_init(symaddr_bootstrap_t *b, MPI_Comm user_co
                      timeout_ms);
         else
             snprintf(why, why_len, "MPI refused to duplicate the communicator");
-        if (st != SYMADDR_ERR_TIMEOUT)
-            free(dup);
-        symaddr_bootstrap_fini(b);
+        mpi_fini(m); /* the duplicate, if it ever completes, stays MPI's */
         return st;
     }
-    b->comm = *dup;
+    m->comm = *dup;
     free(dup);
     /* MPI errors come back as statuses, so that symaddr reports them instead of MPI
      * aborting the job. */
-    MPI_Comm_set_errhandler(b->comm, MPI_ERRORS_RETURN);
-    MPI_Comm_rank(b->comm, &b->rank);
-    MPI_Comm_size(b->comm, &b->size);
-    /* The split below is collective: ranks that disagree on the node size would call it a
-     * different number of times, so they agree first. */
-    int sim[2] = {sim_node_size, -sim_node_size}, range[2];
-    st = symaddr_mpi_allreduce(b, b->comm, sim, range, 2, MPI_INT, MPI_MAX,
-                               symaddr_bootstrap_deadline(b, 1));
-    if (st == SYMADDR_OK && range[0] != -range[1]) {
-        snprintf(why, why_len,
-                 "SYMADDR_NODE_SIZE (symaddr_config_t.node_size) differs between ranks: %d on "
-                 "some, %d on others; set it alike on every rank",
-                 -range[1], range[0]);
-        st = SYMADDR_ERR_MISMATCH;
-    } else if (st == SYMADDR_ERR_TIMEOUT) {
-        snprintf(why, why_len, "timed out after %u ms comparing the node size of the ranks",
-                 timeout_ms);
-    } else if (st != SYMADDR_OK) {
-        snprintf(why, why_len, "MPI failed while the ranks compared their node size");
-    }
-    if (st != SYMADDR_OK) {
-        symaddr_bootstrap_fini(b);
-        return st;
-    }
-    if (MPI_Comm_split_type(b->comm, MPI_COMM_TYPE_SHARED, b->rank, MPI_INFO_NULL, &host_comm) !=
-        MPI_SUCCESS)
-        goto err_mpi;
-    MPI_Comm_size(host_comm, &b->host_size);
-    if (sim_node_size > 0) {
-        int host_rank;
-        MPI_Comm_rank(host_comm, &host_rank);
-        if (MPI_Comm_split(host_comm, host_rank / sim_node_size, b->rank, &b->node_comm) !=
-            MPI_SUCCESS)
-            goto err_mpi;
-        MPI_Comm_free(&host_comm);
-    } else {
-        b->node_comm = host_comm;
-    }
-    host_comm = MPI_COMM_NULL;
-    MPI_Comm_rank(b->node_comm, &b->node_rank);
-    MPI_Comm_size(b->node_comm, &b->node_size);
-
-    b->node_to_rank = malloc(sizeof(int) * (size_t)b->node_size);
-    node_ranks = malloc(sizeof(int) * (size_t)b->node_size);
-    if (!b->node_to_rank || !node_ranks) {
-        snprintf(why, why_len, "out of host memory for %d node ranks", b->node_size);
-        free(node_ranks);
-        symaddr_bootstrap_fini(b);
-        return SYMADDR_ERR_NO_MEMORY;
-    }
-    for (int i = 0; i < b->node_size; i++)
-        node_ranks[i] = i;
-    MPI_Comm_group(b->node_comm, &node_group);
-    MPI_Comm_group(b->comm, &group);
-    MPI_Group_translate_ranks(node_group, b->node_size, node_ranks, group, b->node_to_rank);
-    MPI_Group_free(&node_group);
-    MPI_Group_free(&group);
-    free(node_ranks);
-    return SYMADDR_OK;
-
-err_mpi:
-    snprintf(why, why_len, "MPI refused to duplicate or split the communicator");
-    if (host_comm != MPI_COMM_NULL)
-        MPI_Comm_free(&host_comm);
-    symaddr_bootstrap_fini(b);
-    return SYMADDR_ERR_MPI;
-}
-
-void symaddr_bootstrap_fini(symaddr_bootstrap_t *b)
-{
-    if (b->socks) {
-        for (int i = 0; i < b->node_size; i++)
-            if (b->socks[i] >= 0)
-                close(b->socks[i]);
-        free(b->socks);
-    }
-    free(b->node_to_rank);
-    reap(b);
-    /* An operation still posted (a peer died, or gave up on this rank) keeps its communicator
-     * and buffers: freeing either under MPI would be erroneous. They stay on the process's list
-     * of orphans, held rather than lost, until the process ends. */
-    if (b->parked) {
-        pthread_mutex_lock(&orphans_lock);
-        symaddr_mpi_parked_t *last = b->parked;
-        while (last->next)
-            last = last->next;
-        last->next = orphans;
-        orphans = b->parked;
-        pthread_mutex_unlock(&orphans_lock);
-    } else {
-        if (b->node_comm != MPI_COMM_NULL)
-            MPI_Comm_free(&b->node_comm);
-        if (b->comm != MPI_COMM_NULL)
-            MPI_Comm_free(&b->comm);
-    }
-    memset(b, 0, sizeof(*b));
-    b->comm = b->node_comm = MPI_COMM_NULL;
-}
-
-symaddr_status_t symaddr_bootstrap_node_allgather(symaddr_bootstrap_t *b, const void *mine,
-                                                  void *all, size_t bytes)
-{
-    return symaddr_mpi_allgather(b, b->node_comm, mine, all, bytes,
-                                 symaddr_bootstrap_deadline(b, 0));
+    MPI_Comm_set_errhandler(m->comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(m->comm, &rank);
+    MPI_Comm_size(m->comm, &size);
+    st = symaddr_bootstrap_start(b, &mpi_ops, m, rank, size, sim_node_size, timeout_ms, why,
+                                 why_len);
+    if (st == SYMADDR_OK)
+        b->comm = m->comm;
+    return st;
 }

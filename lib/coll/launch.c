@@ -146,8 +146,8 @@ static symaddr_status_t copy_agree(symaddr_context_t *ctx, const symaddr_coll_de
         return symaddr_core_break(
             &ctx->core,
             symaddr_set_error(ctx, SYMADDR_ERR_NO_MEMORY, "symaddr_allreduce: out of host memory"));
-    symaddr_status_t st = symaddr_mpi_allgather(b, b->node_comm, mine, all, sizeof(mine),
-                                                symaddr_bootstrap_agree_deadline(b));
+    symaddr_status_t st = symaddr_boot_allgather(b, &b->node, mine, all, sizeof(mine),
+                                                 symaddr_bootstrap_agree_deadline(b));
     if (st != SYMADDR_OK)
         st = symaddr_set_error(ctx, st,
                                "symaddr_allreduce: the node's ranks could not compare the call "
@@ -302,9 +302,9 @@ static symaddr_status_t barrier_(symaddr_context_t *ctx, void *stream,
     if ((st = symaddr_coll_settle(ctx, &d, symaddr_coll_launch(ctx, &d, stream), stream,
                                   symaddr_coll_barrier_row.name)) != SYMADDR_OK)
         return st;
-    if (ctx->coll.leaders != MPI_COMM_NULL)
-        st = symaddr_mpi_barrier(&ctx->core.boot, ctx->coll.leaders,
-                                 symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    if (ctx->core.boot.leaders.me >= 0)
+        st = symaddr_boot_barrier(&ctx->core.boot, &ctx->core.boot.leaders,
+                                  symaddr_bootstrap_deadline(&ctx->core.boot, 0));
     st = symaddr_agree_status(&ctx->core, st, symaddr_coll_barrier_row.name);
     return st == SYMADDR_OK ? symaddr_coll_launch(ctx, &d, stream) : st;
 }

@@ -88,12 +88,12 @@ symaddr_status_t symaddr_coll_leaders_combine(symaddr_context_t *ctx, void *recv
 {
     size_t bytes = count * symaddr_dtype_size(dt);
     int nl;
-    MPI_Comm_size(ctx->coll.leaders, &nl);
+    nl = ctx->core.boot.leaders.n;
     char *mine = symaddr_coll_stage_out(ctx, recv, bytes), *all = malloc(bytes * (size_t)nl);
     symaddr_status_t st = mine && all ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, mine, all, bytes,
-                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+        st = symaddr_boot_allgather(&ctx->core.boot, &ctx->core.boot.leaders, mine, all, bytes,
+                                    symaddr_bootstrap_deadline(&ctx->core.boot, 0));
     if (st == SYMADDR_OK && keep) {
         for (int l = 1; l < nl; l++)
             symaddr_coll_cpu.host_reduce(dt, op, all, all + bytes * (size_t)l, count);
@@ -110,7 +110,7 @@ symaddr_status_t symaddr_coll_leaders_allreduce(symaddr_context_t *ctx,
                                                 const symaddr_coll_desc_t *of, void *stream)
 {
     symaddr_status_t st = SYMADDR_OK;
-    if (ctx->coll.leaders != MPI_COMM_NULL)
+    if (ctx->core.boot.leaders.me >= 0)
         st = symaddr_coll_leaders_combine(ctx, of->recv, of->count, of->dtype, of->op, true);
     st = symaddr_agree_status(&ctx->core, st, "symaddr_allreduce (between nodes)");
     if (st == SYMADDR_OK)
@@ -124,7 +124,7 @@ symaddr_status_t symaddr_coll_leaders_allgather(symaddr_context_t *ctx, void *re
     const symaddr_bootstrap_t *b = &ctx->core.boot;
     size_t rec = sizeof(int64_t) + bytes, mine_bytes;
     int nl;
-    MPI_Comm_size(ctx->coll.leaders, &nl);
+    nl = ctx->core.boot.leaders.n;
     if (!symaddr_size_mul(rec, (size_t)ctx->core.size, &mine_bytes) || mine_bytes > INT_MAX)
         return symaddr_coll_mpi_fits(ctx, SIZE_MAX, "symaddr_allgather");
     int *counts = malloc(sizeof(int) * (size_t)nl), *displs = malloc(sizeof(int) * (size_t)nl);
@@ -139,13 +139,13 @@ symaddr_status_t symaddr_coll_leaders_allgather(symaddr_context_t *ctx, void *re
                                  (const char *)recv + bytes * (size_t)r, bytes);
     }
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, &mine, counts, sizeof(int),
-                                   deadline);
+        st = symaddr_boot_allgather(&ctx->core.boot, &ctx->core.boot.leaders, &mine, counts,
+                                    sizeof(int), deadline);
     for (int l = 0, off = 0; st == SYMADDR_OK && l < nl; off += counts[l], l++)
         displs[l] = off;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgatherv(&ctx->core.boot, ctx->coll.leaders, out, mine, in, counts,
-                                    displs, deadline);
+        st = symaddr_boot_allgatherv(&ctx->core.boot, &ctx->core.boot.leaders, out, mine, in,
+                                     counts, displs, deadline);
     for (int k = 0; st == SYMADDR_OK && k < ctx->core.size; k++) {
         int64_t r;
         memcpy(&r, in + rec * (size_t)k, sizeof(r));
@@ -165,18 +165,18 @@ symaddr_status_t symaddr_coll_leaders_broadcast(symaddr_context_t *ctx, void *re
 {
     int nl, from = 0, *flags;
     uint64_t deadline = symaddr_bootstrap_deadline(&ctx->core.boot, 0);
-    MPI_Comm_size(ctx->coll.leaders, &nl);
+    nl = ctx->core.boot.leaders.n;
     flags = malloc(sizeof(int) * (size_t)nl);
     void *h = symaddr_coll_stage_out(ctx, recv, bytes);
     symaddr_status_t st = flags && h ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->coll.leaders, &has_root, flags,
-                                   sizeof(int), deadline);
+        st = symaddr_boot_allgather(&ctx->core.boot, &ctx->core.boot.leaders, &has_root, flags,
+                                    sizeof(int), deadline);
     for (int l = 0; st == SYMADDR_OK && l < nl; l++)
         if (flags[l])
             from = l;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_bcast(&ctx->core.boot, ctx->coll.leaders, h, bytes, from, deadline);
+        st = symaddr_boot_bcast(&ctx->core.boot, &ctx->core.boot.leaders, h, bytes, from, deadline);
     if (st == SYMADDR_OK && !has_root)
         st = ctx->be.ops->memcpy(&ctx->be, recv, h, bytes);
     free(flags);

@@ -62,7 +62,7 @@ symaddr_status_t symaddr_coll_allgather_nodes(symaddr_context_t *ctx, const syma
         symaddr_coll_settle(ctx, d, symaddr_coll_launch(ctx, d, stream), stream, fn);
     if (st != SYMADDR_OK)
         return st;
-    if (ctx->coll.leaders != MPI_COMM_NULL)
+    if (ctx->core.boot.leaders.me >= 0)
         st = symaddr_coll_leaders_allgather(ctx, d->recv, bytes);
     st = symaddr_agree_status(&ctx->core, st, fn);
     return st == SYMADDR_OK
@@ -80,7 +80,7 @@ symaddr_status_t symaddr_coll_broadcast_nodes(symaddr_context_t *ctx, const syma
     symaddr_status_t st = d->root >= 0 ? symaddr_coll_launch(ctx, d, stream) : SYMADDR_OK;
     if ((st = symaddr_coll_settle(ctx, d, st, stream, fn)) != SYMADDR_OK)
         return st;
-    if (ctx->coll.leaders != MPI_COMM_NULL)
+    if (ctx->core.boot.leaders.me >= 0)
         st = symaddr_coll_leaders_broadcast(ctx, d->recv, bytes, d->root >= 0);
     st = symaddr_agree_status(&ctx->core, st, fn);
     if (st == SYMADDR_OK && d->root < 0)
@@ -109,8 +109,8 @@ symaddr_status_t symaddr_coll_alltoall_nodes(symaddr_context_t *ctx, const symad
     for (int q = 0; st == SYMADDR_OK && q < ctx->core.boot.node_size; q++)
         counts[ctx->core.boot.node_to_rank[q]] = 0;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_alltoallv(&ctx->core.boot, ctx->core.comm, hs, counts, displs, hr, counts,
-                                   displs, symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+        st = symaddr_boot_alltoallv(&ctx->core.boot, &ctx->core.boot.world, hs, counts, displs, hr,
+                                    counts, displs, symaddr_bootstrap_deadline(&ctx->core.boot, 0));
     for (int r = 0; st == SYMADDR_OK && r < ctx->core.size; r++)
         if (counts[r])
             st = ctx->be.ops->memcpy(&ctx->be, (char *)d->recv + displs[r], hr + displs[r], bytes);
@@ -134,7 +134,7 @@ symaddr_status_t symaddr_coll_reduce_nodes(symaddr_context_t *ctx, const symaddr
         symaddr_coll_settle(ctx, d, symaddr_coll_launch(ctx, &to_leader, stream), stream, fn);
     if (st != SYMADDR_OK)
         return st;
-    if (ctx->coll.leaders != MPI_COMM_NULL) /* the total is kept on the root's node */
+    if (ctx->core.boot.leaders.me >= 0) /* the total is kept on the root's node */
         st = symaddr_coll_leaders_combine(ctx, d->recv, d->count, d->dtype, d->op, d->root >= 0);
     st = symaddr_agree_status(&ctx->core, st, fn);
     if (st == SYMADDR_OK && d->root > 0) /* the root's node: from its leader to the root */
@@ -175,9 +175,9 @@ symaddr_status_t symaddr_coll_rooted_nodes(symaddr_context_t *ctx, const symaddr
         st = ctx->be.ops->memcpy(&ctx->be, host, d->send, me == root ? total : bytes);
     bool sends = gather ? me != root : me == root; /* else it receives, or neither */
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_alltoallv(&ctx->core.boot, ctx->core.comm, host, sends ? counts : none,
-                                   displs, host, sends ? none : counts, displs,
-                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+        st = symaddr_boot_alltoallv(&ctx->core.boot, &ctx->core.boot.world, host,
+                                    sends ? counts : none, displs, host, sends ? none : counts,
+                                    displs, symaddr_bootstrap_deadline(&ctx->core.boot, 0));
     if (st == SYMADDR_OK && gather && me == root)
         for (int r = 0; st == SYMADDR_OK && r < n; r++)
             if (counts[r])

@@ -75,8 +75,8 @@ symaddr_status_t symaddr_agree_exchange(symaddr_core_t *core, unsigned kind, sym
         return symaddr_core_break(core, symaddr_error_set(&core->err, SYMADDR_ERR_NO_MEMORY,
                                                           "%s: out of host memory", opname));
     /* a deadline of its own: a call that failed earlier still tells its peers so */
-    st = symaddr_mpi_allgather(&core->boot, core->comm, &mine, all, sizeof(mine),
-                               symaddr_bootstrap_agree_deadline(&core->boot));
+    st = symaddr_boot_allgather(&core->boot, &core->boot.world, &mine, all, sizeof(mine),
+                                symaddr_bootstrap_agree_deadline(&core->boot));
     if (st != SYMADDR_OK) {
         free(all);
         symaddr_core_break(core, st);

@@ -148,8 +148,8 @@ static symaddr_status_t same_everywhere(symaddr_context_t *ctx, bool *unknown_di
     mine[SETTINGS] = retain_count_here();
     mine[SETTINGS + 1] = unknown_vars_hash(); /* compared for a warning only */
     symaddr_status_t st =
-        symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, mine, all, sizeof(mine),
-                              symaddr_bootstrap_agree_deadline(&ctx->core.boot));
+        symaddr_boot_allgather(&ctx->core.boot, &ctx->core.boot.world, mine, all, sizeof(mine),
+                               symaddr_bootstrap_agree_deadline(&ctx->core.boot));
     if (st != SYMADDR_OK)
         symaddr_set_error(ctx, st, "symaddr_init: MPI_Allgather of the settings failed");
     *unknown_differs_p =
@@ -333,9 +333,13 @@ static void warn_unknown_vars(symaddr_context_t *ctx, bool differs)
                     "symaddr_init: %s", why);
 }
 
+/* The start of a context, over MPI (comm) or over a runtime's operations (ops). */
+static symaddr_status_t init_context(MPI_Comm comm, const symaddr_bootstrap_ops_t *ops, void *state,
+                                     int rank, int size, const symaddr_config_t *cfg,
+                                     symaddr_context_t **ctx_p);
+
 symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symaddr_context_t **ctx_p)
 {
-    symaddr_context_t *ctx;
     symaddr_status_t st = SYMADDR_OK;
     char why[512] = "";
     int initialized = 0, finalized = 0;
@@ -353,14 +357,53 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
         return init_refused(cfg, SYMADDR_ERR_INVALID_ARG,
                             "comm is an intercommunicator; pass an intracommunicator (one "
                             "MPI_Intercomm_merge makes of it)");
+    return init_context(comm, NULL, NULL, 0, 0, cfg, ctx_p);
+}
+
+symaddr_status_t symaddr_init_bootstrap(const symaddr_bootstrap_ops_t *ops, void *state, int rank,
+                                        int size, const symaddr_config_t *cfg,
+                                        symaddr_context_t **ctx_p)
+{
+    char why[256];
+    if (!ops || !ops->sendrecv)
+        return init_refused(cfg, SYMADDR_ERR_INVALID_ARG,
+                            "symaddr_init_bootstrap: ops and ops->sendrecv must be given");
+    if (ops->version != SYMADDR_BOOTSTRAP_OPS_VERSION) {
+        snprintf(why, sizeof(why),
+                 "symaddr_init_bootstrap: ops->version is %u, this symaddr knows %d: build "
+                 "against this symaddr's header",
+                 ops->version, SYMADDR_BOOTSTRAP_OPS_VERSION);
+        return init_refused(cfg, SYMADDR_ERR_INVALID_ARG, why);
+    }
+    if (size < 1 || rank < 0 || rank >= size) {
+        snprintf(why, sizeof(why),
+                 "symaddr_init_bootstrap: rank %d of size %d: pass 0 <= rank < size", rank, size);
+        if (ops->fini)
+            ops->fini(state);
+        return init_refused(cfg, SYMADDR_ERR_INVALID_ARG, why);
+    }
+    return init_context(MPI_COMM_NULL, ops, state, rank, size, cfg, ctx_p);
+}
+
+static symaddr_status_t init_context(MPI_Comm comm, const symaddr_bootstrap_ops_t *ops, void *state,
+                                     int rank, int size, const symaddr_config_t *cfg,
+                                     symaddr_context_t **ctx_p)
+{
+    symaddr_context_t *ctx;
+    symaddr_status_t st = SYMADDR_OK;
+    char why[512] = "";
     ctx = calloc(1, sizeof(*ctx));
-    if (!ctx)
+    if (!ctx) {
+        if (ops && ops->fini)
+            ops->fini(state);
         return SYMADDR_ERR_NO_MEMORY;
+    }
     pthread_mutex_init(&ctx->core.err.lock, NULL);
-    ctx->coll.leaders = MPI_COMM_NULL; /* a failed init tears down whatever was set up */
     if (symaddr_registry_init(&ctx->reg) != 0) {
         pthread_mutex_destroy(&ctx->core.err.lock);
         free(ctx);
+        if (ops && ops->fini)
+            ops->fini(state);
         return init_refused(cfg, SYMADDR_ERR_NO_MEMORY, "out of host memory for the registry");
     }
     if (cfg) /* a config of another layout is read only as far as it goes, then refused */
@@ -377,11 +420,15 @@ symaddr_status_t symaddr_init(MPI_Comm comm, const symaddr_config_t *cfg, symadd
     t[0] = symaddr_now_ns();
     /* The communicator is split before the config is checked, so that every rank
      * reaches the agreement below whatever its own arguments were. */
-    st = symaddr_bootstrap_init(
-        &ctx->core.boot, comm, ctx->core.cfg.node_size > 0 ? ctx->core.cfg.node_size : 0,
-        ctx->core.cfg.timeout_ms ? ctx->core.cfg.timeout_ms
-                                 : ((symaddr_config_t)SYMADDR_CONFIG_INITIALIZER).timeout_ms,
-        why, sizeof(why));
+    int sim = ctx->core.cfg.node_size > 0 ? ctx->core.cfg.node_size : 0;
+    unsigned timeout_ms = ctx->core.cfg.timeout_ms
+                              ? ctx->core.cfg.timeout_ms
+                              : ((symaddr_config_t)SYMADDR_CONFIG_INITIALIZER).timeout_ms;
+    if (ops)
+        st = symaddr_bootstrap_start(&ctx->core.boot, ops, state, rank, size, sim, timeout_ms, why,
+                                     sizeof(why));
+    else
+        st = symaddr_bootstrap_init(&ctx->core.boot, comm, sim, timeout_ms, why, sizeof(why));
     if (st != SYMADDR_OK) {
         context_free(ctx);
         return init_refused(cfg, st, why);
@@ -469,7 +516,8 @@ symaddr_status_t symaddr_finalize(symaddr_context_t **ctx_p)
         return SYMADDR_ERR_INVALID_ARG;
     ctx = *ctx_p;
     int finalized = 0; /* the teardown's MPI calls would make MPI abort the job */
-    MPI_Finalized(&finalized);
+    if (ctx->core.comm != MPI_COMM_NULL)
+        MPI_Finalized(&finalized);
     if (finalized)
         return symaddr_set_error(ctx, SYMADDR_ERR_MPI,
                                  "symaddr_finalize: MPI was finalized first: call "

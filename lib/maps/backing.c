@@ -137,8 +137,9 @@ symaddr_status_t symaddr_retained_flush_to(symaddr_context_t *ctx, size_t keep, 
         symaddr_backing_close_peers(ctx, m);
     /* a peer may free its root only once nobody maps it; a broken context cannot wait */
     if (ctx->core.broken == SYMADDR_OK &&
-        (st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.boot.node_comm,
-                                  symaddr_bootstrap_agree_deadline(&ctx->core.boot))) != SYMADDR_OK)
+        (st = symaddr_boot_barrier(&ctx->core.boot, &ctx->core.boot.node,
+                                   symaddr_bootstrap_agree_deadline(&ctx->core.boot))) !=
+            SYMADDR_OK)
         symaddr_core_break(&ctx->core, st);
     release_list(ctx, cut);
     return st;

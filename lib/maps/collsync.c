@@ -31,9 +31,12 @@ static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
         mine = SYMADDR_COLL_MAX_BLOCKS;
     if (mine == 0)
         mine = 1;
-    return symaddr_mpi_allreduce(&ctx->core.boot, ctx->core.boot.node_comm, &mine, blocks_p, 1,
-                                 MPI_UNSIGNED, MPI_MIN,
-                                 symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    int in = (int)mine, out = 0;
+    symaddr_status_t st =
+        symaddr_boot_allreduce_int(&ctx->core.boot, &ctx->core.boot.node, &in, &out, 1, 0,
+                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+    *blocks_p = (unsigned)out;
+    return st;
 }
 
 /* One node peer's slot in a Lamport buffer: the buffer's bytes shared by the node, whole
@@ -87,7 +90,6 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
     c->lamport_slot = lamport_slot_bytes(b->node_size);
     c->scratch_offset = c->lamport_offset + 3 * (size_t)b->node_size * c->lamport_slot;
     c->scratch_bytes = symaddr_multi_node(ctx) ? SCRATCH_BYTES : 0;
-    c->leaders = MPI_COMM_NULL;
 
     symaddr_status_t st = grid_bound(ctx, &c->max_blocks);
     if (st == SYMADDR_OK)
@@ -102,10 +104,6 @@ symaddr_status_t symaddr_coll_init(symaddr_context_t *ctx)
         symaddr_set_error(ctx, st, "symaddr_init: cannot set up the collectives' sync area: %s",
                           symaddr_runtime_says(ctx));
     st = symaddr_agree_status(&ctx->core, st, "symaddr_init (collectives)");
-    /* MPI has no nonblocking split: every rank just agreed, so none is missing. */
-    if (st == SYMADDR_OK && MPI_Comm_split(ctx->core.comm, b->node_rank == 0 ? 0 : MPI_UNDEFINED,
-                                           ctx->core.rank, &c->leaders) != MPI_SUCCESS)
-        st = symaddr_core_break(&ctx->core, SYMADDR_ERR_MPI);
     if (st == SYMADDR_OK)
         st = symaddr_backing_open(ctx, &c->sync, 0);
     if (st != SYMADDR_OK) {
@@ -151,10 +149,7 @@ void symaddr_coll_fini(symaddr_context_t *ctx)
     area_free(ctx, &c->sync);
     if (c->node_ranks)
         ctx->be.ops->local_free(&ctx->be, c->node_ranks);
-    if (c->leaders != MPI_COMM_NULL && !ctx->core.boot.parked)
-        MPI_Comm_free(&c->leaders);
     memset(c, 0, sizeof(*c));
-    c->leaders = MPI_COMM_NULL;
 }
 
 /* The first failure recorded in area a, as the kernels wrote it (0: none). */
@@ -216,8 +211,8 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
     symaddr_status_t st =
         w && zeros ? ctx->be.ops->stream_sync(&ctx->be, NULL) : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.comm,
-                                 symaddr_bootstrap_deadline(&ctx->core.boot, 1));
+        st = symaddr_boot_barrier(&ctx->core.boot, &ctx->core.boot.world,
+                                  symaddr_bootstrap_deadline(&ctx->core.boot, 1));
     if (st == SYMADDR_OK) {
         memset(w, 0, sizeof(uint64_t) * SYMADDR_SYNC_WORDS);
         w[SYMADDR_SYNC_EPOCH] = next - 1;
@@ -234,8 +229,8 @@ symaddr_status_t symaddr_coll_set_epoch(symaddr_context_t *ctx, uint64_t next)
                                  inboxes + lamport);
     }
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.comm,
-                                 symaddr_bootstrap_deadline(&ctx->core.boot, 1));
+        st = symaddr_boot_barrier(&ctx->core.boot, &ctx->core.boot.world,
+                                  symaddr_bootstrap_deadline(&ctx->core.boot, 1));
     free(w);
     free(zeros);
     return st;

@@ -29,8 +29,8 @@ symaddr_status_t symaddr_locality_init(symaddr_context_t *ctx)
     gethostname(mine.host, sizeof(mine.host) - 1);
     symaddr_status_t st = all && cls && dev ? SYMADDR_OK : SYMADDR_ERR_NO_MEMORY;
     if (st == SYMADDR_OK)
-        st = symaddr_mpi_allgather(&ctx->core.boot, ctx->core.comm, &mine, all, sizeof(mine),
-                                   symaddr_bootstrap_deadline(&ctx->core.boot, 0));
+        st = symaddr_boot_allgather(&ctx->core.boot, &ctx->core.boot.world, &mine, all,
+                                    sizeof(mine), symaddr_bootstrap_deadline(&ctx->core.boot, 0));
     if (st != SYMADDR_OK) {
         free(all);
         free(cls);

@@ -78,7 +78,6 @@ typedef struct symaddr_coll {
     size_t twoshot_get_bytes;  /* auto's two-shot goes by loads only from here */
     size_t twoshot_copy_bytes; /* and gathers by the copy engine from here */
     unsigned lamport_threads;  /* a Lamport block's threads, where the chunks allow */
-    MPI_Comm leaders;          /* node rank 0 of every node; MPI_COMM_NULL elsewhere */
     bool ready;
     int logged[SYMADDR_COLL_KIND_COUNT_]; /* per collective, the kind last logged (+1) */
 } symaddr_coll_t;

@@ -124,8 +124,9 @@ symaddr_status_t symaddr_teardown(symaddr_context_t *ctx, symaddr_registration_t
         symaddr_retained_close_peers(ctx);
     }
     if (ctx->core.broken == SYMADDR_OK &&
-        (st = symaddr_mpi_barrier(&ctx->core.boot, ctx->core.boot.node_comm,
-                                  symaddr_bootstrap_agree_deadline(&ctx->core.boot))) != SYMADDR_OK)
+        (st = symaddr_boot_barrier(&ctx->core.boot, &ctx->core.boot.node,
+                                   symaddr_bootstrap_agree_deadline(&ctx->core.boot))) !=
+            SYMADDR_OK)
         symaddr_core_break(&ctx->core, st);
     for (size_t i = 0; i < n; i++) {
         symaddr_provider_ops(regs[i]->map.provider)->release(ctx, regs[i]);

@@ -15,14 +15,22 @@ from ._validation import Validation
 from ._lib import STATUS, SymaddrError, choice, index_of, int_of, int_range, load
 from ._lib import error as _err
 from ._lib import validating as _validating
+from ._bootstrap import MpiRanks, TorchRanks, torch_group_ready
 from ._lifetime import Life, Lifetimes, Registration, finalize_at_exit
 from ._maps import Team
 
 
 class Context(Memory, Registrations, Validation, Communication):
-    """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD). Settings of
-    symaddr_config_t go as keyword arguments (timeout_ms=..., heap_bytes=...); backend is one
-    of the library's backend names. close() (or the end of a with block) finalizes it.
+    """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD) or a
+    torch.distributed process group (group=; under torchrun with no MPI launcher, the default
+    group is the default). Settings of symaddr_config_t go as keyword arguments
+    (timeout_ms=..., heap_bytes=...); backend is one of the library's backend names. close()
+    (or the end of a with block) finalizes it.
+
+    Over a process group, MPI is never initialised (libsymaddr is linked to it, but makes no
+    MPI call): the library starts through symaddr_init_bootstrap, with messages over a gloo
+    group of its own on the group's ranks, which also carry the steps of the collectives
+    between nodes. Everything else is the same.
 
     Arrays and tensors it hands out are plain NumPy arrays and torch tensors, and their memory
     stays mapped while any of them (or a view) exists: free() and close() end symaddr's use of
@@ -30,11 +38,17 @@ class Context(Memory, Registrations, Validation, Communication):
     (symaddr._lifetime says how)."""
 
     def __init__(self, comm: Any = None, backend: str = "auto", lib: Any = None,
-                 **config: Any) -> None:
-        from mpi4py import MPI
+                 group: Any = None, **config: Any) -> None:
         self._h = None
+        if comm is not None and group is not None:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "Context(comm=, group=): pass one, an mpi4py "
+                       "communicator or a torch.distributed process group")
+        over_torch = group is not None or (comm is None and torch_group_ready())
+        MPI = None
+        if not over_torch:
+            from mpi4py import MPI
         # load() refuses another MPI's mpi4py, then makes the library global (a library passed
-        # in is one load() made: the same checks)
+        # in is one load() made: the same checks); over torch it stays local, as MPI is unused
         self._lib = load(lib._name if lib is not None else None, mpi=MPI)
         add_collectives(Context, self._lib)
         self._regs = {}  # address of the library's symaddr_map_t -> Registration
@@ -79,23 +93,23 @@ class Context(Memory, Registrations, Validation, Communication):
                         ", ".join('"%s"' % n for n in self._lib.abi["validate"]),
                         ", ".join(map(str, self._lib.abi["validate"].values())))
                 raise _err("SYMADDR_ERR_INVALID_ARG", "setting %s=%r: pass %s" % (k, v, allowed))
-        if comm is None:
-            comm = MPI.COMM_WORLD
-        elif not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
-            raise _err("SYMADDR_ERR_INVALID_ARG", "Context(comm=%r): %s" % (comm, (
-                "this rank is not in the communicator (a Split with MPI.UNDEFINED): make the "
-                "Context on its ranks alone" if isinstance(comm, MPI.Comm) and
-                comm == MPI.COMM_NULL else "pass an mpi4py intracommunicator that this rank "
-                "is in (MPI.COMM_WORLD, or one of comm.Split or comm.Create)")))
         h = ctypes.c_void_p()
-        self._check(self._lib.symaddr_init(ctypes.c_void_p(MPI._handleof(comm)),
-                                           ctypes.byref(cfg), ctypes.byref(h)))
+        if over_torch:
+            ranks = TorchRanks(self._lib, group)
+            st = self._lib.symaddr_init_bootstrap(ctypes.byref(ranks.ops), None, ranks.rank,
+                                                  ranks.size, ctypes.byref(cfg), ctypes.byref(h))
+            if st != 0 and ranks.last_error:  # what torch.distributed said
+                self._check(st, "torch.distributed: " + ranks.last_error)
+            self._check(st)
+            self.comm, self.group = None, ranks.group
+        else:
+            ranks = self._init_mpi(MPI, comm, cfg, h)
         self._h = h
-        self.comm = comm
         self._life = Life(0, 0, "this context")
         # the context's own tables (heap_bases): released with the context
         self._own = Registration(None, self._life, None, 0, "context", None)
-        self._lifetimes = Lifetimes(comm.Dup(), cfg.timeout_ms)
+        self._lifetimes = Lifetimes(ranks, cfg.timeout_ms)
+        self._ranks = ranks
         self.rank = self._lib.symaddr_rank(self._h)
         self.size = self._lib.symaddr_size(self._h)
         self.node_rank = self._lib.symaddr_node_rank(self._h)
@@ -113,6 +127,20 @@ class Context(Memory, Registrations, Validation, Communication):
         self.validating = _validating(config["validate"] if "validate" in config
                                       else os.environ.get("SYMADDR_VALIDATE"))
         self._init_comm()
+
+    def _init_mpi(self, MPI, comm, cfg, h):
+        if comm is None:
+            comm = MPI.COMM_WORLD
+        elif not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "Context(comm=%r): %s" % (comm, (
+                "this rank is not in the communicator (a Split with MPI.UNDEFINED): make the "
+                "Context on its ranks alone" if isinstance(comm, MPI.Comm) and
+                comm == MPI.COMM_NULL else "pass an mpi4py intracommunicator that this rank "
+                "is in (MPI.COMM_WORLD, or one of comm.Split or comm.Create)")))
+        self._check(self._lib.symaddr_init(ctypes.c_void_p(MPI._handleof(comm)),
+                                           ctypes.byref(cfg), ctypes.byref(h)))
+        self.comm, self.group = comm, None
+        return MpiRanks(comm)
 
     def __enter__(self):
         return self
@@ -138,13 +166,15 @@ class Context(Memory, Registrations, Validation, Communication):
             raise _err("SYMADDR_ERR_BROKEN", self._broken)
         return self._h
 
-    def _check(self, status):
+    def _check(self, status, more=""):
         if status != 0:
             text = self._lib.symaddr_strerror(status).decode()
             # a context's own message, or this thread's failed init's
             why = (self._lib.symaddr_last_error(self._h or None) or b"").decode()
             if why:
                 text = "%s: %s" % (text, why)
+            if more:
+                text = "%s (%s)" % (text, more)
             if status == STATUS["SYMADDR_ERR_BROKEN"] and getattr(self, "_broken", "") is None:
                 self._broken = text  # the Triton calls, which make no C call, refuse it too
             raise SymaddrError(status, text)
@@ -156,12 +186,12 @@ class Context(Memory, Registrations, Validation, Communication):
         finalizes when the interpreter exits."""
         if not self._h:
             return
-        from mpi4py import MPI
-        if MPI.Is_finalized():  # its MPI calls would abort the job
+        if self._ranks.finalized():  # its MPI (or gloo) calls would abort the job
             self._h = None
-            raise _err("SYMADDR_ERR_MPI", "close: MPI was finalized first: close every "
-                       "symaddr.Context before MPI.Finalize() (a with block does); this one "
-                       "is left as it is until the process ends")
+            raise _err("SYMADDR_ERR_MPI", "close: MPI (or torch.distributed) was finalized "
+                       "first: close every symaddr.Context before MPI.Finalize() or "
+                       "destroy_process_group() (a with block does); this one is left as it "
+                       "is until the process ends")
         self._lifetimes.reap_local()
         h, self._h = self._h, None
         self._team, self._plans, self._calls = None, {}, {}
@@ -180,12 +210,12 @@ class Context(Memory, Registrations, Validation, Communication):
         self._freed.clear()
         self._plain.clear()
         lt.forget()
-        if not lt.broken:  # an agreement a peer never came to still uses the communicator
-            lt.comm.Free()
-        lib = self._lib
+        lt.ranks.free(abandoned=bool(lt.broken))
+        lib, ranks = self._lib, self._ranks
 
         def finalize():
             st = lib.symaddr_finalize(ctypes.byref(h))
+            ranks.closed = True  # referenced here: the bootstrap's callbacks outlive finalize
             if st != 0:
                 raise SymaddrError(st, lib.symaddr_strerror(st).decode())
 

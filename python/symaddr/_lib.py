@@ -197,11 +197,14 @@ def load(path=None, mpi=None):
     lib.Config = _struct("symaddr_config_t", s["symaddr_config_t"])
     lib.Map = _struct("symaddr_map_t", s["symaddr_map_t"])
     lib.Buffer = _struct("symaddr_buffer_t", s["symaddr_buffer_t"])
+    lib.BootstrapOps = _struct("symaddr_bootstrap_ops_t", s["symaddr_bootstrap_ops_t"])
     vp, st, sz, i = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, ctypes.c_int
     mapp = ctypes.POINTER(vp)  # symaddr_map_t **: the address, read with Map.from_address
     protos = {
         "symaddr_config_default": (None, [ctypes.POINTER(lib.Config)]),
         "symaddr_init": (st, [vp, ctypes.POINTER(lib.Config), ctypes.POINTER(vp)]),
+        "symaddr_init_bootstrap": (st, [ctypes.POINTER(lib.BootstrapOps), vp, i, i,
+                                        ctypes.POINTER(lib.Config), ctypes.POINTER(vp)]),
         "symaddr_finalize": (st, [ctypes.POINTER(vp)]),
         "symaddr_timeout_set": (st, [vp, ctypes.c_uint]),
         "symaddr_version": (None, [ctypes.POINTER(i)] * 3),

@@ -15,10 +15,9 @@ stale view therefore reads the freed allocation's own memory, never another allo
 never faults. close() finalizes at once when no array of the context is left on any rank;
 otherwise the memory stays mapped, the context refuses all use, and the library finalizes it
 when the interpreter exits."""
-import array
 import atexit
 import gc
-import time
+import sys
 import weakref
 
 from ._lib import STATUS, SymaddrError
@@ -93,8 +92,8 @@ class Lifetimes:
     """A context's registrations that symaddr ended but the library has not yet released
     (pending), and the agreement that releases them once no rank reaches them."""
 
-    def __init__(self, comm, timeout_ms):
-        self.comm = comm  # a communicator of symaddr's own (a Dup of the context's)
+    def __init__(self, ranks, timeout_ms):
+        self.ranks = ranks  # _bootstrap's MpiRanks or TorchRanks: the agreement's exchange
         self.timeout_s = timeout_ms / 1000.0
         self.pending = []  # collective releases, in the order every rank ended them
         self.pending_bytes = 0
@@ -122,41 +121,19 @@ class Lifetimes:
 
     def agree(self, flags):
         """The elementwise AND of flags (ints 0/1) over every rank, within the context's
-        deadline (nonblocking MPI and a test loop)."""
-        from mpi4py import MPI
+        deadline (the ranks' nonblocking MIN and a test loop)."""
         if self.broken:
             raise SymaddrError(STATUS["SYMADDR_ERR_BROKEN"], self.broken)
-        if MPI.Is_finalized():  # mpi4py's call would abort the job
-            raise SymaddrError(STATUS["SYMADDR_ERR_MPI"], "MPI was finalized first: close "
-                               "every symaddr.Context before MPI.Finalize()")
-        send, recv = array.array("i", flags), array.array("i", flags)
-        req = self.comm.Iallreduce(send, recv, op=MPI.MIN)
-        start = time.monotonic()
-        deadline, spin_until = start + self.timeout_s, start + 2e-4
-        pause = 1e-5
-        try:
-            while not req.Test():
-                now = time.monotonic()
-                if now < spin_until:  # the peers are usually here already: test again at
-                    continue  # once (a time.sleep(0) each turn made it 190 us, not 2)
-                if now > deadline:
-                    raise SymaddrError(STATUS["SYMADDR_ERR_TIMEOUT"], self._abandon(
-                        req, send, recv, "a peer did not come to agree which freed memory no "
-                        "rank reaches any more (timeout %.0f ms)" % (self.timeout_s * 1e3)))
-                time.sleep(pause)
-                pause = min(pause * 2, 1e-3)
-        except BaseException as e:  # Ctrl-C in the wait: MPI still writes recv when peers come
-            if not self.broken:
-                self._abandon(req, send, recv, "an agreement which freed memory no rank "
-                              "reaches was interrupted (%s)" % type(e).__name__)
-            raise
-        return list(recv)
+        if self.ranks.finalized():  # the runtime's call would abort the job
+            raise SymaddrError(STATUS["SYMADDR_ERR_MPI"], "MPI (or torch.distributed) was "
+                               "finalized first: close every symaddr.Context before "
+                               "MPI.Finalize() or destroy_process_group()")
+        return self.ranks.agree_min(flags, self.timeout_s, self._abandon)
 
-    def _abandon(self, req, send, recv, why):
-        """Break the context's agreements: MPI still holds req, so keep it and its buffers
-        (and the communicator, which close() then does not free) for as long as the process;
-        the message this context's later agreements raise."""
-        _orphans.append((req, send, recv))
+    def _abandon(self, why):
+        """Break the context's agreements (the runtime still holds the abandoned request and
+        its buffers, and the communicator, which close() then does not free); the message
+        this context's later agreements raise."""
         self.broken = why + "; create a new Context"
         return self.broken
 
@@ -236,8 +213,6 @@ class Lifetimes:
 
 # Contexts whose close() found memory still reached: finalized when the interpreter exits.
 _at_exit = []
-# Agreements a peer never came to: MPI still holds their requests and buffers.
-_orphans = []
 
 
 def finalize_at_exit(finalize):
@@ -249,9 +224,9 @@ def finalize_at_exit(finalize):
 
 
 def _finalize_left():
-    from mpi4py import MPI
-    if MPI.Is_finalized():  # the program finalized MPI itself: finalize would abort the job
-        _at_exit.clear()
+    mpi = sys.modules.get("mpi4py.MPI")  # contexts over torch.distributed load no MPI
+    if mpi is not None and mpi.Is_finalized():  # the program finalized MPI itself: finalize
+        _at_exit.clear()  # would abort the job
     while _at_exit:
         try:
             _at_exit.pop()()

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The multi-node path across real hosts (network, UTS, IPC and mount namespaces: hosts.sh),
 # with no SYMADDR_NODE_SIZE: symaddr-info's node groups, the maps, RMA and backend suites at
-# 2 hosts x 2 ranks, 2 x 4 and 4 x 2, the
+# 2 hosts x 2 ranks, 2 x 4 and 4 x 2, symaddr_init_bootstrap's cases at 2 x 2, the
 # collectives (every case of test_coll), against MPI's own collectives, and a whole
 # host killed at each fault point (tests/fault.sh).
 #   tests/hosts/suite.sh BUILD_DIR      (cpu backend; exit 77 where hosts cannot be made)
@@ -34,6 +34,9 @@ for shape in "2 2" "2 4" "4 2"; do
     run $shape "$B/tests/mpi_rma_cpu" | grep -E "^(ok|not ok)|passed"
     run $shape "$B/tests/mpi_backend" | grep -E "^(not ok|skip)|passed"
 done
+echo "-- mpi_bootstrap at 2 2: symaddr_init_bootstrap over the test's own MPI point-to-point,"
+echo "   its nodes from the host names (the hosts' own)"
+run 2 2 "$B/tests/mpi_bootstrap" | grep -E "^(ok|not ok|skip)|passed"
 echo "-- mpi_coll at 2 2: every case (2 x 4 and 4 x 2 pass too, in 150 s each: not in CI)"
 run 2 2 "$B/tests/mpi_coll" | grep -E "^(ok|not ok|skip)|passed"
 echo "-- faults at 2 2: both ranks of host h2 killed at init, mesh, alloc, free, finalize, a"

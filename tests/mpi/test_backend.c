@@ -44,12 +44,12 @@ static void test_neighbour_write(env_t *e)
         T_CHECK(peer[q] != NULL);
     }
     T_OK(NULL, ops->stream_sync(&e->be, NULL));
-    MPI_Barrier(b->node_comm);
+    T_OK(NULL, symaddr_boot_barrier(b, &b->node, symaddr_bootstrap_deadline(b, 1)));
     /* The write goes through the mapping of the right neighbour's memory. */
     uint32_t *target = right == me ? buf : peer[right];
     T_OK(NULL, ops->kernels->fill_u32(NULL, target, COUNT, (uint32_t)b->rank + 1));
     T_OK(NULL, ops->stream_sync(&e->be, NULL));
-    MPI_Barrier(b->node_comm);
+    T_OK(NULL, symaddr_boot_barrier(b, &b->node, symaddr_bootstrap_deadline(b, 1)));
     memset(host, 0xff, sizeof(host));
     T_OK(NULL, ops->memcpy(&e->be, host, buf, sizeof(host)));
     int bad = 0;
@@ -57,17 +57,17 @@ static void test_neighbour_write(env_t *e)
         bad += host[i] != (uint32_t)b->node_to_rank[left] + 1;
     T_CHECK(bad == 0, "%d of %d values are not rank %d + 1", bad, COUNT, b->node_to_rank[left]);
     /* A second write to the last element only, once every rank has read. */
-    MPI_Barrier(b->node_comm);
+    T_OK(NULL, symaddr_boot_barrier(b, &b->node, symaddr_bootstrap_deadline(b, 1)));
     T_OK(NULL, ops->kernels->fill_u32(NULL, (uint32_t *)target + COUNT - 1, 1, 7));
     T_OK(NULL, ops->stream_sync(&e->be, NULL));
-    MPI_Barrier(b->node_comm);
+    T_OK(NULL, symaddr_boot_barrier(b, &b->node, symaddr_bootstrap_deadline(b, 1)));
     T_OK(NULL, ops->memcpy(&e->be, host, buf, sizeof(host)));
     T_CHECK(host[COUNT - 1] == 7 && host[COUNT - 2] == (uint32_t)b->node_to_rank[left] + 1);
 
     for (int q = 0; q < n; q++)
         if (peer[q])
             T_OK(NULL, ops->handle_close(&e->be, peer[q], all[q].bytes));
-    MPI_Barrier(b->node_comm);
+    T_OK(NULL, symaddr_boot_barrier(b, &b->node, symaddr_bootstrap_deadline(b, 1)));
     T_OK(NULL, ops->mem_free(&e->be, buf));
     free(peer);
     free(fds);
@@ -94,7 +94,8 @@ static void test_no_leaks(env_t *e)
             T_OK(NULL, e->ops->handle_open(&e->be, &ph, &p));
             T_OK(NULL, e->ops->handle_close(&e->be, p, ph.bytes));
         }
-        MPI_Barrier(e->boot.node_comm);
+        T_OK(NULL, symaddr_boot_barrier(&e->boot, &e->boot.node,
+                                        symaddr_bootstrap_deadline(&e->boot, 1)));
         T_OK(NULL, e->ops->mem_free(&e->be, buf));
         free(fds);
     }

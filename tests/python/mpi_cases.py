@@ -5,20 +5,27 @@ A case that returns a text starting "SKIP" is skipped, with that reason. Prints 
 and the summary line "N passed, N failed, N skipped". SYMADDR_TEST_CASES="a b" runs only the
 cases whose name holds one of those words (the rest are not counted). A rank whose case failed
 waits for its peers' outcomes at most SYMADDR_TEST_CASE_WAIT_S seconds (120), then aborts the
-job, saying so: a peer may be waiting inside the case, at an MPI call the failed rank left."""
+job, saying so: a peer may be waiting inside the case, at an MPI call the failed rank left.
+Cases(group=pg) takes the outcomes over a torch.distributed process group instead (a test
+started by torchrun, with no MPI in the process)."""
 import os
 import sys
 import time
 import traceback
 from array import array
 
-from mpi4py import MPI
 
 
 class Cases:
-    def __init__(self, comm=None):
-        self.comm = comm or MPI.COMM_WORLD
-        self.rank = self.comm.Get_rank()
+    def __init__(self, comm=None, group=None):
+        self.group = group
+        if group is not None:
+            import torch.distributed as dist
+            self.comm, self.rank = None, dist.get_rank(group)
+        else:
+            from mpi4py import MPI
+            self.comm = comm or MPI.COMM_WORLD
+            self.rank = self.comm.Get_rank()
         self.passed = self.failed = self.skipped = 0
 
     def run(self, name, fn):
@@ -51,6 +58,9 @@ class Cases:
         """The MIN of every rank's outcome. A rank whose case failed waits a bounded time: a
         peer still inside the case at an MPI barrier held every rank until the test's own limit
         (300 s at each rank count on the GPU machine, 2026-12-04)."""
+        if self.group is not None:
+            return self._outcome_torch(ok, name, why)
+        from mpi4py import MPI
         mine, worst = array("i", [ok]), array("i", [0])
         req = self.comm.Iallreduce(mine, worst, op=MPI.MIN)
         if ok:
@@ -67,6 +77,22 @@ class Cases:
                 self.comm.Abort(1)
             time.sleep(0.001)
         return worst[0]
+
+    def _outcome_torch(self, ok, name, why):
+        import datetime
+        import torch
+        import torch.distributed as dist
+        t = torch.tensor([ok], dtype=torch.int32)
+        work = dist.all_reduce(t, op=dist.ReduceOp.MIN, group=self.group, async_op=True)
+        wait = float(os.environ.get("SYMADDR_TEST_CASE_WAIT_S", "120"))
+        try:
+            work.wait(datetime.timedelta(seconds=wait))
+        except RuntimeError:
+            print("[rank %d] %s: the other ranks did not finish the case within %g s "
+                  "(SYMADDR_TEST_CASE_WAIT_S); this rank exits" % (self.rank, name, wait),
+                  file=sys.stderr, flush=True)
+            os._exit(1)
+        return int(t[0])
 
     def finish(self):
         """The summary line on rank 0; the process's exit status."""

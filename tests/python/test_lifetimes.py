@@ -440,7 +440,7 @@ def test_interrupted_agreement():
     ctx.free(x)
     del x
     lt = ctx._lifetimes
-    real = lt.comm
+    real = lt.ranks.comm
 
     class Interrupted:  # the Ctrl-C arriving during the wait, on rank 0
         def __init__(self):
@@ -455,15 +455,15 @@ def test_interrupted_agreement():
             return Waiting()
 
     if rank == 0:
-        lt.comm = Interrupted()
+        lt.ranks.comm = Interrupted()
         try:
             ctx.collect()
             raise AssertionError("the interrupted agreement returned")
         except KeyboardInterrupt:
             pass
-        lt.comm = real
-        from symaddr import _lifetime
-        check(any(len(o) == 3 for o in _lifetime._orphans), "the request's buffers kept")
+        lt.ranks.comm = real
+        from symaddr import _bootstrap
+        check(any(len(o) == 3 for o in _bootstrap._orphans), "the request's buffers kept")
         start = time.monotonic()
         try:
             ctx.collect()
