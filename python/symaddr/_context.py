@@ -6,7 +6,7 @@ it is in _lifetime."""
 import ctypes
 import os
 import weakref
-from typing import Any
+from typing import Any, Optional
 
 from ._comm import Communication, add_collectives
 from ._memory import Memory
@@ -24,7 +24,8 @@ class Context(Memory, Registrations, Validation, Communication):
     """A symaddr context over an MPI communicator (mpi4py; default COMM_WORLD) or a
     torch.distributed process group (group=; under torchrun with no MPI launcher, the default
     group is the default). Settings of symaddr_config_t go as keyword arguments
-    (timeout_ms=..., heap_bytes=...); backend is one of the library's backend names. close()
+    (timeout_ms=..., heap_bytes=...); backend is one of the library's backend names (default:
+    SYMADDR_BACKEND's, else auto). close()
     (or the end of a with block) finalizes it.
 
     Over a process group, MPI is never initialised (libsymaddr is linked to it, but makes no
@@ -37,7 +38,7 @@ class Context(Memory, Registrations, Validation, Communication):
     the memory at once, and the library releases it once no rank reaches it from Python
     (symaddr._lifetime says how)."""
 
-    def __init__(self, comm: Any = None, backend: str = "auto", lib: Any = None,
+    def __init__(self, comm: Any = None, backend: Optional[str] = None, lib: Any = None,
                  group: Any = None, **config: Any) -> None:
         self._h = None
         if comm is not None and group is not None:
@@ -61,7 +62,8 @@ class Context(Memory, Registrations, Validation, Communication):
         self._out = (ctypes.byref(ctypes.c_void_p()), ctypes.byref(ctypes.c_void_p()))
         cfg = self._lib.Config()
         self._lib.symaddr_config_default(ctypes.byref(cfg))
-        cfg.backend = choice("backend", backend, self._lib.abi["backend"])
+        if backend is not None:  # else SYMADDR_BACKEND's, as symaddr_config_default read it
+            cfg.backend = choice("backend", backend, self._lib.abi["backend"])
         settable = [f for f in self._lib.Config.field_names
                     if f not in ("size", "backend", "logger", "logger_cookie")]
         accepts = {c["field"]: "%s (as %s takes)" % (c["accepts"], c["name"])

@@ -402,7 +402,8 @@ def main(argv=None):
     ap.add_argument("--profile", action="store_true", help="alloc: profile Python on rank 0")
     ap.add_argument("--held", type=_count0, default=0,
                     help="alloc: views of freed allocations held while timing (0)")
-    ap.add_argument("--backend", default="auto", help="symaddr backend (default auto)")
+    ap.add_argument("--backend", default=None,
+                    help="symaddr backend (default: $SYMADDR_BACKEND, else auto)")
     ap.add_argument("--example", default=None,
                     help="put: a file holding a put_kernel of the seed's signature (default: "
                     "the package's, symaddr.triton.p0); fused: examples/triton_fused.py")

@@ -39,6 +39,29 @@ ctx = sa.Context(backend="cpu")
 check(ctx.rank == rank and ctx.size == size and ctx.backend == "cpu", "context")
 
 
+def test_backend_from_the_environment():
+    """Context() runs on SYMADDR_BACKEND's backend: it passed backend="auto" for it, which ran
+    the cuda backend with SYMADDR_BACKEND=cpu on the GPU machine (the suite's cpu tests failed
+    there) and the cpu backend with SYMADDR_BACKEND=cuda where cuda is not built."""
+    lib = sa.load()
+    missing = [n for n in ("cuda", "hip") if not lib.symaddr_backend_built(lib.abi["backend"][n])]
+    old = os.environ.get("SYMADDR_BACKEND")
+    try:
+        os.environ["SYMADDR_BACKEND"] = "cpu"
+        with sa.Context() as c:
+            check(c.backend == "cpu", "SYMADDR_BACKEND=cpu ran %s" % c.backend)
+        if not missing:
+            return
+        os.environ["SYMADDR_BACKEND"] = missing[0]
+        refused("Context() with SYMADDR_BACKEND=%s, not built" % missing[0], sa.Context,
+                [missing[0]], "SYMADDR_ERR_UNSUPPORTED")
+    finally:
+        if old is None:
+            os.environ.pop("SYMADDR_BACKEND", None)
+        else:
+            os.environ["SYMADDR_BACKEND"] = old
+
+
 def test_version():
     v = sa.version()
     check(len(v) == 3 and all(isinstance(x, int) for x in v), "version %s" % (v,))
@@ -817,6 +840,7 @@ def test_other_mpi_refused():
 
 
 cases.run("version", test_version)
+cases.run("SYMADDR_BACKEND picks Context()'s backend", test_backend_from_the_environment)
 cases.run("collectives", test_collectives)
 cases.run("a method per collective of the library", test_methods_from_the_library)
 cases.run("collectives into plain memory; avg, mpi4py ops", test_plain_recv)
