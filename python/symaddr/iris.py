@@ -1,0 +1,447 @@
+# SPDX-License-Identifier: MIT
+"""Iris's host API on symaddr: `import symaddr.iris as iris`, then an Iris program's
+`shmem = iris.iris(heap_size)`, its tensor creation on the symmetric heap, `barrier`,
+`broadcast`, logging with the rank, and its device functions (`iris.load`, `iris.store`,
+`iris.put`, `iris.get`, `iris.copy`, `iris.atomic_*`, over `heap_bases`), with Iris's names,
+argument orders, keywords and defaults.
+
+What symaddr does beyond Iris: the ranks come from MPI (mpiexec) or from torch.distributed
+(torchrun, no MPI: symaddr.Context says how); allocate_symmetric and the tensors' maps work
+with any provider's peer_bases, not only the heap's; zero-element tensors are allowed (symaddr
+itself refuses 0-byte allocations: they take one element of the heap). Not here yet (Iris's
+DeviceContext, ccl, ops): their calls are absent, never a silent imitation."""
+import logging
+import math
+import operator
+import os
+import pickle
+import weakref
+from typing import Any, Tuple
+
+import torch
+
+import symaddr
+from symaddr.triton.heap import (atomic_add, atomic_and, atomic_cas, atomic_max,  # noqa: F401
+                                 atomic_min, atomic_or, atomic_sub, atomic_xchg, atomic_xor,
+                                 copy, get, load, put, store, translate)
+
+logger = logging.getLogger("symaddr.iris")
+
+_FORMATS = (torch.contiguous_format, torch.preserve_format, torch.channels_last,
+            torch.channels_last_3d)
+
+
+def _shape(size) -> Tuple[int, ...]:
+    """Shapes as torch takes them: ints, a tuple or list, one in another, a torch.Size."""
+    while len(size) == 1 and isinstance(size[0], (tuple, list, torch.Size)):
+        size = tuple(size[0])
+    try:
+        shape = tuple(operator.index(d) for d in size)
+    except TypeError:
+        raise TypeError("size must be ints, or one tuple, list or torch.Size of ints: got %r"
+                        % (size,)) from None
+    if any(d < 0 for d in shape):
+        raise ValueError("negative dimension in size %r" % (shape,))
+    return shape
+
+
+class Iris:
+    """Iris's host object over a symaddr.Context with a heap of heap_size bytes (Iris's
+    iris.iris(heap_size)). Every tensor it creates lives on that heap, is symmetric (each rank
+    makes the same calls in the same order), and its heap_bases serve Iris's device functions.
+    Settings of symaddr.Context (backend=, timeout_ms=, group=, comm=, ...) pass through."""
+
+    def __init__(self, heap_size: int = 1 << 30, **config: Any) -> None:
+        self._ctx = symaddr.Context(heap_bytes=heap_size, **config)
+        ctx = self._ctx
+        self.cur_rank, self.num_ranks = ctx.rank, ctx.size
+        self.heap_size = heap_size
+        self.gpu_id = ctx.device
+        self.device = "cuda:%d" % ctx.device if ctx.device >= 0 else "cpu"
+        self._device = torch.device(self.device)
+        self._empty = {}  # id -> weakref of the zero-element tensors made (data_ptr() is 0)
+
+    # -- ranks and the heap --------------------------------------------------------------
+    def get_rank(self) -> int:
+        """This rank."""
+        return self.cur_rank
+
+    def get_num_ranks(self) -> int:
+        """The number of ranks."""
+        return self.num_ranks
+
+    def get_heap_bases(self) -> Any:
+        """The heap's table, a torch int64 tensor on this rank's device (zero-copy: the
+        library's own table): Iris's heap_bases."""
+        hb = self._ctx.heap_bases
+        return hb if torch.is_tensor(hb) else torch.from_numpy(hb)
+
+    @property
+    def heap_bases(self) -> Any:
+        """Iris's attribute: the heap's table, as get_heap_bases()."""
+        return self.get_heap_bases()
+
+    def get_device(self) -> torch.device:
+        """The torch device this rank's tensors are on ("cuda:N"; "cpu" on the cpu backend)."""
+        return self._device
+
+    def get_cu_count(self) -> int:
+        """Compute units (multiprocessors) of this rank's GPU; the CPUs it may run on for the
+        cpu backend."""
+        if self._device.type == "cuda":
+            return torch.cuda.get_device_properties(self._device).multi_processor_count
+        return len(os.sched_getaffinity(0))
+
+    @property
+    def context(self) -> "symaddr.Context":
+        """The symaddr.Context underneath (its collectives, maps and providers)."""
+        return self._ctx
+
+    def barrier(self) -> None:
+        """Every rank's work so far is done and visible everywhere (the device synchronised on
+        each side of the ranks' barrier, as Iris's)."""
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
+        self._ctx.barrier()
+        if self._device.type == "cuda":
+            torch.cuda.synchronize(self._device)
+
+    def broadcast(self, value: Any, source_rank: int) -> Any:
+        """source_rank's value on every rank: a Python scalar or picklable object, or a tensor
+        (a new tensor on this rank's device; other ranks may pass None). Collective."""
+        self._rank_ok(source_rank, "source_rank")
+        is_tensor = torch.is_tensor(value) if self.cur_rank == source_rank else None
+        if self.cur_rank == source_rank:
+            meta = (("tensor", tuple(value.shape), str(value.dtype).replace("torch.", ""))
+                    if is_tensor else ("object", pickle.dumps(value)))
+            blob = pickle.dumps(meta)
+        else:
+            blob = b""
+        blob = self._bcast_bytes(blob, source_rank)
+        meta = pickle.loads(blob)
+        if meta[0] == "object":
+            return pickle.loads(meta[1])
+        shape, dtype = meta[1], getattr(torch, meta[2])
+        result = torch.empty(shape, dtype=dtype, device=self._device)
+        raw = result.reshape(-1).view(torch.uint8)
+        if self.cur_rank == source_rank:
+            raw.copy_(value.detach().contiguous().reshape(-1).view(torch.uint8))
+        raw.copy_(self._bcast_raw(raw, source_rank))
+        return result
+
+    def broadcast_tensor(self, value: Any, source_rank: int = 0) -> Any:
+        """Iris's: a tensor from source_rank on every rank (broadcast() of a tensor)."""
+        return self.broadcast(value, source_rank)
+
+    def _bcast_raw(self, raw: Any, root: int) -> Any:
+        """root's bytes (a uint8 tensor of the same length on every rank), moved as int32
+        words by the context's broadcast on the heap."""
+        words = max((raw.numel() + 3) // 4, 1)
+        buf, bmap = self._ctx.allocate_symmetric((words,), torch.int32, provider="heap")
+        as_bytes = buf.view(torch.uint8)
+        if self.cur_rank == root:
+            as_bytes[:raw.numel()].copy_(raw.to(buf.device))
+        self._ctx.broadcast(buf, buf, root=root)
+        self.barrier()
+        got = as_bytes[:raw.numel()].clone()
+        self._ctx.free(bmap)
+        return got.to(raw.device)
+
+    def _bcast_bytes(self, blob: bytes, root: int) -> bytes:
+        n = torch.tensor([len(blob)], dtype=torch.int64).view(torch.uint8)
+        size = int(self._bcast_raw(n, root).view(torch.int64)[0])
+        data = torch.zeros(size, dtype=torch.uint8)
+        if self.cur_rank == root and size:
+            data.copy_(torch.frombuffer(bytearray(blob), dtype=torch.uint8))
+        return bytes(self._bcast_raw(data, root).cpu().numpy().tobytes())
+
+    # -- logging with the rank -----------------------------------------------------------
+    def _log(self, level: int, message: str) -> None:
+        if logger.isEnabledFor(level):
+            logger.log(level, "[rank %d/%d] %s", self.cur_rank, self.num_ranks, message,
+                       extra={"iris_rank": self.cur_rank, "iris_num_ranks": self.num_ranks})
+
+    def debug(self, message: str) -> None:
+        """Log at DEBUG, with this rank and the number of ranks (logger "symaddr.iris")."""
+        self._log(logging.DEBUG, message)
+
+    def info(self, message: str) -> None:
+        """Log at INFO, with the rank."""
+        self._log(logging.INFO, message)
+
+    def warning(self, message: str) -> None:
+        """Log at WARNING, with the rank."""
+        self._log(logging.WARNING, message)
+
+    def error(self, message: str) -> None:
+        """Log at ERROR, with the rank."""
+        self._log(logging.ERROR, message)
+
+    # -- symmetric tensors ---------------------------------------------------------------
+    def _rank_ok(self, r: int, what: str) -> None:
+        if not isinstance(r, int) or not 0 <= r < self.num_ranks:
+            raise ValueError("%s=%r: pass a rank from 0 to %d" % (what, r, self.num_ranks - 1))
+
+    def _alloc(self, numel: int, dtype: torch.dtype) -> Any:
+        """numel elements on the heap, 1-D; a zero-element tensor takes one element."""
+        t, _ = self._ctx.allocate_symmetric((max(numel, 1),), dtype, provider="heap")
+        return t[:numel] if numel == 0 else t
+
+    def _check_device(self, device: Any) -> None:
+        if device is None:
+            return
+        d = torch.device(device)
+        if d.type != self._device.type or (d.index is not None and d.index != self._device.index):
+            raise ValueError("device=%s: this rank's symmetric tensors live on %s; pass "
+                             "device=None or %s" % (device, self.device, self.device))
+
+    def _make(self, shape, dtype, out, layout, device, requires_grad,
+              memory_format=torch.contiguous_format, like=None):
+        """A tensor of shape on the heap (or out, checked), laid out as memory_format."""
+        if layout not in (None, torch.strided):
+            raise ValueError("layout=%s: symmetric tensors are strided (torch.strided)" % layout)
+        if memory_format not in _FORMATS:
+            raise ValueError("memory_format=%s: pass one of torch.contiguous_format, "
+                             "preserve_format, channels_last, channels_last_3d" % memory_format)
+        self._check_device(device)
+        numel = math.prod(shape)
+        if out is not None:
+            if not self.is_symmetric(out) or out.numel() != numel or out.dtype != dtype:
+                raise ValueError("out must be a symmetric tensor of this context with %d "
+                                 "elements of %s (got %s of %s, symmetric: %s)" % (
+                                     numel, dtype, tuple(out.shape), out.dtype,
+                                     self.is_symmetric(out)))
+            return out.view(shape)
+        flat = self._alloc(numel, dtype)
+        if memory_format is torch.preserve_format and like is not None:
+            if like.is_contiguous():
+                memory_format = torch.contiguous_format
+            elif like.dim() == 4 and like.is_contiguous(memory_format=torch.channels_last):
+                memory_format = torch.channels_last
+            elif like.dim() == 5 and like.is_contiguous(memory_format=torch.channels_last_3d):
+                memory_format = torch.channels_last_3d
+            elif _dense(like):
+                return flat.as_strided(shape, like.stride())
+            else:
+                memory_format = torch.contiguous_format
+        if memory_format in (torch.contiguous_format, torch.preserve_format):
+            t = flat.view(shape)
+        else:
+            strides = torch.empty(shape, device="meta", memory_format=memory_format).stride()
+            t = flat.as_strided(shape, strides)
+        if numel == 0:
+            self._remember_empty(t)
+        return t
+
+    def _remember_empty(self, t):
+        key = id(t)
+        self._empty[key] = weakref.ref(t, lambda _r, k=key, d=self._empty: d.pop(k, None))
+
+    def _done(self, t, requires_grad):
+        if requires_grad:
+            t.requires_grad_()
+        return t
+
+    def empty(self, *size, out=None, dtype=None, layout=torch.strided, device=None,
+              requires_grad=False, memory_format=torch.contiguous_format):
+        """torch.empty on the symmetric heap: contents as the heap left them."""
+        t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device,
+                       requires_grad, memory_format)
+        return self._done(t, requires_grad)
+
+    def zeros(self, *size, out=None, dtype=None, layout=torch.strided, device=None,
+              requires_grad=False):
+        """torch.zeros on the symmetric heap (dtype None: torch's default dtype)."""
+        t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device,
+                       requires_grad)
+        return self._done(t.zero_(), requires_grad)
+
+    def ones(self, *size, out=None, dtype=None, layout=torch.strided, device=None,
+             requires_grad=False):
+        """torch.ones on the symmetric heap."""
+        t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device,
+                       requires_grad)
+        return self._done(t.fill_(1), requires_grad)
+
+    def full(self, size, fill_value, *, out=None, dtype=None, layout=torch.strided, device=None,
+             requires_grad=False):
+        """torch.full on the symmetric heap: dtype None infers it from fill_value as torch does
+        (bool, int64, the default float dtype, or its complex counterpart)."""
+        if dtype is None:
+            dtype = torch.full((), fill_value, device="meta").dtype
+        t = self._make(_shape((size,) if isinstance(size, int) else tuple(size)), dtype, out,
+                       layout, device, requires_grad)
+        return self._done(t.fill_(fill_value), requires_grad)
+
+    def arange(self, start=0, end=None, step=1, *, out=None, dtype=None, layout=torch.strided,
+               device=None, requires_grad=False):
+        """torch.arange on the symmetric heap (one argument is end; dtype as torch infers it)."""
+        if end is None:
+            start, end = 0, start
+        ref = torch.arange(start, end, step, dtype=dtype, device="meta")
+        t = self._make(tuple(ref.shape), ref.dtype, out, layout, device, requires_grad)
+        t.copy_(torch.arange(start, end, step, dtype=ref.dtype, device=t.device))
+        return self._done(t, requires_grad)
+
+    def linspace(self, start, end, steps, *, out=None, dtype=None, layout=torch.strided,
+                 device=None, requires_grad=False):
+        """torch.linspace on the symmetric heap."""
+        dtype = dtype or torch.get_default_dtype()
+        t = self._make((operator.index(steps),), dtype, out, layout, device, requires_grad)
+        t.copy_(torch.linspace(start, end, steps, dtype=dtype, device=t.device))
+        return self._done(t, requires_grad)
+
+    def _random(self, fn, shape, generator, out, dtype, layout, device, requires_grad, **kw):
+        t = self._make(shape, dtype, out, layout, device, requires_grad)
+        t.copy_(fn(*kw.pop("args", ()), shape, generator=generator, dtype=dtype,
+                   device=t.device, **kw))
+        return self._done(t, requires_grad)
+
+    def rand(self, *size, generator=None, out=None, dtype=None, layout=torch.strided,
+             device=None, requires_grad=False):
+        """torch.rand on the symmetric heap (generator: torch's, on this rank's device)."""
+        return self._random(torch.rand, _shape(size), generator, out,
+                            dtype or torch.get_default_dtype(), layout, device, requires_grad)
+
+    def randn(self, *size, generator=None, out=None, dtype=None, layout=torch.strided,
+              device=None, requires_grad=False):
+        """torch.randn on the symmetric heap."""
+        return self._random(torch.randn, _shape(size), generator, out,
+                            dtype or torch.get_default_dtype(), layout, device, requires_grad)
+
+    def randint(self, *args, generator=None, out=None, dtype=None, layout=torch.strided,
+                device=None, requires_grad=False):
+        """torch.randint on the symmetric heap: randint(high, size) or randint(low, high,
+        size); dtype None: int64."""
+        if len(args) == 2:
+            low, (high, size) = 0, args
+        elif len(args) == 3:
+            low, high, size = args
+        else:
+            raise TypeError("randint(high, size) or randint(low, high, size): got %d "
+                            "positional arguments" % len(args))
+        return self._random(torch.randint, _shape(tuple(size)), generator, out,
+                            dtype or torch.int64, layout, device, requires_grad,
+                            args=(low, high))
+
+    def uniform(self, size, low=0.0, high=1.0, dtype=torch.float):
+        """Iris's uniform(size, low, high, dtype): values drawn uniformly from [low, high)."""
+        shape = _shape((size,) if isinstance(size, int) else tuple(size))
+        t = self._make(shape, dtype, None, torch.strided, None, False)
+        return t.uniform_(low, high)
+
+    def _like(self, input, dtype, layout, device, memory_format):
+        self._check_device(device)
+        return dict(shape=tuple(input.shape), dtype=dtype or input.dtype,
+                    layout=layout or input.layout, memory_format=memory_format, like=input)
+
+    def empty_like(self, input, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   memory_format=torch.preserve_format):
+        """torch.empty_like on the symmetric heap (preserve_format keeps input's layout)."""
+        k = self._like(input, dtype, layout, device, memory_format)
+        t = self._make(k["shape"], k["dtype"], None, k["layout"], None, requires_grad,
+                       k["memory_format"], input)
+        return self._done(t, requires_grad)
+
+    def zeros_like(self, input, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   memory_format=torch.preserve_format):
+        """torch.zeros_like on the symmetric heap."""
+        t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
+                            memory_format=memory_format)
+        return self._done(t.zero_(), requires_grad)
+
+    def ones_like(self, input, *, dtype=None, layout=None, device=None, requires_grad=False,
+                  memory_format=torch.preserve_format):
+        """torch.ones_like on the symmetric heap."""
+        t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
+                            memory_format=memory_format)
+        return self._done(t.fill_(1), requires_grad)
+
+    def full_like(self, input, fill_value, *, dtype=None, layout=None, device=None,
+                  requires_grad=False, memory_format=torch.preserve_format):
+        """torch.full_like on the symmetric heap."""
+        t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
+                            memory_format=memory_format)
+        return self._done(t.fill_(fill_value), requires_grad)
+
+    def rand_like(self, input, *, generator=None, dtype=None, layout=None, device=None,
+                  requires_grad=False, memory_format=torch.preserve_format):
+        """torch.rand_like on the symmetric heap."""
+        t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
+                            memory_format=memory_format)
+        t.copy_(torch.rand(t.shape, generator=generator, dtype=t.dtype, device=t.device))
+        return self._done(t, requires_grad)
+
+    def randn_like(self, input, *, generator=None, dtype=None, layout=None, device=None,
+                   requires_grad=False, memory_format=torch.preserve_format):
+        """torch.randn_like on the symmetric heap."""
+        t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
+                            memory_format=memory_format)
+        t.copy_(torch.randn(t.shape, generator=generator, dtype=t.dtype, device=t.device))
+        return self._done(t, requires_grad)
+
+    def randint_like(self, input, low=0, high=None, *, generator=None, dtype=None, layout=None,
+                     device=None, requires_grad=False, memory_format=torch.preserve_format):
+        """torch.randint_like on the symmetric heap: randint_like(input, high) or
+        randint_like(input, low, high)."""
+        if high is None:
+            low, high = 0, low
+        t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
+                            memory_format=memory_format)
+        t.copy_(torch.randint(low, high, t.shape, generator=generator, dtype=t.dtype,
+                              device=t.device))
+        return self._done(t, requires_grad)
+
+    def is_symmetric(self, tensor: Any) -> bool:
+        """Whether tensor's memory (its first element) is an allocation of this context, so
+        that its address translates to every rank's copy. Never raises."""
+        try:
+            if not torch.is_tensor(tensor):
+                return False
+            if tensor.numel() == 0:  # torch gives it no address: one of those made here
+                ref = self._empty.get(id(tensor))
+                return ref is not None and ref() is tensor
+            # its address: a zero-element tensor's too (the element of the heap it took)
+            self._ctx.get_symmetric_address_map(tensor.data_ptr())
+            return True
+        except Exception:  # noqa: BLE001  introspection never raises
+            return False
+
+    def as_symmetric(self, tensor: Any) -> Any:
+        """A symmetric tensor holding tensor's values: tensor itself when it is symmetric,
+        else a copy on the heap (collective: every rank calls it with the same shape and
+        dtype)."""
+        if self.is_symmetric(tensor):
+            return tensor
+        t = self._make(tuple(tensor.shape), tensor.dtype, None, torch.strided, None, False)
+        return t.copy_(tensor)
+
+    def allocate_symmetric(self, shape: Any, dtype: Any,
+                           provider: str = "heap") -> Tuple[Any, Any]:
+        """Iris #546's call: a tensor of shape and dtype and its peer_bases (int64, on the
+        device; peer_bases[rank] is where this rank reaches rank's copy). provider: "heap"
+        (Iris's heap), "ipc" or "vmm" (an allocation of its own, whose own table this is)."""
+        t, m = self._ctx.allocate_symmetric(shape, dtype, provider=provider)
+        return t, m.peer_bases
+
+
+def iris(heap_size: int = 1 << 30, **config: Any) -> Iris:
+    """Iris's constructor: an Iris host object with a symmetric heap of heap_size bytes."""
+    return Iris(heap_size, **config)
+
+
+def _dense(t: Any) -> bool:
+    """Whether t's strides cover exactly its elements (a permutation of a contiguous
+    layout), as torch's preserve_format keeps them."""
+    dims = sorted((s, n) for s, n in zip(t.stride(), t.shape) if n != 1)
+    expect = 1
+    for s, n in dims:
+        if s != expect:
+            return False
+        expect *= n
+    return True
+
+
+__all__ = ["Iris", "iris", "load", "store", "get", "put", "copy", "translate", "atomic_add",
+           "atomic_sub", "atomic_cas", "atomic_xchg", "atomic_xor", "atomic_and", "atomic_or",
+           "atomic_min", "atomic_max"]
