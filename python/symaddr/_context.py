@@ -103,7 +103,7 @@ class Context(Memory, Registrations, Validation, Communication):
             if st != 0 and ranks.last_error:  # what torch.distributed said
                 self._check(st, "torch.distributed: " + ranks.last_error)
             self._check(st)
-            self.comm, self.group = None, ranks.group
+            self.comm = None
         else:
             ranks = self._init_mpi(MPI, comm, cfg, h)
         self._h = h
@@ -141,8 +141,14 @@ class Context(Memory, Registrations, Validation, Communication):
                 "is in (MPI.COMM_WORLD, or one of comm.Split or comm.Create)")))
         self._check(self._lib.symaddr_init(ctypes.c_void_p(MPI._handleof(comm)),
                                            ctypes.byref(cfg), ctypes.byref(h)))
-        self.comm, self.group = comm, None
+        self.comm = comm
         return MpiRanks(comm)
+
+    @property
+    def group(self) -> Any:
+        """The torch.distributed process group the context runs on (symaddr's own gloo group
+        over the ranks of the one given); None for a context over MPI."""
+        return getattr(getattr(self, "_ranks", None), "group", None)
 
     def __enter__(self):
         return self

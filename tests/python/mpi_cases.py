@@ -94,12 +94,33 @@ class Cases:
             os._exit(1)
         return int(t[0])
 
+    def barrier(self):
+        """Every rank of the job got here (MPI's or torch.distributed's barrier)."""
+        if self.group is not None:
+            import torch.distributed as dist
+            dist.barrier(group=self.group)
+        else:
+            self.comm.Barrier()
+
     def finish(self):
         """The summary line on rank 0; the process's exit status."""
         if self.rank == 0:
             print("%d passed, %d failed, %d skipped" % (self.passed, self.failed, self.skipped),
                   flush=True)
         return 1 if self.failed else 0
+
+
+def launch():
+    """(rank, size, Cases) of the job's launcher: torchrun (TORCHELASTIC_RUN_ID set: a gloo
+    process group, and no MPI in the process) or mpiexec (mpi4py's COMM_WORLD)."""
+    if "TORCHELASTIC_RUN_ID" in os.environ:
+        import torch.distributed as dist
+        if not dist.is_initialized():
+            dist.init_process_group("gloo")
+        return dist.get_rank(), dist.get_world_size(), Cases(group=dist.group.WORLD)
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    return comm.Get_rank(), comm.Get_size(), Cases(comm)
 
 
 def check(cond, what):

@@ -15,23 +15,20 @@ os.environ.setdefault("SYMADDR_VALIDATE", "1")  # before symaddr.triton is impor
 
 import faulthandler  # noqa: E402
 
-from mpi4py import MPI  # noqa: E402  (initialises MPI before symaddr)
+from mpi_cases import check, launch, refused  # noqa: E402
+rank, size, cases = launch()  # mpiexec's MPI (initialised before symaddr), or torchrun's group
 import numpy as np  # noqa: E402
 
 faulthandler.dump_traceback_later(240, exit=True)
 
 import symaddr as sa  # noqa: E402
-from mpi_cases import Cases, check, refused  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 from symaddr import triton as st  # noqa: E402
 from symaddr.triton import heap as iris  # noqa: E402
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
 right = (rank + 1) % size
 left = (rank - 1) % size
-cases = Cases(comm)
 N = 37  # odd: the last block is masked
 BLOCK = 64
 
