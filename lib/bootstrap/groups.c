@@ -354,7 +354,8 @@ symaddr_status_t symaddr_bootstrap_start(symaddr_bootstrap_t *b, const symaddr_b
     }
     char key[KEY_BYTES] = "";
     uint64_t deadline = symaddr_bootstrap_deadline(b, 1);
-    st = ops->node_key ? ops->node_key(state, key, sizeof(key) - 1, ms_left(deadline) | 1)
+    unsigned ms = ms_left(deadline);
+    st = ops->node_key ? ops->node_key(state, key, sizeof(key) - 1, ms ? ms : 1)
                        : default_key(key, sizeof(key));
     key[sizeof(key) - 1] = '\0';
     if (st == SYMADDR_OK)

@@ -35,7 +35,8 @@ static symaddr_status_t grid_bound(symaddr_context_t *ctx, unsigned *blocks_p)
     symaddr_status_t st =
         symaddr_boot_allreduce_int(&ctx->core.boot, &ctx->core.boot.node, &in, &out, 1, 0,
                                    symaddr_bootstrap_deadline(&ctx->core.boot, 0));
-    *blocks_p = (unsigned)out;
+    if (st == SYMADDR_OK)
+        *blocks_p = (unsigned)out;
     return st;
 }
 

@@ -108,19 +108,17 @@ class TorchRanks:
             self.group = dist.new_group(ranks=ranks, backend="gloo",
                                         use_local_synchronization=True)
         self.rank, self.size = self.group.rank(), self.group.size()
-        self.global_ranks = ranks
         self.last_error = ""
-        self.closed = False
-        st = ctypes.c_int
-        self._sendrecv_t = ctypes.CFUNCTYPE(st, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                                            ctypes.c_size_t, ctypes.c_int, ctypes.c_void_p,
-                                            ctypes.c_size_t, ctypes.c_uint)
-        allgather_t = ctypes.CFUNCTYPE(st, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                       ctypes.c_size_t, ctypes.c_uint)
-        barrier_t = ctypes.CFUNCTYPE(st, ctypes.c_void_p, ctypes.c_uint)
-        # the callbacks live as long as this object, which the Context keeps
-        self._callbacks = (self._sendrecv_t(self._sendrecv), allgather_t(self._allgather),
-                           barrier_t(self._barrier))
+        st, vp, sz, i, u = (ctypes.c_int, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                            ctypes.c_uint)
+        sendrecv_t = ctypes.CFUNCTYPE(st, vp, i, vp, sz, i, vp, sz, u)
+        allgather_t = ctypes.CFUNCTYPE(st, vp, vp, vp, sz, u)
+        barrier_t = ctypes.CFUNCTYPE(st, vp, u)
+        # the callbacks live as long as this object, which atexit keeps (below): the library
+        # may call them until the process ends (a finalize deferred to the exit)
+        self._callbacks = (sendrecv_t(self._op(self._sendrecv)),
+                           allgather_t(self._op(self._allgather)),
+                           barrier_t(self._op(self._barrier)))
         ops = lib.BootstrapOps()
         ops.version = lib.abi["bootstrap_ops_version"]
         ops.sendrecv, ops.allgather, ops.barrier = [
@@ -142,12 +140,26 @@ class TorchRanks:
     # -- the library's operations: a status, never an exception (ctypes would print and drop
     #    it, and return 0) --------------------------------------------------------------------
     def _gone(self):
-        """A status where the group can no longer carry messages (destroy_process_group ran:
-        a context whose memory was still reached finalizes at the interpreter's exit)."""
-        if self.dist.is_initialized():
+        """A status where the group can no longer carry messages (destroy_process_group ran, or
+        the process is exiting: a context whose memory was still reached finalizes then)."""
+        if self.group is not None and self.dist.is_initialized():
             return 0
         self.last_error = "torch.distributed was destroyed before the context was finalized"
         return STATUS["SYMADDR_ERR_PEER"]
+
+    def _op(self, fn):
+        """fn as one of the library's operations: its status, SYMADDR_ERR_PEER where the group
+        is gone or fn raised."""
+        def op(_state, *args):
+            gone = self._gone()
+            if gone:
+                return gone
+            try:
+                return fn(*args)
+            except Exception as e:  # noqa: BLE001
+                self.last_error = "%s: %s" % (type(e).__name__, e)
+                return STATUS["SYMADDR_ERR_PEER"]
+        return op
 
     def _wait(self, works, timeout_ms, keep):
         timeout = datetime.timedelta(milliseconds=max(int(timeout_ms), 1))
@@ -167,57 +179,40 @@ class TorchRanks:
             return torch.empty(0, dtype=torch.uint8)
         return torch.frombuffer((ctypes.c_char * n).from_address(addr), dtype=torch.uint8)
 
-    def _sendrecv(self, _state, to, send, send_bytes, frm, recv, recv_bytes, timeout_ms):
-        if self._gone():
-            return self._gone()
-        try:
-            works, keep = [], []
-            if frm >= 0:
-                got = self.torch.empty(recv_bytes, dtype=self.torch.uint8)
-                works.append(self.group.recv([got], frm, 0))
-                keep.append(got)
-            if to >= 0:  # a copy: the library's buffer goes when this returns
-                out = self._bytes(send, send_bytes).clone()
-                works.append(self.group.send([out], to, 0))
-                keep.append(out)
-            st = self._wait(works, timeout_ms, keep)
-            if st == 0 and frm >= 0 and recv_bytes:
-                ctypes.memmove(recv, got.data_ptr(), recv_bytes)
-            return st
-        except Exception as e:  # noqa: BLE001
-            self.last_error = "%s: %s" % (type(e).__name__, e)
-            return STATUS["SYMADDR_ERR_PEER"]
+    def _sendrecv(self, to, send, send_bytes, frm, recv, recv_bytes, timeout_ms):
+        works, keep = [], []
+        if frm >= 0:
+            got = self.torch.empty(recv_bytes, dtype=self.torch.uint8)
+            works.append(self.group.recv([got], frm, 0))
+            keep.append(got)
+        if to >= 0:  # a copy: the library's buffer goes when this returns
+            out = self._bytes(send, send_bytes).clone()
+            works.append(self.group.send([out], to, 0))
+            keep.append(out)
+        st = self._wait(works, timeout_ms, keep)
+        if st == 0 and frm >= 0 and recv_bytes:
+            ctypes.memmove(recv, got.data_ptr(), recv_bytes)
+        return st
 
-    def _allgather(self, _state, mine, out, nbytes, timeout_ms):
-        if self._gone():
-            return self._gone()
-        try:
-            torch = self.torch
-            inp = self._bytes(mine, nbytes).clone()
-            outs = [torch.empty(nbytes, dtype=torch.uint8) for _ in range(self.size)]
-            st = self._wait([self.group.allgather([outs], [inp])], timeout_ms, [inp, outs])
-            if st == 0 and nbytes:
-                for r, t in enumerate(outs):
-                    ctypes.memmove(out + r * nbytes, t.data_ptr(), nbytes)
-            return st
-        except Exception as e:  # noqa: BLE001
-            self.last_error = "%s: %s" % (type(e).__name__, e)
-            return STATUS["SYMADDR_ERR_PEER"]
+    def _allgather(self, mine, out, nbytes, timeout_ms):
+        inp = self._bytes(mine, nbytes).clone()
+        outs = [self.torch.empty(nbytes, dtype=self.torch.uint8) for _ in range(self.size)]
+        st = self._wait([self.group.allgather([outs], [inp])], timeout_ms, [inp, outs])
+        if st == 0 and nbytes:
+            for r, t in enumerate(outs):
+                ctypes.memmove(out + r * nbytes, t.data_ptr(), nbytes)
+        return st
 
-    def _barrier(self, _state, timeout_ms):
-        if self._gone():
-            return self._gone()
-        try:
-            return self._wait([self.group.barrier()], timeout_ms, [])
-        except Exception as e:  # noqa: BLE001
-            self.last_error = "%s: %s" % (type(e).__name__, e)
-            return STATUS["SYMADDR_ERR_PEER"]
+    def _barrier(self, timeout_ms):
+        return self._wait([self.group.barrier()], timeout_ms, [])
 
     # -- Python's own ----------------------------------------------------------------------
     def finalized(self) -> bool:
         return not self.dist.is_initialized()
 
     def agree_min(self, flags: List[int], timeout_s: float, abandon: Callable) -> List[int]:
+        if self._gone():  # never the default group in its place
+            raise SymaddrError(STATUS["SYMADDR_ERR_PEER"], self.last_error)
         t = self.torch.tensor(flags, dtype=self.torch.int32)
         work = self.dist.all_reduce(t, op=self.dist.ReduceOp.MIN, group=self.group,
                                     async_op=True)
@@ -228,9 +223,5 @@ class TorchRanks:
         return [int(v) for v in t.tolist()]
 
     def free(self, abandoned: bool) -> None:
-        self.closed = True  # the gloo group stays torch's: destroying it is collective
-
-
-def finalized() -> bool:
-    """Whether MPI (where mpi4py is loaded) was finalized: finalize would abort the job."""
-    return MpiRanks.finalized()
+        """Nothing now: the gloo group lives until the process ends (_destroy_group), since a
+        finalize deferred to the exit may still use it."""

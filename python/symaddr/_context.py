@@ -219,11 +219,10 @@ class Context(Memory, Registrations, Validation, Communication):
         self._plain.clear()
         lt.forget()
         lt.ranks.free(abandoned=bool(lt.broken))
-        lib, ranks = self._lib, self._ranks
+        lib = self._lib
 
         def finalize():
             st = lib.symaddr_finalize(ctypes.byref(h))
-            ranks.closed = True  # referenced here: the bootstrap's callbacks outlive finalize
             if st != 0:
                 raise SymaddrError(st, lib.symaddr_strerror(st).decode())
 

@@ -17,9 +17,9 @@ otherwise the memory stays mapped, the context refuses all use, and the library 
 when the interpreter exits."""
 import atexit
 import gc
-import sys
 import weakref
 
+from ._bootstrap import MpiRanks
 from ._lib import STATUS, SymaddrError
 
 
@@ -224,9 +224,8 @@ def finalize_at_exit(finalize):
 
 
 def _finalize_left():
-    mpi = sys.modules.get("mpi4py.MPI")  # contexts over torch.distributed load no MPI
-    if mpi is not None and mpi.Is_finalized():  # the program finalized MPI itself: finalize
-        _at_exit.clear()  # would abort the job
+    if MpiRanks.finalized():  # the program finalized MPI itself: finalize would abort the job
+        _at_exit.clear()
     while _at_exit:
         try:
             _at_exit.pop()()

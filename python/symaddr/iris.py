@@ -195,8 +195,8 @@ class Iris:
             raise ValueError("device=%s: this rank's symmetric tensors live on %s; pass "
                              "device=None or %s" % (device, self.device, self.device))
 
-    def _make(self, shape, dtype, out, layout, device, requires_grad,
-              memory_format=torch.contiguous_format, like=None):
+    def _make(self, shape, dtype, out, layout, device, memory_format=torch.contiguous_format,
+              like=None):
         """A tensor of shape on the heap (or out, checked), laid out as memory_format."""
         if layout not in (None, torch.strided):
             raise ValueError("layout=%s: symmetric tensors are strided (torch.strided)" % layout)
@@ -246,21 +246,19 @@ class Iris:
               requires_grad=False, memory_format=torch.contiguous_format):
         """torch.empty on the symmetric heap: contents as the heap left them."""
         t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device,
-                       requires_grad, memory_format)
+                       memory_format)
         return self._done(t, requires_grad)
 
     def zeros(self, *size, out=None, dtype=None, layout=torch.strided, device=None,
               requires_grad=False):
         """torch.zeros on the symmetric heap (dtype None: torch's default dtype)."""
-        t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device,
-                       requires_grad)
+        t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device)
         return self._done(t.zero_(), requires_grad)
 
     def ones(self, *size, out=None, dtype=None, layout=torch.strided, device=None,
              requires_grad=False):
         """torch.ones on the symmetric heap."""
-        t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device,
-                       requires_grad)
+        t = self._make(_shape(size), dtype or torch.get_default_dtype(), out, layout, device)
         return self._done(t.fill_(1), requires_grad)
 
     def full(self, size, fill_value, *, out=None, dtype=None, layout=torch.strided, device=None,
@@ -270,7 +268,7 @@ class Iris:
         if dtype is None:
             dtype = torch.full((), fill_value, device="meta").dtype
         t = self._make(_shape((size,) if isinstance(size, int) else tuple(size)), dtype, out,
-                       layout, device, requires_grad)
+                       layout, device)
         return self._done(t.fill_(fill_value), requires_grad)
 
     def arange(self, start=0, end=None, step=1, *, out=None, dtype=None, layout=torch.strided,
@@ -279,7 +277,7 @@ class Iris:
         if end is None:
             start, end = 0, start
         ref = torch.arange(start, end, step, dtype=dtype, device="meta")
-        t = self._make(tuple(ref.shape), ref.dtype, out, layout, device, requires_grad)
+        t = self._make(tuple(ref.shape), ref.dtype, out, layout, device)
         t.copy_(torch.arange(start, end, step, dtype=ref.dtype, device=t.device))
         return self._done(t, requires_grad)
 
@@ -287,15 +285,19 @@ class Iris:
                  device=None, requires_grad=False):
         """torch.linspace on the symmetric heap."""
         dtype = dtype or torch.get_default_dtype()
-        t = self._make((operator.index(steps),), dtype, out, layout, device, requires_grad)
+        t = self._make((operator.index(steps),), dtype, out, layout, device)
         t.copy_(torch.linspace(start, end, steps, dtype=dtype, device=t.device))
         return self._done(t, requires_grad)
 
-    def _random(self, fn, shape, generator, out, dtype, layout, device, requires_grad, **kw):
-        t = self._make(shape, dtype, out, layout, device, requires_grad)
-        t.copy_(fn(*kw.pop("args", ()), shape, generator=generator, dtype=dtype,
-                   device=t.device, **kw))
+    def _draw(self, t, fn, generator, requires_grad, *args):
+        """t filled with fn's draw (torch.rand, randn, or randint after its args) of t's shape,
+        dtype and device from generator: torch's own values for the same seed."""
+        t.copy_(fn(*args, t.shape, generator=generator, dtype=t.dtype, device=t.device))
         return self._done(t, requires_grad)
+
+    def _random(self, fn, shape, generator, out, dtype, layout, device, requires_grad, *args):
+        return self._draw(self._make(shape, dtype, out, layout, device), fn, generator,
+                          requires_grad, *args)
 
     def rand(self, *size, generator=None, out=None, dtype=None, layout=torch.strided,
              device=None, requires_grad=False):
@@ -321,26 +323,19 @@ class Iris:
             raise TypeError("randint(high, size) or randint(low, high, size): got %d "
                             "positional arguments" % len(args))
         return self._random(torch.randint, _shape(tuple(size)), generator, out,
-                            dtype or torch.int64, layout, device, requires_grad,
-                            args=(low, high))
+                            dtype or torch.int64, layout, device, requires_grad, low, high)
 
     def uniform(self, size, low=0.0, high=1.0, dtype=torch.float):
         """Iris's uniform(size, low, high, dtype): values drawn uniformly from [low, high)."""
         shape = _shape((size,) if isinstance(size, int) else tuple(size))
-        t = self._make(shape, dtype, None, torch.strided, None, False)
+        t = self._make(shape, dtype, None, torch.strided, None)
         return t.uniform_(low, high)
-
-    def _like(self, input, dtype, layout, device, memory_format):
-        self._check_device(device)
-        return dict(shape=tuple(input.shape), dtype=dtype or input.dtype,
-                    layout=layout or input.layout, memory_format=memory_format, like=input)
 
     def empty_like(self, input, *, dtype=None, layout=None, device=None, requires_grad=False,
                    memory_format=torch.preserve_format):
         """torch.empty_like on the symmetric heap (preserve_format keeps input's layout)."""
-        k = self._like(input, dtype, layout, device, memory_format)
-        t = self._make(k["shape"], k["dtype"], None, k["layout"], None, requires_grad,
-                       k["memory_format"], input)
+        t = self._make(tuple(input.shape), dtype or input.dtype, None, layout or input.layout,
+                       device, memory_format, input)
         return self._done(t, requires_grad)
 
     def zeros_like(self, input, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -369,16 +364,14 @@ class Iris:
         """torch.rand_like on the symmetric heap."""
         t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
                             memory_format=memory_format)
-        t.copy_(torch.rand(t.shape, generator=generator, dtype=t.dtype, device=t.device))
-        return self._done(t, requires_grad)
+        return self._draw(t, torch.rand, generator, requires_grad)
 
     def randn_like(self, input, *, generator=None, dtype=None, layout=None, device=None,
                    requires_grad=False, memory_format=torch.preserve_format):
         """torch.randn_like on the symmetric heap."""
         t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
                             memory_format=memory_format)
-        t.copy_(torch.randn(t.shape, generator=generator, dtype=t.dtype, device=t.device))
-        return self._done(t, requires_grad)
+        return self._draw(t, torch.randn, generator, requires_grad)
 
     def randint_like(self, input, low=0, high=None, *, generator=None, dtype=None, layout=None,
                      device=None, requires_grad=False, memory_format=torch.preserve_format):
@@ -388,9 +381,7 @@ class Iris:
             low, high = 0, low
         t = self.empty_like(input, dtype=dtype, layout=layout, device=device,
                             memory_format=memory_format)
-        t.copy_(torch.randint(low, high, t.shape, generator=generator, dtype=t.dtype,
-                              device=t.device))
-        return self._done(t, requires_grad)
+        return self._draw(t, torch.randint, generator, requires_grad, low, high)
 
     def is_symmetric(self, tensor: Any) -> bool:
         """Whether tensor's memory (its first element) is an allocation of this context, so
@@ -413,7 +404,7 @@ class Iris:
         dtype)."""
         if self.is_symmetric(tensor):
             return tensor
-        t = self._make(tuple(tensor.shape), tensor.dtype, None, torch.strided, None, False)
+        t = self._make(tuple(tensor.shape), tensor.dtype, None, torch.strided, None)
         return t.copy_(tensor)
 
     def allocate_symmetric(self, shape: Any, dtype: Any,

@@ -54,6 +54,14 @@ static int inject(tr_t *t, symaddr_status_t *st)
     return 0;
 }
 
+/* The message a case spoils in transit: the first byte of symaddr's frame (its exchange
+ * number) in this call's send. */
+static void spoil(const tr_t *t, int to, char *payload, size_t bytes)
+{
+    if (to >= 0 && t->corrupt_at && t->calls == t->corrupt_at && bytes > 0)
+        payload[0] ^= 0x40;
+}
+
 /* Over sockets: header and payload out, header and payload in, both at once under poll. */
 static symaddr_status_t sock_sendrecv(void *state, int to, const void *sbuf, size_t send_bytes,
                                       int from, void *rbuf, size_t recv_bytes, unsigned timeout_ms)
@@ -70,8 +78,7 @@ static symaddr_status_t sock_sendrecv(void *state, int to, const void *sbuf, siz
     memcpy(out, &h, sizeof(h));
     if (send_bytes)
         memcpy(out + sizeof(h), sbuf, send_bytes);
-    if (to >= 0 && t->corrupt_at && t->calls == t->corrupt_at && send_bytes > 0)
-        out[sizeof(h)] ^= 0x40; /* the first byte of symaddr's frame: its exchange number */
+    spoil(t, to, out + sizeof(h), send_bytes);
     size_t in_off = 0, skip = 0, pay_off = 0;
     int in_done = from < 0, hdr_done = 0;
     double end = now_s() + timeout_ms / 1e3;
@@ -166,8 +173,7 @@ static symaddr_status_t mpi_sendrecv(void *state, int to, const void *send, size
     char *in = malloc(recv_bytes + 1), *out = malloc(send_bytes + 1);
     if (send_bytes)
         memcpy(out, send, send_bytes);
-    if (to >= 0 && t->corrupt_at && t->calls == t->corrupt_at && send_bytes > 0)
-        out[0] ^= 0x40;
+    spoil(t, to, out, send_bytes);
     if (from >= 0)
         MPI_Irecv(in, (int)recv_bytes + 1, MPI_BYTE, from, tag, tcomm, &req[0]);
     if (to >= 0)

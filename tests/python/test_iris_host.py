@@ -19,21 +19,15 @@ faulthandler.dump_traceback_later(float(os.environ.get("SYMADDR_TEST_DEADLINE", 
 
 import torch  # noqa: E402
 
-TORCHRUN = "TORCHELASTIC_RUN_ID" in os.environ
-if TORCHRUN:
-    import torch.distributed as dist
-    dist.init_process_group("gloo")
-else:
-    from mpi4py import MPI  # noqa: F401  (initialises MPI before symaddr)
+from mpi_cases import check, launch  # noqa: E402
 
+_, _, cases = launch()  # mpiexec's MPI (initialised before symaddr), or torchrun's group
 import symaddr.iris as iris  # noqa: E402
-from mpi_cases import Cases, check  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 shmem = iris.iris(1 << 24)
 rank, size = shmem.get_rank(), shmem.get_num_ranks()
-cases = Cases(group=dist.group.WORLD) if TORCHRUN else Cases()
 DEV = shmem.get_device()
 
 
@@ -223,6 +217,7 @@ for name, fn in sorted(((k, v) for k, v in list(globals().items()) if k.startswi
     cases.run(name[5:].replace("_", " "), fn)
 shmem.context.close()
 code = cases.finish()
-if TORCHRUN:
+if cases.group is not None:
+    import torch.distributed as dist
     dist.destroy_process_group()
 sys.exit(code)
