@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python validation wheel torch torchrun pybench pyab soak iris mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python validation wheel torch torchrun pybench pyab soak iris iris-new graphs mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -90,19 +90,34 @@ for s in $steps; do
                 -b 4K -e 64M -f 16 --iters 20 2>&1 | tee -a "$OUT/cpucoll.txt"
         done ;;
     sanitize)
-        # compute-sanitizer over the RMA test and the allreduce kernels of SAN_ALGOS (default
-        # auto, and the barrier-based one-shot and two-shot), 2 ranks per job; run mps-off first.
+        # compute-sanitizer (memcheck, racecheck, synccheck) at 2 ranks over the RMA test, the
+        # team test, every allreduce algorithm (SAN_ALGOS, default: every name the bench lists),
+        # every other collective, and a Triton allreduce and allgather from Python (compiled,
+        # torch CUDA tensors). Run mps-off first.
         export SYMADDR_BACKEND=cuda
-        for tool in memcheck racecheck; do
-            timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tests/mpi_rma_cuda \
-                >>"$OUT/sanitize.txt" 2>&1
-            echo "rma $tool rc=$?" | tee -a "$OUT/sanitize.txt"
-            for a in ${SAN_ALGOS:-auto oneshot twoshot}; do
+        algos=${SAN_ALGOS:-$($B/tools/symaddr-bench --help | sed -n 's/.*--algo //p' | tr '|' ' ')}
+        ops=$($B/tools/symaddr-bench --help | sed -n 's/.*OP: .*fused_rmsnorm allreduce //p')
+        for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+            for t in rma team; do
+                timeout 200 mpiexec -n 2 compute-sanitizer --tool $tool $B/tests/mpi_${t}_cuda \
+                    >>"$OUT/sanitize.txt" 2>&1
+                echo "$t $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+            done
+            for a in $algos; do
                 timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tools/symaddr-bench \
                     allreduce -b 64 -e 1M -f 64 --iters 2 --warmup 1 --algo $a --check \
                     >>"$OUT/sanitize.txt" 2>&1
                 echo "allreduce $a $tool rc=$?" | tee -a "$OUT/sanitize.txt"
             done
+            for op in $ops; do
+                timeout 100 mpiexec -n 2 compute-sanitizer --tool $tool $B/tools/symaddr-bench \
+                    $op -b 64 -e 1M -f 64 --iters 2 --warmup 1 --root 1 --check \
+                    >>"$OUT/sanitize.txt" 2>&1
+                echo "$op $tool rc=$?" | tee -a "$OUT/sanitize.txt"
+            done
+            SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python timeout 300 mpiexec -n 2 \
+                compute-sanitizer --tool $tool python3 scripts/san-triton.py >>"$OUT/sanitize.txt" 2>&1
+            echo "triton allreduce+allgather $tool rc=$?" | tee -a "$OUT/sanitize.txt"
         done
         grep -E "ERROR SUMMARY|RACECHECK SUMMARY|passed|rc=" "$OUT/sanitize.txt" ;;
     python)
@@ -286,6 +301,16 @@ PY
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_BACKEND=cuda
         OUT=$OUT scripts/iris-suite.sh "${IRIS_TESTS:-.iris/tests/unittests}" ${PY_RANKS:-2 8} |
             tee "$OUT/iris-suite.txt" || rc=1 ;;
+    graphs)
+        # Every host collective and the barrier captured in a CUDA graph of its own and replayed
+        # REPLAYS (1000) times with new data, exact, and every allreduce algorithm's graph, at
+        # 2 and 8 ranks on one GPU (mps-on first).
+        for n in ${PY_RANKS:-2 8}; do
+            SYMADDR_BACKEND=cuda SYMADDR_TEST_REPLAYS=${REPLAYS:-1000} timeout 300 mpiexec -n $n \
+                $B/tests/mpi_graph_cuda >"$OUT/graphs-$n.log" 2>&1 || rc=1
+            echo "graphs, $n ranks, ${REPLAYS:-1000} replays:"
+            grep -E "^(ok|not ok|skip)|passed|check failed" "$OUT/graphs-$n.log" | sort | uniq -c
+        done ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY

@@ -186,6 +186,26 @@ def test_broadcast():
     raises("source_rank out of range", lambda: shmem.broadcast(1, size), ValueError, ["rank"])
 
 
+def test_dropped_objects_closed():
+    """An Iris object every rank dropped (del, as Iris's tests do between cases) has its
+    context closed at the next iris.iris(); one still held keeps its own."""
+    import gc
+    a = iris.iris(1 << 20)
+    held = a.context
+    x = a.zeros(5)
+    x.fill_(rank)
+    del a, x
+    gc.collect()
+    b = iris.iris(1 << 20)
+    check(not held._h, "the dropped object's context is closed")
+    check(shmem.context._h and b.context._h, "the held ones are open")
+    y = b.ones(3)
+    b.barrier()
+    check(torch.equal(y, torch.ones(3, device=DEV)), "the new object works")
+    b.context.close()
+    del b, y
+
+
 def test_logging():
     """debug/info/warning/error carry the rank (Iris's record fields and the text)."""
     records = []

@@ -122,6 +122,29 @@ def k_every_accessor(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def k_device_context(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
+    """Every method of Iris's DeviceContext (table: the context tensor here)."""
+    ctx = iris.DeviceContext.initialize(table, 3, 8)
+    offs = tl.arange(0, BLOCK)
+    m = offs < n
+    v = ctx.load(src + offs, peer, mask=m, other=0.0, cache_modifier=".cg")
+    ctx.store(dst + offs, v, peer, mask=m)
+    ctx.put(src + offs, dst + offs, peer, mask=m)
+    ctx.get(src + offs, dst + offs, peer, mask=m, other=0.0)
+    ctx.copy(src + offs, dst + offs, peer, 3, mask=m)
+    ip = dst.to(tl.pointer_type(tl.int32), bitcast=True) + offs
+    ctx.atomic_add(ip, 1, peer, sem="relaxed", scope="sys")
+    ctx.atomic_sub(ip, 1, peer, mask=m)
+    ctx.atomic_and(ip, 1, peer)
+    ctx.atomic_or(ip, 1, peer)
+    ctx.atomic_xor(ip, 1, peer)
+    ctx.atomic_min(ip, 1, peer)
+    ctx.atomic_max(ip, 1, peer)
+    ctx.atomic_xchg(ip, 1, peer)
+    ctx.atomic_cas(dst.to(tl.pointer_type(tl.int32), bitcast=True), 0, 1, peer)
+
+
+@triton.jit
 def k_order_new(dst, src, n, peer, table, cur, BLOCK: tl.constexpr):
     """put, get, copy and put_signal of the explicit and bound forms in the one order."""
     offs = tl.arange(0, BLOCK)
@@ -427,6 +450,9 @@ def main():
     why = compiles(k_every_accessor, SIGNATURE, {"BLOCK": 128})
     if why:
         failed_builds.append("accessors: " + why)
+    why = compiles(k_device_context, SIGNATURE, {"BLOCK": 128})
+    if why:
+        failed_builds.append("DeviceContext: " + why)
     for dt in ("fp32", "bf16", "fp16", "i32"):
         for kind in range(6 if dt == "i32" else 7):  # 6: Lamport, floating point only
             sig = dict(TEAM_SIG, x="*" + dt, x_pb="*i64", out="*" + dt, n="i32", ident="i64",

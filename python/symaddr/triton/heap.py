@@ -15,6 +15,8 @@ vectorisation hint for the translated pointer)."""
 import triton
 import triton.language as tl  # noqa: F401  (Triton's interpreter patches the jit functions' tl)
 
+from triton.language.core import _aggregate
+
 from symaddr import triton as sym
 
 
@@ -179,3 +181,162 @@ def fence(heap_bases):
 def quiet(heap_bases):
     """This program's earlier stores complete at every rank."""
     sym.quiet(heap_bases)
+
+
+def aggregate(cls):
+    """Triton's aggregate, with the members it skips under the interpreter (whose jit
+    functions are not JITCallables) set on it as well."""
+    agg = _aggregate(cls)
+    for name, member in vars(cls).items():
+        if name.startswith("__") or hasattr(agg, name):
+            continue
+        if not isinstance(member, staticmethod):  # bound by hand: no descriptor of its own
+            member = (lambda fn: lambda self, *a, **k: fn(self, *a, **k))(member)
+        setattr(agg, name, member)
+    return agg
+
+
+@aggregate
+class DeviceContext:
+    """Iris's device object: this rank, the world size and a table, so that a kernel passes
+    one context tensor instead of heap_bases to every call:
+
+        ctx = DeviceContext.initialize(context_tensor, rank, world_size)
+        x = ctx.load(buf + offs, from_rank=1, mask=m)
+        ctx.store(buf + offs, x, to_rank=1, mask=m)
+
+    context_tensor is Iris.get_device_context() (heap_bases: every heap allocation) or
+    Iris.get_device_context(t) for any symmetric tensor t (that allocation's own peer_bases:
+    ipc, vmm, an import). Its layout is Iris's, [cur_rank, num_ranks, bases...], followed by
+    the address of symaddr's table itself, which the methods read: under SYMADDR_VALIDATE they
+    are checked lane by lane as the explicit form is (a copy of the bases would be refused
+    whole). Each method is the function of this module of the same name with this rank filled
+    in: load(pointer, from_rank), store(pointer, value, to_rank), get(from_ptr, to_ptr,
+    from_rank), put(from_ptr, to_ptr, to_rank), copy(src_ptr, dst_ptr, from_rank, to_rank) and
+    the atomics (pointer, val, to_rank), with Iris's keywords. Iris's device tracing is not
+    kept: initialize(..., tracing=True) fails to compile, saying so."""
+
+    rank: tl.constexpr
+    world_size: tl.constexpr
+    heap_bases: tl.tensor
+
+    @triton.constexpr_function
+    def __init__(self, rank, world_size, heap_bases):
+        self.rank = tl.constexpr(rank)
+        self.world_size = tl.constexpr(world_size)
+        self.heap_bases = heap_bases
+
+    @staticmethod
+    @triton.jit
+    def initialize(context_tensor, rank, world_size, tracing: tl.constexpr = False):
+        """The context of context_tensor (Iris.get_device_context()); rank and world_size are
+        the kernel's constexpr arguments, as Iris takes them."""
+        tl.static_assert(not tracing, "symaddr.iris: DeviceContext tracing is not supported; "
+                         "profile with the GPU vendor's tools (nsys, rocprofv3)")
+        table = tl.load(context_tensor + 2 + world_size).to(tl.pointer_type(tl.int64))
+        return DeviceContext(rank, world_size, table)
+
+    @triton.jit
+    def _translate(self, ptr, from_rank, to_rank, hint: tl.constexpr = None):
+        return translate(ptr, from_rank, to_rank, self.heap_bases, hint)
+
+    @triton.jit
+    def load(self, pointer, from_rank, mask=None, other=None, cache_modifier=None,
+             volatile=False, hint: tl.constexpr = None):
+        """from_rank's copy of pointer, loaded."""
+        return load(pointer, self.rank, from_rank, self.heap_bases, mask=mask, other=other,
+                    cache_modifier=cache_modifier, volatile=volatile, hint=hint)
+
+    @triton.jit
+    def store(self, pointer, value, to_rank, mask=None, cache_modifier=None,
+              hint: tl.constexpr = None):
+        """to_rank's copy of pointer = value."""
+        store(pointer, value, self.rank, to_rank, self.heap_bases, mask=mask, hint=hint,
+              cache_modifier=cache_modifier)
+
+    @triton.jit
+    def get(self, from_ptr, to_ptr, from_rank, mask=None, other=None, load_cache_modifier=None,
+            store_cache_modifier=None, hint: tl.constexpr = None):
+        """to_ptr (local) = from_rank's copy of from_ptr."""
+        get(from_ptr, to_ptr, self.rank, from_rank, self.heap_bases, mask=mask, other=other,
+            load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
+            hint=hint)
+
+    @triton.jit
+    def put(self, from_ptr, to_ptr, to_rank, mask=None, other=None, load_cache_modifier=None,
+            store_cache_modifier=None, hint: tl.constexpr = None):
+        """to_rank's copy of to_ptr = from_ptr (local)."""
+        put(from_ptr, to_ptr, self.rank, to_rank, self.heap_bases, mask=mask, other=other,
+            load_cache_modifier=load_cache_modifier, store_cache_modifier=store_cache_modifier,
+            hint=hint)
+
+    @triton.jit
+    def copy(self, src_ptr, dst_ptr, from_rank, to_rank, mask=None, other=None,
+             load_cache_modifier=None, store_cache_modifier=None, hint: tl.constexpr = None):
+        """to_rank's copy of dst_ptr = from_rank's copy of src_ptr (this rank is one of them)."""
+        copy(src_ptr, dst_ptr, from_rank, to_rank, self.rank, self.heap_bases, mask=mask,
+             other=other, load_cache_modifier=load_cache_modifier,
+             store_cache_modifier=store_cache_modifier, hint=hint)
+
+    @triton.jit
+    def atomic_add(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                   hint: tl.constexpr = None):
+        """Atomic add on to_rank's copy; the old values."""
+        return atomic_add(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_sub(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                   hint: tl.constexpr = None):
+        """Atomic subtract on to_rank's copy; the old values."""
+        return atomic_sub(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_cas(self, pointer, cmp, val, to_rank, sem=None, scope=None,
+                   hint: tl.constexpr = None):
+        """Atomic compare-and-swap on to_rank's copy; the old values."""
+        return atomic_cas(pointer, cmp, val, self.rank, to_rank, self.heap_bases, sem=sem,
+                          scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_xchg(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                    hint: tl.constexpr = None):
+        """Atomic exchange on to_rank's copy; the old values."""
+        return atomic_xchg(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask,
+                           sem=sem, scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_xor(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                   hint: tl.constexpr = None):
+        """Atomic xor on to_rank's copy; the old values."""
+        return atomic_xor(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_and(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                   hint: tl.constexpr = None):
+        """Atomic and on to_rank's copy; the old values."""
+        return atomic_and(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_or(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                  hint: tl.constexpr = None):
+        """Atomic or on to_rank's copy; the old values."""
+        return atomic_or(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask, sem=sem,
+                         scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_min(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                   hint: tl.constexpr = None):
+        """Atomic min on to_rank's copy; the old values."""
+        return atomic_min(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask, sem=sem,
+                          scope=scope, hint=hint)
+
+    @triton.jit
+    def atomic_max(self, pointer, val, to_rank, mask=None, sem=None, scope=None,
+                   hint: tl.constexpr = None):
+        """Atomic max on to_rank's copy; the old values."""
+        return atomic_max(pointer, val, self.rank, to_rank, self.heap_bases, mask=mask, sem=sem,
+                          scope=scope, hint=hint)

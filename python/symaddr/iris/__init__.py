@@ -8,8 +8,16 @@ argument orders, keywords and defaults.
 What symaddr does beyond Iris: the ranks come from MPI (mpiexec) or from torch.distributed
 (torchrun, no MPI: symaddr.Context says how); allocate_symmetric and the tensors' maps work
 with any provider's peer_bases, not only the heap's; zero-element tensors are allowed (symaddr
-itself refuses 0-byte allocations: they take one element of the heap). Not here yet (Iris's
-DeviceContext, ccl, ops): their calls are absent, never a silent imitation."""
+itself refuses 0-byte allocations: they take one element of the heap).
+
+Collectives: shmem.ccl (symaddr.iris.ccl: all_reduce, reduce_scatter, all_gather, all_to_all,
+broadcast, barrier, with Config and ReduceOp) on symaddr's collectives: any provider's
+tensors, every op, captured by CUDA graphs. Not here yet (Iris's ops): absent, never a silent
+imitation.
+
+Device objects: Iris's DeviceContext (initialize(context_tensor, rank, world_size), then
+ctx.load/store/get/put/copy/atomic_*), over get_device_context() (the heap) or
+get_device_context(t) (any allocation's own table), validated as the explicit form."""
 import logging
 import math
 import operator
@@ -21,9 +29,10 @@ from typing import Any, Tuple
 import torch
 
 import symaddr
-from symaddr.triton.heap import (atomic_add, atomic_and, atomic_cas, atomic_max,  # noqa: F401
-                                 atomic_min, atomic_or, atomic_sub, atomic_xchg, atomic_xor,
-                                 copy, get, load, put, store, translate)
+from symaddr.iris.ccl import CCL
+from symaddr.triton.heap import (DeviceContext, atomic_add, atomic_and,  # noqa: F401
+                                 atomic_cas, atomic_max, atomic_min, atomic_or, atomic_sub,
+                                 atomic_xchg, atomic_xor, copy, get, load, put, store, translate)
 
 logger = logging.getLogger("symaddr.iris")
 
@@ -52,7 +61,9 @@ class Iris:
     Settings of symaddr.Context (backend=, timeout_ms=, group=, comm=, ...) pass through."""
 
     def __init__(self, heap_size: int = 1 << 30, **config: Any) -> None:
+        _close_dropped()
         self._ctx = symaddr.Context(heap_bytes=heap_size, **config)
+        _made.append((self._ctx, weakref.ref(self)))
         ctx = self._ctx
         self.cur_rank, self.num_ranks = ctx.rank, ctx.size
         self.heap_size = heap_size
@@ -60,6 +71,7 @@ class Iris:
         self.device = "cuda:%d" % ctx.device if ctx.device >= 0 else "cpu"
         self._device = torch.device(self.device)
         self._empty = {}  # id -> weakref of the zero-element tensors made (data_ptr() is 0)
+        self.ccl = CCL(self)
 
     # -- ranks and the heap --------------------------------------------------------------
     def get_rank(self) -> int:
@@ -80,6 +92,27 @@ class Iris:
     def heap_bases(self) -> Any:
         """Iris's attribute: the heap's table, as get_heap_bases()."""
         return self.get_heap_bases()
+
+    def get_device_context(self, tensor: Any = None) -> Any:
+        """The context tensor of DeviceContext.initialize(context_tensor, rank, world_size):
+        int64 on this rank's device, Iris's layout [cur_rank, num_ranks, bases...] and then
+        the address of the table the device methods read. tensor None: the heap's table
+        (heap_bases, every tensor this object makes); a symmetric tensor of any provider
+        (ipc, vmm, an import): that allocation's own peer_bases, which Iris has no form of.
+        The tensor holds the table (and its allocation) alive."""
+        if tensor is None:
+            if getattr(self, "_heap_context", None) is None:
+                self._heap_context = self._context_of(self.get_heap_bases(), None)
+            return self._heap_context
+        amap = self._ctx.get_symmetric_address_map(tensor)
+        return self._context_of(amap.peer_bases, amap)
+
+    def _context_of(self, table: Any, holder: Any) -> Any:
+        table = table if torch.is_tensor(table) else torch.from_numpy(table)
+        words = [self.cur_rank, self.num_ranks] + table.cpu().tolist() + [table.data_ptr()]
+        t = torch.tensor(words, dtype=torch.int64, device=self._device)
+        t._symaddr_table = (table, holder)  # the table lives while the context tensor does
+        return t
 
     def get_device(self) -> torch.device:
         """The torch device this rank's tensors are on ("cuda:N"; "cpu" on the cpu backend)."""
@@ -416,6 +449,29 @@ class Iris:
         return t, m.peer_bases
 
 
+_made = []  # (context, weak reference to its Iris object), in the order every rank made them
+
+
+def _close_dropped() -> None:
+    """Close the contexts of Iris objects every rank has dropped (del shmem, as Iris's tests
+    do between cases: Iris frees its heap then), agreed over the ranks of the last one made so
+    that no rank closes alone; at the next iris.iris() of the same ranks, so that a program
+    that makes one object per test does not hold every heap at once."""
+    live = [(c, r) for c, r in _made if c._h]
+    _made[:] = live
+    if not live:
+        return
+    ranks = live[-1][0]._ranks
+    if getattr(ranks, "group", None) is not None and ranks._gone():
+        return
+    flags = ranks.agree_min([int(r() is None) for _, r in live], live[-1][0].timeout_ms / 1e3,
+                            lambda why: why)
+    for (c, _), dropped in zip(live, flags):
+        if dropped:
+            c.close()
+    _made[:] = [(c, r) for c, r in live if c._h]
+
+
 def iris(heap_size: int = 1 << 30, **config: Any) -> Iris:
     """Iris's constructor: an Iris host object with a symmetric heap of heap_size bytes."""
     return Iris(heap_size, **config)
@@ -433,6 +489,6 @@ def _dense(t: Any) -> bool:
     return True
 
 
-__all__ = ["Iris", "iris", "load", "store", "get", "put", "copy", "translate", "atomic_add",
+__all__ = ["Iris", "iris", "DeviceContext", "load", "store", "get", "put", "copy", "translate", "atomic_add",
            "atomic_sub", "atomic_cas", "atomic_xchg", "atomic_xor", "atomic_and", "atomic_or",
            "atomic_min", "atomic_max"]

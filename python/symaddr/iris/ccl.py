@@ -1,0 +1,305 @@
+# SPDX-License-Identifier: MIT
+"""Iris's collectives (`shmem.ccl`, `from iris.ccl import Config, ReduceOp`) on symaddr's.
+
+Each call takes Iris's arguments, order and defaults, and runs a collective of symaddr's:
+- the host collectives of symaddr.Context (C kernels, symaddr_allreduce and its kin) by
+  default: every op ("sum", "prod", "min", "max", "avg"), every dtype they take, tensors of any
+  provider (heap, ipc, vmm, an import; Iris's take heap tensors only), and captured by a CUDA
+  graph like any stream-ordered call (Iris's do not capture);
+- symaddr.triton.collectives' Triton kernels where a Config names a variant that has one
+  (below).
+
+Iris's all_reduce variants, and what each runs here:
+    "atomic" (Iris's default), "spinlock": the host allreduce with the library's own choice
+        of algorithm (Lamport, LL, one-shot or two-shot by size); symaddr has no kernel that
+        accumulates by atomics or under a lock, and these are its fastest.
+    "one_shot": symaddr.triton.collectives.allreduce(algo="oneshot"); in place (output is
+        input), "twoshot", which works in place.
+    "two_shot": algo="twoshot" (output symmetric; else "oneshot", which writes any memory).
+    "ring": the nearest, "twoshot" (a reduce-scatter pass and an all-gather pass, as a ring's,
+        in two steps instead of 2 (n - 1)).
+A variant's Triton kernels reduce "sum", "min" and "max"; "prod" and "avg" run the host
+allreduce whatever the variant. all_reduce_distribution, block sizes, comm_sms, swizzle_size
+and the ring settings are Iris's kernel tuning: they are checked as Iris checks them and do not
+change symaddr's results. use_gluon=True raises NotImplementedError (symaddr has no Gluon
+kernels: use_gluon=False runs symaddr's).
+
+async_op=False waits for the result on the current stream (as Iris's barrier at the end); True
+returns at once, stream-ordered. Neither synchronises while the stream is being captured, so a
+call with a workspace made before capture replays from a CUDA graph with no host step. group:
+None or a torch.distributed group of every rank of the context (symaddr's collectives run over
+the context's ranks; make an Iris object over a subgroup with iris.iris(heap_size, group=pg))."""
+import enum
+import sys
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+
+from symaddr._lib import error as _err
+from symaddr.triton import collectives as _tcoll
+
+AUTOTUNE = "autotune"  # Iris's marker for a tuned config: symaddr's choice, as the default
+
+_VARIANTS = ("atomic", "ring", "two_shot", "one_shot", "spinlock")
+_TRITON_ALGO = {"one_shot": "oneshot", "two_shot": "twoshot", "ring": "twoshot"}
+
+
+class ReduceOp(enum.Enum):
+    """Reductions: Iris's SUM and the others symaddr's collectives take."""
+    SUM = "sum"
+    PROD = "prod"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
+
+
+@dataclass
+class Config:
+    """Iris's collective settings, with its names, defaults and checks. Of these, only
+    all_reduce_variant changes what runs (see the module's text); use_gluon=True is refused at
+    the call."""
+    block_size_m: int = 128
+    block_size_n: int = 128
+    swizzle_size: int = 6
+    comm_sms: int = 64
+    num_xcds: Optional[int] = None
+    chunk_size: Optional[int] = None
+    use_gluon: bool = False
+    all_reduce_variant: str = "atomic"
+    all_reduce_distribution: int = 0
+    all_reduce_num_rings: int = 1
+    all_reduce_ring_slice_n: Optional[int] = None
+    reduce_scatter_variant: str = "two_shot"
+    broadcast_variant: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.num_xcds is None:
+            self.num_xcds = 1  # chiplets (XCDs) are AMD's; one elsewhere
+        if self.chunk_size is None:
+            self.chunk_size = min(self.swizzle_size * self.swizzle_size,
+                                  max(self.comm_sms // self.num_xcds, 1))
+        for name in ("block_size_m", "block_size_n", "swizzle_size", "comm_sms", "num_xcds",
+                     "all_reduce_num_rings"):
+            if getattr(self, name) <= 0:
+                raise ValueError("%s must be positive, got %r" % (name, getattr(self, name)))
+        if self.all_reduce_variant not in _VARIANTS:
+            raise ValueError("all_reduce_variant must be one of: %s, got %r" % (
+                ", ".join(repr(v) for v in _VARIANTS), self.all_reduce_variant))
+        if self.all_reduce_distribution not in (0, 1):
+            raise ValueError("all_reduce_distribution must be 0 (striding) or 1 (block), got "
+                             "%r" % (self.all_reduce_distribution,))
+        if self.all_reduce_ring_slice_n is None:
+            self.all_reduce_ring_slice_n = self.block_size_n
+        s = self.all_reduce_ring_slice_n
+        if s <= 0 or self.block_size_n % s or s & (s - 1):
+            raise ValueError("all_reduce_ring_slice_n must be a positive power of two dividing "
+                             "block_size_n (%d), got %r" % (self.block_size_n, s))
+        if self.reduce_scatter_variant not in ("two_shot", "ring_chunked"):
+            raise ValueError("reduce_scatter_variant must be 'two_shot' or 'ring_chunked', got "
+                             "%r" % (self.reduce_scatter_variant,))
+
+
+@dataclass
+class Workspace:
+    """What all_reduce_preamble prepared: the call's shape, dtype and the collective it runs.
+    symaddr's collectives keep their own buffers in the context, made at its creation, so a
+    workspace holds no memory: passing one (made before a CUDA graph's capture) or not
+    changes nothing but the checks skipped."""
+    shape: tuple
+    dtype: Any
+    runs: str  # "host" or a symaddr.triton.collectives algorithm
+
+
+def _op_name(op: Any) -> str:
+    if op is None:
+        return "sum"
+    if isinstance(op, ReduceOp):
+        return op.value
+    if isinstance(op, str) and op.lower() in {o.value for o in ReduceOp}:
+        return op.lower()
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available():
+        for name in ("SUM", "PRODUCT", "MIN", "MAX", "AVG"):
+            if op == getattr(dist.ReduceOp, name, None):
+                return {"PRODUCT": "prod"}.get(name, name.lower())
+    raise ValueError("op=%r: pass a symaddr.iris.ccl.ReduceOp (SUM, PROD, MIN, MAX, AVG), "
+                     "torch.distributed.ReduceOp's, or their names" % (op,))
+
+
+class CCL:
+    """shmem.ccl: Iris's collectives over this Iris object's context (see the module)."""
+
+    def __init__(self, iris: Any) -> None:
+        self._iris = iris
+        self._staging = {}  # (shape, dtype) -> heap tensors of all_to_all's blocks
+
+    # -- helpers ---------------------------------------------------------------------------
+    @property
+    def _ctx(self):
+        return self._iris.context
+
+    def _group(self, group: Any, call: str) -> None:
+        if group is None:
+            return
+        dist = sys.modules.get("torch.distributed")
+        try:
+            n = dist.get_world_size(group)
+        except Exception:  # noqa: BLE001  (not a group torch knows)
+            n = None
+        if n != self._ctx.size:
+            raise NotImplementedError(
+                "%s(group=%r): symaddr's collectives run over the Iris object's ranks (%d); "
+                "for a subgroup make an Iris object over it, iris.iris(heap_size, group=pg), "
+                "and call its ccl" % (call, group, self._ctx.size))
+
+    @staticmethod
+    def _config(config: Any, call: str) -> Any:
+        if config is None or config is AUTOTUNE:
+            return None
+        if getattr(config, "use_gluon", False):
+            raise NotImplementedError(
+                "%s: use_gluon=True: symaddr has no Gluon kernels; pass use_gluon=False (the "
+                "default), which runs symaddr's own" % call)
+        return config
+
+    def _done(self, async_op: bool) -> None:
+        """Iris's end of a synchronous call: the result complete (the stream waited for, and
+        a failure any rank met raised), unless the stream is being captured."""
+        if async_op:
+            return
+        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+            return
+        self._ctx.sync()
+
+    def _same(self, call: str, out: Any, inp: Any) -> None:
+        if tuple(out.shape) != tuple(inp.shape) or out.dtype != inp.dtype:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: output is %s %s, input %s %s: pass an "
+                       "output of input's shape and dtype" % (call, tuple(out.shape), out.dtype,
+                                                             tuple(inp.shape), inp.dtype))
+
+    def _plan(self, output: Any, input_tensor: Any, op: str, config: Any) -> str:
+        """"host", or the symaddr.triton.collectives algorithm a variant runs."""
+        variant = getattr(config, "all_reduce_variant", "atomic")
+        algo = _TRITON_ALGO.get(variant)
+        if algo is None or op not in ("sum", "min", "max"):
+            return "host"
+        if output is input_tensor or output.data_ptr() == input_tensor.data_ptr():
+            return "twoshot"  # in place: the one-shot writes memory apart from x
+        if algo == "twoshot" and not self._iris.is_symmetric(output):
+            return "oneshot"
+        return algo
+
+    # -- Iris's calls ----------------------------------------------------------------------
+    def all_reduce_preamble(self, output_tensor: Any, input_tensor: Any, config: Any = None,
+                            workspace: Optional[Workspace] = None) -> Workspace:
+        """Check an all_reduce's arguments and say what it will run (a Workspace to pass to
+        all_reduce, made before a CUDA graph's capture where the call is captured)."""
+        config = self._config(config, "all_reduce_preamble")
+        self._same("all_reduce_preamble", output_tensor, input_tensor)
+        return Workspace(tuple(input_tensor.shape), input_tensor.dtype,
+                         self._plan(output_tensor, input_tensor, "sum", config))
+
+    def all_reduce(self, output_tensor: Any, input_tensor: Any, op: Any = None,
+                   group: Any = None, async_op: bool = False, config: Any = None,
+                   workspace: Optional[Workspace] = None) -> Optional[Workspace]:
+        """output = op over ranks of input (same shape; input symmetric memory of any provider,
+        output any, or input itself). op: ReduceOp.SUM (default), PROD, MIN, MAX, AVG. config's
+        all_reduce_variant picks the kernel (see the module). Returns the workspace."""
+        call = "symaddr.iris.ccl.all_reduce"
+        self._group(group, call)
+        config = self._config(config, call)
+        op = _op_name(op)
+        self._same(call, output_tensor, input_tensor)
+        runs = self._plan(output_tensor, input_tensor, op, config)
+        if runs == "host":
+            self._ctx.allreduce(input_tensor, output_tensor, op=op)
+        else:
+            _tcoll.allreduce(self._ctx, input_tensor, output_tensor, op=op, algo=runs)
+        self._done(async_op)
+        return workspace
+
+    def reduce_scatter(self, output_tensor: Any, input_tensor: Any, op: Any = None,
+                       group: Any = None, async_op: bool = False, config: Any = None,
+                       workspace: Any = None) -> None:
+        """torch's form, output of input's elements over the ranks: output = op over ranks of
+        input's part of this rank (reduce_scatter_tensor). Iris's form, output of input's
+        shape: every element of output is reduced (Iris reduces the tiles its
+        all_reduce_distribution assigns to this rank and leaves the rest unspecified: a
+        superset of it)."""
+        call = "symaddr.iris.ccl.reduce_scatter"
+        self._group(group, call)
+        self._config(config, call)
+        op = _op_name(op)
+        if tuple(output_tensor.shape) == tuple(input_tensor.shape):
+            self._ctx.allreduce(input_tensor, output_tensor, op=op)
+        else:
+            self._ctx.reduce_scatter(input_tensor, output_tensor, op=op)
+        self._done(async_op)
+
+    def all_gather(self, output_tensor: Any, input_tensor: Any, group: Any = None,
+                   async_op: bool = False, config: Any = None) -> None:
+        """output (world * M, ...) = every rank's input (M, ...) in rank order, along dimension
+        0 (torch's all_gather_into_tensor). input symmetric (any provider), output any."""
+        call = "symaddr.iris.ccl.all_gather"
+        self._group(group, call)
+        self._config(config, call)
+        self._ctx.allgather(input_tensor, output_tensor)
+        self._done(async_op)
+
+    def all_to_all(self, output_tensor: Any, input_tensor: Any, group: Any = None,
+                   async_op: bool = False, config: Any = None) -> None:
+        """Iris's layout: input and output (M, N * world); input[:, j*N:(j+1)*N] goes to rank
+        j, output[:, j*N:(j+1)*N] comes from rank j (a 1-D tensor is one row). The column
+        blocks are gathered into rank-major order in a heap buffer of this object's (made at
+        the first call of each shape and dtype, kept for the next: collective), moved by the
+        library's all-to-all, and put back."""
+        call = "symaddr.iris.ccl.all_to_all"
+        self._group(group, call)
+        self._config(config, call)
+        self._same(call, output_tensor, input_tensor)
+        world = self._ctx.size
+        rows = input_tensor.reshape(-1, input_tensor.shape[-1]) if input_tensor.dim() else None
+        if rows is None or rows.shape[1] % world:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: input %s: its last dimension must split "
+                       "into %d column blocks (one per rank)" % (call, tuple(input_tensor.shape),
+                                                                 world))
+        m, n = rows.shape[0], rows.shape[1] // world
+        key = (m, n, input_tensor.dtype)
+        if key not in self._staging:
+            self._staging[key] = (self._iris.empty(world, m, n, dtype=input_tensor.dtype),
+                                  self._iris.empty(world, m, n, dtype=input_tensor.dtype))
+        send, recv = self._staging[key]
+        send.copy_(rows.view(m, world, n).transpose(0, 1))
+        self._ctx.alltoall(send, recv)
+        output_tensor.view(m, world, n).copy_(recv.transpose(0, 1))
+        self._done(async_op)
+
+    def broadcast_tensor(self, output_tensor: Any, input_tensor: Any, src: int = 0,
+                         group: Any = None, async_op: bool = False, config: Any = None) -> None:
+        """output (every rank) = src's input (symmetric, any provider)."""
+        call = "symaddr.iris.ccl.broadcast_tensor"
+        self._group(group, call)
+        self._config(config, call)
+        self._same(call, output_tensor, input_tensor)
+        self._ctx.broadcast(input_tensor, output_tensor, root=src)
+        self._done(async_op)
+
+    def broadcast(self, tensor: Any, src: int = 0, group: Any = None, async_op: bool = False,
+                  config: Any = None) -> None:
+        """tensor (every rank, in place) = src's tensor, as torch.distributed.broadcast."""
+        call = "symaddr.iris.ccl.broadcast"
+        self._group(group, call)
+        self._config(config, call)
+        self._ctx.broadcast(tensor, tensor, root=src)
+        self._done(async_op)
+
+    def barrier(self, group: Any = None, async_op: bool = False) -> None:
+        """No rank's stream passes before every rank's reached it (stream-ordered, capturable);
+        async_op=False waits for it here too."""
+        self._group(group, "symaddr.iris.ccl.barrier")
+        self._ctx.barrier()
+        self._done(async_op)
+
+
+__all__ = ["AUTOTUNE", "CCL", "Config", "ReduceOp", "Workspace"]
