@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python validation wheel torch torchrun pybench pyab soak iris iris-new graphs mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python validation wheel torch torchrun pybench pyab soak iris irispy graphs mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -311,6 +311,22 @@ PY
             echo "graphs, $n ranks, ${REPLAYS:-1000} replays:"
             grep -E "^(ok|not ok|skip)|passed|check failed" "$OUT/graphs-$n.log" | sort | uniq -c
         done ;;
+    irispy)
+        # symaddr.iris on the GPU, compiled: test_iris_host.py and test_iris_ccl.py (DeviceContext,
+        # ccl, a CUDA graph of ccl calls) at PY_RANKS ranks (2 8) on one GPU (mps-on first), the
+        # second again with validation on at 2.
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_TEST_PYTHONPATH=$PWD/python
+        export PYTHONUNBUFFERED=1 SYMADDR_BACKEND=cuda
+        for n in ${PY_RANKS:-2 8}; do
+            for f in test_iris_host test_iris_ccl; do
+                timeout 300 mpiexec -n $n python3 tests/python/$f.py >"$OUT/$f-$n.log" 2>&1 || rc=1
+                echo "$f.py, $n ranks:"; grep -E "^(not ok|skip)|passed" "$OUT/$f-$n.log"
+            done
+        done
+        SYMADDR_VALIDATE=1 timeout 300 mpiexec -n 2 python3 tests/python/test_iris_ccl.py \
+            >"$OUT/test_iris_ccl-validated-2.log" 2>&1 || rc=1
+        echo "test_iris_ccl.py, validation on, 2 ranks:"
+        grep -E "^(not ok|skip)|passed" "$OUT/test_iris_ccl-validated-2.log" ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
