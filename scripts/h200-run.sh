@@ -312,13 +312,13 @@ PY
             grep -E "^(ok|not ok|skip)|passed|check failed" "$OUT/graphs-$n.log" | sort | uniq -c
         done ;;
     irispy)
-        # symaddr.iris on the GPU, compiled: test_iris_host.py and test_iris_ccl.py (DeviceContext,
-        # ccl, a CUDA graph of ccl calls) at PY_RANKS ranks (2 8) on one GPU (mps-on first), the
-        # second again with validation on at 2.
+        # symaddr.iris and symaddr.ops on the GPU, compiled: test_iris_host.py, test_iris_ccl.py
+        # (DeviceContext, ccl, a CUDA graph of ccl calls) and test_ops.py at PY_RANKS ranks
+        # (2 8) on one GPU (mps-on first); test_iris_ccl again with validation on at 2.
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_TEST_PYTHONPATH=$PWD/python
         export PYTHONUNBUFFERED=1 SYMADDR_BACKEND=cuda
         for n in ${PY_RANKS:-2 8}; do
-            for f in test_iris_host test_iris_ccl; do
+            for f in test_iris_host test_iris_ccl test_ops; do
                 timeout 300 mpiexec -n $n python3 tests/python/$f.py >"$OUT/$f-$n.log" 2>&1 || rc=1
                 echo "$f.py, $n ranks:"; grep -E "^(not ok|skip)|passed" "$OUT/$f-$n.log"
             done

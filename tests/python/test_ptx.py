@@ -35,19 +35,7 @@ from symaddr.triton import heap as iris  # noqa: E402
 from symaddr.triton import team as tm  # noqa: E402
 
 
-def _example(name):
-    """examples/<name>.py as a module, its kernels only: MPI is not initialised."""
-    import mpi4py
-    mpi4py.rc.initialize = False
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
-                        name + ".py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fused = _example("triton_fused")
+from symaddr.triton import fused  # noqa: E402
 
 
 @triton.jit
@@ -215,7 +203,7 @@ def k_team(sync, sync_pb, rank, timeout_ns, x, x_pb, out, n, ident, N_RANKS: tl.
 def k_fused(sync, sync_pb, rank, timeout_ns, a, a_pb, b, out, M, N, K, eps,
             N_RANKS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
             KIND: tl.constexpr):
-    """Each fused kernel of examples/triton_fused.py, on a team made of scalars."""
+    """Each fused kernel of symaddr.triton.fused, on a team made of scalars."""
     team = Team(sync, sync_pb, rank, timeout_ns)
     if KIND == 0:
         fused.allreduce_rmsnorm_kernel(team, a, a_pb, b, b, out, N, eps, N_RANKS, BN)
@@ -223,6 +211,11 @@ def k_fused(sync, sync_pb, rank, timeout_ns, a, a_pb, b, out, M, N, K, eps,
         fused.gemm_allreduce_kernel(team, a, b, a, a_pb, out, M, N, K, N_RANKS, BM, BN, BK)
     elif KIND == 2:
         fused.allgather_gemm_kernel(team, a, a_pb, b, out, M, N, K, N_RANKS, BM, BN, BK)
+    elif KIND == 4:  # reduce-scatter: a window of the output
+        fused.gemm_reduce_scatter_kernel(team, a, b, a, a_pb, out, M, N, K, 0, M, N // 2, N,
+                                         N_RANKS, BM, BN, BK)
+    elif KIND == 5:  # all-gather along K
+        fused.allgather_k_gemm_kernel(team, a, a_pb, b, out, M, N, K, N_RANKS, BM, BN, BK)
     else:  # the all-gather + GEMM's tiles over a table team_aligned found aligned
         fused._allgather_gemm(team, tm.team_begin(team), a, a_pb, b, out, M, N, K, N_RANKS, BM,
                               BN, BK, True)
@@ -466,11 +459,13 @@ def main():
                     failed_builds.append("team block %d, %s, ident %s: %s"
                                          % (kind, dt, ident, why))
     for dt in ("fp32", "bf16"):
-        for kind, what in enumerate(("allreduce+RMSNorm", "GEMM+allreduce", "all-gather+GEMM")):
+        for kind, what in enumerate(("allreduce+RMSNorm", "GEMM+allreduce", "all-gather+GEMM",
+                                     "all-gather+GEMM aligned", "GEMM+reduce-scatter",
+                                     "all-gather along K+GEMM")):
             why = compiles(k_fused, fused_signature(dt),
                            {"N_RANKS": 8, "BM": 16, "BN": 64, "BK": 32, "KIND": kind})
             if why:
-                failed_builds.append("examples/triton_fused.py %s, %s: %s" % (what, dt, why))
+                failed_builds.append("symaddr.triton.fused %s, %s: %s" % (what, dt, why))
     # the host functions' own kernels, as they launch small calls (runtime arguments not
     # specialised, the Team a tuple argument)
     team_sig = team_signature()
@@ -498,7 +493,7 @@ def main():
     cases.append(("every accessor (three forms, masks or none), every team block (4 "
                   "dtypes, an i64 or i32 identity), the kernels symaddr.triton.collectives "
                   "launches for small calls and every fused kernel of "
-                  "examples/triton_fused.py (2 dtypes) compile for sm_90%s"
+                  "symaddr.triton.fused (2 dtypes) compile for sm_90%s"
                   % (": " + "; ".join(failed_builds) if failed_builds else ""),
                   not failed_builds))
     vectors = {}
@@ -570,7 +565,7 @@ def main():
     copy16 = r"cp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], (?:16|0x10)\b"
     scalar, wide = (len(re.findall(r"ld\.global(?:\.\w+)*\.b16\b", code)),
                     len(re.findall(copy16, code)))
-    cases.append(("examples/triton_fused.py's all-gather + GEMM loads its peers' rows in 16-byte "
+    cases.append(("symaddr.triton.fused's all-gather + GEMM loads its peers' rows in 16-byte "
                   "vectors over an aligned table: %d element loads, %d 16-byte copies"
                   % (scalar, wide), scalar == 0 and wide > 0))
     (wrong, seen), (wrong2, seen2) = epochs_read_once(tc), epochs_read_once(fused)
@@ -578,15 +573,15 @@ def main():
     import pkgutil
     import symaddr.triton as package
     modules = [importlib.import_module("symaddr.triton." + m.name)
-               for m in pkgutil.iter_modules(package.__path__)] + [package, fused]
+               for m in pkgutil.iter_modules(package.__path__)] + [package]
     combines = interpreted_combines(modules)
-    cases.append(("the kernels of symaddr.triton (%d modules) and examples/triton_fused.py "
+    cases.append(("the kernels of symaddr.triton (%d modules, symaddr.triton.fused among them) "
                   "reduce with tl.max, tl.min and tl.sum, which Triton's interpreter hands to "
                   "NumPy, not with a combine function of their own%s"
                   % (len(modules) - 1, ": " + ", ".join(combines) if combines else ""),
                   not combines and len(modules) > 5))
     cases.append(("every team kernel of symaddr.triton.collectives (%d) and "
-                  "examples/triton_fused.py (%d) reads its epoch once: one team_begin, outside "
+                  "symaddr.triton.fused (%d) reads its epoch once: one team_begin, outside "
                   "any loop%s" % (seen, seen2, ": " + "; ".join(wrong) if wrong else ""),
                   seen >= 3 and seen2 >= 3 and not wrong))
     for name, ok in cases:

@@ -12,8 +12,9 @@ itself refuses 0-byte allocations: they take one element of the heap).
 
 Collectives: shmem.ccl (symaddr.iris.ccl: all_reduce, reduce_scatter, all_gather, all_to_all,
 broadcast, barrier, with Config and ReduceOp) on symaddr's collectives: any provider's
-tensors, every op, captured by CUDA graphs. Not here yet (Iris's ops): absent, never a silent
-imitation.
+tensors, every op, captured by CUDA graphs. Fused ops: shmem.ops (symaddr.iris.ops:
+matmul_all_reduce, all_gather_matmul, matmul_all_gather, matmul_reduce_scatter) on
+symaddr.ops' kernels.
 
 Device objects: Iris's DeviceContext (initialize(context_tensor, rank, world_size), then
 ctx.load/store/get/put/copy/atomic_*), over get_device_context() (the heap) or
@@ -30,6 +31,7 @@ import torch
 
 import symaddr
 from symaddr.iris.ccl import CCL
+from symaddr.iris.ops import OpsNamespace
 from symaddr.triton.heap import (DeviceContext, atomic_add, atomic_and,  # noqa: F401
                                  atomic_cas, atomic_max, atomic_min, atomic_or, atomic_sub,
                                  atomic_xchg, atomic_xor, copy, get, load, put, store, translate)
@@ -72,6 +74,7 @@ class Iris:
         self._device = torch.device(self.device)
         self._empty = {}  # id -> weakref of the zero-element tensors made (data_ptr() is 0)
         self.ccl = CCL(self)
+        self.ops = OpsNamespace(self)
 
     # -- ranks and the heap --------------------------------------------------------------
     def get_rank(self) -> int:

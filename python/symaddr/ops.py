@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: MIT
+"""Fused collective + compute ops on torch tensors, one Triton kernel each
+(symaddr.triton.fused), synchronised on the device with no host step, so that a CUDA graph
+captures them:
+
+    out = symaddr.ops.matmul_all_reduce(ctx, a, b)            # sum over ranks of a @ b
+    out = symaddr.ops.matmul_reduce_scatter(ctx, a, b, "sum", scatter_dim=0)
+    a_full, [out] = symaddr.ops.all_gather_matmul(ctx, a_shard, [b], gather_dim=0)
+    y = symaddr.ops.all_reduce_rmsnorm(ctx, x, residual, weight, eps)
+
+all_gather_matmul and matmul_reduce_scatter take torch's signatures
+(torch.ops.symm_mem.fused_all_gather_matmul and fused_matmul_reduce_scatter) with a
+symaddr.Context in the group's place. Operands are 2-D torch tensors of bf16, fp16 or f32
+(one dtype), on the context's device, each rank's own; any memory of any provider: an operand
+the peers read (all_gather_matmul's a_shard, all_reduce_rmsnorm's x) that is not symmetric is
+copied into a symmetric buffer of the context first. The GEMMs accumulate in f32 (f32 operands
+multiply as Triton's tl.dot does by default, in TF32 on NVIDIA GPUs) and write the output's
+dtype. The symmetric buffers (the f32 partial products, the staged operands) are made at a
+shape's first call and kept for the next (collective: every rank calls each op in the same
+order, as every collective)."""
+from typing import Any, List, Optional, Sequence, Tuple
+
+import triton
+
+from symaddr._lib import SymaddrError
+from symaddr._lib import error as _err
+from symaddr.triton import fused as _k
+from symaddr.triton.team import team_programs
+
+_DTYPES = ("float32", "float16", "bfloat16")
+
+
+def _torch():
+    import torch
+    return torch
+
+
+def _matrix(ctx, call: str, role: str, t: Any, dtype: Any = None) -> Any:
+    torch = _torch()
+    if not torch.is_tensor(t) or t.dim() != 2:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s must be a 2-D torch tensor, got %s" % (
+            call, role, tuple(t.shape) if torch.is_tensor(t) else type(t).__name__))
+    if str(t.dtype).replace("torch.", "") not in _DTYPES or (dtype is not None and
+                                                              t.dtype != dtype):
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is %s: pass %s" % (
+            call, role, t.dtype, dtype if dtype is not None else "bf16, fp16 or f32"))
+    if not _interpreted_dot_ok(t.dtype):
+        raise _err("SYMADDR_ERR_UNSUPPORTED", "%s: %s is %s, which Triton %s's interpreter "
+                   "(TRITON_INTERPRET=1) multiplies wrong (tl.dot): pass fp16 or f32 operands "
+                   "there, or run compiled on a GPU" % (call, role, t.dtype, triton.__version__))
+    return t.contiguous()
+
+
+_dot_ok = {}
+
+
+def _interpreted_dot_ok(dtype: Any) -> bool:
+    """Whether tl.dot of dtype is right here: compiled, yes; under Triton's interpreter, a
+    probe (Triton 3.6's multiplies bf16 as garbage: 6e9 for -8)."""
+    if not triton.knobs.runtime.interpret:
+        return True
+    ok = _dot_ok.get(dtype)
+    if ok is None:
+        torch = _torch()
+        a = torch.ones((16, 16), dtype=dtype)
+        out = torch.zeros((16, 16), dtype=dtype)
+        try:
+            _k.matmul_kernel[(1,)](a, a, out, 16, 16, 16, BM=16, BN=16, BK=16)
+            ok = bool((out.float() == 16).all())
+        except Exception:  # noqa: BLE001  (the interpreter refused it)
+            ok = False
+        _dot_ok[dtype] = ok
+    return ok
+
+
+def _space(ctx, key: Tuple, shape: Tuple[int, ...], dtype: Any) -> Any:
+    """A symmetric tensor of the context's, one per key (made once: collective)."""
+    cache = ctx.__dict__.setdefault("_fused_buffers", {})
+    t = cache.get(key)
+    if t is None:
+        t, _ = ctx.allocate_symmetric(shape, dtype)
+        cache[key] = t
+    return t
+
+
+def _symmetric(ctx, call: str, role: str, t: Any) -> Tuple[Any, Any]:
+    """t and its table where t is symmetric memory of ctx, else a symmetric copy of it."""
+    try:
+        return t, ctx.get_symmetric_address_map(t).peer_bases
+    except SymaddrError as e:
+        if e.name != "SYMADDR_ERR_NOT_FOUND":
+            raise
+    s = _space(ctx, (call, role, tuple(t.shape), t.dtype), tuple(t.shape), t.dtype)
+    s.copy_(t)
+    return s, ctx.get_symmetric_address_map(s).peer_bases
+
+
+def _out(call: str, out: Any, shape: Tuple[int, ...], like: Any) -> Any:
+    torch = _torch()
+    if out is None:
+        return torch.empty(shape, dtype=like.dtype, device=like.device)
+    if tuple(out.shape) != shape or out.dtype != like.dtype or not out.is_contiguous():
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: out is %s %s: pass a contiguous %s %s" % (
+            call, tuple(out.shape), out.dtype, shape, like.dtype))
+    return out
+
+
+def _grid(ctx, m: int, n: int) -> Tuple[dict, int]:
+    """The GEMM's tile sizes and its programs (co-resident, each looping over its tiles)."""
+    cfg = _k.gemm_config(m, n, team_programs(ctx, 1 << 20))
+    tiles = triton.cdiv(m, cfg["BM"]) * triton.cdiv(n, cfg["BN"])
+    return cfg, team_programs(ctx, tiles)
+
+
+def _gemm_reduce(ctx, call, a, b, out, window):
+    m, k = a.shape
+    n = b.shape[1]
+    partial = _space(ctx, ("partial", m, n), (m, n), _torch().float32)
+    pb = ctx.get_symmetric_address_map(partial).peer_bases
+    cfg, programs = _grid(ctx, m, n)
+    if window is None:
+        _k.gemm_allreduce_kernel[(programs,)](ctx.team(), a, b, partial, pb, out, m, n, k,
+                                              N_RANKS=ctx.size, **cfg)
+    else:
+        _k.gemm_reduce_scatter_kernel[(programs,)](ctx.team(), a, b, partial, pb, out, m, n, k,
+                                                   *window, N_RANKS=ctx.size, **cfg)
+    return out
+
+
+def matmul_all_reduce(ctx, a: Any, b: Any, out: Optional[Any] = None) -> Any:
+    """out (M x N) = the sum over ranks of their a (M x K) @ b (K x N): a row-parallel linear
+    layer, each output tile reduced across ranks as it leaves the GEMM. Returns out."""
+    call = "symaddr.ops.matmul_all_reduce"
+    a = _matrix(ctx, call, "a", a)
+    b = _matrix(ctx, call, "b", b, a.dtype)
+    if a.shape[1] != b.shape[0]:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: a is %s, b %s: a's columns must be b's "
+                   "rows" % (call, tuple(a.shape), tuple(b.shape)))
+    out = _out(call, out, (a.shape[0], b.shape[1]), a)
+    return _gemm_reduce(ctx, call, a, b, out, None)
+
+
+def matmul_reduce_scatter(ctx, A: Any, B: Any, reduce_op: str = "sum", scatter_dim: int = 0,
+                          out: Optional[Any] = None) -> Any:
+    """torch's fused_matmul_reduce_scatter: this rank's part (along scatter_dim, 0 rows or 1
+    columns) of the reduction over ranks of their A (M x K) @ B (K x N); reduce_op "sum" or
+    "avg". The split dimension must divide by the context's size. Returns the part."""
+    call = "symaddr.ops.matmul_reduce_scatter"
+    A = _matrix(ctx, call, "A", A)
+    B = _matrix(ctx, call, "B", B, A.dtype)
+    if reduce_op not in ("sum", "avg"):
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: reduce_op=%r: pass \"sum\" or \"avg\"" % (
+            call, reduce_op))
+    m, n = A.shape[0], B.shape[1]
+    if A.shape[1] != B.shape[0] or scatter_dim not in (0, 1, -1, -2):
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: A %s, B %s, scatter_dim %r: A's columns "
+                   "must be B's rows, scatter_dim 0 or 1" % (call, tuple(A.shape),
+                                                              tuple(B.shape), scatter_dim))
+    dim = scatter_dim % 2
+    whole = (m, n)[dim]
+    if whole % ctx.size:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: the output's dimension %d (%d) does not split "
+                   "into %d equal parts" % (call, dim, whole, ctx.size))
+    part = whole // ctx.size
+    lo = ctx.rank * part
+    window = (lo, lo + part, 0, n) if dim == 0 else (0, m, lo, lo + part)
+    out = _out(call, out, (part, n) if dim == 0 else (m, part), A)
+    _gemm_reduce(ctx, call, A, B, out, window)
+    if reduce_op == "avg":
+        out.div_(ctx.size)
+    return out
+
+
+def all_gather_matmul(ctx, A_shard: Any, Bs: Sequence[Any], gather_dim: int = 0,
+                      return_A: bool = True) -> Tuple[Optional[Any], List[Any]]:
+    """torch's fused_all_gather_matmul: (A, [A @ B for B in Bs]) where A is every rank's
+    A_shard stacked along gather_dim, 0 (rows: M x K shards, A of size * M rows) or 1 (K:
+    M x K_local shards, each B of size * K_local rows). The GEMMs read the peers' shards where
+    they lie (A is never materialised for them); return_A=False returns None in A's place,
+    True gathers A as well (the library's all-gather). Returns (A or None, outputs)."""
+    call = "symaddr.ops.all_gather_matmul"
+    torch = _torch()
+    a = _matrix(ctx, call, "A_shard", A_shard)
+    if gather_dim not in (0, 1, -1, -2):
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: gather_dim=%r: pass 0 (rows) or 1 (K)" % (
+            call, gather_dim))
+    dim = gather_dim % 2
+    a, a_pb = _symmetric(ctx, call, "A_shard", a)
+    m, k = a.shape
+    outs = []
+    for i, b in enumerate(Bs):
+        b = _matrix(ctx, call, "Bs[%d]" % i, b, a.dtype)
+        want_k = k if dim == 0 else ctx.size * k
+        if b.shape[0] != want_k:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: Bs[%d] has %d rows: the gathered A has "
+                       "%d columns" % (call, i, b.shape[0], want_k))
+        n = b.shape[1]
+        rows = ctx.size * m if dim == 0 else m
+        out = torch.empty((rows, n), dtype=a.dtype, device=a.device)
+        cfg, programs = _grid(ctx, rows, n)
+        if dim == 0:
+            _k.allgather_gemm_kernel[(programs,)](ctx.team(), a, a_pb, b, out, m, n, k,
+                                                  N_RANKS=ctx.size, **cfg)
+        else:
+            _k.allgather_k_gemm_kernel[(programs,)](ctx.team(), a, a_pb, b, out, m, n, k,
+                                                    N_RANKS=ctx.size, **cfg)
+        outs.append(out)
+    full = None
+    if return_A:
+        full = ctx.allgather(a, torch.empty((ctx.size * m, k), dtype=a.dtype, device=a.device))
+        if dim == 1:  # rank-major blocks of rows: side by side along K instead
+            full = full.view(ctx.size, m, k).permute(1, 0, 2).reshape(m, ctx.size * k)
+    return full, outs
+
+
+def all_reduce_rmsnorm(ctx, x: Any, residual: Any, weight: Any, eps: float = 1e-6,
+                       out: Optional[Any] = None) -> Any:
+    """out = RMSNorm(sum over ranks of x + residual) * weight, row by row (x and residual
+    rows x H, weight H): one kernel, each row reduced from every rank and normalised while in
+    registers (f32). Returns out (x's shape and dtype)."""
+    call = "symaddr.ops.all_reduce_rmsnorm"
+    torch = _torch()
+    x = _matrix(ctx, call, "x", x.reshape(-1, x.shape[-1]) if torch.is_tensor(x) else x)
+    res = _matrix(ctx, call, "residual", residual.reshape(x.shape) if torch.is_tensor(residual)
+                  and residual.numel() == x.numel() else residual, x.dtype)
+    w = weight.contiguous()
+    if tuple(res.shape) != tuple(x.shape) or w.numel() != x.shape[1]:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "%s: x %s, residual %s, weight %s: pass residual "
+                   "of x's shape and weight of its last dimension" % (
+                       call, tuple(x.shape), tuple(res.shape), tuple(w.shape)))
+    xs, x_pb = _symmetric(ctx, call, "x", x)
+    rows, h = x.shape
+    o = _out(call, out.reshape(rows, h) if out is not None else None, (rows, h), x)
+    _k.allreduce_rmsnorm_kernel[(rows,)](ctx.team(), xs, x_pb, res, w, o, h, float(eps),
+                                         N_RANKS=ctx.size, BLOCK_H=triton.next_power_of_2(h))
+    return o
+
+
+__all__ = ["matmul_all_reduce", "matmul_reduce_scatter", "all_gather_matmul",
+           "all_reduce_rmsnorm"]
