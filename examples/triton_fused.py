@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """Fused kernels in Triton (symaddr.triton.fused, which symaddr.ops launches as library calls),
-written on symaddr.triton.team's blocks alone and synchronised on the device, each checked against its unfused pair (a separate collective and a separate
-computation) and a NumPy reference:
+written on symaddr.triton.team's blocks alone and synchronised on the device, each checked
+against its unfused pair (a separate collective and a separate computation) and a NumPy
+reference:
 
 - allreduce + residual add + RMSNorm (the Triton twin of examples/allreduce_rmsnorm.hip):
   each program reduces its row from every rank and normalises it while it is in registers;
