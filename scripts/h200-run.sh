@@ -313,12 +313,13 @@ PY
         done ;;
     irispy)
         # symaddr.iris and symaddr.ops on the GPU, compiled: test_iris_host.py, test_iris_ccl.py
-        # (DeviceContext, ccl, a CUDA graph of ccl calls) and test_ops.py at PY_RANKS ranks
+        # (DeviceContext, ccl, a CUDA graph of ccl calls), test_ops.py and test_torch_ops.py
+        # (inductor, a CUDA graph of the compiled model) at PY_RANKS ranks
         # (2 8) on one GPU (mps-on first); test_iris_ccl again with validation on at 2.
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_TEST_PYTHONPATH=$PWD/python
         export PYTHONUNBUFFERED=1 SYMADDR_BACKEND=cuda
         for n in ${PY_RANKS:-2 8}; do
-            for f in test_iris_host test_iris_ccl test_ops; do
+            for f in test_iris_host test_iris_ccl test_ops test_torch_ops; do
                 timeout 300 mpiexec -n $n python3 tests/python/$f.py >"$OUT/$f-$n.log" 2>&1 || rc=1
                 echo "$f.py, $n ranks:"; grep -E "^(not ok|skip)|passed" "$OUT/$f-$n.log"
             done

@@ -17,7 +17,19 @@ copied into a symmetric buffer of the context first. The GEMMs accumulate in f32
 multiply as Triton's tl.dot does by default, in TF32 on NVIDIA GPUs) and write the output's
 dtype. The symmetric buffers (the f32 partial products, the staged operands) are made at a
 shape's first call and kept for the next (collective: every rank calls each op in the same
-order, as every collective)."""
+order, as every collective).
+
+torch custom ops (importing symaddr.ops defines them), functional, for torch.compile
+(fullgraph: no graph break) and CUDA graphs, each with a fake form for tracing; group is
+symaddr.ops.group_name(ctx):
+    torch.ops.symaddr.all_reduce(x, reduce_op, group) -> new tensor; all_reduce_(x, ...) in
+    place; all_gather(x, group) (along dimension 0); reduce_scatter(x, reduce_op, group)
+    (dimension 0); all_to_all(x, group); matmul_all_reduce(a, b, group);
+    matmul_reduce_scatter(a, b, reduce_op, scatter_dim, group); all_gather_matmul(a, b, group)
+    (rows); all_reduce_rmsnorm(x, residual, weight, eps, group).
+Their inputs may be any tensors: one that is not symmetric memory is copied into a buffer of
+the context's (made at a shape's first call: run the model once eagerly before a graph's
+capture, as torch's own warm-up does)."""
 from typing import Any, List, Optional, Sequence, Tuple
 
 import triton
@@ -238,3 +250,157 @@ def all_reduce_rmsnorm(ctx, x: Any, residual: Any, weight: Any, eps: float = 1e-
 
 __all__ = ["matmul_all_reduce", "matmul_reduce_scatter", "all_gather_matmul",
            "all_reduce_rmsnorm"]
+
+
+# ---- torch custom ops: torch.ops.symaddr.*, traced by torch.compile, captured by graphs ----
+
+_contexts = {}  # group name -> weak reference to its Context
+
+
+def group_name(ctx) -> str:
+    """The name torch.ops.symaddr.* take for ctx (their group argument, as torch's functional
+    collectives take a group's name): "symaddr:<n>", the same on every rank (each names its
+    contexts in the order it made the calls)."""
+    import weakref
+    name = ctx.__dict__.get("_group_name")
+    if name is None:
+        name = ctx.__dict__["_group_name"] = "symaddr:%d" % len(_contexts)
+        _contexts[name] = weakref.ref(ctx)
+    return name
+
+
+def _context(group: str):
+    ref = _contexts.get(group)
+    ctx = ref() if ref is not None else None
+    if ctx is None or not ctx._h:
+        raise _err("SYMADDR_ERR_INVALID_ARG", "torch.ops.symaddr: group %r names no open "
+                   "symaddr.Context of this process: pass symaddr.ops.group_name(ctx)" % group)
+    return ctx
+
+
+def _staged(ctx, call: str, t: Any) -> Any:
+    """t where it is symmetric memory of ctx, else a symmetric copy of it (a buffer of the
+    context's per shape and dtype, made at the first call: make it before a graph's capture
+    with one eager call)."""
+    t = t.contiguous()
+    try:
+        ctx.get_symmetric_address_map(t)
+        return t
+    except SymaddrError as e:
+        if e.name != "SYMADDR_ERR_NOT_FOUND":
+            raise
+    s = _space(ctx, (call, "staged", tuple(t.shape), t.dtype), tuple(t.shape), t.dtype)
+    return s.copy_(t)
+
+
+def _register() -> bool:
+    """Define torch.ops.symaddr.* with their fake (meta) forms; False without torch.library's
+    custom_op (torch < 2.4)."""
+    torch = _torch()
+    lib = getattr(torch, "library", None)
+    if lib is None or not hasattr(lib, "custom_op"):
+        return False
+
+    def op(name, mutates=()):
+        return lib.custom_op("symaddr::" + name, mutates_args=mutates)
+
+    @op("all_reduce")
+    def all_reduce(x: torch.Tensor, reduce_op: str, group: str) -> torch.Tensor:
+        ctx = _context(group)
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        ctx.allreduce(_staged(ctx, "all_reduce", x), out, op=reduce_op)
+        return out
+
+    @all_reduce.register_fake
+    def _(x, reduce_op, group):
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+    @op("all_reduce_", mutates=("x",))
+    def all_reduce_(x: torch.Tensor, reduce_op: str, group: str) -> None:
+        ctx = _context(group)
+        s = _staged(ctx, "all_reduce_", x)
+        ctx.allreduce(s, s, op=reduce_op)
+        if s.data_ptr() != x.data_ptr():
+            x.copy_(s.view(x.shape))
+
+    @all_reduce_.register_fake
+    def _(x, reduce_op, group):
+        return None
+
+    @op("all_gather")
+    def all_gather(x: torch.Tensor, group: str) -> torch.Tensor:
+        ctx = _context(group)
+        out = x.new_empty((ctx.size * x.shape[0],) + tuple(x.shape[1:]))
+        ctx.allgather(_staged(ctx, "all_gather", x), out)
+        return out
+
+    @all_gather.register_fake
+    def _(x, group):
+        return x.new_empty((_context(group).size * x.shape[0],) + tuple(x.shape[1:]))
+
+    @op("reduce_scatter")
+    def reduce_scatter(x: torch.Tensor, reduce_op: str, group: str) -> torch.Tensor:
+        ctx = _context(group)
+        out = x.new_empty((x.shape[0] // ctx.size,) + tuple(x.shape[1:]))
+        ctx.reduce_scatter(_staged(ctx, "reduce_scatter", x), out, op=reduce_op)
+        return out
+
+    @reduce_scatter.register_fake
+    def _(x, reduce_op, group):
+        return x.new_empty((x.shape[0] // _context(group).size,) + tuple(x.shape[1:]))
+
+    @op("all_to_all")
+    def all_to_all(x: torch.Tensor, group: str) -> torch.Tensor:
+        ctx = _context(group)
+        out = torch.empty_like(x, memory_format=torch.contiguous_format)
+        ctx.alltoall(_staged(ctx, "all_to_all", x), out)
+        return out
+
+    @all_to_all.register_fake
+    def _(x, group):
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+    @op("matmul_all_reduce")
+    def mm_ar(a: torch.Tensor, b: torch.Tensor, group: str) -> torch.Tensor:
+        return matmul_all_reduce(_context(group), a, b)
+
+    @mm_ar.register_fake
+    def _(a, b, group):
+        return a.new_empty((a.shape[0], b.shape[1]))
+
+    @op("matmul_reduce_scatter")
+    def mm_rs(a: torch.Tensor, b: torch.Tensor, reduce_op: str, scatter_dim: int,
+              group: str) -> torch.Tensor:
+        return matmul_reduce_scatter(_context(group), a, b, reduce_op, scatter_dim)
+
+    @mm_rs.register_fake
+    def _(a, b, reduce_op, scatter_dim, group):
+        n = _context(group).size
+        m, cols = a.shape[0], b.shape[1]
+        return a.new_empty((m // n, cols) if scatter_dim % 2 == 0 else (m, cols // n))
+
+    @op("all_gather_matmul")
+    def ag_mm(a: torch.Tensor, b: torch.Tensor, group: str) -> torch.Tensor:
+        return all_gather_matmul(_context(group), a, [b], 0, return_A=False)[1][0]
+
+    @ag_mm.register_fake
+    def _(a, b, group):
+        return a.new_empty((_context(group).size * a.shape[0], b.shape[1]))
+
+    @op("all_reduce_rmsnorm")
+    def ar_norm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
+                group: str) -> torch.Tensor:
+        return all_reduce_rmsnorm(_context(group), x, residual, weight, eps).view(x.shape)
+
+    @ar_norm.register_fake
+    def _(x, residual, weight, eps, group):
+        return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+    return True
+
+
+try:
+    REGISTERED = _register()
+except ImportError:  # no torch: symaddr.ops' functions need it anyway
+    REGISTERED = False
+__all__ += ["group_name", "REGISTERED"]
