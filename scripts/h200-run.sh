@@ -296,20 +296,12 @@ PY
             done
         done ;;
     iris)
-        # ROCm/iris's own device-function unit tests through tests/iris (IRIS_TESTS: their
-        # folder, carried; PY_RANKS ranks on one GPU, MPS on).
+        # ROCm/iris's own tests through tests/iris (IRIS_TESTS: their folders, carried in .iris/;
+        # IRIS_RANKS ranks on one GPU, MPS on; several ranks with the one-GPU device mapping).
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 SYMADDR_BACKEND=cuda
-        OUT=$OUT scripts/iris-suite.sh "${IRIS_TESTS:-.iris/tests/unittests}" ${PY_RANKS:-2 8} |
-            tee "$OUT/iris-suite.txt" || rc=1 ;;
-    graphs)
-        # Every host collective and the barrier captured in a CUDA graph of its own and replayed
-        # REPLAYS (1000) times with new data, exact, and every allreduce algorithm's graph, at
-        # 2 and 8 ranks on one GPU (mps-on first).
-        for n in ${PY_RANKS:-2 8}; do
-            SYMADDR_BACKEND=cuda SYMADDR_TEST_REPLAYS=${REPLAYS:-1000} timeout 300 mpiexec -n $n \
-                $B/tests/mpi_graph_cuda >"$OUT/graphs-$n.log" 2>&1 || rc=1
-            echo "graphs, $n ranks, ${REPLAYS:-1000} replays:"
-            grep -E "^(ok|not ok|skip)|passed|check failed" "$OUT/graphs-$n.log" | sort | uniq -c
+        for n in ${IRIS_RANKS:-1 2}; do
+            OUT=$OUT SYMADDR_IRIS_ONE_GPU=$([ $n -gt 1 ] && echo 1 || echo 0) scripts/iris-suite.sh \
+                ${IRIS_TESTS:-.iris/tests/unittests .iris/tests/ccl} -- $n | tee -a "$OUT/iris-suite.txt"
         done ;;
     irispy)
         # symaddr.iris and symaddr.ops on the GPU, compiled: test_iris_host.py, test_iris_ccl.py

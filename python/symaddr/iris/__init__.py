@@ -16,7 +16,7 @@ tensors, every op, captured by CUDA graphs. Fused ops: shmem.ops (symaddr.iris.o
 matmul_all_reduce, all_gather_matmul, matmul_all_gather, matmul_reduce_scatter) on
 symaddr.ops' kernels.
 
-Device objects: Iris's DeviceContext (initialize(context_tensor, rank, world_size), then
+Device objects: Iris's DeviceContext, also named TritonContext (initialize(context_tensor, rank, world_size), then
 ctx.load/store/get/put/copy/atomic_*), over get_device_context() (the heap) or
 get_device_context(t) (any allocation's own table), validated as the explicit form."""
 import logging
@@ -35,6 +35,18 @@ from symaddr.iris.ops import OpsNamespace
 from symaddr.triton.heap import (DeviceContext, atomic_add, atomic_and,  # noqa: F401
                                  atomic_cas, atomic_max, atomic_min, atomic_or, atomic_sub,
                                  atomic_xchg, atomic_xor, copy, get, load, put, store, translate)
+
+TritonContext = DeviceContext  # Iris's newer name of its Triton device object
+
+_NO_TRACING = ("symaddr.iris has no device tracing (Iris's DeviceTracing, TraceEvent, "
+               "shmem.tracing): profile with the GPU vendor's tools (nsys, rocprofv3)")
+
+
+class TraceEvent:
+    """Iris's trace event ids: not kept (symaddr.iris has no device tracing)."""
+
+    def __init__(self) -> None:
+        raise NotImplementedError(_NO_TRACING)
 
 logger = logging.getLogger("symaddr.iris")
 
@@ -116,6 +128,11 @@ class Iris:
         t = torch.tensor(words, dtype=torch.int64, device=self._device)
         t._symaddr_table = (table, holder)  # the table lives while the context tensor does
         return t
+
+    @property
+    def tracing(self) -> Any:
+        """Iris's device tracing: not kept; raises NotImplementedError saying what to use."""
+        raise NotImplementedError(_NO_TRACING)
 
     def get_device(self) -> torch.device:
         """The torch device this rank's tensors are on ("cuda:N"; "cpu" on the cpu backend)."""
@@ -492,6 +509,6 @@ def _dense(t: Any) -> bool:
     return True
 
 
-__all__ = ["Iris", "iris", "DeviceContext", "load", "store", "get", "put", "copy", "translate", "atomic_add",
+__all__ = ["Iris", "iris", "DeviceContext", "TritonContext", "TraceEvent", "load", "store", "get", "put", "copy", "translate", "atomic_add",
            "atomic_sub", "atomic_cas", "atomic_xchg", "atomic_xor", "atomic_and", "atomic_or",
            "atomic_min", "atomic_max"]
