@@ -215,12 +215,13 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
         done
         grep -E "^(ok|not ok|skip)|passed|rc=" "$OUT/torchrun.txt" ;;
     pybench)
-        # symaddr.triton's collectives against the C ones, and the fused examples against their
-        # unfused pairs, PY_RANKS ranks on one GPU (MPS on): python -m symaddr.bench triton
-        # (f32, bf16) and fused (PYBENCH: a ;-separated list); each under PYBENCH_TIMEOUT s (240).
+        # symaddr.triton's collectives against the C ones, the fused kernels against their
+        # unfused pairs, and symaddr.iris's ccl and the torch ops against the calls they make,
+        # PY_RANKS ranks on one GPU (MPS on): python -m symaddr.bench triton (f32, bf16), fused,
+        # ccl (f32, bf16) (PYBENCH: a ;-separated list); each under PYBENCH_TIMEOUT s (240).
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
         export SYMADDR_BACKEND=cuda
-        IFS=';' read -ra benches <<<"${PYBENCH:-triton;triton --dtype bfloat16;fused}"
+        IFS=';' read -ra benches <<<"${PYBENCH:-triton;triton --dtype bfloat16;fused;ccl;ccl --dtype bfloat16}"
         for n in ${PY_RANKS:-2 8}; do
             for what in "${benches[@]}"; do
                 echo "== $n ranks: $what" >>"$OUT/pybench.txt"

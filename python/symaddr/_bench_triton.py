@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
-"""symaddr.bench's benchmarks of the Triton collectives (`python -m symaddr.bench triton`) and
-of examples/triton_fused.py's fused kernels (`python -m symaddr.bench fused`), each against its
-reference in the same run; the timing helpers are bench's."""
+"""symaddr.bench's benchmarks of the Triton collectives (`python -m symaddr.bench triton`), of
+the fused kernels (`python -m symaddr.bench fused`) and of symaddr.iris's ccl and the torch
+custom ops (`python -m symaddr.bench ccl`), each against its reference in the same run; the
+timing helpers are bench's."""
+import symaddr
 from symaddr.bench import _c_call, _graphed_each, _load_example, _sizes, _timed_each
 
 
@@ -291,3 +293,80 @@ def _launch(ctx, a):
             print("  %-48s %8.2f" % (name, b * 1e6))
         print("  wrong elements after the last call: %d" % wrong)
     ctx.free(x)
+
+
+def _ccl(ctx, a):
+    """symaddr.iris's shmem.ccl.all_reduce (Iris's call: output, input, async_op=True as a
+    serving engine calls it in a loop) against ctx.allreduce and the C call on the same
+    buffers, eager and graph-replayed; its two_shot variant against the Triton two-shot it
+    runs; and torch.ops.symaddr.all_reduce eager against the same op under torch.compile."""
+    import torch
+    from symaddr import ops
+    from symaddr.iris.ccl import CCL, Config
+    from symaddr.triton import collectives as tc
+
+    class Host:  # what CCL reads of an Iris object, over this context
+        context = ctx
+
+        @staticmethod
+        def is_symmetric(t):
+            try:
+                ctx.get_symmetric_address_map(t)
+                return True
+            except symaddr.SymaddrError:
+                return False
+    ccl = CCL(Host())
+    two = Config(all_reduce_variant="two_shot")
+    group = ops.group_name(ctx)
+    dtype = getattr(torch, a.dtype)
+    size = torch.finfo(dtype).bits // 8
+    if ctx.rank == 0:
+        print("# symaddr.bench ccl: %d ranks, backend %s, %s, best of %d rounds x %d calls "
+              "(us a call, the slowest rank's); C: symaddr_allreduce called directly; ctx: "
+              "Context.allreduce; ccl: shmem.ccl.all_reduce(out, x, async_op=True); ccl2: "
+              "Config(all_reduce_variant='two_shot'), tri2: the Triton two-shot it runs; op: "
+              "torch.ops.symaddr.all_reduce eager, comp: under torch.compile; g: graph-replayed"
+              % (ctx.size, ctx.backend, a.dtype, a.rounds, a.iters))
+        print("# %9s %8s %8s %8s %7s %8s %8s %7s %8s %8s %8s %8s %7s %5s" % (
+            "bytes", "C", "ctx", "ccl", "ccl/ctx", "ctx g", "ccl g", "g ratio", "ccl2",
+            "tri2", "op", "comp", "comp/op", "wrong"))
+    for nbytes in _sizes(max(8, size * ctx.size), a.max_bytes, 8):
+        n = nbytes // size
+        x, _ = ctx.allocate_symmetric((n,), dtype)
+        out, _ = ctx.allocate_symmetric((n,), dtype)
+        t, _ = ctx.allocate_symmetric((n,), dtype)  # the two-shot's in-place buffer
+        x.fill_(ctx.rank + 1)
+        c_call = _c_call(ctx, "allreduce", x, out, n, dtype)
+
+        def ctx_call():
+            ctx.allreduce(x, out)
+
+        def ccl_call():
+            ccl.all_reduce(out, x, async_op=True)
+
+        def ccl2_call():
+            ccl.all_reduce(t, t, config=two, async_op=True)
+
+        def tri2_call():
+            tc.allreduce(ctx, t, t, algo="twoshot")
+
+        def op_call(y=x):
+            return torch.ops.symaddr.all_reduce(y, "sum", group)
+        compiled = torch.compile(op_call, fullgraph=True)
+        ts = _timed_each(ctx, [c_call, ctx_call, ccl_call, ccl2_call, tri2_call, op_call,
+                               compiled], a.iters, a.rounds)
+        g_ctx, g_ccl = _graphed_each(ctx, [ctx_call, ccl_call], a.iters, a.rounds)
+        torch.cuda.synchronize()
+        ccl_call()
+        torch.cuda.synchronize()
+        want = ctx.size * (ctx.size + 1) / 2
+        wrong = int((out.float() != want).sum()) + int((op_call().float() != want).sum())
+        if ctx.rank == 0:
+            us = [v * 1e6 for v in ts]
+            print("  %9d %8.2f %8.2f %8.2f %7.3f %8.2f %8.2f %7.3f %8.2f %8.2f %8.2f %8.2f "
+                  "%7.3f %5d" % (nbytes, us[0], us[1], us[2], us[2] / us[1], g_ctx * 1e6,
+                                 g_ccl * 1e6, g_ccl / g_ctx, us[3], us[4], us[5], us[6],
+                                 us[6] / us[5], wrong))
+        ctx.barrier()
+        for b in (t, out, x):
+            ctx.free(b)

@@ -27,9 +27,14 @@
     mpiexec -n 2 python -m symaddr.bench launch
         host time a call of a small Triton collective (a kept compiled kernel started
         directly) against the same kernel launched through Triton's JIT, and the C call
+    mpiexec -n 8 python -m symaddr.bench ccl [--dtype bfloat16]
+        symaddr.iris's shmem.ccl.all_reduce against Context.allreduce and the C call, eager and
+        graph-replayed, its two_shot variant against the Triton two-shot, and
+        torch.ops.symaddr.all_reduce eager against torch.compile, 8 B to 64 MiB (GPU, torch)
 
-alloc and allreduce run on every backend; put, triton, fused and launch need a GPU backend and
-torch. Rank 0 prints one table per benchmark: the best round of each, and their ratio."""
+alloc and allreduce run on every backend; put, triton, fused, launch and ccl need a GPU
+backend and torch. Rank 0 prints one table per benchmark: the best round of each, and their
+ratio."""
 import argparse
 import ctypes
 import importlib.util
@@ -347,7 +352,8 @@ def _load_example(path, default):
 # (the Triton collectives' and the fused kernels' benchmarks live in _bench_triton)
 _BENCHES = {"alloc": (_alloc, 200, 0), "put": (_put, 20, 1 << 30),
             "allreduce": (_allreduce, 200, 1 << 20), "triton": ("_triton", 200, 1 << 20),
-            "fused": ("_fused", 20, 0), "launch": ("_launch", 2000, 0)}
+            "fused": ("_fused", 20, 0), "launch": ("_launch", 2000, 0),
+            "ccl": ("_ccl", 100, 64 << 20)}
 
 
 def _count(text):
@@ -391,11 +397,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m symaddr.bench",
                                  description=__doc__.split("\n")[0])
     ap.add_argument("what", nargs="?", default="alloc", choices=list(_BENCHES),
-                    help="alloc and allreduce run on every backend; put, triton, fused and "
-                    "launch need a GPU backend and torch")
+                    help="alloc and allreduce run on every backend; put, triton, fused, "
+                    "launch and ccl need a GPU backend and torch")
     ap.add_argument("--iters", type=_count, default=None,
                     help="calls per round (alloc 200, put 20, allreduce and triton 200, "
-                    "fused 20, launch 2000)")
+                    "fused 20, launch 2000, ccl 100)")
     ap.add_argument("--rounds", type=_count, default=5, help="rounds of each, alternately")
     ap.add_argument("--bytes", type=_bytes4, default=4096, help="alloc: bytes per allocation")
     ap.add_argument("--provider", default="ipc", help="alloc: ipc, heap or vmm")
@@ -408,7 +414,7 @@ def main(argv=None):
                     help="put: a file holding a put_kernel of the seed's signature (default: "
                     "the package's, symaddr.triton.p0); fused: examples/triton_fused.py")
     ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
-                    help="triton: float32, bfloat16 or float16")
+                    help="triton, ccl: float32, bfloat16 or float16")
     ap.add_argument("--m", type=_counts, default=[1, 16, 64, 128],
                     help="fused: tokens (M), comma-separated")
     ap.add_argument("--nk", type=_counts, default=[4096, 8192],
@@ -417,7 +423,7 @@ def main(argv=None):
                     help="put: smallest size (64 MiB); triton: smallest size (8 bytes, or "
                     "one element a rank if that is more)")
     ap.add_argument("--max-bytes", type=_count, default=None,
-                    help="put: largest size (1 GiB); allreduce, triton: (1 MiB)")
+                    help="put: largest size (1 GiB); allreduce, triton: (1 MiB); ccl: (64 MiB)")
     a = ap.parse_args(argv)
     run, iters, max_bytes = _BENCHES[a.what]
     if isinstance(run, str):
