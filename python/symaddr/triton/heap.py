@@ -185,14 +185,26 @@ def quiet(heap_bases):
 
 def aggregate(cls):
     """Triton's aggregate, with the members it skips under the interpreter (whose jit
-    functions are not JITCallables) set on it as well."""
+    functions are not JITCallables) set on it as well, and every member documented."""
     agg = _aggregate(cls)
     for name, member in vars(cls).items():
-        if name.startswith("__") or hasattr(agg, name):
+        if name.startswith("__") or (hasattr(agg, name) and getattr(agg, name).__doc__):
             continue
-        if not isinstance(member, staticmethod):  # bound by hand: no descriptor of its own
-            member = (lambda fn: lambda self, *a, **k: fn(self, *a, **k))(member)
-        setattr(agg, name, member)
+        fn = member.__func__ if isinstance(member, staticmethod) else member
+        doc = getattr(getattr(fn, "fn", fn), "__doc__", None)
+        if isinstance(member, staticmethod):
+            def plain(*a, _fn=fn, **k):
+                return _fn(*a, **k)
+            plain.__doc__ = doc
+            call = staticmethod(plain)
+        else:  # bound by hand: no descriptor of its own
+            def call(self, *a, _fn=fn, **k):
+                return _fn(self, *a, **k)
+            call.__doc__ = doc
+        setattr(agg, name, call)
+    prop = vars(agg).get("type")
+    if isinstance(prop, property) and not prop.__doc__:
+        agg.type = property(prop.fget, prop.fset, prop.fdel, "Triton's type of the value.")
     return agg
 
 
