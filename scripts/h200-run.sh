@@ -321,6 +321,16 @@ PY
             >"$OUT/test_iris_ccl-validated-2.log" 2>&1 || rc=1
         echo "test_iris_ccl.py, validation on, 2 ranks:"
         grep -E "^(not ok|skip)|passed" "$OUT/test_iris_ccl-validated-2.log" ;;
+    graphs)
+        # Every host collective and the barrier captured in a CUDA graph of its own and replayed
+        # REPLAYS (1000) times with new data, exact, and every allreduce algorithm's graph, at
+        # PY_RANKS (2 8) ranks on one GPU (mps-on first).
+        for n in ${PY_RANKS:-2 8}; do
+            SYMADDR_BACKEND=cuda SYMADDR_TEST_REPLAYS=${REPLAYS:-1000} timeout 300 mpiexec -n $n \
+                $B/tests/mpi_graph_cuda >"$OUT/graphs-$n.log" 2>&1 || rc=1
+            echo "graphs, $n ranks, ${REPLAYS:-1000} replays:"
+            grep -E "^(ok|not ok|skip)|passed|check failed" "$OUT/graphs-$n.log" | sort | uniq -c
+        done ;;
     mps-on)
         # Without MPS, kernels of ranks that share a GPU are time-sliced, never concurrent.
         mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY

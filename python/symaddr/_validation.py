@@ -4,8 +4,19 @@ validation refused in their table's header (symaddr.triton's translate; device.h
 the context's next barrier, sync, collective or put/get raises them; a freed allocation's own
 table is poisoned so that a kernel still given it is refused."""
 import ctypes
+import sys
 
 from ._lib import STATUS, SymaddrError
+
+
+def _capturing() -> bool:
+    """Whether torch's current CUDA stream is being captured (False without torch)."""
+    torch = sys.modules.get("torch")
+    try:
+        return bool(torch is not None and torch.cuda.is_available() and
+                    torch.cuda.is_current_stream_capturing())
+    except Exception:  # noqa: BLE001  (a torch without CUDA: nothing is captured)
+        return False
 
 
 class Validation:
@@ -71,7 +82,11 @@ class Validation:
     def _check_tables(self):
         """Validation mode: raise the access a kernel made through one of this context's tables
         that validation refused (symaddr.triton's translate records it in the table's
-        header), and clear it."""
+        header), and clear it. Not while torch's current stream is being captured into a CUDA
+        graph (reading the words waits for the stream, which a capture refuses and is then
+        invalidated): the next host call outside the capture reads them."""
+        if self.backend != "cpu" and _capturing():
+            return
         at = self._lib.abi["table_header"]["error_at"] * 8
         heap = self._heap_table()
         words, dead = {}, set()

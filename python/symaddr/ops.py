@@ -117,9 +117,17 @@ def _out(call: str, out: Any, shape: Tuple[int, ...], like: Any) -> Any:
     return out
 
 
-def _grid(ctx, m: int, n: int) -> Tuple[dict, int]:
-    """The GEMM's tile sizes and its programs (co-resident, each looping over its tiles)."""
+_SHARED = 160 << 10  # bytes of shared memory a GEMM's pipeline may take (H100/H200: 227 KiB)
+
+
+def _grid(ctx, m: int, n: int, itemsize: int) -> Tuple[dict, int]:
+    """The GEMM's tile sizes and its programs (co-resident, each looping over its tiles); the
+    K step halved until the pipeline's tiles fit in shared memory (gemm_config's are for
+    16-bit operands: f32 at 64 x 128 x 128, 3 stages, asked 288 KiB on an H200)."""
     cfg = _k.gemm_config(m, n, team_programs(ctx, 1 << 20))
+    while (cfg["BM"] + cfg["BN"]) * cfg["BK"] * itemsize * cfg["num_stages"] > _SHARED and \
+            cfg["BK"] > 32:
+        cfg["BK"] //= 2
     tiles = triton.cdiv(m, cfg["BM"]) * triton.cdiv(n, cfg["BN"])
     return cfg, team_programs(ctx, tiles)
 
@@ -129,7 +137,7 @@ def _gemm_reduce(ctx, call, a, b, out, window):
     n = b.shape[1]
     partial = _space(ctx, ("partial", m, n), (m, n), _torch().float32)
     pb = ctx.get_symmetric_address_map(partial).peer_bases
-    cfg, programs = _grid(ctx, m, n)
+    cfg, programs = _grid(ctx, m, n, a.element_size())
     if window is None:
         _k.gemm_allreduce_kernel[(programs,)](ctx.team(), a, b, partial, pb, out, m, n, k,
                                               N_RANKS=ctx.size, **cfg)
@@ -209,7 +217,7 @@ def all_gather_matmul(ctx, A_shard: Any, Bs: Sequence[Any], gather_dim: int = 0,
         n = b.shape[1]
         rows = ctx.size * m if dim == 0 else m
         out = torch.empty((rows, n), dtype=a.dtype, device=a.device)
-        cfg, programs = _grid(ctx, rows, n)
+        cfg, programs = _grid(ctx, rows, n, a.element_size())
         if dim == 0:
             _k.allgather_gemm_kernel[(programs,)](ctx.team(), a, a_pb, b, out, m, n, k,
                                                   N_RANKS=ctx.size, **cfg)
@@ -259,12 +267,13 @@ _contexts = {}  # group name -> weak reference to its Context
 
 def group_name(ctx) -> str:
     """The name torch.ops.symaddr.* take for ctx (their group argument, as torch's functional
-    collectives take a group's name): "symaddr:<n>", the same on every rank (each names its
-    contexts in the order it made the calls)."""
+    collectives take a group's name): "symaddr:<n>:<size>", the same on every rank (each names
+    its contexts in the order it made the calls)."""
     import weakref
     name = ctx.__dict__.get("_group_name")
-    if name is None:
-        name = ctx.__dict__["_group_name"] = "symaddr:%d" % len(_contexts)
+    if name is None:  # the size in the name: the ops' fake shapes depend on it, and a compiled
+        # graph cached on disk (inductor's) is keyed by the name, not by the context
+        name = ctx.__dict__["_group_name"] = "symaddr:%d:%d" % (len(_contexts), ctx.size)
         _contexts[name] = weakref.ref(ctx)
     return name
 
