@@ -263,6 +263,7 @@ __all__ = ["matmul_all_reduce", "matmul_reduce_scatter", "all_gather_matmul",
 # ---- torch custom ops: torch.ops.symaddr.*, traced by torch.compile, captured by graphs ----
 
 _contexts = {}  # group name -> weak reference to its Context
+_LIBRARIES = []
 
 
 def group_name(ctx) -> str:
@@ -304,14 +305,31 @@ def _staged(ctx, call: str, t: Any) -> Any:
 
 def _register() -> bool:
     """Define torch.ops.symaddr.* with their fake (meta) forms; False without torch.library's
-    custom_op (torch < 2.4)."""
+    infer_schema and register_fake (torch < 2.5)."""
     torch = _torch()
     lib = getattr(torch, "library", None)
-    if lib is None or not hasattr(lib, "custom_op"):
+    if lib is None or not hasattr(lib, "infer_schema") or not hasattr(lib, "register_fake"):
         return False
+    # torch.library.Library's define + impl rather than custom_op: the same op and schema
+    # (inferred from the function), without custom_op's per-call wrapping (on an H100 it took
+    # an eager all_reduce of 8 B from 11 to 57 us)
+    library = lib.Library("symaddr", "DEF")
+    _LIBRARIES.append(library)  # the definitions last as long as the Library object
+
+    class Op:
+        def __init__(self, name):
+            self.name = name
+
+        def register_fake(self, fake):
+            lib.register_fake("symaddr::" + self.name, fake, lib=library)
+            return fake
 
     def op(name, mutates=()):
-        return lib.custom_op("symaddr::" + name, mutates_args=mutates)
+        def define(fn):
+            library.define(name + lib.infer_schema(fn, mutates_args=mutates))
+            library.impl(name, fn, "CompositeExplicitAutograd")
+            return Op(name)
+        return define
 
     @op("all_reduce")
     def all_reduce(x: torch.Tensor, reduce_op: str, group: str) -> torch.Tensor:
