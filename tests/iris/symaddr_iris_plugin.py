@@ -1,8 +1,8 @@
 """pytest plugin for ROCm/iris's own tests (scripts/iris-suite.sh passes -p
 symaddr_iris_plugin): what Iris's runner (tests/run_tests_distributed.py) sets up, done
-here so that no test is edited: torch.distributed initialised from torchrun's variables (gloo,
-which serves CPU and CUDA tensors and several ranks on one GPU), and this rank's GPU the
-current device."""
+here so that no test is edited: torch.distributed initialised from torchrun's variables (NCCL
+for CUDA tensors where every rank has a GPU of its own, else gloo, which serves several ranks
+on one GPU but has no all_to_all), and this rank's GPU the current device."""
 import os
 
 import torch
@@ -11,7 +11,11 @@ import torch.distributed as dist
 
 def pytest_configure(config):
     if "RANK" in os.environ and not dist.is_initialized():
-        dist.init_process_group("gloo")
+        # NCCL for CUDA tensors where each rank has a GPU of its own (as Iris's runner; the
+        # tests' references need its all_to_all), gloo where ranks share one (NCCL refuses)
+        own = torch.cuda.is_available() and \
+            int(os.environ.get("LOCAL_WORLD_SIZE", "1")) <= torch.cuda.device_count()
+        dist.init_process_group("cpu:gloo,cuda:nccl" if own else "gloo")
     if torch.cuda.is_available():
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")) % torch.cuda.device_count())
 
