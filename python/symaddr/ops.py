@@ -56,14 +56,32 @@ def _matrix(ctx, call: str, role: str, t: Any, dtype: Any = None) -> Any:
                                                               t.dtype != dtype):
         raise _err("SYMADDR_ERR_INVALID_ARG", "%s: %s is %s: pass %s" % (
             call, role, t.dtype, dtype if dtype is not None else "bf16, fp16 or f32"))
-    if not _interpreted_dot_ok(t.dtype):
-        raise _err("SYMADDR_ERR_UNSUPPORTED", "%s: %s is %s, which Triton %s's interpreter "
-                   "(TRITON_INTERPRET=1) multiplies wrong (tl.dot): pass fp16 or f32 operands "
-                   "there, or run compiled on a GPU" % (call, role, t.dtype, triton.__version__))
     return t.contiguous()
 
 
 _dot_ok = {}
+_fault = []
+
+
+def _interpreter_fault() -> str:
+    """Why Triton's interpreter cannot run symaddr.ops' GEMM kernels here ("" when it can, and
+    compiled): Triton 3.6's takes a loop bound that is a kernel argument as int() of a
+    1-element array, which NumPy 2.4 refuses (triton-lang/triton#9171); the GEMMs loop over K
+    and over their tiles so (a while loop instead would lose the compiled pipelining)."""
+    if not triton.knobs.runtime.interpret:
+        return ""
+    if not _fault:
+        torch = _torch()
+        a = torch.ones((16, 16))
+        out = torch.zeros((16, 16))
+        try:
+            _k.matmul_kernel[(1,)](a, a, out, 16, 16, 16, BM=16, BN=16, BK=16)
+            why = "" if bool((out == 16).all()) else "its f32 GEMM computed a wrong product"
+        except Exception as e:  # noqa: BLE001  (the interpreter wraps what it met)
+            why = ("Triton %s's interpreter cannot loop to a runtime bound here "
+                   "(triton-lang/triton#9171): %s" % (triton.__version__, e))
+        _fault.append(why)
+    return _fault[0]
 
 
 def _interpreted_dot_ok(dtype: Any) -> bool:
@@ -83,6 +101,17 @@ def _interpreted_dot_ok(dtype: Any) -> bool:
             ok = False
         _dot_ok[dtype] = ok
     return ok
+
+
+def _gemm_runs(call: str, dtype: Any) -> None:
+    """SYMADDR_ERR_UNSUPPORTED where this Triton cannot run a GEMM of dtype right (under its
+    interpreter only), before any launch: never a wrong product."""
+    why = _interpreter_fault()
+    if not why and not _interpreted_dot_ok(dtype):
+        why = ("Triton %s's interpreter (TRITON_INTERPRET=1) multiplies %s wrong (tl.dot): pass "
+               "fp16 or f32 operands there" % (triton.__version__, dtype))
+    if why:
+        raise _err("SYMADDR_ERR_UNSUPPORTED", "%s: %s; or run compiled on a GPU" % (call, why))
 
 
 def _space(ctx, key: Tuple, shape: Tuple[int, ...], dtype: Any) -> Any:
@@ -135,6 +164,7 @@ def _grid(ctx, m: int, n: int, itemsize: int) -> Tuple[dict, int]:
 def _gemm_reduce(ctx, call, a, b, out, window):
     m, k = a.shape
     n = b.shape[1]
+    _gemm_runs(call, a.dtype)
     partial = _space(ctx, ("partial", m, n), (m, n), _torch().float32)
     pb = ctx.get_symmetric_address_map(partial).peer_bases
     cfg, programs = _grid(ctx, m, n, a.element_size())
@@ -214,6 +244,7 @@ def all_gather_matmul(ctx, A_shard: Any, Bs: Sequence[Any], gather_dim: int = 0,
         if b.shape[0] != want_k:
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: Bs[%d] has %d rows: the gathered A has "
                        "%d columns" % (call, i, b.shape[0], want_k))
+        _gemm_runs(call, a.dtype)
         n = b.shape[1]
         rows = ctx.size * m if dim == 0 else m
         out = torch.empty((rows, n), dtype=a.dtype, device=a.device)
