@@ -124,16 +124,24 @@ def _space(ctx, key: Tuple, shape: Tuple[int, ...], dtype: Any) -> Any:
     return t
 
 
-def _symmetric(ctx, call: str, role: str, t: Any) -> Tuple[Any, Any]:
-    """t and its table where t is symmetric memory of ctx, else a symmetric copy of it."""
+def _symmetric_map(ctx, call: str, role: str, t: Any) -> Tuple[Any, Any]:
+    """t and its map where t is symmetric memory of ctx, else a symmetric copy of it (a
+    buffer of the context's per call, role, shape and dtype, made at the first call: make it
+    before a graph's capture with one eager call) and the copy's map."""
     try:
-        return t, ctx.get_symmetric_address_map(t).peer_bases
+        return t, ctx.get_symmetric_address_map(t)
     except SymaddrError as e:
         if e.name != "SYMADDR_ERR_NOT_FOUND":
             raise
     s = _space(ctx, (call, role, tuple(t.shape), t.dtype), tuple(t.shape), t.dtype)
     s.copy_(t)
-    return s, ctx.get_symmetric_address_map(s).peer_bases
+    return s, ctx.get_symmetric_address_map(s)
+
+
+def _symmetric(ctx, call: str, role: str, t: Any) -> Tuple[Any, Any]:
+    """t (or its symmetric copy, _symmetric_map) and its table."""
+    s, m = _symmetric_map(ctx, call, role, t)
+    return s, m.peer_bases
 
 
 def _out(call: str, out: Any, shape: Tuple[int, ...], like: Any) -> Any:
@@ -320,18 +328,9 @@ def _context(group: str):
 
 
 def _staged(ctx, call: str, t: Any) -> Any:
-    """t where it is symmetric memory of ctx, else a symmetric copy of it (a buffer of the
-    context's per shape and dtype, made at the first call: make it before a graph's capture
-    with one eager call)."""
-    t = t.contiguous()
-    try:
-        ctx.get_symmetric_address_map(t)
-        return t
-    except SymaddrError as e:
-        if e.name != "SYMADDR_ERR_NOT_FOUND":
-            raise
-    s = _space(ctx, (call, "staged", tuple(t.shape), t.dtype), tuple(t.shape), t.dtype)
-    return s.copy_(t)
+    """t contiguous where it is symmetric memory of ctx, else its symmetric copy
+    (_symmetric_map)."""
+    return _symmetric_map(ctx, call, "staged", t.contiguous())[0]
 
 
 def _register() -> bool:

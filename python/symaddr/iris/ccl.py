@@ -34,9 +34,9 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
-import torch
 
 from symaddr._lib import error as _err
+from symaddr._validation import _capturing
 from symaddr.triton import collectives as _tcoll
 
 AUTOTUNE = "autotune"  # Iris's marker for a tuned config: symaddr's choice, as the default
@@ -168,7 +168,7 @@ class CCL:
         a failure any rank met raised), unless the stream is being captured."""
         if async_op:
             return
-        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        if _capturing():
             return
         self._ctx.sync()
 
