@@ -108,12 +108,23 @@ def test_keywords():
     got = shmem.ones(2, 3, out=out, dtype=torch.int32)
     check(got.data_ptr() == out.data_ptr() and tuple(got.shape) == (2, 3) and
           bool((out == 1).all()), "out= is filled and returned")
+    # Iris's exceptions and words (its tests match them): RuntimeError, element count first
     raises("out= of plain memory", lambda: shmem.zeros(6, out=torch.zeros(6, device=DEV)),
-           ValueError, ["symmetric"])
-    raises("out= of another size", lambda: shmem.zeros(5, out=out, dtype=torch.int32))
+           RuntimeError, ["not on the symmetric heap"])
+    raises("out= of another size", lambda: shmem.zeros(5, out=out, dtype=torch.int32),
+           RuntimeError, ["has 6 elements, but 5 are required"])
+    raises("out= of another dtype", lambda: shmem.zeros(6, out=out, dtype=torch.int64),
+           RuntimeError, ["has dtype torch.int32, but torch.int64 is required"])
+    a = shmem.allocate(7, torch.int16)
+    check(tuple(a.shape) == (7,) and a.dtype == torch.int16 and shmem.is_symmetric(a) and
+          shmem._Iris__on_symmetric_heap(a) and shmem._Iris__on_symmetric_heap(
+              shmem.allocate(0, torch.int16)) and
+          not shmem._Iris__on_symmetric_heap(torch.zeros(7, device=DEV)),
+          "allocate(n, dtype), Iris's private heap check")
     check(shmem.zeros(3, requires_grad=True).requires_grad, "requires_grad")
     other = "cuda:0" if DEV.type == "cpu" else "cpu"
-    raises("device=%s" % other, lambda: shmem.zeros(3, device=other), ValueError, [str(DEV)])
+    raises("device=%s" % other, lambda: shmem.zeros(3, device=other), RuntimeError,
+           ["Device mismatch", str(DEV)])
     check(shmem.zeros(3, device=DEV).device == DEV, "device= this rank's")
     raises("layout=sparse_coo", lambda: shmem.zeros(3, layout=torch.sparse_coo))
     cl = shmem.empty(2, 3, 4, 5, memory_format=torch.channels_last)

@@ -27,6 +27,7 @@ import pickle
 import weakref
 from typing import Any, Tuple
 
+import numpy as np
 import torch
 
 import symaddr
@@ -72,9 +73,18 @@ class Iris:
     """Iris's host object over a symaddr.Context with a heap of heap_size bytes (Iris's
     iris.iris(heap_size)). Every tensor it creates lives on that heap, is symmetric (each rank
     makes the same calls in the same order), and its heap_bases serve Iris's device functions.
-    Settings of symaddr.Context (backend=, timeout_ms=, group=, comm=, ...) pass through."""
+    Settings of symaddr.Context (backend=, timeout_ms=, group=, comm=, ...) pass through.
+    allocator_type: Iris's "torch", "vmem" or "vmem_chunked" (default $IRIS_ALLOCATOR, else
+    "torch") are taken and kept (self.allocator_type); symaddr's heap serves each alike, as
+    they differ in how Iris reserves its heap, not in what a program sees of it."""
 
-    def __init__(self, heap_size: int = 1 << 30, **config: Any) -> None:
+    def __init__(self, heap_size: int = 1 << 30, allocator_type: str = None,
+                 **config: Any) -> None:
+        allocator_type = allocator_type or os.environ.get("IRIS_ALLOCATOR", "torch")
+        if allocator_type not in _ALLOCATORS:
+            raise ValueError("allocator_type=%r: pass one of %s" % (
+                allocator_type, ", ".join(_ALLOCATORS)))
+        self.allocator_type = allocator_type
         _close_dropped()
         self._ctx = symaddr.Context(heap_bytes=heap_size, **config)
         _made.append((self._ctx, weakref.ref(self)))
@@ -159,32 +169,51 @@ class Iris:
         if self._device.type == "cuda":
             torch.cuda.synchronize(self._device)
 
-    def broadcast(self, value: Any, source_rank: int) -> Any:
-        """source_rank's value on every rank: a Python scalar or picklable object, or a tensor
-        (a new tensor on this rank's device; other ranks may pass None). Collective."""
+    def broadcast(self, value: Any, source_rank: int = 0) -> Any:
+        """source_rank's value on every rank (other ranks may pass None), as Iris returns it:
+        a tensor or a NumPy array comes back as a NumPy array (on the host; a bfloat16 tensor,
+        which NumPy lacks, raises TypeError: use broadcast_tensor), a scalar or any picklable
+        object as itself. Collective."""
+        got, was_array = self._broadcast(value, source_rank)
+        if not was_array:
+            return got
+        if got.dtype == torch.bfloat16:
+            raise TypeError("broadcast: NumPy has no bfloat16, and Iris returns arrays as NumPy "
+                            "arrays: use broadcast_tensor (a tensor on this rank's device)")
+        return got.cpu().numpy()
+
+    def broadcast_tensor(self, value: Any, source_rank: int = 0) -> Any:
+        """source_rank's tensor (or NumPy array) on every rank as a new torch tensor on this
+        rank's device, any dtype (other ranks may pass None). Collective."""
+        got, was_array = self._broadcast(value, source_rank)
+        if not was_array:
+            raise TypeError("broadcast_tensor: source_rank %d passed %s, not a tensor or array: "
+                            "use broadcast" % (source_rank, type(got).__name__))
+        return got
+
+    def _broadcast(self, value: Any, source_rank: int) -> Tuple[Any, bool]:
+        """(source_rank's value, whether it was a tensor or array): an array as a torch
+        tensor on this rank's device, anything else unpickled."""
         self._rank_ok(source_rank, "source_rank")
-        is_tensor = torch.is_tensor(value) if self.cur_rank == source_rank else None
         if self.cur_rank == source_rank:
+            if isinstance(value, np.ndarray):
+                value = torch.from_numpy(np.ascontiguousarray(value))
             meta = (("tensor", tuple(value.shape), str(value.dtype).replace("torch.", ""))
-                    if is_tensor else ("object", pickle.dumps(value)))
+                    if torch.is_tensor(value) else ("object", pickle.dumps(value)))
             blob = pickle.dumps(meta)
         else:
             blob = b""
         blob = self._bcast_bytes(blob, source_rank)
         meta = pickle.loads(blob)
         if meta[0] == "object":
-            return pickle.loads(meta[1])
+            return pickle.loads(meta[1]), False
         shape, dtype = meta[1], getattr(torch, meta[2])
         result = torch.empty(shape, dtype=dtype, device=self._device)
         raw = result.reshape(-1).view(torch.uint8)
         if self.cur_rank == source_rank:
             raw.copy_(value.detach().contiguous().reshape(-1).view(torch.uint8))
         raw.copy_(self._bcast_raw(raw, source_rank))
-        return result
-
-    def broadcast_tensor(self, value: Any, source_rank: int = 0) -> Any:
-        """Iris's: a tensor from source_rank on every rank (broadcast() of a tensor)."""
-        return self.broadcast(value, source_rank)
+        return result, True
 
     def _bcast_raw(self, raw: Any, root: int) -> Any:
         """root's bytes (a uint8 tensor of the same length on every rank), moved as int32
@@ -238,15 +267,28 @@ class Iris:
     def _alloc(self, numel: int, dtype: torch.dtype) -> Any:
         """numel elements on the heap, 1-D; a zero-element tensor takes one element."""
         t, _ = self._ctx.allocate_symmetric((max(numel, 1),), dtype, provider="heap")
-        return t[:numel] if numel == 0 else t
+        if numel == 0:
+            t = t[:0]
+            self._remember_empty(t)
+        return t
+
+    def allocate(self, num_elements: int, dtype: torch.dtype) -> Any:
+        """Iris's allocate: num_elements of dtype on the heap, 1-D, uninitialised (as
+        empty((num_elements,), dtype=dtype))."""
+        return self._alloc(operator.index(num_elements), dtype)
+
+    def __on_symmetric_heap(self, tensor: Any) -> bool:
+        # Iris's private check, which its tests call (shmem._Iris__on_symmetric_heap(t))
+        return self.is_symmetric(tensor)
 
     def _check_device(self, device: Any) -> None:
         if device is None:
             return
         d = torch.device(device)
         if d.type != self._device.type or (d.index is not None and d.index != self._device.index):
-            raise ValueError("device=%s: this rank's symmetric tensors live on %s; pass "
-                             "device=None or %s" % (device, self.device, self.device))
+            raise RuntimeError("Device mismatch: requested device %s but Iris instance is on "
+                               "device %s. Iris only supports tensors on its own device: pass "
+                               "device=None or %s" % (device, self.device, self.device))
 
     def _make(self, shape, dtype, out, layout, device, memory_format=torch.contiguous_format,
               like=None):
@@ -258,13 +300,17 @@ class Iris:
                              "preserve_format, channels_last, channels_last_3d" % memory_format)
         self._check_device(device)
         numel = math.prod(shape)
-        if out is not None:
-            if not self.is_symmetric(out) or out.numel() != numel or out.dtype != dtype:
-                raise ValueError("out must be a symmetric tensor of this context with %d "
-                                 "elements of %s (got %s of %s, symmetric: %s)" % (
-                                     numel, dtype, tuple(out.shape), out.dtype,
-                                     self.is_symmetric(out)))
-            return out.view(shape)
+        if out is not None:  # Iris's checks, in its order and words
+            if out.numel() != numel:
+                raise RuntimeError("The output tensor has %d elements, but %d are required"
+                                   % (out.numel(), numel))
+            if out.dtype != dtype:
+                raise RuntimeError("The output tensor has dtype %s, but %s is required"
+                                   % (out.dtype, dtype))
+            if not self.is_symmetric(out):
+                raise RuntimeError("The output tensor is not on the symmetric heap: make it "
+                                   "with this object's tensor creation (or allocate)")
+            return out if tuple(out.shape) == shape else out.view(shape)  # torch's: out itself
         flat = self._alloc(numel, dtype)
         if memory_format is torch.preserve_format and like is not None:
             if like.is_contiguous():
@@ -469,6 +515,7 @@ class Iris:
         return t, m.peer_bases
 
 
+_ALLOCATORS = ("torch", "vmem", "vmem_chunked")  # Iris's names
 _made = []  # (context, weak reference to its Iris object), in the order every rank made them
 
 
@@ -492,9 +539,9 @@ def _close_dropped() -> None:
     _made[:] = [(c, r) for c, r in live if c._h]
 
 
-def iris(heap_size: int = 1 << 30, **config: Any) -> Iris:
+def iris(heap_size: int = 1 << 30, allocator_type: str = None, **config: Any) -> Iris:
     """Iris's constructor: an Iris host object with a symmetric heap of heap_size bytes."""
-    return Iris(heap_size, **config)
+    return Iris(heap_size, allocator_type, **config)
 
 
 def _dense(t: Any) -> bool:
