@@ -5,7 +5,7 @@
 # Logs go to $OUT (default ./gpu-out); the ignored folders it reads (.deps, .whl, .iris) must
 # travel with the tree. Extra arguments pick steps: build test bench coll
 # cpucoll sanitize p2p nccl small small1 speed1 dtypes1 cpudtypes large put fused info
-# onegpu ab abmove python validation wheel torch torchrun pybench pyab soak iris irispy graphs mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
+# onegpu ab abmove python validation wheel torch torchrun pybench pyshare nvshmem pyab soak iris irispy graphs mps-on mps-off pack (ab: BASE_TAR=base.tar scripts/h200-run.sh build mps-on ab, the
 # tar from git archive). NCCL_INCLUDE=DIR
 # builds --compare nccl; NP=n sets the rank count of p2p, nccl and small; TESTS="a b" limits the
 # test step to those suites; ROUNDS=n times each size n times in turn with its reference (small,
@@ -28,6 +28,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # elsewhere runs without MPS, time-sliced against its peers.
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps-pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps-log
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
+# NVSHMEM_ROOT=auto: the pip package's NVSHMEM (nvidia/nvshmem beside torch), for the build
+# (-Dnvshmem_root: foreign-nvshmem-cuda and symaddr-bench --compare nvshmem) and the nvshmem step
+if [ "${NVSHMEM_ROOT:-}" = auto ]; then
+    NVSHMEM_ROOT=$(python3 -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "nvshmem"))')
+fi
+[ -z "${NVSHMEM_ROOT:-}" ] || export LD_LIBRARY_PATH=$NVSHMEM_ROOT/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 B=${B:-build-cuda}
 BASE=${BASE:-/tmp/symaddr-base}
 rc=0
@@ -43,6 +49,7 @@ for s in $steps; do
         fi
         rm -rf $B
         { meson setup $B -Dgpu=cuda -Dwerror=true ${NCCL_INCLUDE:+-Dnccl_include=$NCCL_INCLUDE} \
+              ${NVSHMEM_ROOT:+-Dnvshmem_root=$NVSHMEM_ROOT} \
               ${MESON_ARGS:-} && ninja -C $B; } >"$OUT/build.log" 2>&1 || {
             tail -40 "$OUT/build.log"; exit 1; }
         [ -z "${bpid:-}" ] || wait $bpid || { tail -20 "$OUT/build-base.log"; exit 1; }
@@ -236,6 +243,42 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
             done
         done
         grep -v "^\[" "$OUT/pybench.txt" | tail -80 ;;
+    nvshmem)
+        # NVSHMEM as the reference for several ranks on one GPU (NVSHMEM_ROOT=auto at the build;
+        # mps-on first): foreign-nvshmem-cuda, then symaddr-bench put, get and allreduce (f32,
+        # bf16) --compare nvshmem on NVSHMEM's memory registered with symaddr, 8 B-NVSH_MAX
+        # (1G), at NVSH_RANKS (2 8) ranks.
+        export SYMADDR_BACKEND=cuda
+        for n in ${NVSH_RANKS:-2 8}; do
+            timeout 200 mpiexec -n $n $B/tests/mpi_foreign_nvshmem_cuda >>"$OUT/nvshmem.txt" 2>&1
+            echo "foreign-nvshmem-cuda, $n ranks: rc=$?" | tee -a "$OUT/nvshmem.txt"
+            for what in "put -f 8 --check" "get -f 8 --check" "allreduce -f 4 -R 3 --check" \
+                        "allreduce -f 4 -R 3 -d bfloat16 --check"; do
+                timeout 300 mpiexec -n $n $B/tools/symaddr-bench $what -b 8 -e ${NVSH_MAX:-1G} \
+                    --compare nvshmem >>"$OUT/nvshmem.txt" 2>&1
+                echo "symaddr-bench $what --compare nvshmem, $n ranks: rc=$?" |
+                    tee -a "$OUT/nvshmem.txt"
+            done
+        done
+        grep -v "^\[" "$OUT/nvshmem.txt" | grep -vi "warn" | tail -150 ;;
+    pyshare)
+        # Python's share of a small collective at SHARE_RANKS (2) ranks on one GPU (mps-on
+        # first): symaddr-bench allreduce (the C binary), python -m symaddr.bench allreduce
+        # (Context.allreduce against the ctypes call, eager and graph-replayed), 8 B-32 KiB, in
+        # turn twice, and scripts/py-host-time.py (the package's work a call, the C call a
+        # no-op; what ctypes and torch's stream add).
+        export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
+        export SYMADDR_BACKEND=cuda
+        n=${SHARE_RANKS:-2}
+        for round in 1 2; do
+            timeout 120 mpiexec -n $n $B/tools/symaddr-bench allreduce -b 8 -e 32K -f 4 -n 200 -w 20 -R 5 \
+                --json "$OUT/pyshare-c-$round.json" >>"$OUT/pyshare.txt" 2>&1 || rc=1
+            timeout 200 mpiexec -n $n python3 -m symaddr.bench allreduce --max-bytes 32768 \
+                --c-json "$OUT/pyshare-c-$round.json" >>"$OUT/pyshare.txt" 2>&1 || rc=1
+        done
+        timeout 200 mpiexec -n $n python3 scripts/py-host-time.py --backend cuda \
+            >>"$OUT/pyshare.txt" 2>&1 || rc=1
+        grep -v "^\[" "$OUT/pyshare.txt" | tail -60 ;;
     pyab)
         # A/B of the Python package: BASE_TAR's python/ (a git archive) against the tree's, both
         # on the tree's library, python -m symaddr.bench $PYAB (default "triton --max-bytes

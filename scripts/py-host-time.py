@@ -4,8 +4,10 @@
 Triton launch replaced by no-ops, so that what is left is the package's work alone: the
 Triton host functions (symaddr.triton.collectives), Context.allreduce and broadcast (past the
 workspace's size: with the ranks' agreement whether one stages), on torch's CPU
-tensors (--array torch) or NumPy arrays on the cpu backend. Compare two trees by their
-PYTHONPATH:
+tensors (--array torch) or NumPy arrays on the cpu backend, or torch's CUDA tensors on a GPU
+backend (--backend cuda, where the rows after them time what a real call adds: the ctypes call
+of symaddr_collective_run_at refused at once, and torch's raw current stream). Compare two
+trees by their PYTHONPATH:
 
     PYTHONPATH=python mpiexec -n 2 python3 scripts/py-host-time.py --array torch
 """
@@ -18,11 +20,16 @@ from symaddr.triton import collectives as tc
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
 ap.add_argument("--array", choices=("torch", "numpy"), default="torch")
 ap.add_argument("--n", type=int, default=1024, help="elements (f32) of each call")
+ap.add_argument("--backend", default="cpu", help="cpu (default), or a GPU backend (torch only)")
 a = ap.parse_args()
-ctx = symaddr.Context(backend="cpu")
+ctx = symaddr.Context(backend=a.backend)
+gpu = ctx.backend != "cpu"
+if gpu and a.array != "torch":
+    raise SystemExit("py-host-time.py: a GPU backend takes --array torch")
 if a.array == "torch":
     import torch
-    dtype, plain = torch.float32, (lambda n: torch.empty(n))
+    dev = "cuda" if gpu else "cpu"
+    dtype, plain = torch.float32, (lambda n: torch.empty(n, device=dev))
 else:
     import numpy as np
     dtype, plain = np.float32, (lambda n: np.empty(n, np.float32))
@@ -53,6 +60,15 @@ times += [(name, best(fn)) for name, fn in (
     ("Context.broadcast, symmetric recv", lambda: ctx.broadcast(x, y, root=0)),
     ("Context.broadcast, symmetric, past the workspace", lambda: ctx.broadcast(x8, y8, root=0)))]
 lib.symaddr_collective_run_at = real
+if gpu:  # what a real call adds to the package's work, each alone
+    import ctypes
+    index = lib.collectives["allreduce"][0]
+    stream = torch._C._cuda_getCurrentRawStream(x.get_device())
+    times += [(name, best(fn)) for name, fn in (
+        ("ctypes: symaddr_collective_run_at(NULL, ...) refused",
+         lambda: real(None, index, x.data_ptr(), y.data_ptr(), a.n, 0, 0, 0, stream, b"f", 1)),
+        ("torch._C._cuda_getCurrentRawStream(device)",
+         lambda: torch._C._cuda_getCurrentRawStream(x.get_device())))]
 ctx.team()
 tc._launch = lambda *args, **kw: None  # no kernel: the host function's own work
 times += [(name, best(fn)) for name, fn in (
@@ -66,7 +82,8 @@ times += [(name, best(fn)) for name, fn in (
     ("get_symmetric_address_map(x).peer_bases",
      lambda: ctx.get_symmetric_address_map(x).peer_bases))]
 if ctx.rank == 0:
-    print("# Python's host time a call, %s, %d f32, %d ranks (µs)" % (a.array, a.n, ctx.size))
+    print("# Python's host time a call, %s, %d f32, %d ranks, backend %s (µs)" % (
+        a.array, a.n, ctx.size, ctx.backend))
     for name, t in times:
         print("  %-50s %7.2f" % (name, t))
 ctx.barrier()

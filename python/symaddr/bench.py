@@ -13,7 +13,8 @@
         Context.allreduce against symaddr_allreduce called directly, eager and replayed from a
         CUDA graph (Python's share of a host collective), and the Triton one-shot
         (symaddr.triton.collectives), f32, 8 B to 1 MiB (GPU backends, torch); on the cpu
-        backend, NumPy arrays, eager only (no graph, no Triton column)
+        backend, NumPy arrays, eager only (no graph, no Triton column); --c-json FILE adds
+        the C binary's times (symaddr-bench allreduce --json FILE, run just before) beside
     mpiexec -n 8 python -m symaddr.bench triton [--dtype bfloat16]
         symaddr.triton.collectives' one-shot and two-shot allreduce and all-gather against
         symaddr_allreduce and symaddr_allgather (the C calls, same buffers), eager and replayed
@@ -224,12 +225,14 @@ def _allreduce_cpu(ctx, a):
     turn, the slowest rank's best."""
     import numpy as np
     from mpi4py import MPI
+    binary = _binary_times(a.c_json, ctx, "allreduce")
     if ctx.rank == 0:
         print("# symaddr.bench allreduce: %d ranks, backend cpu, f32, best of %d rounds x %d "
               "calls; C: symaddr_allreduce called directly; py: Context.allreduce (CPU "
               "timings: compare the ratio)" % (ctx.size, a.rounds, a.iters))
-        print("# %9s %9s %9s %9s %8s %6s" % ("bytes", "C us", "py us", "py-C us", "py/C",
-                                             "wrong"))
+        print("# %9s %9s %9s %9s %8s %6s%s" % (
+            "bytes", "C us", "py us", "py-C us", "py/C", "wrong",
+            " %9s %10s" % ("bin us", "py-bin us") if binary else ""))
     for nbytes in _sizes(8, a.max_bytes, 4):
         n = nbytes // 4
         x, _ = ctx.allocate_symmetric((n,), np.float32)
@@ -253,8 +256,11 @@ def _allreduce_cpu(ctx, a):
         t_c, t_py = (MPI.COMM_WORLD.allreduce(b, op=MPI.MAX) for b in best)
         wrong = int((ref != ctx.size * (ctx.size + 1) / 2).sum())
         if ctx.rank == 0:
-            print("  %9d %9.2f %9.2f %9.2f %8.3f %6d" % (nbytes, t_c * 1e6, t_py * 1e6,
-                                                       (t_py - t_c) * 1e6, t_py / t_c, wrong))
+            b = binary.get(nbytes)
+            print("  %9d %9.2f %9.2f %9.2f %8.3f %6d%s" % (
+                nbytes, t_c * 1e6, t_py * 1e6, (t_py - t_c) * 1e6, t_py / t_c, wrong,
+                "" if not binary else " %9s %10s" % ("-", "-") if b is None else
+                " %9.2f %10.2f" % (b, t_py * 1e6 - b)))
         ctx.barrier()
         ctx.free(ref)
         ctx.free(x)
@@ -265,6 +271,7 @@ def _allreduce(ctx, a):
     from a CUDA graph: Python's share of a host collective; and the Triton one-shot."""
     if ctx.backend == "cpu":
         return _allreduce_cpu(ctx, a)
+    binary = _binary_times(a.c_json, ctx, "allreduce")
     import torch
     from symaddr.triton import collectives as tc
     if ctx.rank == 0:
@@ -272,9 +279,9 @@ def _allreduce(ctx, a):
               "calls; C: symaddr_allreduce called directly; py: Context.allreduce; "
               "graph: replayed from a CUDA graph; triton: the Triton one-shot (one kernel, "
               "synchronised on the device)" % (ctx.size, ctx.backend, a.rounds, a.iters))
-        print("# %9s %9s %9s %9s %11s %11s %11s %10s %6s" % (
+        print("# %9s %9s %9s %9s %11s %11s %11s %10s %6s%s" % (
             "bytes", "C us", "py us", "py-C us", "C graph us", "py graph us", "py/C graph",
-            "triton us", "wrong"))
+            "triton us", "wrong", " %9s %10s" % ("bin us", "py-bin us") if binary else ""))
     for nbytes in _sizes(8, a.max_bytes, 4):
         n = nbytes // 4
         x, _ = ctx.allocate_symmetric((n,), torch.float32)
@@ -295,12 +302,36 @@ def _allreduce(ctx, a):
         want = ctx.size * (ctx.size + 1) / 2
         wrong = int((out != want).sum()) + int((ref != want).sum())
         if ctx.rank == 0:
-            print("  %9d %9.2f %9.2f %9.2f %11.2f %11.2f %11.3f %10.2f %6d" % (
+            b = binary.get(nbytes)
+            print("  %9d %9.2f %9.2f %9.2f %11.2f %11.2f %11.3f %10.2f %6d%s" % (
                 nbytes, t_c * 1e6, t_py * 1e6, (t_py - t_c) * 1e6, g_c * 1e6, g_py * 1e6,
-                g_py / g_c, t_tri * 1e6, wrong))
+                g_py / g_c, t_tri * 1e6, wrong,
+                "" if not binary else " %9s %10s" % ("-", "-") if b is None else
+                " %9.2f %10.2f" % (b, t_py * 1e6 - b)))
         ctx.barrier()
         ctx.free(ref)
         ctx.free(x)
+
+
+def _binary_times(path, ctx, op):
+    """{bytes: µs} of symaddr-bench's out-of-place column from its --json file (path: None
+    for none), checked to be the same op, rank count and backend as this run's."""
+    if not path:
+        return {}
+    import json
+    try:
+        with open(path) as f:
+            t = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit("symaddr.bench: --c-json %s: %s (write it with symaddr-bench %s "
+                         "--json FILE)" % (path, e, op))
+    want = (op, ctx.size, ctx.backend)
+    got = (t.get("op"), t.get("ranks"), t.get("backend"))
+    if got != want or t.get("dtype") != "float" or t.get("graph"):
+        raise SystemExit("symaddr.bench: --c-json %s is symaddr-bench's %s at %s ranks on %s "
+                         "(%s, graph %s); this run is %s at %s ranks on %s, float, eager" % (
+                             path, *got, t.get("dtype"), t.get("graph"), *want))
+    return {int(r["bytes"]): float(r["time_us"]) for r in t.get("rows", [])}
 
 
 def _c_call(ctx, name, send, recv, n, dtype, op="sum"):
@@ -422,6 +453,9 @@ def main(argv=None):
     ap.add_argument("--min-bytes", type=_count, default=None,
                     help="put: smallest size (64 MiB); triton: smallest size (8 bytes, or "
                     "one element a rank if that is more)")
+    ap.add_argument("--c-json", default=None,
+                    help="allreduce: symaddr-bench allreduce's --json file of the same ranks "
+                    "and backend (f32, eager), whose times are printed beside (bin us)")
     ap.add_argument("--max-bytes", type=_count, default=None,
                     help="put: largest size (1 GiB); allreduce, triton: (1 MiB); ccl: (64 MiB)")
     a = ap.parse_args(argv)

@@ -300,6 +300,24 @@ static int nccl_coll(const opts_t *o, const bench_coll_t *c, const void *send, v
 }
 #endif
 
+#if defined(SYMADDR_BENCH_NVSHMEM)
+/* NVSHMEM's allreduce (sum) of the world team on stream: 1 on success. */
+static int nvshmem_coll(const opts_t *o, const void *send, void *recv, size_t count, void *stream)
+{
+    cudaStream_t s = (cudaStream_t)stream;
+    switch (o->dtype) {
+    case SYMADDR_FLOAT32:
+        return nvsh.sum_f32(NVSHMEM_TEAM_WORLD, (float *)recv, (const float *)send, count, s) == 0;
+    case SYMADDR_FLOAT16:
+        return nvsh.sum_f16(NVSHMEM_TEAM_WORLD, (half *)recv, (const half *)send, count, s) == 0;
+    case SYMADDR_BFLOAT16:
+        return nvsh.sum_bf16(NVSHMEM_TEAM_WORLD, (__nv_bfloat16 *)recv, (const __nv_bfloat16 *)send,
+                             count, s) == 0;
+    default: return 0;
+    }
+}
+#endif
+
 /* The buffers of one form: out of place, send and recv apart; in place, as the row says. */
 static void coll_buffers(const bench_coll_t *c, int in_place, char *send, char *recv, size_t count,
                          size_t esz, int rank, char **s_p, char **r_p)
@@ -370,7 +388,18 @@ static void coll_measure(symaddr_context_t *ctx, const opts_t *o, const bench_co
             MPI_Abort(symaddr_comm(ctx), 1);
         }
         MPI_Allreduce(&t, &t_r[k], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
-        if (with_nccl && mpi_ok) {
+        if (with_nvshmem(o) && mpi_ok) {
+#if defined(SYMADDR_BENCH_NVSHMEM)
+            mpi_ok = time_calls(
+                         ctx, o, stream,
+                         [&] {
+                             return nvshmem_coll(o, s, r, count, stream) ? SYMADDR_OK
+                                                                         : SYMADDR_ERR_BACKEND;
+                         },
+                         &tm) == SYMADDR_OK;
+#endif
+            MPI_Allreduce(&tm, &tm_r[k], 1, MPI_DOUBLE, MPI_MAX, symaddr_comm(ctx));
+        } else if (with_nccl && mpi_ok) {
 #if defined(SYMADDR_BENCH_NCCL)
             mpi_ok = time_calls(
                          ctx, o, stream,
@@ -445,9 +474,19 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                     n - 1);
         return 2;
     }
+    if (with_nvshmem(o) && (strcmp(c->name, "allreduce") || o->redop != SYMADDR_SUM ||
+                            (o->dtype != SYMADDR_FLOAT32 && o->dtype != SYMADDR_FLOAT16 &&
+                             o->dtype != SYMADDR_BFLOAT16))) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "symaddr-bench: --compare nvshmem times allreduce (sum of float, "
+                    "half or bfloat16), put and get: run %s against nccl or mpi\n",
+                    c->name);
+        return 2;
+    }
     if (!reference_available(ctx, o))
         return 2;
-    if (!c->mpi && (o->check || (with_mpi && !with_nccl))) {
+    if (!c->mpi && (o->check || (with_mpi && !with_nccl && !with_nvshmem(o)))) {
         if (rank == 0)
             fprintf(stderr,
                     "symaddr-bench: %s has no MPI reference here (tools/bench/coll.h, "
@@ -461,9 +500,24 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         return 2;
     }
     size_t max = o->max < esz * (size_t)n ? esz * (size_t)n : o->max;
-    if (symaddr_provider_get(ctx, o->provider, &prov) != SYMADDR_OK ||
-        symaddr_symmetric_alloc(prov, max, (void **)&send, &m) != SYMADDR_OK ||
-        symaddr_symmetric_alloc(prov, max, (void **)&recv, &m) != SYMADDR_OK) {
+    symaddr_map_t *nv_maps[2] = {NULL, NULL}; /* --compare nvshmem: NVSHMEM's memory, registered */
+    symaddr_status_t ast = symaddr_provider_get(ctx, o->provider, &prov);
+#if defined(SYMADDR_BENCH_NVSHMEM)
+    if (with_nvshmem(o)) {
+        send = recv = NULL;
+        if (ast == SYMADDR_OK)
+            ast = nvshmem_buffer(ctx, max, &send, &nv_maps[0]);
+        if (ast == SYMADDR_OK)
+            ast = nvshmem_buffer(ctx, max, &recv, &nv_maps[1]);
+    } else
+#endif
+    {
+        if (ast == SYMADDR_OK)
+            ast = symaddr_symmetric_alloc(prov, max, (void **)&send, &m);
+        if (ast == SYMADDR_OK)
+            ast = symaddr_symmetric_alloc(prov, max, (void **)&recv, &m);
+    }
+    if (ast != SYMADDR_OK) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
         return 1;
@@ -506,10 +560,12 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
                o->op, n, symaddr_backend_name(symaddr_backend(ctx)), dtype, redop, algo,
                c->rooted ? o->root : -1, o->iters, o->warmup, graph_s,
                o->blocking ? ", a sync after every call" : "",
-               with_nccl  ? ", reference: NCCL on the same buffers and stream"
-               : with_mpi ? (cpu ? ", reference: MPI on the same buffers"
-                                 : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
-                          : "",
+               with_nvshmem(o) ? ", reference: NVSHMEM on the same buffers (NVSHMEM's, "
+                                 "registered with symaddr) and stream"
+               : with_nccl     ? ", reference: NCCL on the same buffers and stream"
+               : with_mpi      ? (cpu ? ", reference: MPI on the same buffers"
+                                      : ", reference: MPI, host-staged (MPI is not GPU-aware here)")
+                               : "",
                rounds_note(o, rounds_s, sizeof(rounds_s)));
         if (o->check && c->reduces && esz == 2)
             printf("# --check: against MPI on the same values in f32, rounded back to %s; "
@@ -646,8 +702,18 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     free(hs);
     free(hr);
     free(hm);
-    symaddr_symmetric_free(prov, send);
-    symaddr_symmetric_free(prov, recv);
+#if defined(SYMADDR_BENCH_NVSHMEM)
+    if (with_nvshmem(o)) {
+        nvshmem_buffer_free(ctx, send, nv_maps[0]);
+        nvshmem_buffer_free(ctx, recv, nv_maps[1]);
+        nvshmem_close();
+    } else
+#endif
+    {
+        symaddr_symmetric_free(prov, send);
+        symaddr_symmetric_free(prov, recv);
+    }
+    (void)nv_maps;
 #if defined(SYMADDR_BENCH_NCCL)
     if (with_nccl && nccl.comm)
         nccl.comm_destroy(nccl.comm);

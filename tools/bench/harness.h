@@ -23,6 +23,12 @@
 #include <dlfcn.h>
 #include <nccl.h>
 #endif
+#if defined(SYMADDR_BENCH_NVSHMEM)
+#include <dlfcn.h>
+#define NVSHMEM_HOSTLIB_ONLY /* the host library's calls only: no device code of NVSHMEM's */
+#include <nvshmem.h>
+#include <nvshmemx.h>
+#endif
 
 #if defined(SYMADDR_KERNELS_CPU)
 #define BENCH_BACKEND SYMADDR_BACKEND_CPU
@@ -104,7 +110,8 @@ static int usage(FILE *f)
     fprintf(
         f,
         "Usage: symaddr-bench OP [OPTION]...\n"
-        "Time one of symaddr's operations OP under mpirun, against a reference (MPI, NCCL)\n"
+        "Time one of symaddr's operations OP under mpirun, against a reference (MPI, NCCL,\n"
+        "NVSHMEM)\n"
         "on the same buffers; nccl-tests' flags where they mean the same.\n\n"
         "  -b, --minbytes SIZE      smallest size (default 8; 1K, 64M, 1.5G, ...)\n"
         "  -e, --maxbytes SIZE      largest size (default 64M)\n"
@@ -125,7 +132,9 @@ static int usage(FILE *f)
         "  -a, --algo %s\n"
         "  -p, --provider %s\n"
         "  -B, --backend %s\n"
-        "  -C, --compare mpi|nccl|rccl   the reference, timed on the same buffers\n"
+        "  -C, --compare mpi|nccl|rccl|nvshmem   the reference, timed on the same buffers\n"
+        "                           (nvshmem: allreduce, put and get, on NVSHMEM's memory,\n"
+        "                           which symaddr registers; several ranks on a GPU allowed)\n"
         "  -J, --json FILE          the table as JSON (scripts/plot-bench reads it)\n"
         "  -S, --csv FILE           the table as CSV\n"
         "      --one-pair           put, get: only rank 0 copies, to or from rank 1\n"
@@ -305,8 +314,9 @@ static int parse(int argc, char **argv, opts_t *o, int rank)
             o->backend = (symaddr_backend_kind_t)k;
             break;
         case 'C':
-            if (strcmp(v, "mpi") && strcmp(v, "nccl") && strcmp(v, "rccl"))
-                return bad_arg(rank, "invalid reference '%s' for --compare: mpi, nccl or rccl", v);
+            if (strcmp(v, "mpi") && strcmp(v, "nccl") && strcmp(v, "rccl") && strcmp(v, "nvshmem"))
+                return bad_arg(
+                    rank, "invalid reference '%s' for --compare: mpi, nccl, rccl or nvshmem", v);
             o->compare = v;
             break;
         case 'J': o->json = v; break;
@@ -465,6 +475,117 @@ static int nccl_open(symaddr_context_t *ctx, char *why, size_t len)
 
 #endif
 
+/* ---- NVSHMEM as the reference: its host library loaded at run time ----------------------- */
+
+/* Whether --compare names NVSHMEM (whatever this build has). */
+static int with_nvshmem(const opts_t *o) { return o->compare && !strcmp(o->compare, "nvshmem"); }
+
+#if defined(SYMADDR_BENCH_NVSHMEM)
+static struct {
+    int on; /* initialised: finalise at the end */
+    decltype(&nvshmemx_get_uniqueid) get_uniqueid;
+    decltype(&nvshmemx_set_attr_uniqueid_args) set_uniqueid_args;
+    decltype(&nvshmemx_hostlib_init_attr) init;
+    decltype(&nvshmemx_hostlib_finalize) finalize;
+    decltype(&nvshmem_malloc) malloc;
+    decltype(&nvshmem_free) free;
+    decltype(&nvshmemx_putmem_on_stream) put;
+    decltype(&nvshmemx_getmem_on_stream) get;
+    decltype(&nvshmemx_float_sum_reduce_on_stream) sum_f32;
+    decltype(&nvshmemx_half_sum_reduce_on_stream) sum_f16;
+    decltype(&nvshmemx_bfloat16_sum_reduce_on_stream) sum_bf16;
+} nvsh;
+
+/* 0 on success; else why, in @p why. Collective: NVSHMEM started by unique id over the
+ * context's communicator (no NVSHMEM launcher), its heap sized for @p heap bytes unless
+ * NVSHMEM_SYMMETRIC_SIZE says otherwise. */
+static int nvshmem_open(symaddr_context_t *ctx, size_t heap, char *why, size_t len)
+{
+    char size_s[32];
+    snprintf(size_s, sizeof(size_s), "%zu", heap + ((size_t)64 << 20));
+    setenv("NVSHMEM_SYMMETRIC_SIZE", size_s, 0);
+    void *h = dlopen("libnvshmem_host.so.3", RTLD_NOW | RTLD_GLOBAL);
+    int ok = h != NULL, all_ok;
+    if (!h)
+        snprintf(why, len,
+                 "cannot load libnvshmem_host.so.3 (%s); add its folder (the pip package "
+                 "nvidia/nvshmem/lib) to LD_LIBRARY_PATH",
+                 dlerror());
+#define NVSH_SYM(field, name)                                                                      \
+    if (ok && !(*(void **)&nvsh.field = dlsym(h, #name))) {                                        \
+        snprintf(why, len, "libnvshmem_host.so.3 has no %s: too old for this build", #name);       \
+        ok = 0;                                                                                    \
+    }
+    NVSH_SYM(get_uniqueid, nvshmemx_get_uniqueid)
+    NVSH_SYM(set_uniqueid_args, nvshmemx_set_attr_uniqueid_args)
+    NVSH_SYM(init, nvshmemx_hostlib_init_attr)
+    NVSH_SYM(finalize, nvshmemx_hostlib_finalize)
+    NVSH_SYM(malloc, nvshmem_malloc)
+    NVSH_SYM(free, nvshmem_free)
+    NVSH_SYM(put, nvshmemx_putmem_on_stream)
+    NVSH_SYM(get, nvshmemx_getmem_on_stream)
+    NVSH_SYM(sum_f32, nvshmemx_float_sum_reduce_on_stream)
+    NVSH_SYM(sum_f16, nvshmemx_half_sum_reduce_on_stream)
+    NVSH_SYM(sum_bf16, nvshmemx_bfloat16_sum_reduce_on_stream)
+#undef NVSH_SYM
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
+    if (!all_ok) {
+        if (ok)
+            snprintf(why, len, "another rank could not load NVSHMEM");
+        return 1;
+    }
+    nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
+    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
+    int st = 0;
+    if (symaddr_rank(ctx) == 0)
+        st = nvsh.get_uniqueid(&id);
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, symaddr_comm(ctx));
+    if (st == 0)
+        st = nvsh.set_uniqueid_args(symaddr_rank(ctx), symaddr_size(ctx), &id, &attr);
+    if (st == 0)
+        st = nvsh.init(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+    ok = st == 0;
+    nvsh.on = ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
+    if (!all_ok) {
+        snprintf(why, len,
+                 "NVSHMEM's initialisation failed (%s; several ranks on one GPU need the MPS "
+                 "server)",
+                 ok ? "on another rank" : "here");
+        return 1;
+    }
+    return 0;
+}
+
+static void nvshmem_close(void)
+{
+    if (nvsh.on)
+        nvsh.finalize();
+    nvsh.on = 0;
+}
+
+/* @p bytes of NVSHMEM's symmetric memory, registered with symaddr (symaddr_register_nvshmem):
+ * the buffers both libraries run on. Collective. */
+static symaddr_status_t nvshmem_buffer(symaddr_context_t *ctx, size_t bytes, char **p,
+                                       symaddr_map_t **m)
+{
+    *p = (char *)nvsh.malloc(bytes);
+    int ok = *p != NULL, all_ok;
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
+    if (!all_ok)
+        return SYMADDR_ERR_NO_MEMORY;
+    return symaddr_register_nvshmem(ctx, *p, bytes, m);
+}
+
+static void nvshmem_buffer_free(symaddr_context_t *ctx, char *p, symaddr_map_t *m)
+{
+    if (m)
+        symaddr_unregister(ctx, m);
+    if (p)
+        nvsh.free(p);
+}
+#endif
+
 /* A reference library that cannot run here says why, on every rank, and the run stops. */
 static int reference_available(symaddr_context_t *ctx, const opts_t *o)
 {
@@ -481,7 +602,7 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
         MPI_Comm_split_type(symaddr_comm(ctx), MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
         MPI_Comm_size(node, &nsize);
         MPI_Allgather(&dev, 1, MPI_INT, devs, 1, MPI_INT, node);
-        for (int i = 0; i < nsize && !why[0]; i++)
+        for (int i = 0; i < nsize && !why[0] && !with_nvshmem(o); i++)
             for (int j = i + 1; j < nsize && !why[0]; j++)
                 if (devs[i] == devs[j])
                     snprintf(why, sizeof(why),
@@ -494,11 +615,17 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
         if (!why[0] && !strcmp(o->compare, "nccl") && nccl_open(ctx, why, sizeof(why)) == 0)
             return 1;
 #endif
+#if defined(SYMADDR_BENCH_NVSHMEM)
+        if (!why[0] && with_nvshmem(o) && nvshmem_open(ctx, 2 * o->max, why, sizeof(why)) == 0)
+            return 1;
+#endif
         if (!why[0])
             snprintf(why, sizeof(why),
                      "--compare %s: this symaddr-bench was built without %s's header; "
-                     "reconfigure with -Dnccl_include=DIR (the folder holding nccl.h)",
-                     o->compare, o->compare);
+                     "reconfigure with %s",
+                     o->compare, o->compare,
+                     with_nvshmem(o) ? "-Dnvshmem_root=DIR (the folder holding include/nvshmem.h)"
+                                     : "-Dnccl_include=DIR (the folder holding nccl.h)");
     }
     if (rank == 0)
         fprintf(stderr, "symaddr-bench: %s\n", why);

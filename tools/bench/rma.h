@@ -57,7 +57,16 @@ static symaddr_status_t peer_copy_async(void *dst, int dst_dev, const void *src,
                : SYMADDR_ERR_BACKEND;
 }
 #endif
-enum { MODE_PUT, MODE_GET, MODE_TRANSLATED, MODE_RAW, MODE_PEER_PUT, MODE_PEER_GET };
+enum {
+    MODE_PUT,
+    MODE_GET,
+    MODE_TRANSLATED,
+    MODE_RAW,
+    MODE_PEER_PUT,
+    MODE_PEER_GET,
+    MODE_NVSH_PUT,
+    MODE_NVSH_GET
+};
 
 static unsigned blocks_for(size_t n)
 {
@@ -109,6 +118,14 @@ static double time_loop(symaddr_context_t *ctx, const opts_t *o, int mode, int r
         case MODE_TRANSLATED:
             return SYMADDR_KERNEL_LAUNCH(copy_translated, blocks_for(n), 256, stream, (v16_t *)dst,
                                          (const v16_t *)src, n, target, dst_map->peer_bases, rank);
+#if defined(SYMADDR_BENCH_NVSHMEM)
+        case MODE_NVSH_PUT: /* NVSHMEM's stream-ordered copies, on the same buffers */
+            nvsh.put(dst, src, bytes, target, (cudaStream_t)stream);
+            return SYMADDR_OK;
+        case MODE_NVSH_GET:
+            nvsh.get(dst, src, bytes, target, (cudaStream_t)stream);
+            return SYMADDR_OK;
+#endif
 #if !defined(SYMADDR_KERNELS_CPU)
         case MODE_PEER_PUT:
             return peer_copy_async(raw, peer_dev, src, symaddr_device(ctx), bytes, stream);
@@ -189,6 +206,7 @@ typedef struct rma_bufs {
     symaddr_provider_t *prov;
     char *a, *b;
     symaddr_map_t *m1, *m2;
+    symaddr_context_t *nvsh_ctx; /* --compare nvshmem: a and b are NVSHMEM's, registered */
     unsigned char *host;
     json_out_t json;
 } rma_bufs_t;
@@ -198,10 +216,21 @@ static int rma_open(symaddr_context_t *ctx, const opts_t *o, rma_bufs_t *r)
     int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
     memset(r, 0, sizeof(*r));
     symaddr_status_t st = symaddr_provider_get(ctx, o->provider, &r->prov);
-    if (st == SYMADDR_OK)
-        st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->a, &r->m1);
-    if (st == SYMADDR_OK)
-        st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->b, &r->m2);
+#if defined(SYMADDR_BENCH_NVSHMEM)
+    if (with_nvshmem(o)) {
+        r->nvsh_ctx = ctx;
+        if (st == SYMADDR_OK)
+            st = nvshmem_buffer(ctx, o->max, &r->a, &r->m1);
+        if (st == SYMADDR_OK)
+            st = nvshmem_buffer(ctx, o->max, &r->b, &r->m2);
+    } else
+#endif
+    {
+        if (st == SYMADDR_OK)
+            st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->a, &r->m1);
+        if (st == SYMADDR_OK)
+            st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->b, &r->m2);
+    }
     if (st != SYMADDR_OK) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
@@ -229,6 +258,14 @@ static void rma_close(rma_bufs_t *r)
 {
     json_close(&r->json);
     free(r->host);
+#if defined(SYMADDR_BENCH_NVSHMEM)
+    if (r->nvsh_ctx) {
+        nvshmem_buffer_free(r->nvsh_ctx, r->a, r->m1);
+        nvshmem_buffer_free(r->nvsh_ctx, r->b, r->m2);
+        nvshmem_close();
+        return;
+    }
+#endif
     if (r->a)
         symaddr_symmetric_free(r->prov, r->a);
     if (r->b)
@@ -296,6 +333,17 @@ static int run_copy(symaddr_context_t *ctx, const opts_t *o)
     rma_bufs_t r;
     if (mode < 0 && !kernels_match(ctx, o))
         return 2;
+    int nvsh_ref = with_nvshmem(o);
+    if (o->compare && (mode < 0 || !nvsh_ref)) {
+        if (rank == 0)
+            fprintf(stderr,
+                    "symaddr-bench: %s's reference is its own; --compare takes nvshmem, "
+                    "for put and get\n",
+                    o->op);
+        return 2;
+    }
+    if (nvsh_ref && !reference_available(ctx, o))
+        return 2;
     if (rma_open(ctx, o, &r)) {
         rma_close(&r);
         return 1;
@@ -313,10 +361,16 @@ static int run_copy(symaddr_context_t *ctx, const opts_t *o)
         if (peer_ref)
             printf("# and the runtime's peer copy (cudaMemcpyPeer/hipMemcpyPeer) of the same "
                    "bytes to the same peer; peer ratio > 1: symaddr is faster\n");
+        if (nvsh_ref)
+            printf("# and NVSHMEM's nvshmemx_%smem_on_stream on the same buffers (NVSHMEM's, "
+                   "registered with symaddr); nvsh/sym > 1: symaddr is faster\n",
+                   mode == MODE_GET ? "get" : "put");
         printf("%12s %12s %10s %12s %10s %8s %7s", "size(B)", "time(us)", "GB/s",
                mode < 0 ? "raw(us)" : "local(us)", "GB/s", "ratio", "#wrong");
         if (peer_ref)
             printf(" %10s %10s %8s", "peer(us)", "GB/s", "peer/sym");
+        if (nvsh_ref)
+            printf(" %11s %10s %8s", "nvshmem(us)", "GB/s", "nvsh/sym");
         printf("\n");
     }
     long all_wrong = 0;
@@ -359,6 +413,10 @@ static int run_copy(symaddr_context_t *ctx, const opts_t *o)
                             ? time_loop(ctx, o, mode == MODE_PUT ? MODE_PEER_PUT : MODE_PEER_GET, 1,
                                         r.b, r.a, bytes, r.m2)
                             : 0;
+        double t_nvsh = nvsh_ref
+                            ? time_loop(ctx, o, mode == MODE_PUT ? MODE_NVSH_PUT : MODE_NVSH_GET, 1,
+                                        r.b, r.a, bytes, r.m2)
+                            : 0;
         if (rank == 0) {
             char wrong_s[24] = "-";
             if (o->check)
@@ -368,6 +426,8 @@ static int run_copy(symaddr_context_t *ctx, const opts_t *o)
                    bytes / t_sym / 1e9, t_ref * 1e6, bytes / t_ref / 1e9, t_sym / t_ref, wrong_s);
             if (peer_ref)
                 printf(" %10.2f %10.2f %8.3f", t_peer * 1e6, bytes / t_peer / 1e9, t_peer / t_sym);
+            if (nvsh_ref)
+                printf(" %11.2f %10.2f %8.3f", t_nvsh * 1e6, bytes / t_nvsh / 1e9, t_nvsh / t_sym);
             printf("\n");
             json_row(&r.json);
             json_num(&r.json, "bytes", (double)bytes, 0);
@@ -376,6 +436,8 @@ static int run_copy(symaddr_context_t *ctx, const opts_t *o)
             json_num(&r.json, "wrong", (double)all_wrong, 0);
             if (peer_ref)
                 json_num(&r.json, "peer_time_us", t_peer * 1e6, 3);
+            if (nvsh_ref)
+                json_num(&r.json, "nvshmem_time_us", t_nvsh * 1e6, 3);
             json_row_end(&r.json);
         }
         if (all_wrong)
