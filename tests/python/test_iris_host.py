@@ -17,6 +17,7 @@ import faulthandler  # noqa: E402
 faulthandler.dump_traceback_later(float(os.environ.get("SYMADDR_TEST_DEADLINE", "600")),
                                   exit=True)
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from mpi_cases import check, launch  # noqa: E402
@@ -121,6 +122,10 @@ def test_keywords():
               shmem.allocate(0, torch.int16)) and
           not shmem._Iris__on_symmetric_heap(torch.zeros(7, device=DEV)),
           "allocate(n, dtype), Iris's private heap check")
+    check(shmem._Iris__allocate(3, torch.int64).shape == (3,), "Iris's private allocate")
+    raises("arange(1, 5, 0)", lambda: shmem.arange(1, 5, 0), ValueError, ["step must be non-zero"])
+    raises("arange(5, 1)", lambda: shmem.arange(5, 1), ValueError, ["inconsistent with step"])
+    check(shmem.arange(5, 0, -1).tolist() == [5, 4, 3, 2, 1], "arange(5, 0, -1)")
     check(shmem.zeros(3, requires_grad=True).requires_grad, "requires_grad")
     other = "cuda:0" if DEV.type == "cpu" else "cpu"
     raises("device=%s" % other, lambda: shmem.zeros(3, device=other), RuntimeError,
@@ -190,10 +195,21 @@ def test_broadcast():
     got = shmem.broadcast({"k": [1, 2.5, "x"], "r": rank} if rank == src else None, src)
     check(got == {"k": [1, 2.5, "x"], "r": src}, "object: %r" % (got,))
     check(shmem.broadcast(42 if rank == 0 else None, 0) == 42, "scalar")
+    # Iris's contract: a tensor or an array comes back as a NumPy array
     t = shmem.broadcast(torch.arange(11, dtype=torch.int32).reshape(1, 11) * 7 if rank == src
                         else None, src)
-    check(torch.equal(t, torch.arange(11, dtype=torch.int32, device=DEV).reshape(1, 11) * 7),
-          "tensor")
+    check(isinstance(t, np.ndarray) and t.dtype == np.int32 and
+          (t == np.arange(11, dtype=np.int32).reshape(1, 11) * 7).all(), "tensor: %r" % (t,))
+    a = shmem.broadcast(np.arange(5, dtype=np.float64) / 4 if rank == 0 else None)
+    check(isinstance(a, np.ndarray) and a.tolist() == [0, 0.25, 0.5, 0.75, 1.0],
+          "array, source_rank 0 by default")
+    b = shmem.broadcast_tensor(torch.full((3,), -2.5, dtype=torch.bfloat16) if rank == src
+                               else None, src)
+    check(torch.is_tensor(b) and b.device == DEV and b.dtype == torch.bfloat16 and
+          b.tolist() == [-2.5] * 3, "broadcast_tensor: a bf16 tensor on this rank's device")
+    raises("broadcast of bf16", lambda: shmem.broadcast(
+        torch.ones(2, dtype=torch.bfloat16) if rank == 0 else None, 0), TypeError,
+        ["broadcast_tensor"])
     raises("source_rank out of range", lambda: shmem.broadcast(1, size), ValueError, ["rank"])
 
 

@@ -277,6 +277,10 @@ class Iris:
         empty((num_elements,), dtype=dtype))."""
         return self._alloc(operator.index(num_elements), dtype)
 
+    def __allocate(self, num_elements: int, dtype: torch.dtype) -> Any:
+        # Iris's private allocator, which its tests call (shmem._Iris__allocate(n, dtype))
+        return self.allocate(num_elements, dtype)
+
     def __on_symmetric_heap(self, tensor: Any) -> bool:
         # Iris's private check, which its tests call (shmem._Iris__on_symmetric_heap(t))
         return self.is_symmetric(tensor)
@@ -375,6 +379,12 @@ class Iris:
         """torch.arange on the symmetric heap (one argument is end; dtype as torch infers it)."""
         if end is None:
             start, end = 0, start
+        if step == 0:  # Iris's checks and words (torch raises RuntimeError)
+            raise ValueError("step must be non-zero")
+        if (end - start) * step < 0:
+            raise ValueError("arange(%s, %s, %s): the range is empty in the step's direction: "
+                             "upper bound and larger bound inconsistent with step sign"
+                             % (start, end, step))
         ref = torch.arange(start, end, step, dtype=dtype, device="meta")
         t = self._make(tuple(ref.shape), ref.dtype, out, layout, device)
         t.copy_(torch.arange(start, end, step, dtype=ref.dtype, device=t.device))
