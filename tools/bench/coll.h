@@ -500,7 +500,9 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         return 2;
     }
     size_t max = o->max < esz * (size_t)n ? esz * (size_t)n : o->max;
+#if defined(SYMADDR_BENCH_NVSHMEM)
     symaddr_map_t *nv_maps[2] = {NULL, NULL}; /* --compare nvshmem: NVSHMEM's memory, registered */
+#endif
     symaddr_status_t ast = symaddr_provider_get(ctx, o->provider, &prov);
 #if defined(SYMADDR_BENCH_NVSHMEM)
     if (with_nvshmem(o)) {
@@ -713,7 +715,6 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         symaddr_symmetric_free(prov, send);
         symaddr_symmetric_free(prov, recv);
     }
-    (void)nv_maps;
 #if defined(SYMADDR_BENCH_NCCL)
     if (with_nccl && nccl.comm)
         nccl.comm_destroy(nccl.comm);
