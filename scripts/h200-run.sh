@@ -247,13 +247,17 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
         # NVSHMEM as the reference for several ranks on one GPU (NVSHMEM_ROOT=auto at the build;
         # mps-on first): foreign-nvshmem-cuda, then symaddr-bench put, get and allreduce (f32,
         # bf16) --compare nvshmem on NVSHMEM's memory registered with symaddr, 8 B-NVSH_MAX
-        # (1G), at NVSH_RANKS (2 8) ranks.
+        # (1G), at NVSH_RANKS (2 8) ranks (NVSH_OPS: some of put get allreduce allreduce-bf16).
         export SYMADDR_BACKEND=cuda
         for n in ${NVSH_RANKS:-2 8}; do
             timeout 200 mpiexec -n $n $B/tests/mpi_foreign_nvshmem_cuda >>"$OUT/nvshmem.txt" 2>&1
             echo "foreign-nvshmem-cuda, $n ranks: rc=$?" | tee -a "$OUT/nvshmem.txt"
-            for what in "put -f 8 --check" "get -f 8 --check" "allreduce -f 4 -R 3 --check" \
-                        "allreduce -f 4 -R 3 -d bfloat16 --check"; do
+            for op in ${NVSH_OPS:-put get allreduce allreduce-bf16}; do
+                case $op in
+                put|get) what="$op -f 8 --check" ;;
+                allreduce) what="allreduce -f 4 -R 3 --check" ;;
+                allreduce-bf16) what="allreduce -f 4 -R 3 -d bfloat16 --check" ;;
+                esac
                 timeout 300 mpiexec -n $n $B/tools/symaddr-bench $what -b 8 -e ${NVSH_MAX:-1G} \
                     --compare nvshmem >>"$OUT/nvshmem.txt" 2>&1
                 echo "symaddr-bench $what --compare nvshmem, $n ranks: rc=$?" |

@@ -69,6 +69,31 @@ if gpu:  # what a real call adds to the package's work, each alone
          lambda: real(None, index, x.data_ptr(), y.data_ptr(), a.n, 0, 0, 0, stream, b"f", 1)),
         ("torch._C._cuda_getCurrentRawStream(device)",
          lambda: torch._C._cuda_getCurrentRawStream(x.get_device())))]
+    # the real C collective (8 B) through ctypes: its host time a call (200 calls, then a
+    # sync, not timed) and its time a call with the sync, against the C binary's (which
+    # times its loop with the sync); both ranks run the same calls
+    import time
+    from mpi4py import MPI
+    lib.symaddr_allreduce.restype = ctypes.c_int
+    lib.symaddr_allreduce.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_size_t, ctypes.c_int,
+                                                              ctypes.c_int, ctypes.c_void_p]
+    code, op = lib.dtypes["float32"], lib.abi["redop"]["sum"]
+    args = (ctx._h, x.data_ptr(), y.data_ptr(), 2, code, op)
+    for stream_name, st in (("NULL", None), ("torch's current", stream)):
+        host, wall = [], []
+        for _ in range(9):
+            torch.cuda.synchronize()
+            MPI.COMM_WORLD.Barrier()
+            t0 = time.perf_counter()
+            for _ in range(200):
+                lib.symaddr_allreduce(*args, st)
+            t1 = time.perf_counter()
+            torch.cuda.synchronize()
+            t2 = time.perf_counter()
+            host.append((t1 - t0) / 200 * 1e6)
+            wall.append((t2 - t0) / 200 * 1e6)
+        times += [("symaddr_allreduce 8 B, %s stream: host a call" % stream_name, min(host)),
+                  ("symaddr_allreduce 8 B, %s stream: with the sync" % stream_name, min(wall))]
 ctx.team()
 tc._launch = lambda *args, **kw: None  # no kernel: the host function's own work
 times += [(name, best(fn)) for name, fn in (

@@ -498,12 +498,29 @@ static struct {
 
 /* 0 on success; else why, in @p why. Collective: NVSHMEM started by unique id over the
  * context's communicator (no NVSHMEM launcher), its heap sized for @p heap bytes unless
- * NVSHMEM_SYMMETRIC_SIZE says otherwise. */
-static int nvshmem_open(symaddr_context_t *ctx, size_t heap, char *why, size_t len)
+ * NVSHMEM_SYMMETRIC_SIZE says otherwise. @p shared_coll: ranks share a GPU and the run times a
+ * collective, which NVSHMEM aborts (not refuses) in its "limited MPG" mode: so MPS must be on,
+ * and NVSHMEM is asked for its full mode without capping each process's SMs
+ * (NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=1 unless set), which symaddr's kernels have
+ * whole too. */
+static int nvshmem_open(symaddr_context_t *ctx, size_t heap, int shared_coll, char *why, size_t len)
 {
     char size_s[32];
     snprintf(size_s, sizeof(size_s), "%zu", heap + ((size_t)64 << 20));
     setenv("NVSHMEM_SYMMETRIC_SIZE", size_s, 0);
+    if (shared_coll) {
+        int mps = 0, all_mps;
+        cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, symaddr_device(ctx));
+        MPI_Allreduce(&mps, &all_mps, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
+        if (!all_mps) {
+            snprintf(why, len,
+                     "NVSHMEM runs no collective where ranks share a GPU without MPS (its "
+                     "'limited MPG' mode aborts them): start the MPS server "
+                     "(nvidia-cuda-mps-control -d), or time put and get");
+            return 1;
+        }
+        setenv("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1", 0);
+    }
     void *h = dlopen("libnvshmem_host.so.3", RTLD_NOW | RTLD_GLOBAL);
     int ok = h != NULL, all_ok;
     if (!h)
@@ -602,13 +619,15 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
         MPI_Comm_split_type(symaddr_comm(ctx), MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
         MPI_Comm_size(node, &nsize);
         MPI_Allgather(&dev, 1, MPI_INT, devs, 1, MPI_INT, node);
-        for (int i = 0; i < nsize && !why[0] && !with_nvshmem(o); i++)
+        int shared = 0; /* ranks of this node share a GPU */
+        for (int i = 0; i < nsize && !why[0]; i++)
             for (int j = i + 1; j < nsize && !why[0]; j++)
-                if (devs[i] == devs[j])
+                if (devs[i] == devs[j] && !(shared = with_nvshmem(o)))
                     snprintf(why, sizeof(why),
                              "%s refuses two ranks on one GPU (node ranks %d and %d both use "
                              "device %d); run one rank per GPU",
                              o->compare, i, j, devs[i]);
+        MPI_Allreduce(MPI_IN_PLACE, &shared, 1, MPI_INT, MPI_MAX, symaddr_comm(ctx));
         MPI_Comm_free(&node);
         free(devs);
 #if defined(SYMADDR_BENCH_NCCL)
@@ -616,7 +635,9 @@ static int reference_available(symaddr_context_t *ctx, const opts_t *o)
             return 1;
 #endif
 #if defined(SYMADDR_BENCH_NVSHMEM)
-        if (!why[0] && with_nvshmem(o) && nvshmem_open(ctx, 2 * o->max, why, sizeof(why)) == 0)
+        if (!why[0] && with_nvshmem(o) &&
+            nvshmem_open(ctx, 2 * o->max, shared && !strcmp(o->op, "allreduce"), why,
+                         sizeof(why)) == 0)
             return 1;
 #endif
         if (!why[0])
