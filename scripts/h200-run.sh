@@ -269,12 +269,12 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
         # Python's share of a small collective at SHARE_RANKS (2) ranks on one GPU (mps-on
         # first): symaddr-bench allreduce (the C binary), python -m symaddr.bench allreduce
         # (Context.allreduce against the ctypes call, eager and graph-replayed), 8 B-32 KiB, in
-        # turn twice, and scripts/py-host-time.py (the package's work a call, the C call a
+        # turn SHARE_ROUNDS (2) times, and scripts/py-host-time.py (the package's work a call, the C call a
         # no-op; what ctypes and torch's stream add).
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
         export SYMADDR_BACKEND=cuda
         n=${SHARE_RANKS:-2}
-        for round in 1 2; do
+        for round in $(seq ${SHARE_ROUNDS:-2}); do
             timeout 120 mpiexec -n $n $B/tools/symaddr-bench allreduce -b 8 -e 32K -f 4 -n 200 -w 20 -R 5 \
                 --json "$OUT/pyshare-c-$round.json" >>"$OUT/pyshare.txt" 2>&1 || rc=1
             timeout 200 mpiexec -n $n python3 -m symaddr.bench allreduce --max-bytes 32768 \

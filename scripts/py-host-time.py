@@ -79,21 +79,33 @@ if gpu:  # what a real call adds to the package's work, each alone
                                                               ctypes.c_int, ctypes.c_void_p]
     code, op = lib.dtypes["float32"], lib.abi["redop"]["sum"]
     args = (ctx._h, x.data_ptr(), y.data_ptr(), 2, code, op)
-    for stream_name, st in (("NULL", None), ("torch's current", stream)):
-        host, wall = [], []
+    def c_loop(name, st):
+        host, wall, events = [], [], []
         for _ in range(9):
             torch.cuda.synchronize()
             MPI.COMM_WORLD.Barrier()
+            start = torch.cuda.Event(enable_timing=True)
+            stop = torch.cuda.Event(enable_timing=True)
             t0 = time.perf_counter()
+            start.record()
             for _ in range(200):
                 lib.symaddr_allreduce(*args, st)
             t1 = time.perf_counter()
-            torch.cuda.synchronize()
+            stop.record()
+            stop.synchronize()
             t2 = time.perf_counter()
             host.append((t1 - t0) / 200 * 1e6)
             wall.append((t2 - t0) / 200 * 1e6)
-        times += [("symaddr_allreduce 8 B, %s stream: host a call" % stream_name, min(host)),
-                  ("symaddr_allreduce 8 B, %s stream: with the sync" % stream_name, min(wall))]
+            events.append(start.elapsed_time(stop) * 1e3 / 200)
+        return [("symaddr_allreduce 8 B, %s: host a call" % name, min(host)),
+                ("symaddr_allreduce 8 B, %s: with the sync" % name, min(wall)),
+                ("symaddr_allreduce 8 B, %s: CUDA events" % name, min(events))]
+    times += c_loop("NULL stream", None) + c_loop("torch's current stream", stream)
+    # the same after one real Triton collective in the process (symaddr.bench allreduce
+    # runs one between its C and Python loops)
+    tc.oneshot_allreduce(ctx, x, out)
+    torch.cuda.synchronize()
+    times += c_loop("after a Triton one-shot", stream)
 ctx.team()
 tc._launch = lambda *args, **kw: None  # no kernel: the host function's own work
 times += [(name, best(fn)) for name, fn in (
