@@ -442,7 +442,10 @@ class Iris:
 
     def empty_like(self, input, *, dtype=None, layout=None, device=None, requires_grad=False,
                    memory_format=torch.preserve_format):
-        """torch.empty_like on the symmetric heap (preserve_format keeps input's layout)."""
+        """torch.empty_like on the symmetric heap (preserve_format keeps input's layout).
+        memory_format follows torch, as every _like form here: channels_last and
+        channels_last_3d keep input's shape and lay the strides out channels-last, where Iris
+        returns the shape permuted to (N, H, W, C) (its tests check that; symaddr does not)."""
         t = self._make(tuple(input.shape), dtype or input.dtype, None, layout or input.layout,
                        device, memory_format, input)
         return self._done(t, requires_grad)
