@@ -465,7 +465,6 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     int with_nccl = with_mpi && !strcmp(o->compare, "nccl");
     int has_in_place = c->in_place != IN_PLACE_NONE;
     symaddr_provider_t *prov;
-    symaddr_map_t *m;
     char *send, *recv;
     void *stream = NULL;
     if (c->rooted && o->root >= n) {
@@ -500,25 +499,13 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
         return 2;
     }
     size_t max = o->max < esz * (size_t)n ? esz * (size_t)n : o->max;
-#if defined(SYMADDR_BENCH_NVSHMEM)
-    symaddr_map_t *nv_maps[2] = {NULL, NULL}; /* --compare nvshmem: NVSHMEM's memory, registered */
-#endif
+    symaddr_map_t *maps[2] = {NULL, NULL};
+    send = recv = NULL;
     symaddr_status_t ast = symaddr_provider_get(ctx, o->provider, &prov);
-#if defined(SYMADDR_BENCH_NVSHMEM)
-    if (with_nvshmem(o)) {
-        send = recv = NULL;
-        if (ast == SYMADDR_OK)
-            ast = nvshmem_buffer(ctx, max, &send, &nv_maps[0]);
-        if (ast == SYMADDR_OK)
-            ast = nvshmem_buffer(ctx, max, &recv, &nv_maps[1]);
-    } else
-#endif
-    {
-        if (ast == SYMADDR_OK)
-            ast = symaddr_symmetric_alloc(prov, max, (void **)&send, &m);
-        if (ast == SYMADDR_OK)
-            ast = symaddr_symmetric_alloc(prov, max, (void **)&recv, &m);
-    }
+    if (ast == SYMADDR_OK)
+        ast = bench_buffer(ctx, with_nvshmem(o), prov, max, &send, &maps[0]);
+    if (ast == SYMADDR_OK)
+        ast = bench_buffer(ctx, with_nvshmem(o), prov, max, &recv, &maps[1]);
     if (ast != SYMADDR_OK) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
@@ -704,17 +691,9 @@ static int run_collective(symaddr_context_t *ctx, const opts_t *o)
     free(hs);
     free(hr);
     free(hm);
-#if defined(SYMADDR_BENCH_NVSHMEM)
-    if (with_nvshmem(o)) {
-        nvshmem_buffer_free(ctx, send, nv_maps[0]);
-        nvshmem_buffer_free(ctx, recv, nv_maps[1]);
-        nvshmem_close();
-    } else
-#endif
-    {
-        symaddr_symmetric_free(prov, send);
-        symaddr_symmetric_free(prov, recv);
-    }
+    bench_buffer_free(ctx, with_nvshmem(o), prov, send, maps[0]);
+    bench_buffer_free(ctx, with_nvshmem(o), prov, recv, maps[1]);
+    nvshmem_close();
 #if defined(SYMADDR_BENCH_NCCL)
     if (with_nccl && nccl.comm)
         nccl.comm_destroy(nccl.comm);

@@ -19,12 +19,13 @@
 #include "symaddr/device.h"
 #include "symaddr/symaddr.h"
 
-#if defined(SYMADDR_BENCH_NCCL)
+#if defined(SYMADDR_BENCH_NCCL) || defined(SYMADDR_BENCH_NVSHMEM)
 #include <dlfcn.h>
+#endif
+#if defined(SYMADDR_BENCH_NCCL)
 #include <nccl.h>
 #endif
 #if defined(SYMADDR_BENCH_NVSHMEM)
-#include <dlfcn.h>
 #define NVSHMEM_HOSTLIB_ONLY /* the host library's calls only: no device code of NVSHMEM's */
 #include <nvshmem.h>
 #include <nvshmemx.h>
@@ -409,6 +410,41 @@ static void json_close(json_out_t *j)
     j->f = NULL;
 }
 
+/* ---- the reference libraries' loader ------------------------------------------------------ */
+
+#if defined(SYMADDR_BENCH_NCCL) || defined(SYMADDR_BENCH_NVSHMEM)
+/* One symbol of a reference library and where its address goes. */
+typedef struct {
+    void **slot;
+    const char *name;
+} ref_sym_t;
+
+/* dlopen @p soname (RTLD_GLOBAL) and fill @p n slots from it, agreed over the context's ranks:
+ * 0 when every rank has them all; else why, in @p why (@p hint: where the library lies). */
+static int ref_load(symaddr_context_t *ctx, const char *soname, const char *what, const char *hint,
+                    const ref_sym_t *syms, size_t n, char *why, size_t len)
+{
+    void *h = dlopen(soname, RTLD_NOW | RTLD_GLOBAL);
+    int ok = h != NULL, all_ok;
+    if (!h)
+        snprintf(why, len, "cannot load %s (%s); add %s to LD_LIBRARY_PATH", soname, dlerror(),
+                 hint);
+    for (size_t i = 0; i < n && ok; i++)
+        if (!(*syms[i].slot = dlsym(h, syms[i].name))) {
+            snprintf(why, len, "%s has no %s: too old for this build", soname, syms[i].name);
+            ok = 0;
+        }
+    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
+    if (!all_ok && ok)
+        snprintf(why, len, "another rank could not load %s", what);
+    return !all_ok;
+}
+#define REF_SYM(table, field, name)                                                                \
+    {                                                                                              \
+        (void **)&table.field, #name                                                               \
+    }
+#endif
+
 /* ---- NCCL as the reference: loaded at run time, on the same buffers and stream ------------ */
 
 #if defined(SYMADDR_BENCH_NCCL)
@@ -429,33 +465,22 @@ static struct {
 /* 0 on success; else why, in @p why. Collective over the context's communicator. */
 static int nccl_open(symaddr_context_t *ctx, char *why, size_t len)
 {
-    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_GLOBAL);
-    int ok = h != NULL, all_ok;
-    if (!h)
-        snprintf(why, len, "cannot load libnccl.so.2 (%s); add its folder to LD_LIBRARY_PATH",
-                 dlerror());
-#define NCCL_SYM(field, name)                                                                      \
-    if (ok && !(*(void **)&nccl.field = dlsym(h, #name))) {                                        \
-        snprintf(why, len, "libnccl.so.2 has no %s: too old for this build", #name);               \
-        ok = 0;                                                                                    \
-    }
-    NCCL_SYM(get_unique_id, ncclGetUniqueId)
-    NCCL_SYM(comm_init_rank, ncclCommInitRank)
-    NCCL_SYM(comm_destroy, ncclCommDestroy)
-    NCCL_SYM(error_string, ncclGetErrorString)
-    NCCL_SYM(all_reduce, ncclAllReduce)
-    NCCL_SYM(all_gather, ncclAllGather)
-    NCCL_SYM(reduce_scatter, ncclReduceScatter)
-    NCCL_SYM(broadcast, ncclBroadcast)
-    NCCL_SYM(reduce, ncclReduce)
-    NCCL_SYM(all_to_all, ncclAlltoAll)
-#undef NCCL_SYM
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
-    if (!all_ok) {
-        if (ok)
-            snprintf(why, len, "another rank could not load NCCL");
+    static const ref_sym_t syms[] = {
+        REF_SYM(nccl, get_unique_id, ncclGetUniqueId),
+        REF_SYM(nccl, comm_init_rank, ncclCommInitRank),
+        REF_SYM(nccl, comm_destroy, ncclCommDestroy),
+        REF_SYM(nccl, error_string, ncclGetErrorString),
+        REF_SYM(nccl, all_reduce, ncclAllReduce),
+        REF_SYM(nccl, all_gather, ncclAllGather),
+        REF_SYM(nccl, reduce_scatter, ncclReduceScatter),
+        REF_SYM(nccl, broadcast, ncclBroadcast),
+        REF_SYM(nccl, reduce, ncclReduce),
+        REF_SYM(nccl, all_to_all, ncclAlltoAll),
+    };
+    if (ref_load(ctx, "libnccl.so.2", "NCCL", "its folder", syms, sizeof(syms) / sizeof(syms[0]),
+                 why, len))
         return 1;
-    }
+    int ok, all_ok;
     ncclUniqueId id;
     ncclResult_t r = ncclSuccess;
     if (symaddr_rank(ctx) == 0)
@@ -521,36 +546,24 @@ static int nvshmem_open(symaddr_context_t *ctx, size_t heap, int shared_coll, ch
         }
         setenv("NVSHMEM_IGNORE_CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "1", 0);
     }
-    void *h = dlopen("libnvshmem_host.so.3", RTLD_NOW | RTLD_GLOBAL);
-    int ok = h != NULL, all_ok;
-    if (!h)
-        snprintf(why, len,
-                 "cannot load libnvshmem_host.so.3 (%s); add its folder (the pip package "
-                 "nvidia/nvshmem/lib) to LD_LIBRARY_PATH",
-                 dlerror());
-#define NVSH_SYM(field, name)                                                                      \
-    if (ok && !(*(void **)&nvsh.field = dlsym(h, #name))) {                                        \
-        snprintf(why, len, "libnvshmem_host.so.3 has no %s: too old for this build", #name);       \
-        ok = 0;                                                                                    \
-    }
-    NVSH_SYM(get_uniqueid, nvshmemx_get_uniqueid)
-    NVSH_SYM(set_uniqueid_args, nvshmemx_set_attr_uniqueid_args)
-    NVSH_SYM(init, nvshmemx_hostlib_init_attr)
-    NVSH_SYM(finalize, nvshmemx_hostlib_finalize)
-    NVSH_SYM(malloc, nvshmem_malloc)
-    NVSH_SYM(free, nvshmem_free)
-    NVSH_SYM(put, nvshmemx_putmem_on_stream)
-    NVSH_SYM(get, nvshmemx_getmem_on_stream)
-    NVSH_SYM(sum_f32, nvshmemx_float_sum_reduce_on_stream)
-    NVSH_SYM(sum_f16, nvshmemx_half_sum_reduce_on_stream)
-    NVSH_SYM(sum_bf16, nvshmemx_bfloat16_sum_reduce_on_stream)
-#undef NVSH_SYM
-    MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, symaddr_comm(ctx));
-    if (!all_ok) {
-        if (ok)
-            snprintf(why, len, "another rank could not load NVSHMEM");
+    static const ref_sym_t syms[] = {
+        REF_SYM(nvsh, get_uniqueid, nvshmemx_get_uniqueid),
+        REF_SYM(nvsh, set_uniqueid_args, nvshmemx_set_attr_uniqueid_args),
+        REF_SYM(nvsh, init, nvshmemx_hostlib_init_attr),
+        REF_SYM(nvsh, finalize, nvshmemx_hostlib_finalize),
+        REF_SYM(nvsh, malloc, nvshmem_malloc),
+        REF_SYM(nvsh, free, nvshmem_free),
+        REF_SYM(nvsh, put, nvshmemx_putmem_on_stream),
+        REF_SYM(nvsh, get, nvshmemx_getmem_on_stream),
+        REF_SYM(nvsh, sum_f32, nvshmemx_float_sum_reduce_on_stream),
+        REF_SYM(nvsh, sum_f16, nvshmemx_half_sum_reduce_on_stream),
+        REF_SYM(nvsh, sum_bf16, nvshmemx_bfloat16_sum_reduce_on_stream),
+    };
+    if (ref_load(ctx, "libnvshmem_host.so.3", "NVSHMEM",
+                 "its folder (the pip package nvidia/nvshmem/lib)", syms,
+                 sizeof(syms) / sizeof(syms[0]), why, len))
         return 1;
-    }
+    int ok, all_ok;
     nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
     nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
     int st = 0;
@@ -601,7 +614,42 @@ static void nvshmem_buffer_free(symaddr_context_t *ctx, char *p, symaddr_map_t *
     if (p)
         nvsh.free(p);
 }
+#else
+static void nvshmem_close(void) {}
 #endif
+
+/* A buffer of @p bytes both symaddr and the reference run on: NVSHMEM's, registered, where
+ * @p nvshmem (--compare nvshmem), else symaddr's own from @p prov. Collective. */
+static symaddr_status_t bench_buffer(symaddr_context_t *ctx, int nvshmem, symaddr_provider_t *prov,
+                                     size_t bytes, char **p, symaddr_map_t **m)
+{
+#if defined(SYMADDR_BENCH_NVSHMEM)
+    if (nvshmem)
+        return nvshmem_buffer(ctx, bytes, p, m);
+#else
+    (void)ctx;
+    (void)nvshmem;
+#endif
+    return symaddr_symmetric_alloc(prov, bytes, (void **)p, m);
+}
+
+/* Frees what bench_buffer gave (@p p NULL: nothing). */
+static void bench_buffer_free(symaddr_context_t *ctx, int nvshmem, symaddr_provider_t *prov,
+                              char *p, symaddr_map_t *m)
+{
+#if defined(SYMADDR_BENCH_NVSHMEM)
+    if (nvshmem) {
+        nvshmem_buffer_free(ctx, p, m);
+        return;
+    }
+#else
+    (void)ctx;
+    (void)nvshmem;
+    (void)m;
+#endif
+    if (p)
+        symaddr_symmetric_free(prov, p);
+}
 
 /* A reference library that cannot run here says why, on every rank, and the run stops. */
 static int reference_available(symaddr_context_t *ctx, const opts_t *o)

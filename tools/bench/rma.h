@@ -206,7 +206,8 @@ typedef struct rma_bufs {
     symaddr_provider_t *prov;
     char *a, *b;
     symaddr_map_t *m1, *m2;
-    symaddr_context_t *nvsh_ctx; /* --compare nvshmem: a and b are NVSHMEM's, registered */
+    symaddr_context_t *ctx;
+    int nvshmem; /* --compare nvshmem: a and b are NVSHMEM's, registered */
     unsigned char *host;
     json_out_t json;
 } rma_bufs_t;
@@ -216,21 +217,12 @@ static int rma_open(symaddr_context_t *ctx, const opts_t *o, rma_bufs_t *r)
     int rank = symaddr_rank(ctx), size = symaddr_size(ctx);
     memset(r, 0, sizeof(*r));
     symaddr_status_t st = symaddr_provider_get(ctx, o->provider, &r->prov);
-#if defined(SYMADDR_BENCH_NVSHMEM)
-    if (with_nvshmem(o)) {
-        r->nvsh_ctx = ctx;
-        if (st == SYMADDR_OK)
-            st = nvshmem_buffer(ctx, o->max, &r->a, &r->m1);
-        if (st == SYMADDR_OK)
-            st = nvshmem_buffer(ctx, o->max, &r->b, &r->m2);
-    } else
-#endif
-    {
-        if (st == SYMADDR_OK)
-            st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->a, &r->m1);
-        if (st == SYMADDR_OK)
-            st = symaddr_symmetric_alloc(r->prov, o->max, (void **)&r->b, &r->m2);
-    }
+    r->ctx = ctx;
+    r->nvshmem = with_nvshmem(o);
+    if (st == SYMADDR_OK)
+        st = bench_buffer(ctx, r->nvshmem, r->prov, o->max, &r->a, &r->m1);
+    if (st == SYMADDR_OK)
+        st = bench_buffer(ctx, r->nvshmem, r->prov, o->max, &r->b, &r->m2);
     if (st != SYMADDR_OK) {
         if (rank == 0)
             fprintf(stderr, "symaddr-bench: %s\n", symaddr_last_error(ctx));
@@ -258,18 +250,9 @@ static void rma_close(rma_bufs_t *r)
 {
     json_close(&r->json);
     free(r->host);
-#if defined(SYMADDR_BENCH_NVSHMEM)
-    if (r->nvsh_ctx) {
-        nvshmem_buffer_free(r->nvsh_ctx, r->a, r->m1);
-        nvshmem_buffer_free(r->nvsh_ctx, r->b, r->m2);
-        nvshmem_close();
-        return;
-    }
-#endif
-    if (r->a)
-        symaddr_symmetric_free(r->prov, r->a);
-    if (r->b)
-        symaddr_symmetric_free(r->prov, r->b);
+    bench_buffer_free(r->ctx, r->nvshmem, r->prov, r->a, r->m1);
+    bench_buffer_free(r->ctx, r->nvshmem, r->prov, r->b, r->m2);
+    nvshmem_close();
 }
 
 /* latency: ranks 0 and 1 ping-pong an 8-byte put and a signal inside one kernel. */
