@@ -232,7 +232,7 @@ def _allreduce_cpu(ctx, a):
               "timings: compare the ratio)" % (ctx.size, a.rounds, a.iters))
         print("# %9s %9s %9s %9s %8s %6s%s" % (
             "bytes", "C us", "py us", "py-C us", "py/C", "wrong",
-            " %9s %10s" % ("bin us", "py-bin us") if binary else ""))
+            _binary_head(binary)))
     for nbytes in _sizes(8, a.max_bytes, 4):
         n = nbytes // 4
         x, _ = ctx.allocate_symmetric((n,), np.float32)
@@ -256,11 +256,9 @@ def _allreduce_cpu(ctx, a):
         t_c, t_py = (MPI.COMM_WORLD.allreduce(b, op=MPI.MAX) for b in best)
         wrong = int((ref != ctx.size * (ctx.size + 1) / 2).sum())
         if ctx.rank == 0:
-            b = binary.get(nbytes)
             print("  %9d %9.2f %9.2f %9.2f %8.3f %6d%s" % (
                 nbytes, t_c * 1e6, t_py * 1e6, (t_py - t_c) * 1e6, t_py / t_c, wrong,
-                "" if not binary else " %9s %10s" % ("-", "-") if b is None else
-                " %9.2f %10.2f" % (b, t_py * 1e6 - b)))
+                _binary_cells(binary, nbytes, t_py)))
         ctx.barrier()
         ctx.free(ref)
         ctx.free(x)
@@ -281,7 +279,7 @@ def _allreduce(ctx, a):
               "synchronised on the device)" % (ctx.size, ctx.backend, a.rounds, a.iters))
         print("# %9s %9s %9s %9s %11s %11s %11s %10s %6s%s" % (
             "bytes", "C us", "py us", "py-C us", "C graph us", "py graph us", "py/C graph",
-            "triton us", "wrong", " %9s %10s" % ("bin us", "py-bin us") if binary else ""))
+            "triton us", "wrong", _binary_head(binary)))
     for nbytes in _sizes(8, a.max_bytes, 4):
         n = nbytes // 4
         x, _ = ctx.allocate_symmetric((n,), torch.float32)
@@ -302,12 +300,10 @@ def _allreduce(ctx, a):
         want = ctx.size * (ctx.size + 1) / 2
         wrong = int((out != want).sum()) + int((ref != want).sum())
         if ctx.rank == 0:
-            b = binary.get(nbytes)
             print("  %9d %9.2f %9.2f %9.2f %11.2f %11.2f %11.3f %10.2f %6d%s" % (
                 nbytes, t_c * 1e6, t_py * 1e6, (t_py - t_c) * 1e6, g_c * 1e6, g_py * 1e6,
                 g_py / g_c, t_tri * 1e6, wrong,
-                "" if not binary else " %9s %10s" % ("-", "-") if b is None else
-                " %9.2f %10.2f" % (b, t_py * 1e6 - b)))
+                _binary_cells(binary, nbytes, t_py)))
         ctx.barrier()
         ctx.free(ref)
         ctx.free(x)
@@ -332,6 +328,20 @@ def _binary_times(path, ctx, op):
                          "(%s, graph %s); this run is %s at %s ranks on %s, float, eager" % (
                              path, *got, t.get("dtype"), t.get("graph"), *want))
     return {int(r["bytes"]): float(r["time_us"]) for r in t.get("rows", [])}
+
+
+def _binary_head(binary):
+    """The heads of the C binary's columns (none without --c-json)."""
+    return " %9s %10s" % ("bin us", "py-bin us") if binary else ""
+
+
+def _binary_cells(binary, nbytes, t_py):
+    """The C binary's time at nbytes and Python's (t_py, seconds) over it, µs; '-' where the
+    binary's file has no such size; nothing without --c-json."""
+    if not binary:
+        return ""
+    b = binary.get(nbytes)
+    return " %9s %10s" % ("-", "-") if b is None else " %9.2f %10.2f" % (b, t_py * 1e6 - b)
 
 
 def _c_call(ctx, name, send, recv, n, dtype, op="sum"):
