@@ -100,12 +100,13 @@ for s in $steps; do
         # compute-sanitizer (memcheck, racecheck, synccheck) at 2 ranks over the RMA test, the
         # team test, every allreduce algorithm (SAN_ALGOS, default: every name the bench lists),
         # every other collective, and a Triton allreduce and allgather from Python (compiled,
-        # torch CUDA tensors). Run mps-off first.
+        # torch CUDA tensors). Run mps-off first. SAN_TESTS, SAN_OPS (set, even empty) and
+        # SAN_TRITON=0 narrow a run to what an earlier one did not reach.
         export SYMADDR_BACKEND=cuda
-        algos=${SAN_ALGOS:-$($B/tools/symaddr-bench --help | sed -n 's/.*--algo //p' | tr '|' ' ')}
-        ops=$($B/tools/symaddr-bench --help | sed -n 's/.*OP: .*fused_rmsnorm allreduce //p')
+        algos=${SAN_ALGOS-$($B/tools/symaddr-bench --help | sed -n 's/.*--algo //p' | tr '|' ' ')}
+        ops=${SAN_OPS-$($B/tools/symaddr-bench --help | sed -n 's/.*OP: .*fused_rmsnorm allreduce //p')}
         for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
-            for t in rma team; do
+            for t in ${SAN_TESTS-rma team}; do
                 timeout 200 mpiexec -n 2 compute-sanitizer --tool $tool $B/tests/mpi_${t}_cuda \
                     >>"$OUT/sanitize.txt" 2>&1
                 echo "$t $tool rc=$?" | tee -a "$OUT/sanitize.txt"
@@ -122,6 +123,7 @@ for s in $steps; do
                     >>"$OUT/sanitize.txt" 2>&1
                 echo "$op $tool rc=$?" | tee -a "$OUT/sanitize.txt"
             done
+            [ "${SAN_TRITON:-1}" = 0 ] && continue
             SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python timeout 300 mpiexec -n 2 \
                 compute-sanitizer --tool $tool python3 scripts/san-triton.py >>"$OUT/sanitize.txt" 2>&1
             echo "triton allreduce+allgather $tool rc=$?" | tee -a "$OUT/sanitize.txt"
