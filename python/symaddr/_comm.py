@@ -80,6 +80,9 @@ class Communication(Staging):
     def _init_comm(self):
         self._stage = None  # (address, bytes, provider) of the staging workspace
         self._stage_tensor = None  # a torch view of the whole workspace (_stage_view)
+        self._stage_captured = False  # a staged call may have been captured in a CUDA graph
+        self._stage_kept = []  # outgrown workspaces a graph may still write: freed at close
+        self._is_capturing = None  # torch's test of its current stream (_capturing)
         self._staging = threading.Lock()  # held by a staged call until its recv is copied
         self._known = {}  # address -> _lookup's answer (cleared when registrations change)
         self._rows = {}  # collective name -> what _collective needs of its row
@@ -288,6 +291,9 @@ class Communication(Staging):
                 self._check(status)
             if staged and (not root_only or self.rank == root):
                 self._copy_out(recv, r, nbytes, st)
+            if grows and not self._stage_captured and st is not None and (
+                    stream is not None or self._capturing()):  # a caller's stream: may be
+                self._stage_captured = True
         finally:
             if grows:
                 self._staging.release()

@@ -7,6 +7,7 @@ import ctypes
 from ._arrays import is_torch
 from ._lib import error as _err
 from ._lib import int_of
+from ._validation import _capturing
 
 
 class Staging:
@@ -20,9 +21,23 @@ class Staging:
         if have is not None and have[1] >= nbytes:
             return have[0]
         size = 1 << max(12, (nbytes - 1).bit_length())
+        if self.backend != "cpu" and _capturing():  # an allocation would end the capture
+            raise _err("SYMADDR_ERR_UNSUPPORTED", "the context's staging workspace would grow "
+                       "to %d bytes inside a CUDA graph's capture, which cannot allocate: make "
+                       "the same call once before the capture (torch.compile(mode=\"reduce-"
+                       "overhead\") does, on its warm-up run), or pass symmetric memory" % size)
         if have is not None:
+            # A CUDA graph that captured a staged call replays it into the old workspace, so
+            # where any rank may have captured one it stays mapped until close (the ranks
+            # agree: freeing is collective); sizes double, so what is kept is less than the
+            # new workspace
+            keep = self.backend != "cpu" and not self._lifetimes.agree(
+                [0 if self._stage_captured else 1])[0]
             self._stage, self._stage_tensor = None, None
-            self._lib.symaddr_symmetric_free(have[2], have[0])
+            if keep:
+                self._stage_kept.append(have)
+            else:
+                self._lib.symaddr_symmetric_free(have[2], have[0])
         prov = ctypes.c_void_p()
         self._check(self._lib.symaddr_provider_get(self._h, self._lib.abi["provider"]["ipc"],
                                                    ctypes.byref(prov)))
@@ -32,6 +47,16 @@ class Staging:
         self._registrations_changed()
         self._stage = (ptr.value, size, prov)
         return ptr.value
+
+    def _capturing(self):
+        """Whether torch's current CUDA stream is being captured into a graph (torch's own
+        test, without is_current_stream_capturing()'s checks: a staged call of a CUDA tensor
+        has made torch's CUDA state)."""
+        test = self._is_capturing
+        if test is None:
+            import torch
+            test = self._is_capturing = torch._C._cuda_isCurrentStreamCapturing
+        return test()
 
     # A rooted call grows the workspace on every rank to this many bytes whether or not it
     # stages; past it, where some rank stages (one agreement)

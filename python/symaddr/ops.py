@@ -28,14 +28,21 @@ symaddr.ops.group_name(ctx):
     matmul_reduce_scatter(a, b, reduce_op, scatter_dim, group); all_gather_matmul(a, b, group)
     (rows); all_reduce_rmsnorm(x, residual, weight, eps, group).
 Their inputs may be any tensors: one that is not symmetric memory is copied into a buffer of
-the context's (made at a shape's first call: run the model once eagerly before a graph's
-capture, as torch's own warm-up does)."""
+the context's (the collectives': its staging workspace, grown at a call's first size whatever
+its input; the fused ops': a buffer per shape, made at its first call). Run the model once
+eagerly before a graph's capture, as torch's own warm-up does (torch.compile's
+mode="reduce-overhead" makes one warm-up run): a capture cannot allocate, and a call that would
+raises SYMADDR_ERR_UNSUPPORTED saying so. Inductor's graphs copy each input into a buffer of
+their own before each replay; the collectives stage that copy, the fused ops ask for
+symmetric inputs to be marked static (torch._dynamo.mark_static_address(t)), so that the
+graph reads them where they are."""
 from typing import Any, List, Optional, Sequence, Tuple
 
 import triton
 
 from symaddr._lib import SymaddrError
 from symaddr._lib import error as _err
+from symaddr._validation import _capturing
 from symaddr.triton import fused as _k
 from symaddr.triton.team import team_programs
 
@@ -119,6 +126,13 @@ def _space(ctx, key: Tuple, shape: Tuple[int, ...], dtype: Any) -> Any:
     cache = ctx.__dict__.setdefault("_fused_buffers", {})
     t = cache.get(key)
     if t is None:
+        if ctx.backend != "cpu" and _capturing():  # an allocation would end the capture
+            raise _err("SYMADDR_ERR_UNSUPPORTED", "symaddr.ops: a buffer of %s %s (%s) would "
+                       "be made inside a CUDA graph's capture, which cannot allocate: make the "
+                       "same call once before the capture; under torch.compile(mode=\"reduce-"
+                       "overhead\"), whose graphs copy each input into a buffer of their own, "
+                       "mark a symmetric input with torch._dynamo.mark_static_address(t)"
+                       % (tuple(shape), dtype, key[0]))
         t, _ = ctx.allocate_symmetric(shape, dtype)
         cache[key] = t
     return t
@@ -327,10 +341,20 @@ def _context(group: str):
     return ctx
 
 
-def _staged(ctx, call: str, t: Any) -> Any:
-    """t contiguous where it is symmetric memory of ctx, else its symmetric copy
-    (_symmetric_map)."""
-    return _symmetric_map(ctx, call, "staged", t.contiguous())[0]
+def _staged(ctx, t: Any, out_bytes: int) -> Any:
+    """t contiguous where it is symmetric memory of ctx, else its copy in the context's
+    staging workspace, past the out_bytes a staged recv takes there. Every call grows the
+    workspace to both parts whatever t is, so that a CUDA graph captures the call with no
+    allocation: inductor's graphs (mode="reduce-overhead") copy a symmetric input into a
+    buffer of their own before the capture, which the op then stages."""
+    t = t.contiguous()
+    nbytes = t.numel() * t.element_size()
+    off = -(-out_bytes // 256) * 256  # (aligned for any dtype's view)
+    base = ctx._workspace(off + nbytes)
+    p = t.data_ptr()
+    if (ctx._known.get(p) or ctx._lookup(p))[0] == 0:
+        return t
+    return ctx._stage_view(base + off, nbytes).view(t.dtype).view(t.shape).copy_(t)
 
 
 def _register() -> bool:
@@ -365,7 +389,7 @@ def _register() -> bool:
     def all_reduce(x: torch.Tensor, reduce_op: str, group: str) -> torch.Tensor:
         ctx = _context(group)
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
-        ctx.allreduce(_staged(ctx, "all_reduce", x), out, op=reduce_op)
+        ctx.allreduce(_staged(ctx, x, out.numel() * out.element_size()), out, op=reduce_op)
         return out
 
     @all_reduce.register_fake
@@ -375,7 +399,7 @@ def _register() -> bool:
     @op("all_reduce_", mutates=("x",))
     def all_reduce_(x: torch.Tensor, reduce_op: str, group: str) -> None:
         ctx = _context(group)
-        s = _staged(ctx, "all_reduce_", x)
+        s = _staged(ctx, x, 0)  # in place: no recv staged
         ctx.allreduce(s, s, op=reduce_op)
         if s.data_ptr() != x.data_ptr():
             x.copy_(s.view(x.shape))
@@ -388,7 +412,7 @@ def _register() -> bool:
     def all_gather(x: torch.Tensor, group: str) -> torch.Tensor:
         ctx = _context(group)
         out = x.new_empty((ctx.size * x.shape[0],) + tuple(x.shape[1:]))
-        ctx.allgather(_staged(ctx, "all_gather", x), out)
+        ctx.allgather(_staged(ctx, x, out.numel() * out.element_size()), out)
         return out
 
     @all_gather.register_fake
@@ -399,7 +423,7 @@ def _register() -> bool:
     def reduce_scatter(x: torch.Tensor, reduce_op: str, group: str) -> torch.Tensor:
         ctx = _context(group)
         out = x.new_empty((x.shape[0] // ctx.size,) + tuple(x.shape[1:]))
-        ctx.reduce_scatter(_staged(ctx, "reduce_scatter", x), out, op=reduce_op)
+        ctx.reduce_scatter(_staged(ctx, x, out.numel() * out.element_size()), out, op=reduce_op)
         return out
 
     @reduce_scatter.register_fake
@@ -410,7 +434,7 @@ def _register() -> bool:
     def all_to_all(x: torch.Tensor, group: str) -> torch.Tensor:
         ctx = _context(group)
         out = torch.empty_like(x, memory_format=torch.contiguous_format)
-        ctx.alltoall(_staged(ctx, "all_to_all", x), out)
+        ctx.alltoall(_staged(ctx, x, out.numel() * out.element_size()), out)
         return out
 
     @all_to_all.register_fake

@@ -404,6 +404,49 @@ def test_graph_every():
     ctx.free(x)
 
 
+def test_graph_outlives_workspace():
+    """A CUDA graph that captured staged allreduces (plain recv: written through the context's
+    workspace), then an eager staged call larger than the workspace, which grows it, and a new
+    allocation of the old workspace's size: each replay stays exact and the new allocation
+    keeps its values (the old workspace was freed at the growth, and the replays wrote memory
+    no longer theirs)."""
+    n = 2 * size + 1
+    every = sum(values(r, n, torch.int32) for r in range(size)).cpu()
+    with sa.Context(comm, backend="cuda") as c:
+        x, _ = c.allocate_symmetric((n,), torch.int32)
+        x.copy_(values(rank, n, torch.int32))
+        out = torch.full((n,), -1, dtype=torch.int32, device="cuda")
+        c.allreduce(x, out)  # the workspace made, eager (4 KiB)
+        torch.cuda.synchronize()
+        c.barrier()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(s):
+            with torch.cuda.graph(graph, stream=s):
+                out.fill_(-1)
+                c.allreduce(x, out)
+        m = 1 << 16  # 256 KiB: past the workspace
+        y, _ = c.allocate_symmetric((m,), torch.int32)
+        y.fill_(rank + 1)
+        big = torch.zeros(m, dtype=torch.int32, device="cuda")
+        c.allreduce(y, big)
+        torch.cuda.synchronize()
+        assert bool((big == size * (size + 1) // 2).all()), "the growing call: %s" % big[:4]
+        z, _ = c.allocate_symmetric((1024,), torch.int32)
+        z.fill_(7)
+        for k in range(3):
+            torch.cuda.synchronize()
+            c.barrier()
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(out.cpu(), every), "replay %d: %s, want %s" % (
+                k, out.cpu()[:4], every[:4])
+            assert bool((z == 7).all()), "replay %d wrote an allocation made after it" % k
+        c.barrier()
+        del graph
+
+
 def test_import_reuse():
     """An import keeps its tensor until the library releases it. Rank 0 drops its imported
     tensor while registered and makes a plain recv of the same size: torch's caching
@@ -527,6 +570,7 @@ case("own_errors", test_own_errors)
 case("lifetimes", test_lifetimes)
 case("graph_replay", test_graph_replay)
 case("graph_every", test_graph_every)
+case("graph_outlives_workspace", test_graph_outlives_workspace)
 case("import_reuse", test_import_reuse)
 case("staged_stream", test_staged_stream)
 case("rooted_kinds", test_rooted_kinds)
