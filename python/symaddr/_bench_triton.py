@@ -324,16 +324,20 @@ def _ccl(ctx, a):
     def op(y):
         return torch.ops.symaddr.all_reduce(y, "sum", group)
     compiled = torch.compile(op, fullgraph=True, dynamic=True)  # once for every size
+    # the same under inductor's CUDA graphs (mode="reduce-overhead"): a small op's way to shed
+    # torch.compile's own per-call host work (guards, wrappers)
+    replayed = torch.compile(op, mode="reduce-overhead", fullgraph=True, dynamic=True)
     if ctx.rank == 0:
         print("# symaddr.bench ccl: %d ranks, backend %s, %s, best of %d rounds x %d calls "
               "(us a call, the slowest rank's); C: symaddr_allreduce called directly; ctx: "
               "Context.allreduce; ccl: shmem.ccl.all_reduce(out, x, async_op=True); ccl2: "
               "Config(all_reduce_variant='two_shot'), tri2: the Triton two-shot it runs; op: "
-              "torch.ops.symaddr.all_reduce eager, comp: under torch.compile; g: graph-replayed"
+              "torch.ops.symaddr.all_reduce eager, comp: under torch.compile, comp g: "
+              "torch.compile(mode='reduce-overhead'); g: graph-replayed"
               % (ctx.size, ctx.backend, a.dtype, a.rounds, a.iters))
-        print("# %9s %8s %8s %8s %7s %8s %8s %7s %8s %8s %8s %8s %7s %5s" % (
+        print("# %9s %8s %8s %8s %7s %8s %8s %7s %8s %8s %8s %8s %7s %8s %7s %5s" % (
             "bytes", "C", "ctx", "ccl", "ccl/ctx", "ctx g", "ccl g", "g ratio", "ccl2",
-            "tri2", "op", "comp", "comp/op", "wrong"))
+            "tri2", "op", "comp", "comp/op", "comp g", "cg/op", "wrong"))
     for nbytes in _sizes(max(8, size * ctx.size), a.max_bytes, 8):
         n = nbytes // size
         x, _ = ctx.allocate_symmetric((n,), dtype)
@@ -359,20 +363,25 @@ def _ccl(ctx, a):
 
         def comp_call():
             return compiled(x)
+
+        def replayed_call():
+            return replayed(x)
         ts = _timed_each(ctx, [c_call, ctx_call, ccl_call, ccl2_call, tri2_call, op_call,
-                               comp_call], a.iters, a.rounds)
+                               comp_call, replayed_call], a.iters, a.rounds)
         g_ctx, g_ccl = _graphed_each(ctx, [ctx_call, ccl_call], a.iters, a.rounds)
         torch.cuda.synchronize()
         ccl_call()
         torch.cuda.synchronize()
         want = ctx.size * (ctx.size + 1) / 2
-        wrong = int((out.float() != want).sum()) + int((op_call().float() != want).sum())
+        wrong = (int((out.float() != want).sum()) + int((op_call().float() != want).sum()) +
+                 int((replayed_call().float() != want).sum()))
         if ctx.rank == 0:
             us = [v * 1e6 for v in ts]
             print("  %9d %8.2f %8.2f %8.2f %7.3f %8.2f %8.2f %7.3f %8.2f %8.2f %8.2f %8.2f "
-                  "%7.3f %5d" % (nbytes, us[0], us[1], us[2], us[2] / us[1], g_ctx * 1e6,
-                                 g_ccl * 1e6, g_ccl / g_ctx, us[3], us[4], us[5], us[6],
-                                 us[6] / us[5], wrong))
+                  "%7.3f %8.2f %7.3f %5d" % (
+                      nbytes, us[0], us[1], us[2], us[2] / us[1], g_ctx * 1e6, g_ccl * 1e6,
+                      g_ccl / g_ctx, us[3], us[4], us[5], us[6], us[6] / us[5], us[7],
+                      us[7] / us[5], wrong))
         ctx.barrier()
         for b in (t, out, x):
             ctx.free(b)
