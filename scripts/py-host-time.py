@@ -79,7 +79,8 @@ if gpu:  # what a real call adds to the package's work, each alone
                                                               ctypes.c_int, ctypes.c_void_p]
     code, op = lib.dtypes["float32"], lib.abi["redop"]["sum"]
     args = (ctx._h, x.data_ptr(), y.data_ptr(), 2, code, op)
-    def c_loop(name, st):
+    def c_loop(name, st, call=None):
+        call = call or (lambda: lib.symaddr_allreduce(*args, st))
         host, wall, events = [], [], []
         for _ in range(9):
             torch.cuda.synchronize()
@@ -89,7 +90,7 @@ if gpu:  # what a real call adds to the package's work, each alone
             t0 = time.perf_counter()
             start.record()
             for _ in range(200):
-                lib.symaddr_allreduce(*args, st)
+                call()
             t1 = time.perf_counter()
             stop.record()
             stop.synchronize()
@@ -97,15 +98,27 @@ if gpu:  # what a real call adds to the package's work, each alone
             host.append((t1 - t0) / 200 * 1e6)
             wall.append((t2 - t0) / 200 * 1e6)
             events.append(start.elapsed_time(stop) * 1e3 / 200)
-        return [("symaddr_allreduce 8 B, %s: host a call" % name, min(host)),
-                ("symaddr_allreduce 8 B, %s: with the sync" % name, min(wall)),
-                ("symaddr_allreduce 8 B, %s: CUDA events" % name, min(events))]
+        what = name if name.startswith(("ctx.", "torch.")) else "symaddr_allreduce 8 B, " + name
+        return [("%s: host a call" % what, min(host)),
+                ("%s: with the sync" % what, min(wall)),
+                ("%s: CUDA events" % what, min(events))]
     times += c_loop("NULL stream", None) + c_loop("torch's current stream", stream)
     # the same after one real Triton collective in the process (symaddr.bench allreduce
     # runs one between its C and Python loops)
     tc.oneshot_allreduce(ctx, x, out)
     torch.cuda.synchronize()
     times += c_loop("after a Triton one-shot", stream)
+    # the Python calls of the same 8 B, real: Context.allreduce into symmetric memory and into
+    # a plain tensor (staged), and the torch op (a new plain tensor: staged)
+    from symaddr import ops
+    x2, y2, out2 = x[:2], y[:2], torch.empty(2, device="cuda")
+    group = ops.group_name(ctx)
+    for name, fn in (("ctx.allreduce 8 B, symmetric recv", lambda: ctx.allreduce(x2, y2)),
+                     ("ctx.allreduce 8 B, plain recv", lambda: ctx.allreduce(x2, out2)),
+                     ("torch.ops.symaddr.all_reduce 8 B",
+                      lambda: torch.ops.symaddr.all_reduce(x2, "sum", group))):
+        fn()
+        times += c_loop(name, stream, fn)
 ctx.team()
 tc._launch = lambda *args, **kw: None  # no kernel: the host function's own work
 times += [(name, best(fn)) for name, fn in (
