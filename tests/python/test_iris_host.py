@@ -23,6 +23,7 @@ import torch  # noqa: E402
 from mpi_cases import check, launch  # noqa: E402
 
 _, _, cases = launch()  # mpiexec's MPI (initialised before symaddr), or torchrun's group
+import symaddr  # noqa: E402
 import symaddr.iris as iris  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
@@ -154,7 +155,7 @@ def test_keywords():
 
 def test_symmetry():
     """Every created tensor (zero-element ones too) is symmetric; plain ones are not;
-    as_symmetric copies a plain tensor to the heap; allocate_symmetric's peer_bases."""
+    as_symmetric copies a plain tensor to the heap; allocate_symmetric's peer views."""
     made = [shmem.zeros(4), shmem.arange(3), shmem.zeros(0), shmem.zeros(3, 0),
             shmem.rand(2, 2)]
     check(all(shmem.is_symmetric(t) for t in made), "created tensors are symmetric")
@@ -164,10 +165,35 @@ def test_symmetry():
     s = shmem.as_symmetric(plain)
     check(shmem.is_symmetric(s) and torch.equal(s, plain), "as_symmetric copies")
     check(shmem.as_symmetric(s) is s, "as_symmetric of a symmetric tensor is itself")
+    # Iris's allocate_symmetric: the tensor and one view per rank (this rank's: the tensor),
+    # each rank's copy where this process reaches it (the table's entry, and what the rank
+    # wrote); a view's peer_views at its offset; #546's peer_bases beside them
     for provider in ("heap", "ipc"):
-        t, pb = shmem.allocate_symmetric((7,), torch.float32, provider=provider)
-        check(int(pb[rank]) == t.data_ptr() and pb.shape == (size,),
-              "%s: peer_bases[rank] is the tensor" % provider)
+        t, peers = shmem.allocate_symmetric(7, provider=provider)
+        pb = peers.peer_bases
+        check(isinstance(peers, tuple) and len(peers) == size and peers[rank] is t and
+              t.dtype == torch.get_default_dtype() and
+              all(p.shape == t.shape and p.dtype == t.dtype for p in peers),
+              "%s: one view per rank, this rank's the tensor" % provider)
+        check(all(int(pb[r]) == peers[r].data_ptr() for r in range(size)) and
+              pb.shape == (size,), "%s: peer_bases[r] is rank r's view" % provider)
+        t.copy_(torch.arange(7, dtype=t.dtype, device=DEV) + 10 * rank)
+        shmem.barrier()
+        check(all(torch.equal(peers[r].cpu(), torch.arange(7.) + 10 * r) for r in range(size)),
+              "%s: each view reads its rank's values" % provider)
+        w, _ = shmem.allocate_symmetric((4, 6), dtype=torch.int32, provider=provider)
+        w.copy_(torch.arange(24, dtype=torch.int32, device=DEV).reshape(4, 6) * (rank + 1))
+        shmem.barrier()
+        col = shmem.peer_views(w[1:, 2::3])
+        check(all(torch.equal(col[r].cpu(), (torch.arange(24, dtype=torch.int32).reshape(4, 6)
+                                             * (r + 1))[1:, 2::3]) for r in range(size)),
+              "%s: peer_views of a strided view at an offset" % provider)
+        shmem.barrier()
+    try:
+        shmem.peer_views(plain)
+        raise AssertionError("peer_views of a plain tensor passed")
+    except symaddr.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_NOT_FOUND", str(e))
 
 
 @triton.jit

@@ -6,8 +6,9 @@
 argument orders, keywords and defaults.
 
 What symaddr does beyond Iris: the ranks come from MPI (mpiexec) or from torch.distributed
-(torchrun, no MPI: symaddr.Context says how); allocate_symmetric and the tensors' maps work
-with any provider's peer_bases, not only the heap's; zero-element tensors are allowed (symaddr
+(torchrun, no MPI: symaddr.Context says how); allocate_symmetric (Iris's peer views, and
+#546's peer_bases beside them) and the tensors' maps work with any provider, not only the
+heap; zero-element tensors are allowed (symaddr
 itself refuses 0-byte allocations: they take one element of the heap).
 
 Collectives: shmem.ccl (symaddr.iris.ccl: all_reduce, reduce_scatter, all_gather, all_to_all,
@@ -519,13 +520,62 @@ class Iris:
         t = self._make(tuple(tensor.shape), tensor.dtype, None, torch.strided, None)
         return t.copy_(tensor)
 
-    def allocate_symmetric(self, shape: Any, dtype: Any,
-                           provider: str = "heap") -> Tuple[Any, Any]:
-        """Iris #546's call: a tensor of shape and dtype and its peer_bases (int64, on the
-        device; peer_bases[rank] is where this rank reaches rank's copy). provider: "heap"
-        (Iris's heap), "ipc" or "vmm" (an allocation of its own, whose own table this is)."""
-        t, m = self._ctx.allocate_symmetric(shape, dtype, provider=provider)
-        return t, m.peer_bases
+    def allocate_symmetric(self, size: Any, dtype: Any = None,
+                           provider: str = "heap") -> Tuple[Any, "PeerViews"]:
+        """Iris's call: a tensor of size (an int or a shape) and dtype (None: torch's default)
+        and its peer views, peer_views(tensor): one tensor per rank, rank r's copy as this
+        process reaches it, which a kernel takes as a tuple of pointers (Iris: "translation
+        happened on the host, once per allocation"). Beyond Iris: provider "heap" (Iris's
+        heap), "ipc" or "vmm" (an allocation of its own), and the views' peer_bases, the
+        allocation's own table, for kernels written against #546's (tensor, peer_bases)."""
+        shape = (operator.index(size),) if not isinstance(size, (tuple, list, torch.Size)) \
+            else _shape((size,))
+        t, _ = self._ctx.allocate_symmetric(shape, dtype or torch.get_default_dtype(),
+                                            provider=provider)
+        return t, self.peer_views(t)
+
+    def peer_views(self, tensor: Any) -> "PeerViews":
+        """Iris's: world_size tensors of tensor's shape, strides and dtype, one per rank, in
+        rank order: rank r's copy of tensor's memory (a view of a symmetric allocation at any
+        offset) as this process reaches it, this rank's being tensor itself. They keep the
+        allocation mapped while they live, as its own tensors do. A tensor that is not
+        symmetric raises SymaddrError (SYMADDR_ERR_NOT_FOUND); a rank this process does not
+        reach by loads and stores (another node), SYMADDR_ERR_UNSUPPORTED."""
+        ctx = self._ctx
+        m = ctx.get_symmetric_address_map(tensor)
+        table, me = m._host_table(), m.local_rank
+        off = tensor.data_ptr() - table[me]
+        span = 1 + sum((d - 1) * st for d, st in zip(tensor.shape, tensor.stride())) \
+            if tensor.numel() else 0
+        views = []
+        for r in range(m.world_size):
+            if r == me:
+                views.append(tensor)
+                continue
+            if not table[r]:
+                raise symaddr.SymaddrError(
+                    symaddr.STATUS["SYMADDR_ERR_UNSUPPORTED"],
+                    "peer_views: rank %d's copy is not reachable from this process (another "
+                    "node): pass peer_views(t).peer_bases or get_heap_bases() to a kernel that "
+                    "translates, and reach that rank through symaddr's RMA" % r)
+            flat = ctx._array(table[r] + off, (span,), tensor.dtype, m._reg, True)
+            views.append(flat.as_strided(tuple(tensor.shape), tuple(tensor.stride())))
+        return PeerViews(views, m)
+
+
+class PeerViews(tuple):
+    """peer_views' tensors, one per rank (a tuple: what Iris returns and a Triton kernel
+    takes), and the allocation's map: .peer_bases, its table."""
+
+    def __new__(cls, views, amap=None):  # (Triton remakes a tuple argument by its type)
+        self = super().__new__(cls, views)
+        self._map = amap
+        return self
+
+    @property
+    def peer_bases(self) -> Any:
+        """The allocation's peer_bases (int64, on the device), as #546's kernels take it."""
+        return self._map.peer_bases
 
 
 _ALLOCATORS = ("torch", "vmem", "vmem_chunked")  # Iris's names
