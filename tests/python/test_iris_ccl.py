@@ -221,6 +221,12 @@ def test_all_gather_and_all_to_all():
         shmem.ccl.all_gather(out, x)
         want = torch.cat([value(r, (m, n), dtype) for r in range(size)])
         check(torch.equal(out, want), "all_gather %s" % dtype)
+        for variant in ("persistent", "partitioned", "ring", "pull"):  # Iris's, each ours
+            out.zero_()
+            shmem.barrier()
+            shmem.ccl.all_gather(out, x, config=Config(all_gather_variant=variant,
+                                                       comm_sms=8 * size))
+            check(torch.equal(out, want), "all_gather %s, %s" % (dtype, variant))
         for provider in ("heap", "ipc"):
             inp, _ = shmem.allocate_symmetric((m, n * size), dtype, provider=provider)
             inp.copy_(value(rank, (m, n * size), dtype, k=1))
@@ -255,7 +261,17 @@ def test_refusals():
     raises("distribution", lambda: Config(all_reduce_distribution=2), ValueError, ["striding"])
     raises("block size", lambda: Config(block_size_m=0), ValueError, ["block_size_m"])
     raises("slice", lambda: Config(all_reduce_ring_slice_n=48), ValueError, ["power of two"])
+    raises("gather variant", lambda: Config(all_gather_variant="tree"), ValueError,
+           ["'partitioned'"])
+    raises("all_to_all variant", lambda: Config(all_to_all_variant="x"), ValueError, ["tdm"])
     x, out = shmem.zeros(8), shmem.zeros(9)
+    gathered = shmem.zeros(8 * size)
+    raises("tdm", lambda: shmem.ccl.all_gather(gathered, x, config=Config(
+        all_gather_variant="tdm")), NotImplementedError, ["'persistent'"])
+    if size > 1:  # comm_sms indivisible by the world size
+        raises("partitioned", lambda: shmem.ccl.all_gather(gathered, x, config=Config(
+            all_gather_variant="partitioned", comm_sms=size * 5 + 1)), ValueError,
+               ["divisible"])
     raises("gluon", lambda: shmem.ccl.all_reduce(x, x, config=Config(use_gluon=True)),
            NotImplementedError, ["use_gluon=False"])
     raises("shapes", lambda: shmem.ccl.all_reduce(out, x), SymaddrError, ["input's shape"])

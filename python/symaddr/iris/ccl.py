@@ -18,6 +18,9 @@ Iris's all_reduce variants, and what each runs here:
     "two_shot": algo="twoshot" (output symmetric; else "oneshot", which writes any memory).
     "ring": the nearest, "twoshot" (a reduce-scatter pass and an all-gather pass, as a ring's,
         in two steps instead of 2 (n - 1)).
+Iris's all_gather variants ("persistent", "partitioned", "ring", "pull") each run symaddr's
+allgather, checked as Iris checks them ("partitioned": comm_sms divisible by the world size);
+"tdm", its Gluon kernel's, raises NotImplementedError.
 A variant's Triton kernels reduce "sum", "min" and "max"; "prod" and "avg" run the host
 allreduce whatever the variant. all_reduce_distribution, block sizes, comm_sms, swizzle_size
 and the ring settings are Iris's kernel tuning: they are checked as Iris checks them and do not
@@ -43,6 +46,8 @@ AUTOTUNE = "autotune"  # Iris's marker for a tuned config: symaddr's choice, as 
 
 _VARIANTS = ("atomic", "ring", "two_shot", "one_shot", "spinlock")
 _TRITON_ALGO = {"one_shot": "oneshot", "two_shot": "twoshot", "ring": "twoshot"}
+# Iris's all_gather variants ("tdm": its Gluon kernel's); each runs symaddr's allgather
+_GATHER_VARIANTS = ("persistent", "partitioned", "ring", "pull", "tdm")
 
 
 class ReduceOp(enum.Enum):
@@ -72,6 +77,8 @@ class Config:
     all_reduce_ring_slice_n: Optional[int] = None
     reduce_scatter_variant: str = "two_shot"
     broadcast_variant: str = "auto"
+    all_gather_variant: str = "persistent"
+    all_to_all_variant: str = "default"
 
     def __post_init__(self) -> None:
         if self.num_xcds is None:
@@ -95,6 +102,12 @@ class Config:
         if s <= 0 or self.block_size_n % s or s & (s - 1):
             raise ValueError("all_reduce_ring_slice_n must be a positive power of two dividing "
                              "block_size_n (%d), got %r" % (self.block_size_n, s))
+        if self.all_gather_variant not in _GATHER_VARIANTS:
+            raise ValueError("all_gather_variant must be one of: %s, got %r" % (
+                ", ".join(repr(v) for v in _GATHER_VARIANTS), self.all_gather_variant))
+        if self.all_to_all_variant not in ("default", "tdm"):
+            raise ValueError("all_to_all_variant must be 'default' or 'tdm' (gluon only), got "
+                             "%r" % (self.all_to_all_variant,))
         if self.reduce_scatter_variant not in ("two_shot", "ring_chunked"):
             raise ValueError("reduce_scatter_variant must be 'two_shot' or 'ring_chunked', got "
                              "%r" % (self.reduce_scatter_variant,))
@@ -251,7 +264,15 @@ class CCL:
         0 (torch's all_gather_into_tensor). input symmetric (any provider), output any."""
         call = "symaddr.iris.ccl.all_gather"
         self._group(group, call)
-        self._config(config, call)
+        config = self._config(config, call)
+        variant = getattr(config, "all_gather_variant", "persistent")
+        if variant == "tdm":
+            raise NotImplementedError("%s: all_gather_variant='tdm' is Iris's Gluon kernel; "
+                                      "symaddr has no Gluon kernels: pass 'persistent' (any "
+                                      "variant runs symaddr's allgather)" % call)
+        if variant == "partitioned" and config.comm_sms % self._ctx.size:
+            raise ValueError("comm_sms (%d) must be divisible by world_size (%d) for the "
+                             "partitioned all_gather" % (config.comm_sms, self._ctx.size))
         self._ctx.allgather(input_tensor, output_tensor)
         self._done(async_op)
 
