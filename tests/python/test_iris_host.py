@@ -215,6 +215,36 @@ def test_device_functions():
           "the left neighbour's values")
 
 
+def test_barriers():
+    """barrier(stream=, group=) and device_barrier() as Iris's newer host class has them: a
+    value written before either is what a peer's kernel reads after it; a group of other
+    ranks is refused, naming the remedy."""
+    x = shmem.zeros(5, dtype=torch.int32)
+    for k, wait in enumerate((lambda: shmem.barrier(),
+                              lambda: shmem.barrier(group=None),
+                              lambda: shmem.device_barrier())):
+        x.fill_(10 * k + rank)
+        wait()
+        out = torch.zeros(5, dtype=torch.int32, device=DEV)
+        k_load[(1,)](x, out, 5, rank, (rank + 1) % size, shmem.get_heap_bases(), BLOCK=8)
+        shmem.barrier()
+        check(torch.equal(out.cpu(), torch.full((5,), 10 * k + (rank + 1) % size,
+                                                dtype=torch.int32)), "barrier form %d" % k)
+    for call in (lambda: shmem.barrier(group=object()), lambda: shmem.device_barrier(object())):
+        try:
+            call()
+            raise AssertionError("a group of no ranks passed")
+        except NotImplementedError as e:
+            check("group=pg" in str(e), str(e))
+
+
+@triton.jit
+def k_load(src, out, n, cur, peer, heap_bases, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, iris.load(src + offs, cur, peer, heap_bases, mask=offs < n),
+             mask=offs < n)
+
+
 def test_broadcast():
     """A picklable object and a tensor from a source rank, on every rank."""
     src = size - 1

@@ -161,14 +161,25 @@ class Iris:
         """The symaddr.Context underneath (its collectives, maps and providers)."""
         return self._ctx
 
-    def barrier(self) -> None:
-        """Every rank's work so far is done and visible everywhere (the device synchronised on
-        each side of the ranks' barrier, as Iris's)."""
-        if self._device.type == "cuda":
-            torch.cuda.synchronize(self._device)
+    def barrier(self, stream: Any = None, group: Any = None) -> None:
+        """Every rank's work so far is done and visible everywhere, as Iris's: the device (or
+        only stream, a torch.cuda.Stream) synchronised, then the ranks' barrier. group: None
+        or a torch.distributed group of every rank of this object (for a subgroup make an
+        Iris object over it, iris.iris(heap_size, group=pg))."""
+        self.ccl._group(group, "symaddr.iris.barrier")
+        cuda = self._device.type == "cuda"
+        if cuda:
+            stream.synchronize() if stream is not None else torch.cuda.synchronize(self._device)
         self._ctx.barrier()
-        if self._device.type == "cuda":
+        if cuda:
             torch.cuda.synchronize(self._device)
+
+    def device_barrier(self, group: Any = None) -> None:
+        """Iris's device-side barrier: on torch's current stream, no rank's stream passes it
+        before every rank's stream reached it; no host synchronisation, so a CUDA graph
+        captures it. group as barrier's."""
+        self.ccl._group(group, "symaddr.iris.device_barrier")
+        self._ctx.barrier()
 
     def broadcast(self, value: Any, source_rank: int = 0) -> Any:
         """source_rank's value on every rank (other ranks may pass None), as Iris returns it:
