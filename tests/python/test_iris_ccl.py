@@ -255,6 +255,30 @@ def test_broadcast_and_barrier():
     shmem.barrier()
 
 
+def test_reduce():
+    """reduce to a root other than 0 (sum and max; each of Iris's reduce_variant names, with
+    its preamble's workspace): exact on the root, the other ranks' output left as it was."""
+    src = size - 1
+    x = shmem.zeros(3, 7, dtype=torch.int32)
+    x.copy_(value(rank, (3, 7), torch.int32))
+    every = torch.stack([value(r, (3, 7), torch.int32) for r in range(size)])
+    for variant, op, want in (("two_shot", None, every.sum(0)),
+                              ("one_shot", ReduceOp.MAX, every.max(0).values),
+                              ("ring", ReduceOp.SUM, every.sum(0)),
+                              ("two_phase", "sum", every.sum(0))):
+        out = shmem.full((3, 7), -5, dtype=torch.int32)
+        config = Config(reduce_variant=variant, num_warps=8, barrier_mode="device")
+        ws = shmem.ccl.reduce_preamble(out, x, root=src, config=config)
+        shmem.barrier()
+        shmem.ccl.reduce(out, x, root=src, op=op, config=config, workspace=ws)
+        got = out.cpu()
+        check(torch.equal(got, want.cpu()) if rank == src else
+              torch.equal(got, torch.full((3, 7), -5, dtype=torch.int32)),
+              "reduce %s to rank %d: rank %d's output" % (variant, src, rank))
+    raises("reduce variant", lambda: Config(reduce_variant="tree"), ValueError, ["'one_shot'"])
+    shmem.barrier()
+
+
 def test_refusals():
     """Bad Configs as Iris refuses them; use_gluon; a subgroup; mismatched shapes; a bad op."""
     raises("variant", lambda: Config(all_reduce_variant="tree"), ValueError, ["one_shot"])

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""Iris's collectives (`shmem.ccl`, `from iris.ccl import Config, ReduceOp`) on symaddr's.
+"""Iris's collectives (`shmem.ccl`, `from iris.ccl import Config, ReduceOp`) on symaddr's:
+all_reduce, reduce_scatter, all_gather, all_to_all, reduce, broadcast, barrier.
 
 Each call takes Iris's arguments, order and defaults, and runs a collective of symaddr's:
 - the host collectives of symaddr.Context (C kernels, symaddr_allreduce and its kin) by
@@ -18,7 +19,8 @@ Iris's all_reduce variants, and what each runs here:
     "two_shot": algo="twoshot" (output symmetric; else "oneshot", which writes any memory).
     "ring": the nearest, "twoshot" (a reduce-scatter pass and an all-gather pass, as a ring's,
         in two steps instead of 2 (n - 1)).
-Iris's all_gather variants ("persistent", "partitioned", "ring", "pull") each run symaddr's
+Iris's reduce variants ("one_shot", "two_shot", "ring", "two_phase") each run symaddr's
+reduce. Iris's all_gather variants ("persistent", "partitioned", "ring", "pull") each run symaddr's
 allgather, checked as Iris checks them ("partitioned": comm_sms divisible by the world size);
 "tdm", its Gluon kernel's, raises NotImplementedError.
 A variant's Triton kernels reduce "sum", "min" and "max"; "prod" and "avg" run the host
@@ -48,6 +50,7 @@ _VARIANTS = ("atomic", "ring", "two_shot", "one_shot", "spinlock")
 _TRITON_ALGO = {"one_shot": "oneshot", "two_shot": "twoshot", "ring": "twoshot"}
 # Iris's all_gather variants ("tdm": its Gluon kernel's); each runs symaddr's allgather
 _GATHER_VARIANTS = ("persistent", "partitioned", "ring", "pull", "tdm")
+_REDUCE_VARIANTS = ("one_shot", "two_shot", "ring", "two_phase")  # each runs symaddr's reduce
 
 
 class ReduceOp(enum.Enum):
@@ -79,6 +82,18 @@ class Config:
     broadcast_variant: str = "auto"
     all_gather_variant: str = "persistent"
     all_to_all_variant: str = "default"
+    reduce_variant: str = "two_shot"
+    # Iris's newer kernel tuning (warps, stages, waves, chunking, its barrier's mode): taken
+    # and kept, no effect on what symaddr runs
+    all_reduce_num_warps: int = 8
+    all_reduce_num_stages: int = 1
+    all_reduce_waves_per_eu: int = 1
+    all_reduce_push_chunk_n: int = 0
+    barrier_mode: str = "device"
+    num_stages: int = 1
+    num_warps: int = 4
+    threads_per_warp: Optional[int] = None
+    waves_per_eu: int = 0
 
     def __post_init__(self) -> None:
         if self.num_xcds is None:
@@ -105,6 +120,9 @@ class Config:
         if self.all_gather_variant not in _GATHER_VARIANTS:
             raise ValueError("all_gather_variant must be one of: %s, got %r" % (
                 ", ".join(repr(v) for v in _GATHER_VARIANTS), self.all_gather_variant))
+        if self.reduce_variant not in _REDUCE_VARIANTS:
+            raise ValueError("reduce_variant must be one of: %s, got %r" % (
+                ", ".join(repr(v) for v in _REDUCE_VARIANTS), self.reduce_variant))
         if self.all_to_all_variant not in ("default", "tdm"):
             raise ValueError("all_to_all_variant must be 'default' or 'tdm' (gluon only), got "
                              "%r" % (self.all_to_all_variant,))
@@ -257,6 +275,29 @@ class CCL:
         else:
             self._ctx.reduce_scatter(input_tensor, output_tensor, op=op)
         self._done(async_op)
+
+    def reduce_preamble(self, output_tensor: Any, input_tensor: Any, root: int = 0,
+                        config: Any = None, workspace: Optional[Workspace] = None) -> Workspace:
+        """Check a reduce's arguments (a Workspace to pass to reduce, made before a CUDA
+        graph's capture where the call is captured)."""
+        config = self._config(config, "reduce_preamble")
+        self._same("reduce_preamble", output_tensor, input_tensor)
+        self._ctx._rank_arg(root, "reduce_preamble", "root")
+        return Workspace(tuple(input_tensor.shape), input_tensor.dtype, "host")
+
+    def reduce(self, output_tensor: Any, input_tensor: Any, root: int = 0, op: Any = None,
+               group: Any = None, async_op: bool = False, config: Any = None,
+               workspace: Optional[Workspace] = None) -> Optional[Workspace]:
+        """output on root = op over ranks of input (same shape; input symmetric memory of any
+        provider, output any); other ranks' output is left as it was (Iris, like RCCL, leaves
+        it unspecified). Every reduce_variant runs symaddr's reduce; op as all_reduce's."""
+        call = "symaddr.iris.ccl.reduce"
+        self._group(group, call)
+        self._config(config, call)
+        self._same(call, output_tensor, input_tensor)
+        self._ctx.reduce(input_tensor, output_tensor, op=_op_name(op), root=root)
+        self._done(async_op)
+        return workspace
 
     def all_gather(self, output_tensor: Any, input_tensor: Any, group: Any = None,
                    async_op: bool = False, config: Any = None) -> None:
