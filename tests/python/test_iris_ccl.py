@@ -279,6 +279,30 @@ def test_reduce():
     shmem.barrier()
 
 
+def test_gather_scatter():
+    """gather to and scatter from a root other than 0, Iris's layouts (dimension 0): exact;
+    gather leaves the other ranks' output as it was."""
+    root = size - 1
+    x = shmem.zeros(2, 5, dtype=torch.int32)
+    x.copy_(value(rank, (2, 5), torch.int32))
+    out = shmem.full((2 * size, 5), -3, dtype=torch.int32)
+    shmem.barrier()
+    shmem.ccl.gather(out, x, dst=root, config=Config(block_size_m=32, block_size_n=64))
+    want = torch.cat([value(r, (2, 5), torch.int32) for r in range(size)]).cpu()
+    check(torch.equal(out.cpu(), want if rank == root else torch.full_like(want, -3)),
+          "gather to rank %d: rank %d's output" % (root, rank))
+    whole = shmem.zeros(2 * size, 5, dtype=torch.int32)
+    if rank == root:
+        whole.copy_(torch.arange(10 * size, dtype=torch.int32, device=DEV).reshape(-1, 5))
+    mine = shmem.zeros(2, 5, dtype=torch.int32)
+    shmem.barrier()
+    shmem.ccl.scatter(mine, whole, src=root)
+    check(torch.equal(mine.cpu(), torch.arange(10 * rank, 10 * rank + 10,
+                                               dtype=torch.int32).reshape(2, 5)),
+          "scatter from rank %d: rank %d's rows" % (root, rank))
+    shmem.barrier()
+
+
 def test_refusals():
     """Bad Configs as Iris refuses them; use_gluon; a subgroup; mismatched shapes; a bad op."""
     raises("variant", lambda: Config(all_reduce_variant="tree"), ValueError, ["one_shot"])

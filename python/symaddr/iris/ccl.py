@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """Iris's collectives (`shmem.ccl`, `from iris.ccl import Config, ReduceOp`) on symaddr's:
-all_reduce, reduce_scatter, all_gather, all_to_all, reduce, broadcast, barrier.
+all_reduce, reduce_scatter, all_gather, all_to_all, reduce, gather, scatter, broadcast, barrier.
 
 Each call takes Iris's arguments, order and defaults, and runs a collective of symaddr's:
 - the host collectives of symaddr.Context (C kernels, symaddr_allreduce and its kin) by
@@ -298,6 +298,28 @@ class CCL:
         self._ctx.reduce(input_tensor, output_tensor, op=_op_name(op), root=root)
         self._done(async_op)
         return workspace
+
+    def gather(self, output_tensor: Any, input_tensor: Any, dst: int = 0, group: Any = None,
+               async_op: bool = False, config: Any = None) -> None:
+        """output (world * M, ...) on dst = every rank's input (M, ...) in rank order, along
+        dimension 0; other ranks' output is left as it was. input symmetric (any provider),
+        output any."""
+        call = "symaddr.iris.ccl.gather"
+        self._group(group, call)
+        self._config(config, call)
+        self._ctx.gather(input_tensor, output_tensor, root=dst)
+        self._done(async_op)
+
+    def scatter(self, output_tensor: Any, input_tensor: Any, src: int = 0, group: Any = None,
+                async_op: bool = False, config: Any = None) -> None:
+        """output (M, ...) on rank r = rows [r * M, (r + 1) * M) of src's input (world * M,
+        ...), which every rank allocates alike (symmetric memory, any provider; only src's
+        is read). output any."""
+        call = "symaddr.iris.ccl.scatter"
+        self._group(group, call)
+        self._config(config, call)
+        self._ctx.scatter(input_tensor, output_tensor, root=src)
+        self._done(async_op)
 
     def all_gather(self, output_tensor: Any, input_tensor: Any, group: Any = None,
                    async_op: bool = False, config: Any = None) -> None:
