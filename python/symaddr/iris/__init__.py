@@ -17,6 +17,9 @@ tensors, every op, captured by CUDA graphs. Fused ops: shmem.ops (symaddr.iris.o
 matmul_all_reduce, all_gather_matmul, matmul_all_gather, matmul_reduce_scatter) on
 symaddr.ops' kernels.
 
+torch.compile: symaddr.iris.compile.functional_collectives (Iris's setup and
+torch.ops.iris.all_reduce, all_gather, reduce_scatter) on torch.ops.symaddr's ops.
+
 Device objects: Iris's DeviceContext, also named TritonContext (initialize(context_tensor, rank, world_size), then
 ctx.load/store/get/put/copy/atomic_*), over get_device_context() (the heap) or
 get_device_context(t) (any allocation's own table), validated as the explicit form."""
