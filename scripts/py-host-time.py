@@ -64,9 +64,13 @@ if gpu:  # what a real call adds to the package's work, each alone
     import ctypes
     index = lib.collectives["allreduce"][0]
     stream = torch._C._cuda_getCurrentRawStream(x.get_device())
+    slow = getattr(lib, "symaddr_collective_run_at_ctypes", real)
     times += [(name, best(fn)) for name, fn in (
-        ("ctypes: symaddr_collective_run_at(NULL, ...) refused",
+        ("%s: symaddr_collective_run_at(NULL, ...) refused" % (
+            "the compiled call" if lib.fast else "ctypes"),
          lambda: real(None, index, x.data_ptr(), y.data_ptr(), a.n, 0, 0, 0, stream, b"f", 1)),
+        ("ctypes: symaddr_collective_run_at(NULL, ...) refused",
+         lambda: slow(None, index, x.data_ptr(), y.data_ptr(), a.n, 0, 0, 0, stream, b"f", 1)),
         ("torch._C._cuda_getCurrentRawStream(device)",
          lambda: torch._C._cuda_getCurrentRawStream(x.get_device())))]
     # the real C collective (8 B) through ctypes: its host time a call (200 calls, then a

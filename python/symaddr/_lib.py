@@ -166,6 +166,34 @@ def mpi_mismatch(lib: Any, mpi: Any) -> None:
                 ".`)" % (running[:60], getattr(lib, "_name", "?"), lib.abi["mpi"]["header"]))
 
 
+def _fast_calls(lib, path):
+    """Put the compiled module _fast (python/symaddr/_fast.c) in ctypes' place for the hot call,
+    symaddr_collective_run_at, where one built for this interpreter lies beside the library
+    (the wheel's package folder, a build folder): ctypes' conversion of its eleven arguments
+    is most of what Python adds to a small collective. Its path, or None (ctypes stays):
+    none there, or SYMADDR_NO_FAST_CALL=1."""
+    if os.environ.get("SYMADDR_NO_FAST_CALL", "0") not in ("", "0"):
+        return None
+    import importlib.machinery
+    import importlib.util
+    folder = os.path.dirname(os.path.abspath(path))
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        where = os.path.join(folder, "_fast" + suffix)
+        if not os.path.exists(where):
+            continue
+        try:
+            spec = importlib.util.spec_from_file_location("symaddr._fast", where)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except ImportError:  # another build's (a sanitizer's): ctypes serves
+            return None
+        f = lib.symaddr_collective_run_at
+        lib.symaddr_collective_run_at = module.bind(ctypes.cast(f, ctypes.c_void_p).value)
+        lib.symaddr_collective_run_at_ctypes = f
+        return where
+    return None
+
+
 def load(path=None, mpi=None):
     """libsymaddr as a ctypes library, with .abi (the parsed symaddr_abi_json), the structs
     .Config, .Map and .Buffer, and the prototypes the package uses. Loaded once per path.
@@ -239,6 +267,7 @@ def load(path=None, mpi=None):
     for name, (res, args) in protos.items():
         f = getattr(lib, name)
         f.restype, f.argtypes = res, args
+    lib.fast = _fast_calls(lib, path)
     # array dtype name -> symaddr_dtype_t
     lib.dtypes = {ARRAY_NAMES.get(k, k): v for k, v in abi["dtype"].items()}
     # collective name -> (its index for symaddr_collective_run_at, its SYMADDR_COLLECTIVE_* flags)

@@ -775,6 +775,90 @@ def test_two_threads_staged():
     short.close()
 
 
+def test_fast_call():
+    """The compiled call (python/symaddr/_fast.c) in ctypes' place for
+    symaddr_collective_run_at: in use where the build made it (SYMADDR_TEST_FAST_CALL=1, set
+    by meson), off with SYMADDR_NO_FAST_CALL=1; the same results as ctypes' call of the same
+    function, exact against mpi4py's; its arguments refused as ctypes refuses them; and the GIL
+    released while the call waits for a late peer (a thread of this rank runs meanwhile)."""
+    import threading
+    import time
+    import types
+    from symaddr import _lib
+    lib = ctx._lib
+    want_fast = os.environ.get("SYMADDR_TEST_FAST_CALL")
+    if want_fast is not None:
+        check(bool(lib.fast) == (want_fast == "1"), "the compiled call: %r, the build made "
+              "it: %s" % (lib.fast, want_fast))
+    if not lib.fast:
+        return
+    fast, slow = lib.symaddr_collective_run_at, lib.symaddr_collective_run_at_ctypes
+    index, code = lib.collectives["allreduce"][0], lib.dtypes["int32"]
+    x, _ = ctx.allocate_symmetric(37, np.int32)
+    y, _ = ctx.allocate_symmetric(37, np.int32)
+    x[:] = np.arange(37) * (rank + 3) - 11
+    want = mpi_allreduce(x, MPI.SUM)
+    for f in (fast, slow):
+        y[:] = -1
+        status = f(ctx._h, index, x.data_ptr(), y.data_ptr(), 37, code, 0, 0, None, b"t.py", 7)
+        check(status == 0 and np.array_equal(y, want), "%s: status %d, %d of 37 exact" % (
+            f, status, np.sum(y == want)))
+    # a refusal of the library, the same from both (no context: INVALID_ARG, nothing runs)
+    same = (None, index, x.data_ptr(), y.data_ptr(), 37, code, 0, 0, None, b"t.py", 7)
+    check(fast(*same) == slow(*same) == sa.STATUS["SYMADDR_ERR_INVALID_ARG"],
+          "a NULL context: %d and %d" % (fast(*same), slow(*same)))
+    for args, kind in (((None, index, "x", 0, 1, code, 0, 0, None, b"f", 1), TypeError),
+                       ((None, index, 0, 0, -1, code, 0, 0, None, b"f", 1), OverflowError),
+                       ((None, 1 << 40, 0, 0, 1, code, 0, 0, None, b"f", 1), OverflowError),
+                       ((None, index, 0, 0, 1, code, 0, 0, None, "f", 1), TypeError),
+                       ((None, index), TypeError)):
+        try:
+            fast(*args)
+            raise AssertionError("fast call of %r returned" % (args,))
+        except kind:
+            pass
+    # the loader: SYMADDR_NO_FAST_CALL=1 leaves ctypes' call
+    stand_in = types.SimpleNamespace(symaddr_collective_run_at=slow)
+    os.environ["SYMADDR_NO_FAST_CALL"] = "1"
+    try:
+        check(_lib._fast_calls(stand_in, os.path.join(os.path.dirname(lib.fast), "libx.so"))
+              is None and stand_in.symaddr_collective_run_at is slow, "SYMADDR_NO_FAST_CALL=1")
+    finally:
+        del os.environ["SYMADDR_NO_FAST_CALL"]
+    check(_lib._fast_calls(stand_in, os.path.join(os.path.dirname(lib.fast), "libx.so"))
+          == lib.fast and stand_in.symaddr_collective_run_at is not slow, "the loader")
+    # the GIL: rank 0 waits in the call for rank 1, which comes 1 s late; rank 0's thread
+    # steps meanwhile (held, the GIL would stop it for the whole wait: its longest gap between
+    # two steps would be about 1 s, where released it is the interpreter's switch interval)
+    gap, stop = [0.0], threading.Event()
+
+    def step():
+        last = time.monotonic()
+        while not stop.is_set():
+            now = time.monotonic()
+            gap[0] = max(gap[0], now - last)
+            last = now
+    comm.Barrier()
+    t = threading.Thread(target=step)
+    if rank == 0:
+        t.start()
+    elif rank == 1:
+        time.sleep(1.0)
+    y[:] = -1
+    start = time.monotonic()
+    ctx.allreduce(x, y)
+    waited = time.monotonic() - start
+    stop.set()
+    if rank == 0:
+        t.join(10)
+    check(np.array_equal(y, want), "the late call: exact")
+    if rank == 0:
+        check(waited > 0.8 and gap[0] < 0.5, "the call waited %.2f s for a peer, and a thread "
+              "of this rank stood still for %.2f s at most: the GIL was held" % (waited, gap[0]))
+    ctx.free(x)
+    ctx.free(y)
+
+
 def test_bench_arguments():
     """python -m symaddr.bench refuses what it cannot time: a count of 0 or less (--iters -5
     printed negative times as a goal met, --rounds 0 inf), bytes that are no whole f32
@@ -855,6 +939,7 @@ cases.run("two threads in staged collectives", test_two_threads_staged)
 cases.run("messages name the argument and what is allowed", test_messages_name_the_argument)
 cases.run("a staged recv on one rank at the workspace's growth", test_workspace_growth_mixed)
 cases.run("read-only buffers are not written", test_read_only_recv)
+cases.run("the compiled call in ctypes' place", test_fast_call)
 cases.run("python -m symaddr.bench's arguments", test_bench_arguments)
 cases.run("an mpi4py of another MPI is refused", test_other_mpi_refused)
 ctx.close()
