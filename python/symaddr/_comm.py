@@ -16,6 +16,31 @@ from ._staging import Staging
 _ND_SIZE = HostArray.__base__.size.__get__ if HostArray is not None else None  # ndarray's
 
 
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def place(frame, files):
+    """The place a collective was called from that validation compares across ranks: the
+    first frame outside symaddr's package and torch's (shmem.ccl, the fused ops, a torch
+    custom op's dispatch all call from one line of their own, which would match whatever
+    their callers did), and its file as bytes. files caches each code object's answer: its
+    file, or False for a frame passed over."""
+    while True:
+        code = frame.f_code
+        where = files.get(code)
+        if where is None:
+            torch = sys.modules.get("torch")
+            inside = (_PACKAGE,) if torch is None else (
+                _PACKAGE, os.path.dirname(os.path.abspath(torch.__file__)) + os.sep)
+            where = files[code] = (False if os.path.abspath(code.co_filename).startswith(inside)
+                                   else os.fsencode(code.co_filename))
+        if where is not False:
+            return frame, where
+        if frame.f_back is None:  # the whole stack is symaddr's or torch's
+            return frame, os.fsencode(code.co_filename)
+        frame = frame.f_back
+
+
 def contiguous(a, what="this call", role="the array"):
     if is_torch(a):
         ok = a.is_contiguous()
@@ -252,10 +277,9 @@ class Communication(Staging):
                            "at any offset will do) or register it with ctx.import_(array); recv "
                            "may be any array or tensor on the context's device" % call)
             caller = sys._getframe(2)  # the caller: _collective <- Context.<name> <- it
-            code_obj = caller.f_code
-            where = self._files.get(code_obj)
-            if where is None:
-                where = self._files[code_obj] = os.fsencode(code_obj.co_filename)
+            where = self._files.get(caller.f_code)
+            if not where:  # not seen yet, or symaddr's own (ccl, ops) or torch's dispatch
+                caller, where = place(caller, self._files)
             staged = r is None or r != s and (known.get(r) or self._lookup(r))[0] != 0
             # recv's bytes, the workspace's size wherever one may be needed
             nbytes = nbytes_of(send) // n_send * n_recv if n_send and (staged or rooted) else 0
@@ -268,7 +292,7 @@ class Communication(Staging):
                                    getattr(send, "device", "the host")))
         except SymaddrError:
             if self.validating:  # the peers learn it through the call's agreement, and raise
-                self._refused_here(index, sys._getframe(2))
+                self._refused_here(index, place(sys._getframe(2), self._files)[0])
             raise
         # every rank grows the workspace alike (collective): where it stages (every rank
         # passes a recv of one kind: validation compares the places), and in a rooted call

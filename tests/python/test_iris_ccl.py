@@ -340,6 +340,49 @@ def test_functional_collectives():
     shmem.barrier()
 
 
+def _all_reduce_here(out, x, **kw):
+    shmem.ccl.all_reduce(out, x, **kw)  # the only line this helper calls from
+
+
+def _all_gather_here(out, x):
+    shmem.ccl.all_gather(out, x)  # the only line this helper calls from
+
+
+def test_skipped_ccl_call_found():
+    """Under SYMADDR_VALIDATE, ranks compare the place each called a shmem.ccl collective
+    from (the caller's file and line): a rank that calls it from another line than its peers
+    (it skipped one of theirs) is refused with SYMADDR_ERR_MISMATCH on every rank, naming this
+    file, and out keeps its data: all_reduce (its direct path and, with op=, the general one)
+    and all_gather. Before, every ccl call named one line of ccl.py, so it passed."""
+    if not shmem.context.validating:
+        return "SKIP: validation is off (run with SYMADDR_VALIDATE=1)"
+    if size < 2:
+        return "SKIP: one rank"
+    x = shmem.zeros((5, 7), dtype=torch.float32)
+    out = shmem.full((5, 7), -7.0, dtype=torch.float32)
+    g = shmem.full((5 * size, 7), -7.0, dtype=torch.float32)
+    x.copy_(value(rank, (5, 7), torch.float32))
+    shmem.barrier()
+    for what, here, there, written in (
+            ("all_reduce", lambda: _all_reduce_here(out, x),
+             lambda: shmem.ccl.all_reduce(out, x), out),
+            ("all_reduce(op=MAX)", lambda: _all_reduce_here(out, x, op=ReduceOp.MAX),
+             lambda: shmem.ccl.all_reduce(out, x, op=ReduceOp.MAX), out),
+            ("all_gather", lambda: _all_gather_here(g, x), lambda: shmem.ccl.all_gather(g, x),
+             g)):
+        try:
+            there() if rank == 1 else here()
+            raise AssertionError("%s: the call rank 1 made from another line passed" % what)
+        except SymaddrError as e:
+            check(e.name == "SYMADDR_ERR_MISMATCH" and "test_iris_ccl.py:" in str(e),
+                  "%s, skipped call: %s" % (what, e))
+        check(bool((written == -7).all()), "%s: a refused call wrote its output" % what)
+    _all_reduce_here(out, x)  # every rank, one line: exact
+    check(torch.equal(out, sum(value(r, (5, 7), torch.float32) for r in range(size))),
+          "after the refusal")
+    shmem.barrier()
+
+
 def test_refusals():
     """Bad Configs as Iris refuses them; use_gluon; a subgroup; mismatched shapes; a bad op."""
     raises("variant", lambda: Config(all_reduce_variant="tree"), ValueError, ["one_shot"])

@@ -270,6 +270,33 @@ def test_reduce_overhead():
     ctx.free(x)
 
 
+def _all_reduce_here(x):
+    return S.all_reduce(x, "sum", G)  # the only line this helper calls from
+
+
+def test_skipped_op_found():
+    """Under SYMADDR_VALIDATE, ranks compare the place each called torch.ops.symaddr.all_reduce
+    from: past torch's dispatcher and symaddr's own op, the caller's line. A rank that calls it
+    from another line than its peers is refused with SYMADDR_ERR_MISMATCH on every rank naming
+    this file (before, every call named one line of symaddr's ops, so it passed)."""
+    if not ctx.validating:
+        return "SKIP: validation is off (run with SYMADDR_VALIDATE=1)"
+    if size < 2:
+        return "SKIP: one rank"
+    sym, _ = ctx.allocate_symmetric((3, 5), torch.float32)
+    sym.copy_(ints(rank, (3, 5)).to(DEV))
+    try:
+        S.all_reduce(sym, "sum", G) if rank == 1 else _all_reduce_here(sym)
+        raise AssertionError("the call rank 1 made from another line passed")
+    except symaddr.SymaddrError as e:
+        check(e.name == "SYMADDR_ERR_MISMATCH" and "test_torch_ops.py:" in str(e),
+              "skipped call: %s" % e)
+    got = _all_reduce_here(sym)  # every rank, one line: exact
+    check(torch.equal(got.cpu(), sum(ints(r, (3, 5)) for r in range(size))), "after it")
+    ctx.sync()
+    ctx.free(sym)
+
+
 def test_bad_group():
     """A group name of no open context is refused, saying what to pass."""
     try:

@@ -186,7 +186,9 @@ def _k_gathered(a, a_pb, team, b, out, M, N, KL, N_RANKS: tl.constexpr, BM: tl.c
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for i in range(0, N_RANKS):
             r = (team.rank + i) % N_RANKS  # each rank starts at its own slice
-            rows = team_translate(a + rm * KL, r, a_pb, team, ALIGNED)
+            # a masked row (past M) reads nothing: row 0's pointer, within a (validation
+            # checks each lane's translation, and refused one past a's end)
+            rows = team_translate(a + tl.where(rm < M, rm, 0) * KL, r, a_pb, team, ALIGNED)
             acc += _gemm_tile(rows, rm < M, b + r * KL * N, rn, N, KL, BK)
         tl.store(out + rm[:, None] * N + rn[None, :], acc.to(out.dtype.element_ty),
                  mask=(rm[:, None] < M) & (rn[None, :] < N))
