@@ -340,6 +340,63 @@ def test_functional_collectives():
     shmem.barrier()
 
 
+def test_subgroups():
+    """all_reduce (sum, max; in place), reduce_scatter (both forms), all_gather and all_to_all
+    over torch.distributed subgroups of the Iris object's ranks (strided: even and odd ranks;
+    consecutive: the first two and the rest), exact against references computed here; a call
+    that takes no subgroup raises NotImplementedError, and extract_group_info says where a
+    rank is. Needs torch.distributed (torchrun) and 3 ranks."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_initialized():
+        return "SKIP: torch.distributed is not initialised (run under torchrun)"
+    if size < 3:
+        return "SKIP: a subgroup of some ranks needs 3"
+    from symaddr.iris.ccl.utils import extract_group_info
+    strided = [dist.new_group(list(range(k, size, 2))) for k in (0, 1)]
+    consecutive = [dist.new_group([0, 1]), dist.new_group(list(range(2, size)))]
+    for groups in (strided, consecutive):
+        group = next(g for g in groups if rank in dist.get_process_group_ranks(g))
+        ranks = dist.get_process_group_ranks(group)
+        g, i = len(ranks), ranks.index(rank)
+        info = extract_group_info(group, shmem)
+        check(info[:3] == (i, rank, g), "extract_group_info: %s in %s" % (info, ranks))
+        for dt in (torch.float32, torch.bfloat16):
+            def sym(shape, fill):  # the same allocation on every rank, whatever its group
+                whole = shmem.full((6 * 4 * size * size,), fill, dtype=dt)
+                n = 1
+                for d in shape:
+                    n *= d
+                return whole[:n].view(shape)
+            x = sym((6, 4 * g), 0)
+            x.copy_(value(rank, (6, 4 * g), dt))
+            mine = [value(r, (6, 4 * g), dt).float() for r in ranks]
+            out = sym((6, 4 * g), -7.0)
+            shmem.ccl.all_reduce(out, x, group=group)
+            check(torch.equal(out.float(), sum(mine)), "%s %s: all_reduce" % (ranks, dt))
+            shmem.ccl.all_reduce(out, x, op=ReduceOp.MAX, group=group,
+                                 config=Config(all_reduce_variant="two_shot"))
+            check(torch.equal(out.float(), torch.stack(mine).amax(0)),
+                  "%s %s: all_reduce max" % (ranks, dt))
+            part = sym((24,), -7.0)
+            shmem.ccl.reduce_scatter(part, x, group=group)
+            check(torch.equal(part.float(), sum(mine).reshape(-1)[i * 24:(i + 1) * 24]),
+                  "%s %s: reduce_scatter, torch's form" % (ranks, dt))
+            gathered = sym((6 * g, 4 * g), -7.0)
+            shmem.ccl.all_gather(gathered, x, group=group)
+            check(torch.equal(gathered.float(), torch.cat(mine)), "%s %s: all_gather" % (
+                ranks, dt))
+            a2a = sym((6, 4 * g), -7.0)
+            shmem.ccl.all_to_all(a2a, x, group=group)
+            want = torch.cat([mine[j][:, i * 4:(i + 1) * 4] for j in range(g)], dim=1)
+            check(torch.equal(a2a.float(), want), "%s %s: all_to_all" % (ranks, dt))
+            shmem.ccl.all_reduce(x, x, group=group)  # in place
+            check(torch.equal(x.float(), sum(mine)), "%s %s: all_reduce in place" % (ranks, dt))
+        raises("broadcast over a subgroup", lambda: shmem.ccl.broadcast(x, src=0, group=group),
+               NotImplementedError, ["all_reduce, reduce_scatter", "iris.iris(heap_size, "
+                                     "group=pg)"])
+    shmem.barrier()
+
+
 def _all_reduce_here(out, x, **kw):
     shmem.ccl.all_reduce(out, x, **kw)  # the only line this helper calls from
 

@@ -32,8 +32,14 @@ kernels: use_gluon=False runs symaddr's).
 async_op=False waits for the result on the current stream (as Iris's barrier at the end); True
 returns at once, stream-ordered. Neither synchronises while the stream is being captured, so a
 call with a workspace made before capture replays from a CUDA graph with no host step. group:
-None or a torch.distributed group of every rank of the context (symaddr's collectives run over
-the context's ranks; make an Iris object over a subgroup with iris.iris(heap_size, group=pg))."""
+None or a torch.distributed group of every rank of the context, which run symaddr's
+collectives; or, for all_reduce, reduce_scatter, all_gather and all_to_all, a subgroup (a
+torch.distributed group of some of the object's ranks, as Iris's process-group tests make
+them, torch.distributed initialised before iris.iris()): each member reads the others' inputs
+where they lie and reduces or gathers them with torch's ops, between two barriers of the group
+(torch.distributed's, on the host: synchronous, not capturable, whatever async_op; every op;
+any variant). For the other calls, and for speed, make an Iris object over the subgroup with
+iris.iris(heap_size, group=pg), whose calls run symaddr's collectives."""
 import enum
 import sys
 from dataclasses import dataclass
@@ -142,6 +148,11 @@ class Workspace:
     runs: str  # "host" or a symaddr.triton.collectives algorithm
 
 
+def torch_stack(parts: list, dim: int = 0) -> Any:
+    import torch
+    return torch.stack(parts, dim)
+
+
 def _op_name(op: Any) -> str:
     if op is None:
         return "sum"
@@ -158,12 +169,27 @@ def _op_name(op: Any) -> str:
                      "torch.distributed.ReduceOp's, or their names" % (op,))
 
 
+def _global_ranks(ctx: Any) -> Optional[list]:
+    """torch.distributed's global rank of each rank of ctx (by ctx's rank), where
+    torch.distributed is initialised as the Iris object is made (collective, as that is);
+    else None."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    group = getattr(ctx._ranks, "group", None)  # a context over a torch.distributed group
+    if group is not None:
+        return list(dist.get_process_group_ranks(group))
+    comm = getattr(ctx._ranks, "comm", None)  # over MPI: its ranks tell theirs
+    return list(comm.allgather(dist.get_rank())) if comm is not None else None
+
+
 class CCL:
     """shmem.ccl: Iris's collectives over this Iris object's context (see the module)."""
 
     def __init__(self, iris: Any) -> None:
         self._iris = iris
         self._staging = {}  # (shape, dtype) -> heap tensors of all_to_all's blocks
+        self._globals = _global_ranks(iris.context)  # a subgroup's ranks, matched (_members)
 
     # -- helpers ---------------------------------------------------------------------------
     @property
@@ -171,18 +197,80 @@ class CCL:
         return self._iris.context
 
     def _group(self, group: Any, call: str) -> None:
+        """A call that runs over every rank of the Iris object only: group None, or a group
+        of them all; a subgroup raises NotImplementedError naming what takes one."""
+        if self._members(group, call) is not None:
+            raise NotImplementedError(
+                "%s(group=<a subgroup>): symaddr.iris runs all_reduce, reduce_scatter, "
+                "all_gather and all_to_all over a subgroup; for this call make an Iris object "
+                "over the subgroup, iris.iris(heap_size, group=pg), and call its ccl" % call)
+
+    def _members(self, group: Any, call: str) -> Optional[list]:
+        """None for every rank of the Iris object (group None, or a group of them all in
+        their order), else the ranks of this object (its context's) in group, in the group's
+        order, this rank among them."""
         if group is None:
-            return
+            return None
         dist = sys.modules.get("torch.distributed")
         try:
-            n = dist.get_world_size(group)
+            ranks = list(dist.get_process_group_ranks(group))
         except Exception:  # noqa: BLE001  (not a group torch knows)
-            n = None
-        if n != self._ctx.size:
             raise NotImplementedError(
-                "%s(group=%r): symaddr's collectives run over the Iris object's ranks (%d); "
-                "for a subgroup make an Iris object over it, iris.iris(heap_size, group=pg), "
-                "and call its ccl" % (call, group, self._ctx.size))
+                "%s(group=%r): pass None or a torch.distributed group (dist.new_group); for "
+                "another kind of group make an Iris object over it, iris.iris(heap_size, "
+                "group=pg)" % (call, group)) from None
+        size = self._ctx.size
+        if self._globals is None:
+            if ranks == list(range(size)) and dist.get_world_size() == size:
+                return None  # torch's world is this object's
+            raise NotImplementedError(
+                "%s(group=...): torch.distributed was not initialised when this Iris object "
+                "was made, so its ranks cannot be matched with the group's: initialise it "
+                "first (torch.distributed.init_process_group), then iris.iris()" % call)
+        where = {g: i for i, g in enumerate(self._globals)}
+        outside = [g for g in ranks if g not in where]
+        if outside:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: ranks %s of the group are not ranks of "
+                       "this Iris object (global ranks %s)" % (call, outside, self._globals))
+        members = [where[g] for g in ranks]
+        if self._ctx.rank not in members:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: this rank (%d) is not in the group %s: "
+                       "call it on the group's ranks only" % (call, self._ctx.rank, ranks))
+        return None if members == list(range(size)) else members
+
+    def _in_group(self, group: Any, call: str, input_tensor: Any, compute: Any,
+                  output: Any) -> None:
+        """output = compute(views) over a subgroup, views[r] rank r's input (its peer view):
+        read once every member's input is complete (the stream synchronised, then the group's
+        torch.distributed barrier), and written to output after a second barrier, when no
+        member still reads (output may be the input, in place). Synchronous (async_op is
+        moot), and never captured: the barriers are the host's."""
+        if _capturing():
+            raise _err("SYMADDR_ERR_UNSUPPORTED", "%s(group=<a subgroup>) synchronises the "
+                       "group's ranks on the host (torch.distributed.barrier): a CUDA graph "
+                       "cannot capture it; capture calls over every rank, or make an Iris "
+                       "object over the subgroup, iris.iris(heap_size, group=pg)" % call)
+        views = self._iris.peer_views(input_tensor)
+        dist = sys.modules["torch.distributed"]
+        self._ctx.sync()
+        dist.barrier(group=group)
+        result = compute(views)
+        self._ctx.sync()
+        dist.barrier(group=group)
+        output.copy_(result)
+        self._ctx.sync()
+
+    @staticmethod
+    def _reduced(parts: list, op: str) -> Any:
+        """op over parts (tensors of one shape), elementwise."""
+        import torch
+        stacked = torch.stack(parts)
+        if op in ("sum", "avg"):
+            total = stacked.sum(0)
+            return total / len(parts) if op == "avg" else total
+        if op == "prod":
+            return stacked.prod(0)
+        return stacked.amin(0) if op == "min" else stacked.amax(0)
 
     @staticmethod
     def _config(config: Any, call: str) -> Any:
@@ -249,10 +337,15 @@ class CCL:
                 self._done(False)
             return workspace
         call = "symaddr.iris.ccl.all_reduce"
-        self._group(group, call)
+        members = self._members(group, call)
         config = self._config(config, call)
         op = _op_name(op)
         self._same(call, output_tensor, input_tensor)
+        if members is not None:  # a subgroup: any variant reduces the members' inputs
+            self._in_group(group, call, input_tensor,
+                           lambda views: self._reduced([views[r] for r in members], op),
+                           output_tensor)
+            return workspace
         runs = self._plan(output_tensor, input_tensor, op, config)
         if runs == "host":
             self._ctx.allreduce(input_tensor, output_tensor, op=op)
@@ -270,9 +363,24 @@ class CCL:
         all_reduce_distribution assigns to this rank and leaves the rest unspecified: a
         superset of it)."""
         call = "symaddr.iris.ccl.reduce_scatter"
-        self._group(group, call)
+        members = self._members(group, call)
         self._config(config, call)
         op = _op_name(op)
+        if members is not None:  # a subgroup: reduced from the members' inputs
+            n, g = output_tensor.numel(), len(members)
+            same = tuple(output_tensor.shape) == tuple(input_tensor.shape)
+            if not same and input_tensor.numel() != n * g:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: input has %d elements, output %d: "
+                           "pass an output of input's shape (Iris's form) or of 1/%d of its "
+                           "elements (torch's)" % (call, input_tensor.numel(), n, g))
+            i = members.index(self._ctx.rank)
+
+            def compute(views):
+                full = self._reduced([views[r] for r in members], op)
+                return full if same else full.reshape(-1)[i * n:(i + 1) * n]
+            self._in_group(group, call, input_tensor, compute, output_tensor.view(-1)
+                           if not same else output_tensor)
+            return
         if tuple(output_tensor.shape) == tuple(input_tensor.shape):
             self._ctx.allreduce(input_tensor, output_tensor, op=op)
         else:
@@ -329,7 +437,7 @@ class CCL:
         """output (world * M, ...) = every rank's input (M, ...) in rank order, along dimension
         0 (torch's all_gather_into_tensor). input symmetric (any provider), output any."""
         call = "symaddr.iris.ccl.all_gather"
-        self._group(group, call)
+        members = self._members(group, call)
         config = self._config(config, call)
         variant = getattr(config, "all_gather_variant", "persistent")
         if variant == "tdm":
@@ -339,6 +447,17 @@ class CCL:
         if variant == "partitioned" and config.comm_sms % self._ctx.size:
             raise ValueError("comm_sms (%d) must be divisible by world_size (%d) for the "
                              "partitioned all_gather" % (config.comm_sms, self._ctx.size))
+        if members is not None:  # a subgroup: the members' inputs in the group's order
+            if output_tensor.numel() != input_tensor.numel() * len(members) or \
+                    output_tensor.dtype != input_tensor.dtype:
+                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: output %s %s, input %s %s: pass an "
+                           "output of %d times input's rows, of its dtype" % (
+                               call, tuple(output_tensor.shape), output_tensor.dtype,
+                               tuple(input_tensor.shape), input_tensor.dtype, len(members)))
+            self._in_group(group, call, input_tensor,
+                           lambda views: torch_stack([views[r] for r in members]),
+                           output_tensor.view(len(members), *input_tensor.shape))
+            return
         self._ctx.allgather(input_tensor, output_tensor)
         self._done(async_op)
 
@@ -350,16 +469,23 @@ class CCL:
         the first call of each shape and dtype, kept for the next: collective), moved by the
         library's all-to-all, and put back."""
         call = "symaddr.iris.ccl.all_to_all"
-        self._group(group, call)
+        members = self._members(group, call)
         self._config(config, call)
         self._same(call, output_tensor, input_tensor)
-        world = self._ctx.size
+        world = self._ctx.size if members is None else len(members)
         rows = input_tensor.reshape(-1, input_tensor.shape[-1]) if input_tensor.dim() else None
         if rows is None or rows.shape[1] % world:
             raise _err("SYMADDR_ERR_INVALID_ARG", "%s: input %s: its last dimension must split "
                        "into %d column blocks (one per rank)" % (call, tuple(input_tensor.shape),
                                                                  world))
         m, n = rows.shape[0], rows.shape[1] // world
+        if members is not None:  # a subgroup: block i of member j's input is this rank's
+            i = members.index(self._ctx.rank)  # (i its place in the group)
+            self._in_group(group, call, input_tensor,
+                           lambda views: torch_stack([views[r].reshape(m, world, n)[:, i, :]
+                                                      for r in members], 1),
+                           output_tensor.view(m, world, n))
+            return
         key = (m, n, input_tensor.dtype)
         if key not in self._staging:
             self._staging[key] = (self._iris.empty(world, m, n, dtype=input_tensor.dtype),
