@@ -827,9 +827,10 @@ def test_fast_call():
         del os.environ["SYMADDR_NO_FAST_CALL"]
     check(_lib._fast_calls(stand_in, os.path.join(os.path.dirname(lib.fast), "libx.so"))
           == lib.fast and stand_in.symaddr_collective_run_at is not slow, "the loader")
-    # the GIL: rank 0 waits in the call for rank 1, which comes 1 s late; rank 0's thread
+    # the GIL: rank 0 waits in the call for rank 1, which comes 2 s late; rank 0's thread
     # steps meanwhile (held, the GIL would stop it for the whole wait: its longest gap between
-    # two steps would be about 1 s, where released it is the interpreter's switch interval)
+    # two steps would be the whole wait, where released it is the interpreter's switch
+    # interval, or what a loaded machine adds to it)
     gap, stop = [0.0], threading.Event()
 
     def step():
@@ -843,7 +844,7 @@ def test_fast_call():
     if rank == 0:
         t.start()
     elif rank == 1:
-        time.sleep(1.0)
+        time.sleep(2.0)
     y[:] = -1
     start = time.monotonic()
     ctx.allreduce(x, y)
@@ -853,8 +854,9 @@ def test_fast_call():
         t.join(10)
     check(np.array_equal(y, want), "the late call: exact")
     if rank == 0:
-        check(waited > 0.8 and gap[0] < 0.5, "the call waited %.2f s for a peer, and a thread "
-              "of this rank stood still for %.2f s at most: the GIL was held" % (waited, gap[0]))
+        check(waited > 1.5 and gap[0] < waited / 2, "the call waited %.2f s for a peer, and "
+              "a thread of this rank stood still for %.2f s at most: the GIL was held" % (
+                  waited, gap[0]))
     ctx.free(x)
     ctx.free(y)
 
