@@ -271,8 +271,9 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
         # Python's share of a small collective at SHARE_RANKS (2) ranks on one GPU (mps-on
         # first): symaddr-bench allreduce (the C binary), python -m symaddr.bench allreduce
         # (Context.allreduce against the ctypes call, eager and graph-replayed), 8 B-32 KiB, in
-        # turn SHARE_ROUNDS (2) times, and scripts/py-host-time.py (the package's work a call, the C call a
-        # no-op; what ctypes and torch's stream add).
+        # turn SHARE_ROUNDS (2) times (SHARE_AB=1: python's again through ctypes), and
+        # scripts/py-host-time.py (the package's work a call, the C call a no-op; what the
+        # compiled call, ctypes and torch's stream add).
         export SYMADDR_LIB=$PWD/$B/libsymaddr.so.0 PYTHONPATH=$PWD/python PYTHONUNBUFFERED=1
         export SYMADDR_BACKEND=cuda
         n=${SHARE_RANKS:-2}
@@ -281,6 +282,11 @@ print("wheel: symaddr", symaddr.__version__, "library", symaddr._lib.library_pat
                 --json "$OUT/pyshare-c-$round.json" >>"$OUT/pyshare.txt" 2>&1 || rc=1
             timeout 200 mpiexec -n $n python3 -m symaddr.bench allreduce --max-bytes 32768 \
                 --c-json "$OUT/pyshare-c-$round.json" >>"$OUT/pyshare.txt" 2>&1 || rc=1
+            # SHARE_AB=1: the same through ctypes (SYMADDR_NO_FAST_CALL=1), against one run
+            [ -z "${SHARE_AB:-}" ] || { echo "# ctypes (SYMADDR_NO_FAST_CALL=1):"
+                SYMADDR_NO_FAST_CALL=1 timeout 200 mpiexec -n $n -x SYMADDR_NO_FAST_CALL \
+                    python3 -m symaddr.bench allreduce --max-bytes 32768 \
+                    --c-json "$OUT/pyshare-c-$round.json"; } >>"$OUT/pyshare.txt" 2>&1 || rc=1
         done
         timeout 200 mpiexec -n $n python3 scripts/py-host-time.py --backend cuda \
             >>"$OUT/pyshare.txt" 2>&1 || rc=1
