@@ -223,10 +223,15 @@ def test_all_gather_and_all_to_all():
         check(torch.equal(out, want), "all_gather %s" % dtype)
         for variant in ("persistent", "partitioned", "ring", "pull"):  # Iris's, each ours
             out.zero_()
+            config = Config(all_gather_variant=variant, comm_sms=8 * size)
+            ws = shmem.ccl.all_gather_preamble(out, x, config=config)  # Iris's newer form
             shmem.barrier()
-            shmem.ccl.all_gather(out, x, config=Config(all_gather_variant=variant,
-                                                       comm_sms=8 * size))
+            check(shmem.ccl.all_gather(out, x, config=config, workspace=ws) is ws,
+                  "all_gather returns its workspace")
             check(torch.equal(out, want), "all_gather %s, %s" % (dtype, variant))
+        if size > 1:
+            raises("all_gather_preamble of a short output", lambda: shmem.ccl.all_gather_preamble(
+                x, x), SymaddrError, ["times input's rows"])
         for provider in ("heap", "ipc"):
             inp, _ = shmem.allocate_symmetric((m, n * size), dtype, provider=provider)
             inp.copy_(value(rank, (m, n * size), dtype, k=1))

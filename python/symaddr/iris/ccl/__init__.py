@@ -432,10 +432,30 @@ class CCL:
         self._ctx.scatter(input_tensor, output_tensor, root=src)
         self._done(async_op)
 
+    def all_gather_preamble(self, output_tensor: Any, input_tensor: Any, config: Any = None,
+                            workspace: Optional[Workspace] = None) -> Workspace:
+        """Check an all_gather's arguments (a Workspace to pass to all_gather, made before a
+        CUDA graph's capture where the call is captured; symaddr's allgather keeps its own
+        buffers, so it holds none)."""
+        call = "all_gather_preamble"
+        config = self._config(config, call)
+        self._gather_shapes(call, output_tensor, input_tensor, self._ctx.size)
+        return Workspace(tuple(input_tensor.shape), input_tensor.dtype, "host")
+
+    @staticmethod
+    def _gather_shapes(call: str, output: Any, inp: Any, world: int) -> None:
+        if output.numel() != inp.numel() * world or output.dtype != inp.dtype:
+            raise _err("SYMADDR_ERR_INVALID_ARG", "%s: output %s %s, input %s %s: pass an "
+                       "output of %d times input's rows, of its dtype" % (
+                           call, tuple(output.shape), output.dtype, tuple(inp.shape),
+                           inp.dtype, world))
+
     def all_gather(self, output_tensor: Any, input_tensor: Any, group: Any = None,
-                   async_op: bool = False, config: Any = None) -> None:
+                   async_op: bool = False, config: Any = None,
+                   workspace: Optional[Workspace] = None) -> Optional[Workspace]:
         """output (world * M, ...) = every rank's input (M, ...) in rank order, along dimension
-        0 (torch's all_gather_into_tensor). input symmetric (any provider), output any."""
+        0 (torch's all_gather_into_tensor). input symmetric (any provider), output any.
+        Returns the workspace (all_gather_preamble's, which changes nothing here)."""
         call = "symaddr.iris.ccl.all_gather"
         members = self._members(group, call)
         config = self._config(config, call)
@@ -448,18 +468,14 @@ class CCL:
             raise ValueError("comm_sms (%d) must be divisible by world_size (%d) for the "
                              "partitioned all_gather" % (config.comm_sms, self._ctx.size))
         if members is not None:  # a subgroup: the members' inputs in the group's order
-            if output_tensor.numel() != input_tensor.numel() * len(members) or \
-                    output_tensor.dtype != input_tensor.dtype:
-                raise _err("SYMADDR_ERR_INVALID_ARG", "%s: output %s %s, input %s %s: pass an "
-                           "output of %d times input's rows, of its dtype" % (
-                               call, tuple(output_tensor.shape), output_tensor.dtype,
-                               tuple(input_tensor.shape), input_tensor.dtype, len(members)))
+            self._gather_shapes(call, output_tensor, input_tensor, len(members))
             self._in_group(group, call, input_tensor,
                            lambda views: torch_stack([views[r] for r in members]),
                            output_tensor.view(len(members), *input_tensor.shape))
-            return
+            return workspace
         self._ctx.allgather(input_tensor, output_tensor)
         self._done(async_op)
+        return workspace
 
     def all_to_all(self, output_tensor: Any, input_tensor: Any, group: Any = None,
                    async_op: bool = False, config: Any = None) -> None:
