@@ -354,6 +354,10 @@ def _staged(ctx, t: Any, out_bytes: int) -> Any:
     p = t.data_ptr()
     if (ctx._known.get(p) or ctx._lookup(p))[0] == 0:
         return t
+    if not ctx._stage_captured and ctx.backend != "cpu" and ctx._capturing():
+        # a graph that replays this copy (and the call on the copy) writes this workspace:
+        # kept mapped when a later call outgrows it (Staging._workspace)
+        ctx._stage_captured = True
     return ctx._stage_view(base + off, nbytes).view(t.dtype).view(t.shape).copy_(t)
 
 

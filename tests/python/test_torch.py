@@ -447,6 +447,50 @@ def test_graph_outlives_workspace():
         del graph
 
 
+def test_graph_outlives_staged_input():
+    """As graph_outlives_workspace, for an input staged into the workspace with nothing
+    staged out: torch.ops.symaddr.all_reduce_ of a plain tensor (copied into the workspace,
+    reduced there in place, copied back) captured in a CUDA graph, then an eager call that
+    grows the workspace and a new allocation: each replay exact, the new allocation kept
+    (before, nothing marked the workspace captured on this route, so the growth freed it
+    under the graph)."""
+    from symaddr import ops
+    n = 2 * size + 1
+    every = sum(values(r, n, torch.int32) for r in range(size)).cpu()
+    with sa.Context(comm, backend="cuda") as c:
+        group = ops.group_name(c)
+        x = torch.empty(n, dtype=torch.int32, device="cuda")
+        x.copy_(values(rank, n, torch.int32))
+        torch.ops.symaddr.all_reduce_(x, "sum", group)  # the workspace made, eager
+        torch.cuda.synchronize()
+        assert torch.equal(x.cpu(), every), "eager: %s" % x.cpu()[:4]
+        c.barrier()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(s):
+            with torch.cuda.graph(graph, stream=s):
+                x.copy_(values(rank, n, torch.int32))
+                torch.ops.symaddr.all_reduce_(x, "sum", group)
+        m = 1 << 16  # 256 KiB: past the workspace
+        big = torch.full((m,), rank + 1, dtype=torch.int32, device="cuda")
+        torch.ops.symaddr.all_reduce_(big, "sum", group)
+        torch.cuda.synchronize()
+        assert bool((big == size * (size + 1) // 2).all()), "the growing call: %s" % big[:4]
+        z, _ = c.allocate_symmetric((1024,), torch.int32)
+        z.fill_(7)
+        for k in range(3):
+            torch.cuda.synchronize()
+            c.barrier()
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(x.cpu(), every), "replay %d: %s, want %s" % (
+                k, x.cpu()[:4], every[:4])
+            assert bool((z == 7).all()), "replay %d wrote an allocation made after it" % k
+        c.barrier()
+        del graph
+
+
 def test_import_reuse():
     """An import keeps its tensor until the library releases it. Rank 0 drops its imported
     tensor while registered and makes a plain recv of the same size: torch's caching
@@ -571,6 +615,7 @@ case("lifetimes", test_lifetimes)
 case("graph_replay", test_graph_replay)
 case("graph_every", test_graph_every)
 case("graph_outlives_workspace", test_graph_outlives_workspace)
+case("graph_outlives_staged_input", test_graph_outlives_staged_input)
 case("import_reuse", test_import_reuse)
 case("staged_stream", test_staged_stream)
 case("rooted_kinds", test_rooted_kinds)
