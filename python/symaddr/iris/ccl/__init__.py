@@ -2,7 +2,11 @@
 """Iris's collectives (`shmem.ccl`, `from iris.ccl import Config, ReduceOp`) on symaddr's:
 all_reduce, reduce_scatter, all_gather, all_to_all, reduce, gather, scatter, broadcast, barrier.
 
-Each call takes Iris's arguments, order and defaults, and runs a collective of symaddr's:
+Each call takes Iris's arguments, order and defaults, and runs a collective of symaddr's.
+Inputs may be any tensors on the device, as Iris's newer ccl takes them: symmetric memory is
+read where it lies; another tensor is first copied into the context's staging workspace
+(stream-ordered; made at the first eager call of a size, so that a CUDA graph captures later
+calls with no allocation; the ranks pass inputs of one kind).
 - the host collectives of symaddr.Context (C kernels, symaddr_allreduce and its kin) by
   default: every op ("sum", "prod", "min", "max", "avg"), every dtype they take, tensors of any
   provider (heap, ipc, vmm, an import; Iris's take heap tensors only), and captured by a CUDA
@@ -23,8 +27,8 @@ Iris's reduce variants ("one_shot", "two_shot", "ring", "two_phase") each run sy
 reduce. Iris's all_gather variants ("persistent", "partitioned", "ring", "pull") each run symaddr's
 allgather, checked as Iris checks them ("partitioned": comm_sms divisible by the world size);
 "tdm", its Gluon kernel's, raises NotImplementedError.
-A variant's Triton kernels reduce "sum", "min" and "max"; "prod" and "avg" run the host
-allreduce whatever the variant. all_reduce_distribution, block sizes, comm_sms, swizzle_size
+A variant's Triton kernels reduce "sum", "min" and "max"; "prod" and "avg", and a staged
+(plain) input, run the host allreduce whatever the variant. all_reduce_distribution, block sizes, comm_sms, swizzle_size
 and the ring settings are Iris's kernel tuning: they are checked as Iris checks them and do not
 change symaddr's results. use_gluon=True raises NotImplementedError (symaddr has no Gluon
 kernels: use_gluon=False runs symaddr's).
@@ -260,6 +264,19 @@ class CCL:
         output.copy_(result)
         self._ctx.sync()
 
+    def _input(self, t: Any, output: Any = None) -> Any:
+        """t where it is symmetric memory of the context (contiguous), else its copy in the
+        context's staging workspace, past the part a plain output takes there: Iris's newer
+        ccl takes any tensor. Stream-ordered, and capturable once an eager call of the same
+        sizes made the workspace. The ranks pass inputs of one kind (each stages, or none)."""
+        ctx = self._iris._ctx
+        p = t.data_ptr()
+        if t.is_contiguous() and (ctx._known.get(p) or ctx._lookup(p))[0] == 0:
+            return t
+        from symaddr import ops
+        return ops._staged(ctx, t, 0 if output is None else
+                           output.numel() * output.element_size())
+
     @staticmethod
     def _reduced(parts: list, op: str) -> Any:
         """op over parts (tensors of one shape), elementwise."""
@@ -322,17 +339,21 @@ class CCL:
     def all_reduce(self, output_tensor: Any, input_tensor: Any, op: Any = None,
                    group: Any = None, async_op: bool = False, config: Any = None,
                    workspace: Optional[Workspace] = None) -> Optional[Workspace]:
-        """output = op over ranks of input (same shape; input symmetric memory of any provider,
-        output any, or input itself). op: ReduceOp.SUM (default), PROD, MIN, MAX, AVG. config's
+        """output = op over ranks of input (same shape; input any tensor, read where it lies
+        when it is symmetric memory of any provider, else staged; output any, or input
+        itself). op: ReduceOp.SUM (default), PROD, MIN, MAX, AVG. config's
         all_reduce_variant picks the kernel (see the module). Returns the workspace."""
         if op is None and group is None and config is None:  # Iris's usual call: the host sum
             if output_tensor is not input_tensor and (
                     output_tensor.shape != input_tensor.shape or
                     output_tensor.dtype != input_tensor.dtype):
                 self._same("symaddr.iris.ccl.all_reduce", output_tensor, input_tensor)
+            ctx = self._iris._ctx
+            p = input_tensor.data_ptr()
+            if (ctx._known.get(p) or ctx._lookup(p))[0] or not input_tensor.is_contiguous():
+                input_tensor = self._input(input_tensor, output_tensor)  # a plain input
             # Context.allreduce's body, called from here: a frame less a call
-            self._iris._ctx._collective("allreduce", input_tensor, output_tensor, "sum", None,
-                                        None)
+            ctx._collective("allreduce", input_tensor, output_tensor, "sum", None, None)
             if not async_op:
                 self._done(False)
             return workspace
@@ -341,12 +362,17 @@ class CCL:
         config = self._config(config, call)
         op = _op_name(op)
         self._same(call, output_tensor, input_tensor)
+        staged = self._input(input_tensor, output_tensor)
         if members is not None:  # a subgroup: any variant reduces the members' inputs
-            self._in_group(group, call, input_tensor,
+            self._in_group(group, call, staged,
                            lambda views: self._reduced([views[r] for r in members], op),
                            output_tensor)
             return workspace
-        runs = self._plan(output_tensor, input_tensor, op, config)
+        # a staged input (in the workspace, which symaddr.triton's kernels do not take) runs
+        # the host allreduce whatever the variant
+        runs = self._plan(output_tensor, input_tensor, op, config) \
+            if staged is input_tensor else "host"
+        input_tensor = staged
         if runs == "host":
             self._ctx.allreduce(input_tensor, output_tensor, op=op)
         else:
@@ -366,6 +392,7 @@ class CCL:
         members = self._members(group, call)
         self._config(config, call)
         op = _op_name(op)
+        input_tensor = self._input(input_tensor, output_tensor)
         if members is not None:  # a subgroup: reduced from the members' inputs
             n, g = output_tensor.numel(), len(members)
             same = tuple(output_tensor.shape) == tuple(input_tensor.shape)
@@ -399,26 +426,27 @@ class CCL:
     def reduce(self, output_tensor: Any, input_tensor: Any, root: int = 0, op: Any = None,
                group: Any = None, async_op: bool = False, config: Any = None,
                workspace: Optional[Workspace] = None) -> Optional[Workspace]:
-        """output on root = op over ranks of input (same shape; input symmetric memory of any
-        provider, output any); other ranks' output is left as it was (Iris, like RCCL, leaves
+        """output on root = op over ranks of input (same shape; input any tensor, staged
+        unless symmetric memory of any provider; output any); other ranks' output is left as it was (Iris, like RCCL, leaves
         it unspecified). Every reduce_variant runs symaddr's reduce; op as all_reduce's."""
         call = "symaddr.iris.ccl.reduce"
         self._group(group, call)
         self._config(config, call)
         self._same(call, output_tensor, input_tensor)
-        self._ctx.reduce(input_tensor, output_tensor, op=_op_name(op), root=root)
+        self._ctx.reduce(self._input(input_tensor, output_tensor), output_tensor,
+                         op=_op_name(op), root=root)
         self._done(async_op)
         return workspace
 
     def gather(self, output_tensor: Any, input_tensor: Any, dst: int = 0, group: Any = None,
                async_op: bool = False, config: Any = None) -> None:
         """output (world * M, ...) on dst = every rank's input (M, ...) in rank order, along
-        dimension 0; other ranks' output is left as it was. input symmetric (any provider),
-        output any."""
+        dimension 0; other ranks' output is left as it was. input any tensor (staged unless
+        symmetric, any provider), output any."""
         call = "symaddr.iris.ccl.gather"
         self._group(group, call)
         self._config(config, call)
-        self._ctx.gather(input_tensor, output_tensor, root=dst)
+        self._ctx.gather(self._input(input_tensor, output_tensor), output_tensor, root=dst)
         self._done(async_op)
 
     def scatter(self, output_tensor: Any, input_tensor: Any, src: int = 0, group: Any = None,
@@ -429,7 +457,7 @@ class CCL:
         call = "symaddr.iris.ccl.scatter"
         self._group(group, call)
         self._config(config, call)
-        self._ctx.scatter(input_tensor, output_tensor, root=src)
+        self._ctx.scatter(self._input(input_tensor, output_tensor), output_tensor, root=src)
         self._done(async_op)
 
     def all_gather_preamble(self, output_tensor: Any, input_tensor: Any, config: Any = None,
@@ -454,7 +482,8 @@ class CCL:
                    async_op: bool = False, config: Any = None,
                    workspace: Optional[Workspace] = None) -> Optional[Workspace]:
         """output (world * M, ...) = every rank's input (M, ...) in rank order, along dimension
-        0 (torch's all_gather_into_tensor). input symmetric (any provider), output any.
+        0 (torch's all_gather_into_tensor). input any tensor (staged unless symmetric, any
+        provider), output any.
         Returns the workspace (all_gather_preamble's, which changes nothing here)."""
         call = "symaddr.iris.ccl.all_gather"
         members = self._members(group, call)
@@ -467,6 +496,7 @@ class CCL:
         if variant == "partitioned" and config.comm_sms % self._ctx.size:
             raise ValueError("comm_sms (%d) must be divisible by world_size (%d) for the "
                              "partitioned all_gather" % (config.comm_sms, self._ctx.size))
+        input_tensor = self._input(input_tensor, output_tensor)
         if members is not None:  # a subgroup: the members' inputs in the group's order
             self._gather_shapes(call, output_tensor, input_tensor, len(members))
             self._in_group(group, call, input_tensor,
@@ -519,16 +549,24 @@ class CCL:
         self._group(group, call)
         self._config(config, call)
         self._same(call, output_tensor, input_tensor)
-        self._ctx.broadcast(input_tensor, output_tensor, root=src)
+        self._ctx.broadcast(self._input(input_tensor, output_tensor), output_tensor, root=src)
         self._done(async_op)
 
-    def broadcast(self, tensor: Any, src: int = 0, group: Any = None, async_op: bool = False,
-                  config: Any = None) -> None:
-        """tensor (every rank, in place) = src's tensor, as torch.distributed.broadcast."""
+    def broadcast(self, tensor: Any, input_tensor: Any = None, src: int = 0, group: Any = None,
+                  async_op: bool = False, config: Any = None) -> None:
+        """tensor (every rank, in place) = src's tensor, as torch.distributed.broadcast; or,
+        in Iris's newer form broadcast(output, input, src=...), output = src's input (as
+        broadcast_tensor). broadcast(tensor, 2) is the first form, src 2."""
+        if input_tensor is not None and not hasattr(input_tensor, "data_ptr"):
+            input_tensor, src = None, input_tensor  # broadcast(tensor, src)
+        if input_tensor is not None:
+            return self.broadcast_tensor(tensor, input_tensor, src=src, group=group,
+                                         async_op=async_op, config=config)
         call = "symaddr.iris.ccl.broadcast"
         self._group(group, call)
         self._config(config, call)
-        self._ctx.broadcast(tensor, tensor, root=src)
+        staged = self._input(tensor, tensor)
+        self._ctx.broadcast(staged, tensor, root=src)
         self._done(async_op)
 
     def barrier(self, group: Any = None, async_op: bool = False) -> None:
