@@ -427,14 +427,18 @@ class CCL:
                group: Any = None, async_op: bool = False, config: Any = None,
                workspace: Optional[Workspace] = None) -> Optional[Workspace]:
         """output on root = op over ranks of input (same shape; input any tensor, staged
-        unless symmetric memory of any provider; output any); other ranks' output is left as it was (Iris, like RCCL, leaves
-        it unspecified). Every reduce_variant runs symaddr's reduce; op as all_reduce's."""
+        unless symmetric memory of any provider; output any); on the other ranks output =
+        their input, as torch.distributed.reduce leaves a non-root's tensor (Iris's newer
+        tests expect it; RCCL leaves it unspecified). Every reduce_variant runs symaddr's
+        reduce; op as all_reduce's."""
         call = "symaddr.iris.ccl.reduce"
         self._group(group, call)
         self._config(config, call)
         self._same(call, output_tensor, input_tensor)
         self._ctx.reduce(self._input(input_tensor, output_tensor), output_tensor,
                          op=_op_name(op), root=root)
+        if self._ctx.rank != root and output_tensor.data_ptr() != input_tensor.data_ptr():
+            output_tensor.copy_(input_tensor)  # stream-ordered, after the reduce read input
         self._done(async_op)
         return workspace
 
