@@ -422,11 +422,16 @@ static size_t distance(const char *a, const char *b)
 }
 
 /* SYMADDR_* names read by symaddr's other parts, not by the library: the Python package's
- * library path, and the test suite's own (SYMADDR_TEST_*). */
+ * (its library path, its ctypes switch), and the test suite's own (SYMADDR_TEST_*, and the
+ * Iris tests' plugin's SYMADDR_IRIS_*). */
 static bool read_elsewhere(const char *name, size_t len)
 {
-    return (len == strlen("SYMADDR_LIB") && !strncmp(name, "SYMADDR_LIB", len)) ||
-           !strncmp(name, "SYMADDR_TEST_", strlen("SYMADDR_TEST_"));
+    static const char *const exact[] = {"SYMADDR_LIB", "SYMADDR_NO_FAST_CALL"};
+    for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+        if (len == strlen(exact[i]) && !strncmp(name, exact[i], len))
+            return true;
+    return !strncmp(name, "SYMADDR_TEST_", strlen("SYMADDR_TEST_")) ||
+           !strncmp(name, "SYMADDR_IRIS_", strlen("SYMADDR_IRIS_"));
 }
 
 int symaddr_config_unknown(char *const *env, int from, char *why, size_t len)
