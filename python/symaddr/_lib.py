@@ -185,10 +185,11 @@ def _fast_calls(lib, path):
             spec = importlib.util.spec_from_file_location("symaddr._fast", where)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-        except ImportError:  # another build's (a sanitizer's): ctypes serves
+            bind = module.bind
+        except (ImportError, AttributeError, OSError):  # not ours, or another build's
             return None
         f = lib.symaddr_collective_run_at
-        lib.symaddr_collective_run_at = module.bind(ctypes.cast(f, ctypes.c_void_p).value)
+        lib.symaddr_collective_run_at = bind(ctypes.cast(f, ctypes.c_void_p).value)
         lib.symaddr_collective_run_at_ctypes = f
         return where
     return None

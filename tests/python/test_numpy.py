@@ -827,6 +827,15 @@ def test_fast_call():
         del os.environ["SYMADDR_NO_FAST_CALL"]
     check(_lib._fast_calls(stand_in, os.path.join(os.path.dirname(lib.fast), "libx.so"))
           == lib.fast and stand_in.symaddr_collective_run_at is not slow, "the loader")
+    # a file of that name that is not the module (not an extension at all) leaves ctypes
+    import importlib.machinery
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "_fast" + importlib.machinery.EXTENSION_SUFFIXES[0]), "w") as f:
+            f.write("not a shared object")
+        other = types.SimpleNamespace(symaddr_collective_run_at=slow)
+        check(_lib._fast_calls(other, os.path.join(d, "libsymaddr.so.0")) is None and
+              other.symaddr_collective_run_at is slow, "a foreign _fast beside the library")
     # the GIL: rank 0 waits in the call for rank 1, which comes 2 s late; rank 0's thread
     # steps meanwhile (held, the GIL would stop it for the whole wait: its longest gap between
     # two steps would be the whole wait, where released it is the interpreter's switch
