@@ -56,8 +56,14 @@ for s in $steps; do
         echo "build: ok${BASE_TAR:+ (and the base)}" ;;
     test)
         # TEST_RANKS=n reruns the suite with n ranks per mpi test (log: test-n.log).
-        log="$OUT/test${TEST_RANKS:+-$TEST_RANKS}.log"
+        # TEST_SLICE=k/n runs every n-th test from the k-th (1-based) of meson's list: the whole
+        # suite in n calls of the device tool, each under its 10 minutes (log: ...-slice-k.log)
+        log="$OUT/test${TEST_RANKS:+-$TEST_RANKS}${TEST_SLICE:+-slice-${TEST_SLICE%/*}}.log"
         [ -n "${TEST_RANKS:-}" ] && meson configure $B -Dtest_ranks=$TEST_RANKS >/dev/null
+        if [ -n "${TEST_SLICE:-}" ]; then
+            TESTS=$(meson test -C $B --list 2>/dev/null | sed -n 's|^.* / ||p' |
+                    awk -v k="${TEST_SLICE%/*}" -v n="${TEST_SLICE#*/}" '(NR - k) % n == 0')
+        fi
         meson test -C $B --print-errorlogs ${TESTS:-} >"$log" 2>&1 || rc=1
         grep -E "^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):" "$log" ;;
     bench)
