@@ -49,6 +49,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Optional
 
+import torch  # (symaddr.iris, this package's parent, imports it first)
 
 from symaddr._lib import error as _err
 from symaddr._validation import _capturing
@@ -150,11 +151,6 @@ class Workspace:
     shape: tuple
     dtype: Any
     runs: str  # "host" or a symaddr.triton.collectives algorithm
-
-
-def torch_stack(parts: list, dim: int = 0) -> Any:
-    import torch
-    return torch.stack(parts, dim)
 
 
 def _op_name(op: Any) -> str:
@@ -280,7 +276,6 @@ class CCL:
     @staticmethod
     def _reduced(parts: list, op: str) -> Any:
         """op over parts (tensors of one shape), elementwise."""
-        import torch
         stacked = torch.stack(parts)
         if op in ("sum", "avg"):
             total = stacked.sum(0)
@@ -504,7 +499,7 @@ class CCL:
         if members is not None:  # a subgroup: the members' inputs in the group's order
             self._gather_shapes(call, output_tensor, input_tensor, len(members))
             self._in_group(group, call, input_tensor,
-                           lambda views: torch_stack([views[r] for r in members]),
+                           lambda views: torch.stack([views[r] for r in members]),
                            output_tensor.view(len(members), *input_tensor.shape))
             return workspace
         self._ctx.allgather(input_tensor, output_tensor)
@@ -532,7 +527,7 @@ class CCL:
         if members is not None:  # a subgroup: block i of member j's input is this rank's
             i = members.index(self._ctx.rank)  # (i its place in the group)
             self._in_group(group, call, input_tensor,
-                           lambda views: torch_stack([views[r].reshape(m, world, n)[:, i, :]
+                           lambda views: torch.stack([views[r].reshape(m, world, n)[:, i, :]
                                                       for r in members], 1),
                            output_tensor.view(m, world, n))
             return
