@@ -404,6 +404,34 @@ def test_graph_every():
     ctx.free(x)
 
 
+def _replays_outlive_growth(c, capture, result, grow, every):
+    """capture() captured in a CUDA graph on a side stream, then grow(m) (an eager call of m
+    int32s past the workspace, returning its sum) and a new allocation: each of three replays
+    leaves result exact against every, and the new allocation as it was."""
+    c.barrier()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(graph, stream=s):
+            capture()
+    big = grow(1 << 16)  # 256 KiB: past the workspace
+    torch.cuda.synchronize()
+    assert bool((big == size * (size + 1) // 2).all()), "the growing call: %s" % big[:4]
+    z, _ = c.allocate_symmetric((1024,), torch.int32)
+    z.fill_(7)
+    for k in range(3):
+        torch.cuda.synchronize()
+        c.barrier()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(result.cpu(), every), "replay %d: %s, want %s" % (
+            k, result.cpu()[:4], every[:4])
+        assert bool((z == 7).all()), "replay %d wrote an allocation made after it" % k
+    c.barrier()
+    del graph
+
+
 def test_graph_outlives_workspace():
     """A CUDA graph that captured staged allreduces (plain recv: written through the context's
     workspace), then an eager staged call larger than the workspace, which grows it, and a new
@@ -418,33 +446,20 @@ def test_graph_outlives_workspace():
         out = torch.full((n,), -1, dtype=torch.int32, device="cuda")
         c.allreduce(x, out)  # the workspace made, eager (4 KiB)
         torch.cuda.synchronize()
-        c.barrier()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.stream(s):
-            with torch.cuda.graph(graph, stream=s):
-                out.fill_(-1)
-                c.allreduce(x, out)
-        m = 1 << 16  # 256 KiB: past the workspace
-        y, _ = c.allocate_symmetric((m,), torch.int32)
-        y.fill_(rank + 1)
-        big = torch.zeros(m, dtype=torch.int32, device="cuda")
-        c.allreduce(y, big)
-        torch.cuda.synchronize()
-        assert bool((big == size * (size + 1) // 2).all()), "the growing call: %s" % big[:4]
-        z, _ = c.allocate_symmetric((1024,), torch.int32)
-        z.fill_(7)
-        for k in range(3):
-            torch.cuda.synchronize()
-            c.barrier()
-            graph.replay()
-            torch.cuda.synchronize()
-            assert torch.equal(out.cpu(), every), "replay %d: %s, want %s" % (
-                k, out.cpu()[:4], every[:4])
-            assert bool((z == 7).all()), "replay %d wrote an allocation made after it" % k
-        c.barrier()
-        del graph
+
+        def capture():
+            out.fill_(-1)
+            c.allreduce(x, out)
+
+        kept = []  # y lives through the replays, as the new allocation's neighbour
+
+        def grow(m):
+            y, _ = c.allocate_symmetric((m,), torch.int32)
+            y.fill_(rank + 1)
+            kept.append(y)
+            big = torch.zeros(m, dtype=torch.int32, device="cuda")
+            return c.allreduce(y, big)
+        _replays_outlive_growth(c, capture, out, grow, every)
 
 
 def test_graph_outlives_staged_input():
@@ -464,31 +479,16 @@ def test_graph_outlives_staged_input():
         torch.ops.symaddr.all_reduce_(x, "sum", group)  # the workspace made, eager
         torch.cuda.synchronize()
         assert torch.equal(x.cpu(), every), "eager: %s" % x.cpu()[:4]
-        c.barrier()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.stream(s):
-            with torch.cuda.graph(graph, stream=s):
-                x.copy_(values(rank, n, torch.int32))
-                torch.ops.symaddr.all_reduce_(x, "sum", group)
-        m = 1 << 16  # 256 KiB: past the workspace
-        big = torch.full((m,), rank + 1, dtype=torch.int32, device="cuda")
-        torch.ops.symaddr.all_reduce_(big, "sum", group)
-        torch.cuda.synchronize()
-        assert bool((big == size * (size + 1) // 2).all()), "the growing call: %s" % big[:4]
-        z, _ = c.allocate_symmetric((1024,), torch.int32)
-        z.fill_(7)
-        for k in range(3):
-            torch.cuda.synchronize()
-            c.barrier()
-            graph.replay()
-            torch.cuda.synchronize()
-            assert torch.equal(x.cpu(), every), "replay %d: %s, want %s" % (
-                k, x.cpu()[:4], every[:4])
-            assert bool((z == 7).all()), "replay %d wrote an allocation made after it" % k
-        c.barrier()
-        del graph
+
+        def capture():
+            x.copy_(values(rank, n, torch.int32))
+            torch.ops.symaddr.all_reduce_(x, "sum", group)
+
+        def grow(m):
+            big = torch.full((m,), rank + 1, dtype=torch.int32, device="cuda")
+            torch.ops.symaddr.all_reduce_(big, "sum", group)
+            return big
+        _replays_outlive_growth(c, capture, x, grow, every)
 
 
 def test_import_reuse():
